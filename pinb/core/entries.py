@@ -1,0 +1,96 @@
+"""One stored entry: its wire dict kept verbatim, where it came from, and a typed view on demand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import EntryModel, parse_entry
+from .wire import MISSING
+
+__all__ = ["MISSING", "Entry", "id_key"]
+
+
+def id_key(value: object) -> object:
+    """A dict key with JavaScript ``Map`` semantics for an id read from JSON.
+
+    Strings are themselves; ``1`` and ``1.0`` are the same number but differ from ``"1"``
+    and from ``true``; objects and arrays only equal themselves (by reference).
+    """
+    if isinstance(value, str) or value is None or value is MISSING:
+        return value
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", float(value))
+    return ("object", id(value))
+
+
+class Entry:
+    """A non-header line of a session file.
+
+    Parameters
+    ----------
+    raw:
+        The line's JSON object exactly as read (or as pinb wrote it). Never mutate it.
+    line:
+        1-based physical line number in the file, or ``None`` for entries not yet on disk.
+    """
+
+    __slots__ = ("_model", "line", "raw")
+
+    def __init__(self, raw: dict[str, Any], line: int | None = None) -> None:
+        self.raw = raw
+        self.line = line
+        self._model: EntryModel | None = None
+
+    @property
+    def type(self) -> str:
+        value = self.raw.get("type")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def id(self) -> Any:
+        """The entry id (a string in every file Pi writes)."""
+        return self.raw.get("id", MISSING)
+
+    @property
+    def parent_id(self) -> Any:
+        """The parent id: a string, ``None`` for a root, ``MISSING`` when absent."""
+        return self.raw.get("parentId", MISSING)
+
+    @property
+    def timestamp(self) -> Any:
+        return self.raw.get("timestamp")
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The Pi-shaped message of a ``message`` entry (verbatim), else ``None``."""
+        if self.raw.get("type") != "message":
+            return None
+        message = self.raw.get("message")
+        return message if isinstance(message, dict) else None
+
+    @property
+    def role(self) -> str | None:
+        """``message.role`` of a ``message`` entry, else ``None``."""
+        message = self.message
+        if message is None:
+            return None
+        role = message.get("role")
+        return role if isinstance(role, str) else None
+
+    @property
+    def model(self) -> EntryModel:
+        """The typed, validated model of this entry (computed once, on first use)."""
+        if self._model is None:
+            self._model = parse_entry(self.raw)
+        return self._model
+
+    def __repr__(self) -> str:
+        role = f" role={self.role!r}" if self.role else ""
+        return f"Entry(type={self.type!r}, id={self.id!r}{role}, line={self.line})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Entry) and other.raw == self.raw
+
+    __hash__ = None  # type: ignore[assignment]

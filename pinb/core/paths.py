@@ -1,0 +1,80 @@
+"""Where Pi keeps things: the agent directory, per-project session folders, file names."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = [
+    "AGENT_DIR_ENV",
+    "agent_dir",
+    "encode_cwd",
+    "iso_now",
+    "session_file_name",
+    "sessions_dir_for",
+    "sessions_root",
+]
+
+#: Environment variable that overrides the agent directory, as in Pi.
+AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+
+
+def agent_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """Return Pi's agent directory.
+
+    ``$PI_CODING_AGENT_DIR`` when set (``~`` and a ``~/`` prefix are expanded),
+    otherwise ``~/.pi/agent`` (spec §2.1).
+    """
+    environ = os.environ if env is None else env
+    value = environ.get(AGENT_DIR_ENV)
+    if value:
+        if value == "~" or value.startswith("~/"):
+            value = str(Path.home()) + value[1:]
+        return Path(value)
+    return Path.home() / ".pi" / "agent"
+
+
+def sessions_root(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """``<agentDir>/sessions``: the folder holding one sub-folder per project."""
+    return agent_dir(env) / "sessions"
+
+
+def encode_cwd(cwd: str | os.PathLike[str]) -> str:
+    """Encode a working directory into Pi's per-project folder name.
+
+    One leading ``/`` or ``\\`` is dropped, then every ``/``, ``\\`` and ``:``
+    becomes ``-``; the result is wrapped in ``--``. The encoding is lossy
+    (``/a-b`` and ``/a/b`` collide), so the header ``cwd`` stays the truth.
+
+    Examples
+    --------
+    >>> encode_cwd("/home/dev/proj")
+    '--home-dev-proj--'
+    >>> encode_cwd("C:\\\\Users\\\\me")
+    '--C--Users-me--'
+    """
+    text = os.fspath(cwd)
+    if text[:1] in ("/", "\\"):
+        text = text[1:]
+    for ch in "/\\:":
+        text = text.replace(ch, "-")
+    return f"--{text}--"
+
+
+def sessions_dir_for(
+    cwd: str | os.PathLike[str], env: os._Environ[str] | dict[str, str] | None = None
+) -> Path:
+    """Pi's default session folder for ``cwd`` (resolved to an absolute path first, as newer Pi)."""
+    resolved = os.path.abspath(os.fspath(cwd))
+    return sessions_root(env) / encode_cwd(resolved)
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    """``<ts>_<id>.jsonl`` with ``:`` and ``.`` of the ISO timestamp replaced by ``-``."""
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def iso_now() -> str:
+    """The current UTC time as JavaScript's ``Date.toISOString()`` prints it."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

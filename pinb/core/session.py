@@ -1,0 +1,706 @@
+"""``Session``: one Pi session file — its entries, the current leaf, appends, navigation.
+
+A session is read with Pi's rules, migrated in memory, and appended to one line at a time
+under a file lock. A new session is written only once it holds an assistant message, as
+Pi does, but without Pi's duplicate-line defect (§12.2). Navigation that appends nothing
+is persisted with a ``leaf`` entry whose ``parentId`` is the target itself: newer Pi replays
+its ``targetId``, and v0.58.3, which takes the last line as the leaf and walks up through
+it, lands on the same entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import (
+    EntryNotFoundError,
+    InvalidEntryError,
+    NotPersistedError,
+    SessionFileError,
+)
+from .context import UNSET, SessionContext, build_session_context
+from .entries import MISSING, Entry, id_key
+from .migrate import CURRENT_VERSION, IdGenerator, migrate_values, new_entry_id
+from .models import WireModel, parse_entry, parse_message
+from .paths import iso_now, session_file_name, sessions_dir_for
+from .store import (
+    LoadedFile,
+    atomic_write_lines,
+    is_valid_header,
+    locked_append,
+    parse_lines,
+    read_new_bytes,
+    read_session_file,
+    serialize_line,
+    split_entries,
+)
+from .tree import Problem, SessionIndex, TreeNode
+from .wire import loads
+
+__all__ = ["Session"]
+
+
+def _new_header(cwd: str, *, session_id: str | None, parent_session: str | None) -> dict[str, Any]:
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": CURRENT_VERSION,
+        "id": session_id or str(uuid.uuid4()),
+        "timestamp": iso_now(),
+        "cwd": cwd,
+    }
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
+class Session:
+    """A Pi session: entries in file order, a current leaf, and the file they live in.
+
+    Create one with :meth:`open`, :meth:`create`, :meth:`in_memory` or
+    :meth:`continue_recent`; the constructor is internal.
+
+    Examples
+    --------
+    >>> s = Session.in_memory(cwd="/tmp/demo")
+    >>> user = s.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    >>> [m["role"] for m in s.build_context().messages]
+    ['user']
+    """
+
+    def __init__(
+        self,
+        header: dict[str, Any],
+        entries: Sequence[Entry] = (),
+        *,
+        path: Path | None = None,
+        problems: Sequence[Problem] = (),
+        flushed: bool = False,
+        persist: bool = True,
+        id_generator: IdGenerator | None = None,
+        loaded: LoadedFile | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self._header = header
+        self._path = path
+        self._index = SessionIndex(entries, path)
+        self._index.problems[:0] = list(problems)
+        self._flushed = flushed
+        self._persist = persist and path is not None
+        self._id_generator = id_generator
+        self._read_only = read_only
+        self._needs_rewrite = bool(loaded and loaded.migrated)
+        self._blank_file = bool(loaded and loaded.blank)
+        self._loaded = loaded
+        self._offset = loaded.complete_size if loaded else 0
+        self._newlines = loaded.newlines if loaded else 0
+        self._ends_with_newline = loaded.ends_with_newline if loaded else True
+        self._file_identity = self._identity() if loaded and path else None
+        self._leaf_id: Any = self._index.replayed_leaf_id
+        self._check_leaf()
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        id_generator: IdGenerator | None = None,
+        strict: bool = True,
+    ) -> Session:
+        """Open an existing session file (reading never writes).
+
+        Version 1 and 2 files are migrated in memory; the file itself is upgraded (with a
+        backup beside it) only when something is first appended.
+
+        Parameters
+        ----------
+        path:
+            The ``.jsonl`` file.
+        id_generator:
+            Draws ids for entries of version 1 files (and for new entries); random by default.
+        strict:
+            When false, a file without a valid header (or in Pi's version 4 layout) opens as
+            an empty, read-only session, as Pi v0.58.3 would see it.
+
+        Raises
+        ------
+        FileNotFoundError
+            The file does not exist (use :meth:`create` for a new session).
+        InvalidHeaderError
+            The file is not empty but its first JSON line is not a session header.
+        UnsupportedVersionError
+            The file uses Pi's experimental version 4 layout.
+        """
+        file_path = Path(path)
+        loaded = read_session_file(file_path, strict=strict)
+        return cls._from_loaded(loaded, id_generator=id_generator)
+
+    @classmethod
+    def _from_loaded(cls, loaded: LoadedFile, *, id_generator: IdGenerator | None) -> Session:
+        values = [item.value for item in loaded.values]
+        valid = bool(values) and is_valid_header(values[0])
+        if valid:
+            loaded.version_before = values[0].get("version", MISSING)
+            loaded.migrated = migrate_values(values, id_generator)
+        split_entries(loaded)
+        if loaded.header is None:
+            # Blank file (a new session will be written into it) or, non-strict, unreadable.
+            header = _new_header(os.getcwd(), session_id=None, parent_session=None)
+            return cls(
+                header,
+                path=loaded.path,
+                problems=loaded.problems,
+                flushed=False,
+                id_generator=id_generator,
+                loaded=loaded,
+                read_only=not loaded.blank,
+            )
+        return cls(
+            loaded.header,
+            loaded.entries,
+            path=loaded.path,
+            problems=loaded.problems,
+            flushed=True,
+            id_generator=id_generator,
+            loaded=loaded,
+        )
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        sessions_dir: str | os.PathLike[str] | None = None,
+        *,
+        session_id: str | None = None,
+        parent_session: str | os.PathLike[str] | None = None,
+        id_generator: IdGenerator | None = None,
+    ) -> Session:
+        """Start a new session for ``cwd`` in Pi's folder for it (or ``sessions_dir``).
+
+        Nothing is written until the first assistant message is appended (as in Pi); the
+        file is then created exclusively, never overwriting anything.
+        """
+        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
+        folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd_text)
+        header = _new_header(
+            cwd_text,
+            session_id=session_id,
+            parent_session=os.fspath(parent_session) if parent_session is not None else None,
+        )
+        path = folder / session_file_name(header["timestamp"], header["id"])
+        return cls(header, path=path, flushed=False, id_generator=id_generator)
+
+    @classmethod
+    def in_memory(
+        cls, cwd: str | os.PathLike[str] | None = None, *, id_generator: IdGenerator | None = None
+    ) -> Session:
+        """A session that never touches the disk (Pi's "no session" mode)."""
+        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
+        header = _new_header(cwd_text, session_id=None, parent_session=None)
+        return cls(header, path=None, flushed=False, persist=False, id_generator=id_generator)
+
+    @classmethod
+    def continue_recent(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        sessions_dir: str | os.PathLike[str] | None = None,
+    ) -> Session:
+        """Open the most recently modified session of ``cwd`` (or create a new one)."""
+        from .listing import most_recent_session
+
+        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
+        folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd_text)
+        recent = most_recent_session(folder, cwd=cwd_text if sessions_dir is not None else None)
+        if recent is not None:
+            return cls.open(recent)
+        return cls.create(cwd_text, folder)
+
+    # -- basic properties -----------------------------------------------------------------
+
+    @property
+    def path(self) -> Path | None:
+        """The session file (``None`` for an in-memory session)."""
+        return self._path
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header line's dict (read-only by convention)."""
+        return self._header
+
+    @property
+    def id(self) -> str:
+        return str(self._header.get("id"))
+
+    @property
+    def cwd(self) -> str:
+        cwd = self._header.get("cwd")
+        return cwd if isinstance(cwd, str) else ""
+
+    @property
+    def parent_session(self) -> str | None:
+        parent = self._header.get("parentSession")
+        return parent if isinstance(parent, str) else None
+
+    @property
+    def entries(self) -> list[Entry]:
+        """All non-header entries in file order (every branch)."""
+        return self._index.entries
+
+    @property
+    def index(self) -> SessionIndex:
+        """The id index and tree operations over :attr:`entries`."""
+        return self._index
+
+    @property
+    def loaded(self) -> LoadedFile | None:
+        """How the file read when opened: parsed values, version before migration, size."""
+        return self._loaded
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Everything odd that reading tolerated: skipped lines, orphans, cycles, duplicates."""
+        return self._index.problems
+
+    @property
+    def is_persisted(self) -> bool:
+        """Whether the session is on disk (a new session is written at its first reply)."""
+        return self._flushed and self._path is not None
+
+    @property
+    def leaf_id(self) -> Any:
+        """The current leaf's id, or ``None`` when positioned before the first entry."""
+        return self._leaf_id
+
+    @property
+    def leaf(self) -> Entry | None:
+        return self._index.get(self._leaf_id) if self._leaf_id is not None else None
+
+    @property
+    def name(self) -> str | None:
+        """The session's display name (latest non-empty ``session_info``), trimmed."""
+        name = self._index.name
+        return name.strip() or None if name is not None else None
+
+    @property
+    def labels(self) -> dict[Any, str]:
+        return self._index.labels
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._index.entries)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._index
+
+    def __getitem__(self, entry_id: object) -> Entry:
+        entry = self._index.get(entry_id)
+        if entry is None:
+            raise EntryNotFoundError(str(entry_id))
+        return entry
+
+    def get(self, entry_id: object) -> Entry | None:
+        return self._index.get(entry_id)
+
+    def __repr__(self) -> str:
+        where = str(self._path) if self._path else "in memory"
+        return (
+            f"<Session {self.id[:8]} entries={len(self)} leaf={self._leaf_id!r} "
+            f"({where}{'' if self.is_persisted or not self._path else ', not yet written'})>"
+        )
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..views import session_mimebundle
+
+        return session_mimebundle(self)
+
+    # -- tree -----------------------------------------------------------------------------
+
+    def path_to(self, entry_id: object = UNSET) -> list[Entry]:
+        """Entries from the root to ``entry_id`` (default: the current leaf), all types."""
+        target = self._leaf_id if entry_id is UNSET else entry_id
+        return self._index.path_to(target)
+
+    def children(self, entry_id: object) -> list[Entry]:
+        return self._index.children(entry_id)
+
+    def tree(self) -> list[TreeNode]:
+        """The whole forest, children sorted by timestamp (Pi's ``getTree``)."""
+        return self._index.tree()
+
+    def common_ancestor(self, a: object, b: object) -> Entry | None:
+        return self._index.common_ancestor(a, b)
+
+    def label(self, entry_id: object) -> str | None:
+        return self._index.label(entry_id)
+
+    def build_context(self, leaf_id: object = UNSET, **options: Any) -> SessionContext:
+        """The context the model sees from ``leaf_id`` (default: the current leaf).
+
+        ``None`` means "before the first entry" (empty). Options are passed to
+        :func:`~pinb.core.context.build_session_context`.
+        """
+        leaf = self._leaf_id if leaf_id is UNSET else leaf_id
+        return build_session_context(self._index, leaf, **options)
+
+    # -- navigation -----------------------------------------------------------------------
+
+    def branch(self, entry_id: str, *, persist: bool = True) -> None:
+        """Move the leaf to ``entry_id``; the next append becomes its child.
+
+        With ``persist`` (default) a ``leaf`` entry records the move, so reopening the file
+        resumes here in both newer Pi and v0.58.3.
+        """
+        if entry_id not in self._index:
+            raise EntryNotFoundError(entry_id)
+        self._move_leaf(entry_id, persist)
+
+    def reset_leaf(self, *, persist: bool = True) -> None:
+        """Move before the first entry: the next append starts a new root."""
+        self._move_leaf(None, persist)
+
+    def _move_leaf(self, target: str | None, persist: bool) -> None:
+        if target == self._leaf_id:
+            return
+        if persist and len(self._index):
+            # parentId = target: see the module docstring.
+            self._write({"type": "leaf", "targetId": target}, parent=target, move_leaf=False)
+        self._leaf_id = target
+
+    # -- appending ------------------------------------------------------------------------
+
+    def append_message(
+        self, message: dict[str, Any] | WireModel, *, validate: bool = True
+    ) -> Entry:
+        """Append a ``message`` entry holding a Pi agent message (dict or model).
+
+        A dict is written with its own key order (Pi keeps the producer's order); it is
+        validated first unless ``validate=False``.
+        """
+        wire = message.to_wire() if isinstance(message, WireModel) else message
+        if validate and not isinstance(message, WireModel):
+            try:
+                parse_message(wire)
+            except ValueError as exc:
+                raise InvalidEntryError(f"invalid {wire.get('role')!r} message: {exc}") from exc
+        return self._write({"type": "message", "message": wire})
+
+    def append_thinking_level_change(self, thinking_level: str) -> Entry:
+        return self._write({"type": "thinking_level_change", "thinkingLevel": thinking_level})
+
+    def append_model_change(self, provider: str, model_id: str) -> Entry:
+        return self._write({"type": "model_change", "provider": provider, "modelId": model_id})
+
+    def append_active_tools_change(self, tool_names: Sequence[str]) -> Entry:
+        """[newer] Record the set of enabled tools from here on."""
+        return self._write({"type": "active_tools_change", "activeToolNames": list(tool_names)})
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> Entry:
+        """Append a ``compaction`` entry at the leaf (planning lives in ``compaction``)."""
+        fields: dict[str, Any] = {
+            "type": "compaction",
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens_before,
+        }
+        if details is not None:
+            fields["details"] = details
+        if from_hook is not None:
+            fields["fromHook"] = from_hook
+        return self._write(fields)
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        details: Any = None,
+        from_hook: bool | None = None,
+    ) -> Entry:
+        """Move to ``branch_from_id`` and attach a ``branch_summary`` there (§4.4)."""
+        if branch_from_id is not None and branch_from_id not in self._index:
+            raise EntryNotFoundError(branch_from_id)
+        fields: dict[str, Any] = {
+            "type": "branch_summary",
+            "fromId": branch_from_id if branch_from_id is not None else "root",
+            "summary": summary,
+        }
+        if details is not None:
+            fields["details"] = details
+        if from_hook is not None:
+            fields["fromHook"] = from_hook
+        return self._write(fields, parent=branch_from_id)
+
+    def append_custom(self, custom_type: str, data: Any = None) -> Entry:
+        """Extension state: never part of the context."""
+        fields: dict[str, Any] = {"type": "custom", "customType": custom_type}
+        if data is not None:
+            fields["data"] = data
+        return self._write(fields)
+
+    def append_custom_message(
+        self,
+        custom_type: str,
+        content: str | list[dict[str, Any]],
+        display: bool = True,
+        details: Any = None,
+    ) -> Entry:
+        """An extension message the model sees as a user message."""
+        fields: dict[str, Any] = {
+            "type": "custom_message",
+            "customType": custom_type,
+            "content": content,
+            "display": display,
+        }
+        if details is not None:
+            fields["details"] = details
+        return self._write(fields)
+
+    def set_label(self, target_id: str, label: str | None) -> Entry:
+        """Label an entry (``None`` or ``""`` clears); appended as a ``label`` entry."""
+        if target_id not in self._index:
+            raise EntryNotFoundError(target_id)
+        fields: dict[str, Any] = {"type": "label", "targetId": target_id}
+        text = (label or "").strip()
+        if text:
+            fields["label"] = text
+        return self._write(fields)
+
+    def set_name(self, name: str) -> Entry:
+        """Name the session (a ``session_info`` entry; newlines become spaces, trimmed)."""
+        return self._write({"type": "session_info", "name": name.replace("\n", " ").strip()})
+
+    def append_entry(self, fields: dict[str, Any]) -> Entry:
+        """Append any entry (``type`` plus its own fields); id, parent and time are added."""
+        if not isinstance(fields.get("type"), str):
+            raise InvalidEntryError("an entry needs a string 'type'")
+        return self._write(dict(fields))
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _write(
+        self, fields: dict[str, Any], *, parent: Any = UNSET, move_leaf: bool = True
+    ) -> Entry:
+        if self._read_only:
+            raise SessionFileError(
+                "this file did not read as a Pi session, so pinb will not write to it",
+                path=self._path,
+            )
+        if self._persist and self._flushed:
+            with self._locked() as (handle, size):
+                prefix = b""
+                if self._offset < size:
+                    # A torn last line (a writer died mid-line): end it so ours stays whole.
+                    self._index.problems.append(
+                        Problem(
+                            "torn-line",
+                            "incomplete last line left by a crashed writer",
+                            self._path,
+                            self._newlines + 1,
+                        )
+                    )
+                    prefix = b"\n"
+                    self._offset = size
+                elif not self._ends_with_newline:
+                    prefix = b"\n"
+                entry = self._make_entry(fields, parent)
+                line = prefix + serialize_line(entry.raw)
+                handle.write(line)
+                self._offset += len(line)
+                self._newlines += line.count(b"\n")
+                self._ends_with_newline = True
+                entry.line = self._newlines
+                self._index.add(entry)
+        else:
+            entry = self._make_entry(fields, parent)
+            self._index.add(entry)
+            if self._persist:
+                self._flush()
+        if move_leaf:
+            self._leaf_id = entry.id
+        return entry
+
+    def _make_entry(self, fields: dict[str, Any], parent: Any) -> Entry:
+        kind = fields["type"]
+        entry_id = new_entry_id(self._index.by_id, self._id_generator)
+        parent_id = self._leaf_id if parent is UNSET else parent
+        base = {"id": entry_id, "parentId": parent_id, "timestamp": iso_now()}
+        if kind in ("custom", "custom_message"):
+            raw = {**fields, **base}  # Pi writes these with the payload first
+        else:
+            raw = {"type": kind, **base, **{k: v for k, v in fields.items() if k != "type"}}
+        if kind != "message":
+            try:
+                parse_entry(raw)
+            except ValueError as exc:
+                raise InvalidEntryError(f"invalid {kind!r} entry: {exc}") from exc
+        return Entry(raw)
+
+    def _flush(self) -> None:
+        """First write of a new session: header and every entry, in one go."""
+        assert self._path is not None
+        if not any(e.role == "assistant" for e in self._index.entries):
+            return
+        lines = [serialize_line(self._header)]
+        lines.extend(serialize_line(e.raw) for e in self._index.entries)
+        if self._blank_file:
+            atomic_write_lines(self._path, lines)
+        else:
+            atomic_write_lines(self._path, lines, exclusive=True)
+        for number, entry in enumerate(self._index.entries, start=2):
+            entry.line = number
+        self._flushed = True
+        self._blank_file = False
+        self._wrote_whole_file(lines)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[tuple[IO[bytes], int]]:
+        """The append lock, with other writers' entries read and an old file upgraded."""
+        path = self.require_path()
+        if self._needs_rewrite:
+            with locked_append(path):
+                self._catch_up(follow=False)
+                self._rewrite_migrated()
+        with locked_append(path) as handle:
+            size = self._catch_up(follow=False)[1]
+            yield handle, size
+
+    def _rewrite_migrated(self) -> None:
+        """Upgrade an old-version file on disk: the original kept beside it, then an atomic
+        rewrite in version 3 form, so Pi and pinb agree on every id from now on."""
+        path = self.require_path()
+        backup = path.with_name(f"{path.name}.pre-v3.bak")
+        if not backup.exists():
+            try:
+                os.link(path, backup)
+            except OSError:
+                shutil.copy2(path, backup)
+        lines = [serialize_line(self._header)]
+        lines.extend(serialize_line(e.raw) for e in self._index.entries)
+        atomic_write_lines(path, lines)
+        for number, entry in enumerate(self._index.entries, start=2):
+            entry.line = number
+        self._needs_rewrite = False
+        self._wrote_whole_file(lines)
+
+    def _wrote_whole_file(self, lines: list[bytes]) -> None:
+        self._offset = sum(len(line) for line in lines)
+        self._newlines = len(lines)
+        self._ends_with_newline = True
+        self._file_identity = self._identity()
+
+    # -- other writers --------------------------------------------------------------------
+
+    def _identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self._path) if self._path else None
+        except FileNotFoundError:
+            return None
+        return (st.st_dev, st.st_ino) if st else None
+
+    def refresh(self, *, follow: bool = True) -> list[Entry]:
+        """Read entries another process (Pi, another kernel) appended since the last read.
+
+        Only the new bytes are read. With ``follow`` the leaf moves along when it was at
+        the end of the file. Returns the new entries.
+        """
+        if not self._path or not self._flushed:
+            return []
+        return self._catch_up(follow=follow)[0]
+
+    def _catch_up(self, *, follow: bool) -> tuple[list[Entry], int]:
+        """Index lines appended by others since our offset; returns them and the file size."""
+        path = self.require_path()
+        try:
+            size = os.path.getsize(path)
+        except FileNotFoundError as exc:
+            raise SessionFileError("the session file disappeared", path=path) from exc
+        if self._identity() != self._file_identity or size < self._offset:
+            raise SessionFileError(
+                "the session file was replaced by another program since it was opened; "
+                "open it again",
+                path=path,
+            )
+        if size == self._offset:
+            return [], size
+        data = read_new_bytes(path, self._offset)
+        consumed = data[: data.rfind(b"\n") + 1]
+        tail = data[len(consumed) :]
+        if tail:
+            # Pi writes whole lines, so an unterminated tail that parses is complete;
+            # anything else is a write in progress or a torn line, left for later.
+            try:
+                loads(tail.decode("utf-8", errors="replace"))
+                consumed = data
+            except ValueError:
+                pass
+        first_line = self._newlines + 1
+        problems: list[Problem] = []
+        parsed = parse_lines(consumed.decode("utf-8", errors="replace"), path, first_line, problems)
+        self._offset += len(consumed)
+        self._newlines += consumed.count(b"\n")
+        if consumed:
+            self._ends_with_newline = consumed.endswith(b"\n")
+        # A torn line reported at open that has since been completed is no longer a problem.
+        lines_now = {item.line for item in parsed}
+        self._index.problems[:] = [
+            p for p in self._index.problems if not (p.kind == "torn-line" and p.line in lines_now)
+        ]
+        was_at_end = self._leaf_id == self._index.replayed_leaf_id
+        new_entries: list[Entry] = []
+        for item in parsed:
+            value = item.value
+            if not isinstance(value, dict) or value.get("type") == "session":
+                kind = "duplicate-header" if isinstance(value, dict) else "not-an-entry"
+                problems.append(Problem(kind, "line ignored", path, item.line))
+                continue
+            entry = Entry(value, item.line)
+            self._index.add(entry)
+            new_entries.append(entry)
+        self._index.problems.extend(problems)
+        if follow and was_at_end and new_entries:
+            self._leaf_id = self._index.replayed_leaf_id
+        return new_entries, size
+
+    def _check_leaf(self) -> None:
+        leaf = self._leaf_id
+        if leaf is not None and id_key(leaf) not in self._index.by_id:
+            last = self._index.entries[-1] if self._index.entries else None
+            self._index.problems.append(
+                Problem(
+                    "missing-leaf-target",
+                    f"leaf entry points at unknown entry {leaf!r}; using the last entry",
+                    self._path,
+                    last.line if last else None,
+                )
+            )
+            self._leaf_id = self._index.last_entry_id
+        for orphan in self._index.orphans():
+            self._index.problems.append(
+                Problem(
+                    "orphan",
+                    f"entry {orphan.id!r} names unknown parent {orphan.parent_id!r}; "
+                    "a context through it starts there",
+                    self._path,
+                    orphan.line,
+                )
+            )
+
+    def require_path(self) -> Path:
+        if self._path is None:
+            raise NotPersistedError("an in-memory session has no file")
+        return self._path

@@ -1,0 +1,310 @@
+"""The session file on disk: Pi's line rules for reading, locked appends, atomic rewrites.
+
+This is the only module of ``pinb.core`` that touches the file system for session files.
+Reading follows Pi v0.58.3 (§2.4): the whole text is trimmed as JavaScript trims, split on
+``\\n`` only, blank lines skipped, lines that do not parse skipped — each skipped line is
+recorded as a :class:`~pinb.core.tree.Problem` naming the file and line. Reading never
+writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
+from .entries import Entry
+from .tree import Problem
+from .wire import JS_WHITESPACE, dumps, loads
+
+try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "LoadedFile",
+    "ParsedLine",
+    "atomic_write_lines",
+    "is_valid_header",
+    "locked_append",
+    "parse_lines",
+    "parse_session_bytes",
+    "read_session_file",
+    "serialize_line",
+]
+
+
+@dataclass
+class ParsedLine:
+    """One JSON value parsed from a file, with its 1-based physical line number."""
+
+    value: Any
+    line: int
+
+
+@dataclass
+class LoadedFile:
+    """A session file as read, before and after migration.
+
+    Attributes
+    ----------
+    values:
+        Every parsed JSON value in file order, the header included (Pi's ``fileEntries``).
+    header:
+        The first parsed value when it is a valid session header, else ``None``.
+    entries:
+        The non-header entries (objects) in file order, as :class:`Entry` records.
+    problems:
+        Lines that were skipped or are otherwise odd.
+    size:
+        Bytes of the file that were read.
+    complete_size:
+        Offset just after the last complete line (``\\n``-terminated) or the end of the file
+        when the last line was itself complete JSON; new bytes are read from here.
+    version_before:
+        The header's version before migration.
+    blank:
+        The file holds nothing but whitespace.
+    """
+
+    path: Path | None
+    values: list[ParsedLine] = field(default_factory=list)
+    header: dict[str, Any] | None = None
+    header_line: int | None = None
+    entries: list[Entry] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    size: int = 0
+    complete_size: int = 0
+    ends_with_newline: bool = True
+    version_before: Any = None
+    migrated: bool = False
+    blank: bool = True
+    newlines: int = 0
+
+
+def is_valid_header(value: Any) -> bool:
+    """Pi's check: an object with ``type == "session"`` and a string ``id``."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "session"
+        and isinstance(value.get("id"), str)
+    )
+
+
+def is_v4_header(value: Any) -> bool:
+    """Pi's experimental version 4 layout (§11.9), which pinb refuses to misread."""
+    return isinstance(value, dict) and (value.get("kind") == "header" or value.get("version") == 4)
+
+
+def parse_lines(
+    text: str, path: Path | None, first_line: int, problems: list[Problem]
+) -> list[ParsedLine]:
+    """Parse ``\\n``-separated JSON lines; blank lines skipped, bad ones reported."""
+    parsed: list[ParsedLine] = []
+    line_no = first_line - 1
+    for line in text.split("\n"):
+        line_no += 1
+        if not line.strip(JS_WHITESPACE):
+            continue
+        try:
+            value = loads(line)
+        except (ValueError, RecursionError) as exc:
+            reason = str(exc).split(":")[0] if isinstance(exc, ValueError) else "nested too deep"
+            problems.append(
+                Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
+            )
+            continue
+        parsed.append(ParsedLine(value, line_no))
+    return parsed
+
+
+def parse_session_bytes(data: bytes, path: Path | None = None) -> LoadedFile:
+    """Parse a whole session file's bytes with Pi's rules (no migration, no validation)."""
+    text = data.decode("utf-8", errors="replace")
+    loaded = LoadedFile(path=path, size=len(data))
+    stripped = text.strip(JS_WHITESPACE)
+    loaded.blank = not stripped
+    if stripped:
+        leading = len(text) - len(text.lstrip(JS_WHITESPACE))
+        first_line = text.count("\n", 0, leading) + 1
+        loaded.values = parse_lines(stripped, path, first_line, loaded.problems)
+    loaded.ends_with_newline = not data or data.endswith(b"\n")
+    loaded.complete_size = len(data)
+    if not loaded.ends_with_newline:
+        tail_start = data.rfind(b"\n") + 1
+        last_line = text.count("\n") + 1
+        if loaded.problems and loaded.problems[-1].line == last_line:
+            # The unterminated last line did not parse: a torn write (crash mid-append).
+            torn = loaded.problems.pop()
+            loaded.problems.append(
+                Problem(
+                    "torn-line", f"{torn.message}; the last line is incomplete", path, torn.line
+                )
+            )
+            loaded.complete_size = tail_start
+    loaded.newlines = data.count(b"\n", 0, loaded.complete_size)
+    return loaded
+
+
+def split_entries(loaded: LoadedFile) -> None:
+    """Fill ``header`` and ``entries`` from ``values`` (after any migration)."""
+    loaded.entries = []
+    loaded.header = None
+    if not loaded.values or not is_valid_header(loaded.values[0].value):
+        return
+    loaded.header = loaded.values[0].value
+    loaded.header_line = loaded.values[0].line
+    path = loaded.path
+    for item in loaded.values[1:]:
+        value = item.value
+        if not isinstance(value, dict):
+            loaded.problems.append(
+                Problem(
+                    "not-an-entry",
+                    "line skipped: a JSON value that is not an object",
+                    path,
+                    item.line,
+                )
+            )
+        elif value.get("type") == "session":
+            loaded.problems.append(
+                Problem("duplicate-header", "repeated session header ignored", path, item.line)
+            )
+        else:
+            loaded.entries.append(Entry(value, item.line))
+
+
+def read_session_file(path: str | os.PathLike[str], *, strict: bool = True) -> LoadedFile:
+    """Read and parse a session file (values only: migration is the caller's choice).
+
+    Parameters
+    ----------
+    path:
+        The ``.jsonl`` file.
+    strict:
+        Raise :class:`InvalidHeaderError` for a non-empty file without a valid header and
+        :class:`UnsupportedVersionError` for Pi's version 4 layout. With ``strict=False``
+        such files read as empty, as Pi v0.58.3 reads them.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file does not exist.
+    """
+    file_path = Path(path)
+    data = file_path.read_bytes()
+    loaded = parse_session_bytes(data, file_path)
+    first = loaded.values[0] if loaded.values else None
+    if strict and first is not None and is_v4_header(first.value):
+        raise UnsupportedVersionError(
+            "this is Pi's experimental version 4 session layout, which pinb does not read; "
+            "open it with a Pi release that writes it",
+            path=file_path,
+            line=first.line,
+        )
+    if strict and not loaded.blank and (first is None or not is_valid_header(first.value)):
+        line = first.line if first is not None else None
+        raise InvalidHeaderError(
+            "not a Pi session: the first JSON line must be a header "
+            '{"type":"session","id":...}; the file was left untouched',
+            path=file_path,
+            line=line,
+        )
+    return loaded
+
+
+def serialize_line(value: Any) -> bytes:
+    """One JSONL line as Pi writes it (``JSON.stringify`` + ``\\n``), UTF-8 encoded."""
+    return (dumps(value) + "\n").encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked_append(
+    path: Path, *, timeout: float = 10.0, create: bool = False
+) -> Iterator[IO[bytes]]:
+    """Open ``path`` for appending under an exclusive advisory lock.
+
+    Every pinb writer takes this lock, so two kernels (or a kernel and the CLI) append
+    one whole line at a time. Pi itself does not lock; its appends are single
+    ``write`` calls, which ``O_APPEND`` keeps from interleaving with ours.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o644)
+    handle = os.fdopen(fd, "ab", buffering=0)
+    try:
+        if fcntl is not None:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() > deadline:
+                        raise SessionLockError(
+                            f"{path}: another process held the session lock for {timeout:g}s"
+                        ) from exc
+                    time.sleep(0.001)
+        yield handle
+    finally:
+        handle.close()  # closing releases the lock
+
+
+def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = False) -> None:
+    """Write a whole file atomically: temp file in the same folder, fsync, rename.
+
+    With ``exclusive=True`` the target must not exist yet (first flush of a new session).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if exclusive:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError as exc:
+            raise SessionFileError(
+                "a file already exists where this new session was to be written", path=path
+            ) from exc
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return
+    tmp = path.with_name(f".{path.name}.pinb-tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_new_bytes(path: Path, offset: int) -> bytes:
+    """The bytes of ``path`` from ``offset`` to its current end."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.read()

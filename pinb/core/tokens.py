@@ -1,0 +1,194 @@
+"""Token accounting as Pi does it: a chars/4 estimate, usage from the provider, the compact rule (§6)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .wire import MISSING, dumps, js_truthy, utf16_len
+
+__all__ = [
+    "IMAGE_CHARS",
+    "CompactionSettings",
+    "ContextEstimate",
+    "context_tokens_of_usage",
+    "estimate_context_tokens",
+    "estimate_tokens",
+    "last_usage_index",
+    "should_compact",
+]
+
+#: Characters an image counts for in an estimate (1200 tokens).
+IMAGE_CHARS: Final = 4800
+
+
+def _text_len(value: object) -> int:
+    return utf16_len(value) if isinstance(value, str) else 0
+
+
+def _content_chars(content: object, *, images: bool) -> int:
+    if isinstance(content, str):
+        return utf16_len(content)
+    chars = 0
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                chars += _text_len(block.get("text"))
+            elif kind == "image" and images:
+                chars += IMAGE_CHARS
+    return chars
+
+
+def estimate_tokens(message: Any, *, count_user_images: bool = False) -> int:
+    """``estimateTokens``: ``ceil(chars / 4)`` with chars in UTF-16 code units (§6.1).
+
+    Images count 4800 chars in tool results and custom messages; in user messages only
+    with ``count_user_images=True`` ([newer]; v0.58.3 counts nothing for them).
+    """
+    if not isinstance(message, dict):
+        return 0
+    role = message.get("role")
+    chars = 0
+    if role == "user":
+        chars = _content_chars(message.get("content"), images=count_user_images)
+    elif role == "assistant":
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                chars += _text_len(block.get("text"))
+            elif kind == "thinking":
+                chars += _text_len(block.get("thinking"))
+            elif kind == "toolCall":
+                arguments = block.get("arguments", MISSING)
+                chars += _text_len(block.get("name"))
+                if arguments is not MISSING:
+                    chars += utf16_len(dumps(arguments))
+    elif role in ("toolResult", "custom"):
+        chars = _content_chars(message.get("content"), images=True)
+    elif role == "bashExecution":
+        chars = _text_len(message.get("command")) + _text_len(message.get("output"))
+    elif role in ("branchSummary", "compactionSummary"):
+        chars = _text_len(message.get("summary"))
+    elif role == "developer":
+        chars = _text_len(message.get("content"))
+    else:
+        return 0
+    return math.ceil(chars / 4)
+
+
+def _number(value: object) -> float:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def context_tokens_of_usage(usage: Any) -> int:
+    """``calculateContextTokens``: ``totalTokens`` if non-zero, else input+output+cache."""
+    if not isinstance(usage, dict):
+        return 0
+    total = _number(usage.get("totalTokens"))
+    if total:
+        return int(total)
+    return int(
+        _number(usage.get("input"))
+        + _number(usage.get("output"))
+        + _number(usage.get("cacheRead"))
+        + _number(usage.get("cacheWrite"))
+    )
+
+
+def last_usage_index(messages: Sequence[Any], *, skip_zero_usage: bool = False) -> int | None:
+    """Index of the last assistant message whose usage counts (not aborted, not error)."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        usage = message.get("usage")
+        if not js_truthy(usage) or message.get("stopReason") in ("aborted", "error"):
+            continue
+        if skip_zero_usage and context_tokens_of_usage(usage) == 0:
+            continue
+        return i
+    return None
+
+
+@dataclass(frozen=True)
+class ContextEstimate:
+    """``estimateContextTokens`` result: provider usage plus an estimate of what follows it."""
+
+    tokens: int
+    usage_tokens: int
+    trailing_tokens: int
+    last_usage_index: int | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "usageTokens": self.usage_tokens,
+            "trailingTokens": self.trailing_tokens,
+            "lastUsageIndex": self.last_usage_index,
+        }
+
+
+def estimate_context_tokens(
+    messages: Sequence[Any], *, count_user_images: bool = False, skip_zero_usage: bool = False
+) -> ContextEstimate:
+    """``estimateContextTokens``: last valid assistant usage + estimates of later messages."""
+    index = last_usage_index(messages, skip_zero_usage=skip_zero_usage)
+    if index is None:
+        total = sum(estimate_tokens(m, count_user_images=count_user_images) for m in messages)
+        return ContextEstimate(total, 0, total, None)
+    usage_tokens = context_tokens_of_usage(messages[index].get("usage"))
+    trailing = sum(
+        estimate_tokens(m, count_user_images=count_user_images) for m in messages[index + 1 :]
+    )
+    return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """Pi's ``compaction`` settings with its defaults (§6.5).
+
+    Attributes
+    ----------
+    enabled:
+        Automatic compaction on or off (manual compaction is always possible).
+    reserve_tokens:
+        Head-room kept free for the reply; also sizes the summary budget.
+    keep_recent_tokens:
+        Roughly how much of the recent conversation is kept verbatim.
+    legacy_range:
+        Reproduce Pi v0.58.3's planning exactly: the range to summarize starts right after
+        the previous compaction, so the entries it kept are neither summarized nor kept
+        again (§12.8), and a plan with nothing to summarize is still returned (§12.9).
+        The default follows newer Pi, which loses nothing.
+    """
+
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+    legacy_range: bool = False
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any] | None) -> CompactionSettings:
+        """From the ``compaction`` object of Pi's ``settings.json``; missing keys default."""
+        data = data or {}
+        return cls(
+            enabled=bool(data.get("enabled", True)),
+            reserve_tokens=int(data.get("reserveTokens", 16384)),
+            keep_recent_tokens=int(data.get("keepRecentTokens", 20000)),
+        )
+
+
+def should_compact(
+    context_tokens: int, context_window: int, settings: CompactionSettings | None = None
+) -> bool:
+    """``shouldCompact``: ``enabled and tokens > window - reserveTokens`` (strict)."""
+    settings = settings or CompactionSettings()
+    return settings.enabled and context_tokens > context_window - settings.reserve_tokens

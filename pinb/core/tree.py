@@ -1,0 +1,335 @@
+"""The entry tree: id index, leaf, paths, children, the sorted tree view, labels and the name.
+
+Everything here follows Pi v0.58.3 (spec §2.4, §4) with two safety rules Pi lacks: every
+walk stops at a revisited id (Pi hangs on cycles), and what is odd in a file (cycles,
+orphans, duplicate ids) is reported through :class:`Problem` records instead of ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .entries import MISSING, Entry, id_key
+from .wire import js_date_ms, js_truthy
+
+__all__ = ["Problem", "SessionIndex", "TreeNode", "v8_sort"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something odd in a session file that was tolerated, not silently lost.
+
+    ``kind`` is one of ``malformed-line``, ``not-an-entry``, ``duplicate-header``,
+    ``duplicate-id``, ``orphan``, ``cycle``, ``missing-leaf-target``, ``torn-line``.
+    """
+
+    kind: str
+    message: str
+    path: Path | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path or '<memory>'}"
+        if self.line is not None:
+            where += f":{self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class TreeNode:
+    """A node of :meth:`SessionIndex.tree`: an entry, its resolved label, sorted children."""
+
+    entry: Entry
+    label: str | None = None
+    children: list[TreeNode] = field(default_factory=list)
+
+    def walk(self, depth: int = 0) -> Iterator[tuple[TreeNode, int]]:
+        """Pre-order ``(node, depth)`` pairs; iterative, so deep trees do not recurse."""
+        stack: list[tuple[TreeNode, int]] = [(self, depth)]
+        seen: set[int] = set()
+        while stack:
+            node, d = stack.pop()
+            yield node, d
+            if id(node) in seen:
+                continue  # a node shared through duplicate ids: do not expand it twice
+            seen.add(id(node))
+            stack.extend((child, d + 1) for child in reversed(node.children))
+
+
+def _date_compare(a: Entry, b: Entry) -> float | None:
+    """``new Date(a.timestamp) - new Date(b.timestamp)``; ``None`` stands for NaN."""
+    ta, tb = js_date_ms(a.timestamp), js_date_ms(b.timestamp)
+    if ta is None or tb is None:
+        return None
+    return ta - tb
+
+
+def v8_sort(items: list[TreeNode]) -> list[TreeNode]:
+    """Sort children by timestamp exactly as Node's ``Array.prototype.sort`` would.
+
+    With consistent timestamps any stable sort agrees with V8. An unparseable timestamp
+    makes the comparator return NaN, and then the outcome depends on V8's algorithm
+    (initial run detection, then binary insertion, for fewer than 64 items), which is
+    emulated here (spec §4.5).
+    """
+    keys = [js_date_ms(node.entry.timestamp) for node in items]
+    if None not in keys:
+        order = sorted(range(len(items)), key=keys.__getitem__)
+        return [items[i] for i in order]
+
+    def lt(x: int, y: int) -> bool:
+        kx, ky = keys[x], keys[y]
+        return kx is not None and ky is not None and kx < ky
+
+    def ge(x: int, y: int) -> bool:  # cmp(x, y) >= 0, false for NaN
+        kx, ky = keys[x], keys[y]
+        return kx is not None and ky is not None and kx >= ky
+
+    n = len(items)
+    idx = list(range(n))
+    if n < 2:
+        return list(items)
+    # Count the initial run (V8's CountAndMakeRun).
+    run = 2
+    descending = lt(idx[1], idx[0])
+    if descending:
+        while run < n and lt(idx[run], idx[run - 1]):
+            run += 1
+        idx[:run] = reversed(idx[:run])
+    else:
+        while run < n and ge(idx[run], idx[run - 1]):
+            run += 1
+    # Binary insertion of the rest; a NaN comparison counts as "not less".
+    for i in range(run, n):
+        pivot = idx[i]
+        lo, hi = 0, i
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if lt(pivot, idx[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        idx[lo + 1 : i + 1] = idx[lo:i]
+        idx[lo] = pivot
+    return [items[i] for i in idx]
+
+
+class SessionIndex:
+    """Index over a session's entries (file order), kept up to date as entries are added.
+
+    Parameters
+    ----------
+    entries:
+        Non-header entries in file order.
+    path:
+        The file they came from, for problem reports.
+    """
+
+    def __init__(self, entries: Iterable[Entry] = (), path: Path | None = None) -> None:
+        self.path = path
+        self.entries: list[Entry] = []
+        self.by_id: dict[object, Entry] = {}
+        self.problems: list[Problem] = []
+        self._labels: dict[object, tuple[str, Any]] = {}
+        self._name_latest_nonempty: str | None = None
+        self._name_latest: str | None = None
+        self._replayed_leaf: object = None
+        self._children: dict[object, list[Entry]] | None = None
+        for entry in entries:
+            self.add(entry)
+
+    # -- building -------------------------------------------------------------------------
+
+    def add(self, entry: Entry) -> None:
+        """Index one more entry (the next line of the file)."""
+        key = id_key(entry.id)
+        previous = self.by_id.get(key)
+        if previous is not None:
+            self.problems.append(
+                Problem(
+                    "duplicate-id",
+                    f"entry id {entry.id!r} repeats line {previous.line}; the later line wins",
+                    self.path,
+                    entry.line,
+                )
+            )
+        self.entries.append(entry)
+        self.by_id[key] = entry
+        raw = entry.raw
+        kind = raw.get("type")
+        if kind == "label":
+            target = id_key(raw.get("targetId", MISSING))
+            label = raw.get("label")
+            if isinstance(label, str) and label:
+                self._labels[target] = (label, raw.get("timestamp"))
+            else:
+                self._labels.pop(target, None)
+        elif kind == "session_info":
+            name = raw.get("name")
+            self._name_latest = name if isinstance(name, str) else None
+            if isinstance(name, str) and name:
+                self._name_latest_nonempty = name
+        if kind == "leaf":
+            self._replayed_leaf = raw.get("targetId")
+        else:
+            self._replayed_leaf = raw.get("id", MISSING)
+        if self._children is not None:
+            self._children.setdefault(id_key(entry.parent_id), []).append(entry)
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def get(self, entry_id: object) -> Entry | None:
+        """The entry with this id (the last line with it wins), or ``None``."""
+        return self.by_id.get(id_key(entry_id))
+
+    def __contains__(self, entry_id: object) -> bool:
+        return id_key(entry_id) in self.by_id
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def last_entry_id(self) -> Any:
+        """Id of the last entry in file order: v0.58.3's leaf on load."""
+        return self.entries[-1].id if self.entries else None
+
+    @property
+    def replayed_leaf_id(self) -> Any:
+        """Leaf after replaying the file with newer Pi's ``leaf`` entries (§11.2)."""
+        if not self.entries:
+            return None
+        return self._replayed_leaf
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def path_to(self, entry_id: object) -> list[Entry]:
+        """``getBranch``: entries from the root down to ``entry_id`` (all types).
+
+        An unknown or empty id gives ``[]``. The walk stops at a null, empty or unknown
+        parent, and at an id it has already visited (a cycle), which Pi would loop on.
+        """
+        if not entry_id:
+            return []
+        start = self.by_id.get(id_key(entry_id))
+        return self.path_from(start) if start is not None else []
+
+    def path_from(self, start: Entry) -> list[Entry]:
+        """The root-to-``start`` path of an entry object (see :meth:`path_to`)."""
+        current: Entry | None = start
+        path: list[Entry] = []
+        seen: set[int] = set()
+        while current is not None:
+            if id(current) in seen:
+                self._report_cycle(current)
+                break
+            seen.add(id(current))
+            path.append(current)
+            parent = current.raw.get("parentId")
+            current = self.by_id.get(id_key(parent)) if js_truthy(parent) else None
+        path.reverse()
+        return path
+
+    def _report_cycle(self, entry: Entry) -> None:
+        message = f"parent links of entry {entry.id!r} form a cycle; the walk stopped there"
+        if not any(p.kind == "cycle" and p.line == entry.line for p in self.problems):
+            self.problems.append(Problem("cycle", message, self.path, entry.line))
+
+    def children(self, entry_id: object) -> list[Entry]:
+        """``getChildren``: entries whose ``parentId`` is ``entry_id``, in file order."""
+        if self._children is None:
+            children: dict[object, list[Entry]] = {}
+            for entry in self.entries:
+                children.setdefault(id_key(entry.parent_id), []).append(entry)
+            self._children = children
+        return list(self._children.get(id_key(entry_id), ()))
+
+    def common_ancestor(self, a: object, b: object) -> Entry | None:
+        """The deepest entry on both ``path_to(a)`` and ``path_to(b)``, or ``None``."""
+        on_a = {id(e) for e in self.path_to(a)}
+        for entry in reversed(self.path_to(b)):
+            if id(entry) in on_a:
+                return entry
+        return None
+
+    # -- labels and name ------------------------------------------------------------------
+
+    def label(self, entry_id: object) -> str | None:
+        """The label currently set on ``entry_id`` (label entries replayed in file order)."""
+        found = self._labels.get(id_key(entry_id))
+        return found[0] if found else None
+
+    @property
+    def labels(self) -> dict[Any, str]:
+        """Every label in effect, keyed by target id."""
+        return {k: v[0] for k, v in self._labels.items()}
+
+    def label_timestamp(self, entry_id: object) -> Any:
+        found = self._labels.get(id_key(entry_id))
+        return found[1] if found else None
+
+    @property
+    def name(self) -> str | None:
+        """v0.58.3's session name: the latest non-empty ``session_info`` name, as stored."""
+        return self._name_latest_nonempty
+
+    @property
+    def name_newer(self) -> str | None:
+        """Newer Pi's name: the latest ``session_info`` wins even when empty (clears)."""
+        name = (self._name_latest or "").replace("\n", " ").strip()
+        return name or None
+
+    # -- tree view ------------------------------------------------------------------------
+
+    def tree(self) -> list[TreeNode]:
+        """``getTree``: roots in file order, children sorted by timestamp (§4.5).
+
+        Roots are entries whose parent is ``null`` or themselves, and orphans. With duplicate
+        ids the last entry's node is used wherever the id occurs, as in Pi.
+        """
+        nodes: dict[object, TreeNode] = {}
+        for entry in self.entries:
+            key = id_key(entry.id)
+            nodes[key] = TreeNode(entry, self.label(entry.id))
+        roots: list[TreeNode] = []
+        for entry in self.entries:
+            node = nodes[id_key(entry.id)]
+            parent_id = entry.parent_id
+            if parent_id is None or _same(parent_id, entry.id):
+                roots.append(node)
+                continue
+            parent = nodes.get(id_key(parent_id))
+            if parent is not None:
+                parent.children.append(node)
+            else:
+                roots.append(node)
+        stack = list(roots)
+        sorted_nodes: set[int] = set()
+        while stack:
+            node = stack.pop()
+            if id(node) in sorted_nodes:
+                continue
+            sorted_nodes.add(id(node))
+            if len(node.children) > 1:
+                node.children = v8_sort(node.children)
+            stack.extend(node.children)
+        return roots
+
+    def orphans(self) -> list[Entry]:
+        """Entries whose parent id names no entry (their context starts at them)."""
+        return [
+            e
+            for e in self.entries
+            if e.parent_id is not None
+            and not _same(e.parent_id, e.id)
+            and id_key(e.parent_id) not in self.by_id
+        ]
+
+
+def _same(a: object, b: object) -> bool:
+    """JavaScript ``a === b`` for JSON values (objects are never equal to another)."""
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return a is b
+    return id_key(a) == id_key(b)

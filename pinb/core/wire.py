@@ -1,0 +1,397 @@
+"""JavaScript-compatible JSON, string lengths and date parsing, so pinb reads and writes as Pi does.
+
+Pi is written in TypeScript: it measures strings in UTF-16 code units, writes JSON with
+``JSON.stringify`` and parses dates with ``Date.parse``. Python differs from each in small
+ways that change token estimates, truncation points, key order and synthesized timestamps;
+this module closes those gaps (spec §2.4, §2.6, §3.8, §6.1, §7.7).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import math
+import re
+import time
+from decimal import Decimal
+from typing import Any, Final
+
+__all__ = [
+    "JS_WHITESPACE",
+    "MISSING",
+    "dumps",
+    "js_date_ms",
+    "js_key_order",
+    "js_number",
+    "js_string",
+    "js_trim",
+    "js_truthy",
+    "loads",
+    "parse_js_date",
+    "utf16_len",
+    "utf16_truncate",
+]
+
+
+class _Missing:
+    """JavaScript's ``undefined``: a key that is absent (distinct from ``null``)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
+
+#: Characters removed by JavaScript's ``String.prototype.trim``.
+JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+_MAX_SAFE_INTEGER = 2**53
+
+
+def js_trim(text: str) -> str:
+    """Trim like JavaScript's ``String.prototype.trim`` (drops a BOM, keeps U+0085)."""
+    return text.strip(JS_WHITESPACE)
+
+
+def _reject_constant(name: str) -> Any:
+    # JSON.parse rejects NaN / Infinity; Python's json accepts them by default.
+    raise ValueError(f"invalid JSON literal {name}")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def loads(text: str) -> Any:
+    """Parse one JSON text as ``JSON.parse`` would (no ``NaN``/``Infinity`` literals)."""
+    return _decoder.decode(text)
+
+
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units: JavaScript's ``string.length``."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_truncate(text: str, units: int) -> str:
+    """The first ``units`` UTF-16 code units of ``text`` (``text.slice(0, units)``).
+
+    Like JavaScript, this may cut an astral character in half and leave a lone high
+    surrogate at the end.
+    """
+    if text.isascii() or len(text) * 2 <= units:
+        return text[:units]
+    raw = text.encode("utf-16-le", "surrogatepass")[: units * 2]
+    return raw.decode("utf-16-le", "surrogatepass")
+
+
+# ---------------------------------------------------------------------------------------
+# JSON.stringify
+# ---------------------------------------------------------------------------------------
+
+
+def js_number(value: float | int) -> str:
+    """Format a number as JavaScript's ``Number.prototype.toString`` (and JSON) does.
+
+    >>> js_number(1.0), js_number(1e-7), js_number(1e21), js_number(0.5)
+    ('1', '1e-7', '1e+21', '0.5')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if -_MAX_SAFE_INTEGER < value < _MAX_SAFE_INTEGER:
+            return str(value)
+        value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    sign = "-" if value < 0 else ""
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    assert isinstance(exponent, int)
+    # value = 0.d1d2...dk x 10^n
+    k = len(digits)
+    n = len("".join(map(str, digit_tuple))) + exponent
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+        text = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + text
+
+
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+def _is_array_index(key: str) -> bool:
+    return _ARRAY_INDEX.fullmatch(key) is not None and int(key) < 2**32 - 1
+
+
+def js_key_order(obj: dict[str, Any]) -> list[str]:
+    """Keys in the order a JavaScript object enumerates them: array indices first."""
+    keys = list(obj)
+    indices = [k for k in keys if _is_array_index(k)]
+    if not indices:
+        return keys
+    indices.sort(key=int)
+    return indices + [k for k in keys if not _is_array_index(k)]
+
+
+def _needs_js_care(obj: Any) -> bool:
+    """True when ``json.dumps`` would not give ``JSON.stringify``'s output for ``obj``."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if not isinstance(key, str) or (key[:1].isdigit() and _is_array_index(key)):
+                    return True
+                stack.append(value)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, float):
+            if item != item or item in (math.inf, -math.inf) or item.is_integer():
+                return True
+            magnitude = abs(item)
+            if magnitude < 1e-4 or magnitude >= 1e16:
+                return True
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -_MAX_SAFE_INTEGER < item < _MAX_SAFE_INTEGER:
+                return True
+    return False
+
+
+_escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape_js(text: str) -> str:
+    quoted: str = _escape(text)
+    # JSON.stringify (ES2019 well-formed) escapes lone surrogates; Python would write them raw.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def _encode(obj: Any, out: list[str]) -> None:
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, str):
+        out.append(_escape_js(obj))
+    elif isinstance(obj, int | float):
+        out.append(js_number(obj))
+    elif isinstance(obj, dict):
+        items = {str(k): v for k, v in obj.items()}
+        out.append("{")
+        for i, key in enumerate(js_key_order(items)):
+            if i:
+                out.append(",")
+            out.append(_escape_js(key))
+            out.append(":")
+            _encode(items[key], out)
+        out.append("}")
+    elif isinstance(obj, list | tuple):
+        out.append("[")
+        for i, item in enumerate(obj):
+            if i:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    else:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def dumps(obj: Any) -> str:
+    """Serialize ``obj`` exactly as ``JSON.stringify(obj)`` would.
+
+    Compact separators, raw non-ASCII, lone surrogates escaped, JavaScript number
+    formatting and JavaScript object key order (array-index keys first).
+    """
+    if not _needs_js_care(obj):
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        if text.isascii() or _LONE_SURROGATE.search(text) is None:
+            return text
+    out: list[str] = []
+    _encode(obj, out)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Date.parse
+# ---------------------------------------------------------------------------------------
+
+_ISO_DATE = re.compile(
+    r"(?P<year>[+-]\d{6}|\d{4})"
+    r"(?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?"
+    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})"
+    r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
+    r"(?P<zone>Z|[+-]\d{2}:\d{2})?)?"
+)
+_LEGACY_DATE_TIME = re.compile(
+    r"(?P<year>\d{4})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
+    r"[ T](?P<hour>\d{1,2}):(?P<minute>\d{2})"
+    r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
+    r" ?(?P<zone>Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+)
+_MAX_TIME_MS = 8.64e15
+_MS_PER_DAY = 86_400_000
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date; ``day`` may overflow the month."""
+    y = year - (month <= 2)
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    mp = (month + 9) % 12
+    doy = (153 * mp + 2) // 5
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468 + (day - 1)
+
+
+def _local_offset_ms(utc_ms: int) -> int:
+    """Offset of local time from UTC (ms) near the given instant, for offset-less date-times."""
+    seconds = utc_ms // 1000
+    try:
+        local = time.localtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return 0
+    return (calendar.timegm(local) - seconds) * 1000
+
+
+def _zone_offset_ms(zone: str | None) -> int | None:
+    if zone is None:
+        return None
+    if zone in ("Z", "UTC", "GMT"):
+        return 0
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:])
+    if hours > 23 or minutes > 59:
+        raise ValueError("offset out of range")
+    return sign * (hours * 3_600_000 + minutes * 60_000)
+
+
+def _compose(groups: dict[str, str | None], *, date_only_utc: bool) -> int | None:
+    year_text = groups["year"] or ""
+    if year_text == "-000000":
+        return None
+    year = int(year_text)
+    month = int(groups.get("month") or 1)
+    day = int(groups.get("day") or 1)
+    hour = int(groups.get("hour") or 0)
+    minute = int(groups.get("minute") or 0)
+    second = int(groups.get("second") or 0)
+    fraction = groups.get("fraction") or ""
+    millis = int((fraction + "00")[:3]) if fraction else 0
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    if minute > 59 or second > 59:
+        return None
+    if hour > 24 or (hour == 24 and (minute or second or millis)):
+        return None
+    try:
+        offset = _zone_offset_ms(groups.get("zone"))
+    except ValueError:
+        return None
+    days = _days_from_civil(year, month, day)
+    ms = days * _MS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + millis
+    if offset is not None:
+        ms -= offset
+    elif not (date_only_utc and groups.get("hour") is None):
+        ms -= _local_offset_ms(ms)
+    if abs(ms) > _MAX_TIME_MS:
+        return None
+    return ms
+
+
+def parse_js_date(text: object) -> int | None:
+    """Milliseconds since the epoch as ``Date.parse(text)`` gives them, or ``None`` for NaN.
+
+    ISO-8601 forms (``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` as UTC midnight; with
+    ``THH:mm[:ss[.f…]]`` and ``Z``/``±HH:mm``, local time when the offset is missing),
+    days 1–31 rolling over as in V8, plus the common ``YYYY-MM-DD HH:mm:ss`` form that
+    V8's fallback parser accepts.
+    """
+    if not isinstance(text, str) or not text:
+        return None
+    match = _ISO_DATE.fullmatch(text)
+    if match is not None:
+        return _compose(match.groupdict(), date_only_utc=True)
+    match = _LEGACY_DATE_TIME.fullmatch(text.strip())
+    if match is not None:
+        return _compose(match.groupdict(), date_only_utc=False)
+    return None
+
+
+def js_date_ms(value: object) -> int | None:
+    """``new Date(value).getTime()`` for a JSON value, ``None`` where JavaScript gives NaN.
+
+    Strings go through ``Date.parse``; ``null`` is 0, booleans 0/1 and numbers themselves
+    (time-clipped); objects and arrays are NaN.
+    """
+    if isinstance(value, str):
+        return parse_js_date(value)
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float):
+        if math.isnan(value) or abs(value) > _MAX_TIME_MS:
+            return None
+        return int(value)  # TimeClip truncates toward zero
+    if isinstance(value, list) and len(value) <= 1:
+        # Arrays convert through their string form: [] is "" (NaN), [x] is String(x).
+        return parse_js_date(str(value[0])) if value and isinstance(value[0], str) else None
+    return None
+
+
+def js_truthy(value: object) -> bool:
+    """JavaScript truthiness of a JSON value (``[]`` and ``{}`` are truthy)."""
+    if value is None or value is False or value is MISSING:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == value and value != 0
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def js_string(value: object) -> str:
+    """``String(value)`` for JSON values, as used when Pi concatenates text."""
+    if isinstance(value, str):
+        return value
+    if value is MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    return "[object Object]"

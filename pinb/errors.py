@@ -1,0 +1,102 @@
+"""Every error pinb raises, under one root so callers can catch them all.
+
+The tree::
+
+    PinbError
+    ├── SessionError                       a session cannot be used as asked
+    │   ├── SessionFileError               a file is not a usable Pi session (path, line)
+    │   │   ├── InvalidHeaderError         non-empty file without a valid header line
+    │   │   └── UnsupportedVersionError    a format pinb refuses to misread (Pi's v4)
+    │   ├── EntryNotFoundError             an id that is not in the session (entry_id)
+    │   ├── InvalidEntryError              an entry that does not validate (on append)
+    │   ├── SessionLockError               the file lock could not be taken in time
+    │   └── NotPersistedError              the operation needs a session file on disk
+    ├── CompactionError                    compaction was asked for but cannot happen
+    │   └── NothingToCompactError          the path holds nothing worth summarizing
+    └── UsageError                         bad command-line or magic arguments
+
+In a notebook a ``PinbError`` renders as one clear line instead of a traceback
+(``_render_traceback_``), because the message already says what, why and what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PinbError(Exception):
+    """Root of all pinb errors."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of printing a traceback.
+        return [f"{type(self).__name__}: {self}"]
+
+
+class SessionError(PinbError):
+    """A session cannot be used as asked."""
+
+
+class SessionFileError(SessionError):
+    """A file is not a usable Pi session.
+
+    Attributes
+    ----------
+    path:
+        The file concerned.
+    line:
+        1-based physical line number, when one line is to blame.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}"
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        super().__init__(where + message)
+
+
+class InvalidHeaderError(SessionFileError):
+    """A non-empty file whose first JSON value is not a Pi session header."""
+
+
+class UnsupportedVersionError(SessionFileError):
+    """A session format pinb does not read (for example Pi's experimental version 4)."""
+
+
+class EntryNotFoundError(SessionError, KeyError):
+    """An entry id that is not in the session."""
+
+    def __init__(self, entry_id: str | None):
+        self.entry_id = entry_id
+        super().__init__(f"Entry {entry_id} not found")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class InvalidEntryError(SessionError, ValueError):
+    """An entry or message that does not validate against Pi's format."""
+
+
+class SessionLockError(SessionError):
+    """The session file's lock could not be taken in time."""
+
+
+class NotPersistedError(SessionError):
+    """The operation needs a session that lives in a file."""
+
+
+class CompactionError(PinbError):
+    """Compaction was requested but cannot be carried out."""
+
+
+class NothingToCompactError(CompactionError):
+    """The active path holds nothing to summarize (already compacted, or too short)."""
+
+
+class UsageError(PinbError, ValueError):
+    """Bad arguments to a command-line command or a magic."""

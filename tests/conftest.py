@@ -1,0 +1,39 @@
+"""Fixtures for every test: no test touches the real home, and no API key leaks in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+#: The read-only reference material beside the repository (spec, vectors, Pi fixtures).
+SHARED = Path(os.environ.get("PINB_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+
+_KEY_VARIABLES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``PI_CODING_AGENT_DIR`` at a fresh folder and clear provider variables."""
+    agent = tmp_path_factory.mktemp("agent")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    for name in _KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return agent
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.fail(f"shared reference folder not found at {SHARED} (set PINB_SHARED_DIR)")
+    return SHARED
