@@ -1,0 +1,89 @@
+"""What a compaction or a branch switch changed, as values the views and notebooks show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .entries import Entry
+
+__all__ = ["BranchReport", "CompactionReport"]
+
+
+@dataclass
+class CompactionReport:
+    """The outcome of one compaction (or of a plan, when ``entry`` is ``None``).
+
+    Attributes
+    ----------
+    entry:
+        The ``compaction`` entry appended, or ``None`` for a dry run.
+    summary:
+        The summary text stored in the entry (file lists included).
+    first_kept_entry_id:
+        First entry kept verbatim.
+    tokens_before / tokens_after:
+        Context estimate before and after (``tokens_before`` is what Pi stores).
+    before_by_role / after_by_role:
+        Estimated tokens per message role before and after.
+    summarized_ids / kept_ids / after_ids:
+        Path entries that went into the summary, that stay verbatim, and (for the views)
+        entries appended after the compaction later.
+    read_files / modified_files:
+        Cumulative file lists stored in ``details``.
+    is_split_turn:
+        The cut fell inside a turn; its beginning was summarized separately.
+    summarizer:
+        Name of the summarizer used (``"offline-extractive"``, a model id, …).
+    reason:
+        ``"manual"``, ``"threshold"`` or ``"overflow"``.
+    """
+
+    entry: Entry | None
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    tokens_after: int
+    before_by_role: dict[str, int] = field(default_factory=dict)
+    after_by_role: dict[str, int] = field(default_factory=dict)
+    summarized_ids: list[str] = field(default_factory=list)
+    kept_ids: list[str] = field(default_factory=list)
+    after_ids: list[str] = field(default_factory=list)
+    read_files: list[str] = field(default_factory=list)
+    modified_files: list[str] = field(default_factory=list)
+    is_split_turn: bool = False
+    summarizer: str = ""
+    reason: str = "manual"
+    previous_compaction_id: str | None = None
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..views import CompactionView
+
+        return CompactionView(self)._repr_mimebundle_(include, exclude)
+
+
+@dataclass
+class BranchReport:
+    """The outcome of moving the leaf (``goto``), with or without a branch summary.
+
+    ``editor_text`` is the text of a selected user message, returned for re-submission
+    (the leaf moves to its parent, as in Pi).
+    """
+
+    old_leaf_id: Any
+    new_leaf_id: Any
+    target_id: Any
+    common_ancestor_id: Any
+    summarized_ids: list[str] = field(default_factory=list)
+    summary_entry: Entry | None = None
+    summary: str | None = None
+    label_entry: Entry | None = None
+    editor_text: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    read_files: list[str] = field(default_factory=list)
+    modified_files: list[str] = field(default_factory=list)
