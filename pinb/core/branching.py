@@ -60,12 +60,12 @@ def collect_entries_for_branch_summary(
     seen: set[int] = set()
     current = old_leaf_id
     while js_truthy(current) and not (common is not None and id_key(current) == id_key(common)):
-        entry = index.get(current)
-        if entry is None or id(entry) in seen:
+        found = index.get(current)
+        if found is None or id(found) in seen:
             break
-        seen.add(id(entry))
-        entries.append(entry)
-        current = entry.raw.get("parentId", MISSING)
+        seen.add(id(found))
+        entries.append(found)
+        current = found.raw.get("parentId", MISSING)
     entries.reverse()
     return BranchCollection(entries, common)
 

@@ -280,7 +280,14 @@ def parse_message(data: dict[str, Any]) -> WireModel:
 class SessionHeader(WireModel):
     """The first line of a session file."""
 
-    _wire_order = ("type", "version", "id", "timestamp", "cwd", "parentSession")
+    _wire_order: ClassVar[tuple[str, ...]] = (
+        "type",
+        "version",
+        "id",
+        "timestamp",
+        "cwd",
+        "parentSession",
+    )
 
     type: Literal["session"] = "session"
     version: int | None = None
@@ -291,8 +298,8 @@ class SessionHeader(WireModel):
 
 
 class _EntryBase(WireModel):
-    _nullable_keys = ("parentId",)
-    _wire_order = ("type", "id", "parentId", "timestamp")
+    _nullable_keys: ClassVar[tuple[str, ...]] = ("parentId",)
+    _wire_order: ClassVar[tuple[str, ...]] = ("type", "id", "parentId", "timestamp")
 
     id: str
     parent_id: str | None = None
@@ -316,7 +323,7 @@ class ModelChangeEntry(_EntryBase):
 
 
 class CompactionEntry(_EntryBase):
-    _wire_order = (
+    _wire_order: ClassVar[tuple[str, ...]] = (
         "type",
         "id",
         "parentId",
@@ -337,7 +344,7 @@ class CompactionEntry(_EntryBase):
 
 
 class BranchSummaryEntry(_EntryBase):
-    _wire_order = (
+    _wire_order: ClassVar[tuple[str, ...]] = (
         "type",
         "id",
         "parentId",
@@ -356,7 +363,14 @@ class BranchSummaryEntry(_EntryBase):
 
 
 class CustomEntry(_EntryBase):
-    _wire_order = ("type", "customType", "data", "id", "parentId", "timestamp")
+    _wire_order: ClassVar[tuple[str, ...]] = (
+        "type",
+        "customType",
+        "data",
+        "id",
+        "parentId",
+        "timestamp",
+    )
 
     type: Literal["custom"] = "custom"
     custom_type: str
@@ -364,7 +378,7 @@ class CustomEntry(_EntryBase):
 
 
 class CustomMessageEntry(_EntryBase):
-    _wire_order = (
+    _wire_order: ClassVar[tuple[str, ...]] = (
         "type",
         "customType",
         "content",
@@ -383,7 +397,14 @@ class CustomMessageEntry(_EntryBase):
 
 
 class LabelEntry(_EntryBase):
-    _wire_order = ("type", "id", "parentId", "timestamp", "targetId", "label")
+    _wire_order: ClassVar[tuple[str, ...]] = (
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "targetId",
+        "label",
+    )
 
     type: Literal["label"] = "label"
     target_id: str
@@ -405,8 +426,8 @@ class ActiveToolsChangeEntry(_EntryBase):
 class LeafEntry(_EntryBase):
     """[newer] Navigation record: from here on the current leaf is ``target_id``."""
 
-    _nullable_keys = ("parentId", "targetId")
-    _wire_order = ("type", "id", "parentId", "timestamp", "targetId")
+    _nullable_keys: ClassVar[tuple[str, ...]] = ("parentId", "targetId")
+    _wire_order: ClassVar[tuple[str, ...]] = ("type", "id", "parentId", "timestamp", "targetId")
 
     type: Literal["leaf"] = "leaf"
     target_id: str | None = None

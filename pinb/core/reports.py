@@ -63,7 +63,8 @@ class CompactionReport:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ..views import CompactionView
 
-        return CompactionView(self)._repr_mimebundle_(include, exclude)
+        bundle: dict[str, Any] = CompactionView(self)._repr_mimebundle_(include, exclude)
+        return bundle
 
 
 @dataclass

@@ -320,7 +320,8 @@ class Session:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ..views import session_mimebundle
 
-        return session_mimebundle(self)
+        bundle: dict[str, Any] = session_mimebundle(self)
+        return bundle
 
     # -- tree -----------------------------------------------------------------------------
 

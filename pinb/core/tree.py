@@ -77,7 +77,8 @@ def v8_sort(items: list[TreeNode]) -> list[TreeNode]:
     """
     keys = [js_date_ms(node.entry.timestamp) for node in items]
     if None not in keys:
-        order = sorted(range(len(items)), key=keys.__getitem__)
+        known = [k for k in keys if k is not None]
+        order = sorted(range(len(items)), key=lambda i: known[i])
         return [items[i] for i in order]
 
     def lt(x: int, y: int) -> bool:

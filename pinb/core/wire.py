@@ -183,7 +183,7 @@ def _needs_js_care(obj: Any) -> bool:
     return False
 
 
-_escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_escape = json.encoder.encode_basestring
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 

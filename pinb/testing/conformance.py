@@ -54,7 +54,9 @@ def _message_ref(index: int, entry: Entry, message: Any) -> dict[str, Any]:
     return {"id": entry.id, "index": index, "role": role}
 
 
-def _plan(session: Session, leaf: Any, context_tokens: int, preset: dict[str, int]) -> dict[str, Any]:
+def _plan(
+    session: Session, leaf: Any, context_tokens: int, preset: dict[str, int]
+) -> dict[str, Any]:
     index = session.index
     if leaf is UNSET:
         path = index.path_to(index.last_entry_id)
@@ -66,9 +68,7 @@ def _plan(session: Session, leaf: Any, context_tokens: int, preset: dict[str, in
         keep_recent_tokens=preset["keep"],
         legacy_range=True,
     )
-    last_compaction = max(
-        (i for i, e in enumerate(path) if e.type == "compaction"), default=-1
-    )
+    last_compaction = max((i for i, e in enumerate(path) if e.type == "compaction"), default=-1)
     start, end = last_compaction + 1, len(path)
     cut = find_cut_point(path, start, end, preset["keep"])
     first_kept = path[cut.first_kept_index] if cut.first_kept_index < len(path) else None
@@ -108,7 +108,9 @@ def _plan(session: Session, leaf: Any, context_tokens: int, preset: dict[str, in
     }
 
 
-def _leaf_results(session: Session, query: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def _leaf_results(
+    session: Session, query: dict[str, Any], request: dict[str, Any]
+) -> dict[str, Any]:
     leaf = _leaf_argument(query)
     commands = query.get("cmds") or _LEAF_COMMANDS
     context = build_session_context(session.index, leaf)
@@ -139,7 +141,12 @@ def _tree(session: Session, form: str) -> Any:
     roots = session.tree()
     if form == "flat":
         return [
-            {"id": node.entry.id, "type": node.entry.type or None, "label": node.label, "depth": depth}
+            {
+                "id": node.entry.id,
+                "type": node.entry.type or None,
+                "label": node.label,
+                "depth": depth,
+            }
             for root in roots
             for node, depth in root.walk()
         ]

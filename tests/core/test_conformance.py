@@ -31,11 +31,15 @@ def _differences(ours: Any, expected: Any, where: str = "$") -> list[str]:
                 found += _differences(ours[key], expected[key], f"{where}.{key}")
         return found
     if isinstance(ours, list) and isinstance(expected, list):
-        found = [f"{where}: {len(ours)} items, expected {len(expected)}"] if len(ours) != len(expected) else []
+        found = (
+            [f"{where}: {len(ours)} items, expected {len(expected)}"]
+            if len(ours) != len(expected)
+            else []
+        )
         for i, (a, b) in enumerate(zip(ours, expected, strict=False)):
             found += _differences(a, b, f"{where}[{i}]")
         return found
-    if ours != expected or type(ours) is bool and type(expected) is not bool:
+    if ours != expected or (type(ours) is bool and type(expected) is not bool):
         return [f"{where}: {ours!r:.120} != {expected!r:.120}"]
     return []
 
@@ -46,7 +50,9 @@ def test_case_matches_pi(query_path: Path) -> None:
     case = query["case"]
     source = query.get("input")
     session_path = SHARED.parent / source if source else query_path.parent / f"{case}.jsonl"
-    expected = json.loads((SHARED / "spec" / "conformance" / "expected" / f"{case}.json").read_text())
+    expected = json.loads(
+        (SHARED / "spec" / "conformance" / "expected" / f"{case}.json").read_text()
+    )
     ours = _normalise(answer(query, session_path))
     differences = _differences(ours, expected)
     assert not differences, "\n".join(differences[:20])

@@ -1,0 +1,254 @@
+"""The ``pinb`` command line: thin wrappers over the core; never imports IPython."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .core import (
+    Session,
+    convert_to_llm,
+    estimate_context_tokens,
+    estimate_tokens,
+)
+from .core.listing import SessionInfo, list_all_sessions, list_sessions
+from .core.paths import sessions_dir_for
+from .core.tree import TreeNode
+from .errors import PinbError
+
+__all__ = ["main"]
+
+_PREVIEW = 72
+
+
+def _one_line(text: str, width: int = _PREVIEW) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def message_preview(message: Any) -> str:
+    """A one-line description of an agent message for text output."""
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role")
+    content = message.get("content")
+    if role in ("branchSummary", "compactionSummary"):
+        return _one_line(str(message.get("summary", "")))
+    if role == "bashExecution":
+        return _one_line(f"$ {message.get('command', '')}")
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "thinking":
+                parts.append("(thinking)")
+            elif kind == "toolCall":
+                parts.append(
+                    f"{block.get('name')}({_one_line(json.dumps(block.get('arguments')), 40)})"
+                )
+            elif kind == "image":
+                parts.append("[image]")
+    if message.get("stopReason") in ("error", "aborted"):
+        parts.append(f"[{message.get('stopReason')}: {message.get('errorMessage', '')}]")
+    return _one_line(" ".join(parts))
+
+
+def entry_preview(entry: Any) -> str:
+    """``type/role: preview`` of an entry for tree listings."""
+    raw = entry.raw
+    kind = entry.type
+    if kind == "message":
+        return f"{entry.role}: {message_preview(entry.message)}"
+    if kind == "compaction":
+        return f"compaction (kept from {raw.get('firstKeptEntryId')}, {raw.get('tokensBefore')} tokens before)"
+    if kind == "branch_summary":
+        return f"branch summary: {_one_line(str(raw.get('summary', '')))}"
+    if kind == "model_change":
+        return f"model → {raw.get('provider')}/{raw.get('modelId')}"
+    if kind == "thinking_level_change":
+        return f"thinking → {raw.get('thinkingLevel')}"
+    if kind == "label":
+        return f"label {raw.get('targetId')} = {raw.get('label', '(cleared)')}"
+    if kind == "session_info":
+        return f"name = {raw.get('name')}"
+    if kind == "custom_message":
+        return f"custom message ({raw.get('customType')})"
+    return kind or "(no type)"
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def _cmd_ls(args: argparse.Namespace) -> int:
+    infos: list[SessionInfo]
+    if args.all:
+        infos = list_all_sessions()
+    else:
+        infos = list_sessions(Path(args.dir) if args.dir else sessions_dir_for(Path.cwd()))
+    if args.json:
+        print(json.dumps([_info_json(i) for i in infos], ensure_ascii=False, indent=1))
+        return 0
+    if not infos:
+        print("no sessions" + ("" if args.all else " for this folder (try --all)"))
+        return 0
+    for info in infos:
+        title = info.name or info.first_message
+        print(
+            f"{info.modified:%Y-%m-%d %H:%M}  {info.message_count:5d} msgs  "
+            f"{_one_line(title, 50):50}  {info.path}"
+        )
+    return 0
+
+
+def _info_json(info: SessionInfo) -> dict[str, Any]:
+    data = info.to_dict()
+    for key in ("created", "modified"):
+        value = data[key]
+        data[key] = value.isoformat() if value is not None else None
+    return data
+
+
+def _open(args: argparse.Namespace) -> Session:
+    return Session.open(args.file)
+
+
+def _leaf(args: argparse.Namespace, session: Session) -> Any:
+    if getattr(args, "leaf", None) is None:
+        return session.leaf_id
+    if args.leaf not in session:
+        raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
+    return args.leaf
+
+
+def _cmd_tree(args: argparse.Namespace) -> int:
+    session = _open(args)
+    active = {id(e) for e in session.path_to()}
+    for root in session.tree():
+        _print_tree(root, session, active)
+    _print_problems(session)
+    return 0
+
+
+def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
+    # Like Pi's tree view: indentation grows only where the conversation branches.
+    stack: list[tuple[TreeNode, str]] = [(root, "")]
+    while stack:
+        node, indent = stack.pop()
+        entry = node.entry
+        if entry.type == "leaf":
+            continue
+        marker = "*" if id(entry) in active else " "
+        leaf = "  ← leaf" if entry.id == session.leaf_id else ""
+        label = f" [{node.label}]" if node.label else ""
+        print(f"{marker} {indent}{entry.id}{label} {entry_preview(entry)}{leaf}")
+        children = [c for c in node.children if c.entry.type != "leaf"]
+        child_indent = indent + "  " if len(children) > 1 else indent
+        stack.extend((child, child_indent) for child in reversed(children))
+
+
+def _print_problems(session: Session) -> None:
+    for problem in session.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+
+
+def _cmd_context(args: argparse.Namespace) -> int:
+    session = _open(args)
+    context = session.build_context(_leaf(args, session))
+    messages = convert_to_llm(context.messages) if args.llm else context.messages
+    if args.json:
+        payload: Any = messages if args.llm else context.to_wire()
+        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        return 0
+    model = context.model or {}
+    print(
+        f"{len(messages)} messages · model {model.get('provider', '?')}/{model.get('modelId', '?')}"
+        f" · thinking {context.thinking_level}"
+    )
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else "?"
+        print(f"[{role}] {message_preview(message)}")
+    _print_problems(session)
+    return 0
+
+
+def _cmd_tokens(args: argparse.Namespace) -> int:
+    session = _open(args)
+    context = session.build_context(_leaf(args, session))
+    estimate = estimate_context_tokens(context.messages)
+    by_role: dict[str, int] = {}
+    for message in context.messages:
+        role = str(message.get("role")) if isinstance(message, dict) else "?"
+        by_role[role] = by_role.get(role, 0) + estimate_tokens(message)
+    if args.json:
+        print(json.dumps({"estimate": estimate.to_wire(), "byRole": by_role}, indent=1))
+        return 0
+    print(f"context tokens: {estimate.tokens}")
+    print(f"  from the last reported usage: {estimate.usage_tokens}")
+    print(f"  estimated after it:           {estimate.trailing_tokens}")
+    print("estimate by role (chars/4):")
+    for role, tokens in sorted(by_role.items(), key=lambda kv: -kv[1]):
+        print(f"  {role:18} {tokens:8d}")
+    return 0
+
+
+# -- wiring ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pinb", description="Pi coding agent sessions: list, inspect, compact, branch."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ls = sub.add_parser("ls", help="list sessions of this folder (or all projects)")
+    ls.add_argument("--all", action="store_true", help="every project under the agent dir")
+    ls.add_argument("--dir", help="a session folder to list instead")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_cmd_ls)
+
+    tree = sub.add_parser("tree", help="the entry tree of a session file")
+    tree.add_argument("file")
+    tree.set_defaults(func=_cmd_tree)
+
+    context = sub.add_parser("context", help="what the model sees from a leaf")
+    context.add_argument("file")
+    context.add_argument("--leaf", help="entry id (default: the session's leaf)")
+    context.add_argument("--llm", action="store_true", help="after convert_to_llm")
+    context.add_argument("--json", action="store_true", help="Pi-shaped JSON")
+    context.set_defaults(func=_cmd_context)
+
+    tokens = sub.add_parser("tokens", help="token estimate of the context at a leaf")
+    tokens.add_argument("file")
+    tokens.add_argument("--leaf")
+    tokens.add_argument("--json", action="store_true")
+    tokens.set_defaults(func=_cmd_tokens)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except (PinbError, OSError) as exc:
+        message = str(exc) if isinstance(exc, PinbError) else f"{exc.strerror}: {exc.filename}"
+        print(f"pinb: {message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - piping into head
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

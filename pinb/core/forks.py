@@ -1,0 +1,171 @@
+"""Copying sessions into new files: fork from a message, clone a branch, fork across projects (§9)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..errors import EntryNotFoundError, InvalidEntryError, SessionFileError
+from .entries import Entry
+from .migrate import new_entry_id
+from .paths import iso_now, session_file_name, sessions_dir_for
+from .session import Session, _new_header
+from .store import atomic_write_lines, serialize_line
+
+__all__ = ["clone_session", "create_branched_session", "fork_from", "fork_session", "user_text"]
+
+
+def user_text(message: Any) -> str:
+    """A user (or custom) message's text: string content, or text blocks concatenated."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _target_folder(session: Session, sessions_dir: str | os.PathLike[str] | None) -> Path:
+    if sessions_dir is not None:
+        return Path(sessions_dir)
+    if session.path is not None:
+        return session.path.parent
+    return sessions_dir_for(session.cwd or os.getcwd())
+
+
+def _new_session(
+    header: dict[str, Any], raws: list[dict[str, Any]], folder: Path, source: Session
+) -> Session:
+    path = folder / session_file_name(header["timestamp"], header["id"])
+    new = Session(
+        header,
+        [Entry(raw) for raw in raws],
+        path=path,
+        flushed=False,
+        id_generator=source._id_generator,
+    )
+    if source.path is not None:
+        new._flush()  # written now if the copy holds an assistant message, else deferred
+    return new
+
+
+def create_branched_session(
+    session: Session,
+    leaf_id: str,
+    *,
+    sessions_dir: str | os.PathLike[str] | None = None,
+    rechain: bool = True,
+) -> Session:
+    """Copy the path root → ``leaf_id`` into a new session whose header names this file.
+
+    Label entries on the path are dropped and the labels in effect on copied entries are
+    re-created after the path. With ``rechain`` (default, newer Pi) each copied entry is
+    re-parented to the previous copied one, so dropping a label never orphans an entry;
+    ``rechain=False`` reproduces v0.58.3 exactly, defect included (§12.5).
+    """
+    path = session.path_to(leaf_id)
+    if not path:
+        raise EntryNotFoundError(leaf_id)
+    raws: list[dict[str, Any]] = []
+    previous: Any = None
+    for entry in path:
+        if entry.type == "label":
+            continue
+        raw = copy.deepcopy(entry.raw)
+        if rechain:
+            raw["parentId"] = previous
+        previous = raw.get("id")
+        raws.append(raw)
+    copied = {r.get("id") for r in raws}
+    used: set[object] = set(copied)
+    parent = previous
+    for raw in list(raws):
+        target = raw.get("id")
+        text = session.label(target)
+        if text is None:
+            continue
+        label_id = new_entry_id(used, session._id_generator)
+        used.add(label_id)
+        stamp = session.index.label_timestamp(target) if rechain else None
+        raws.append(
+            {
+                "type": "label",
+                "id": label_id,
+                "parentId": parent,
+                "timestamp": stamp if isinstance(stamp, str) else iso_now(),
+                "targetId": target,
+                "label": text,
+            }
+        )
+        parent = label_id
+    header = _new_header(
+        session.cwd,
+        session_id=None,
+        parent_session=os.fspath(session.path) if session.path is not None else None,
+    )
+    return _new_session(header, raws, _target_folder(session, sessions_dir), session)
+
+
+def fork_session(
+    session: Session, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
+) -> tuple[Session, str]:
+    """Pi's ``/fork`` from a user message: a new session ending just before it, and its text.
+
+    The text is returned for re-editing, as Pi puts it in the editor.
+    """
+    entry = session[entry_id]
+    if entry.role != "user":
+        raise InvalidEntryError(f"entry {entry_id} is not a user message; fork from a user message")
+    text = user_text(entry.message)
+    parent = entry.parent_id
+    if not parent:
+        header = _new_header(
+            session.cwd,
+            session_id=None,
+            parent_session=os.fspath(session.path) if session.path is not None else None,
+        )
+        return _new_session(header, [], _target_folder(session, sessions_dir), session), text
+    return create_branched_session(session, parent, sessions_dir=sessions_dir), text
+
+
+def clone_session(
+    session: Session,
+    leaf_id: str | None = None,
+    *,
+    sessions_dir: str | os.PathLike[str] | None = None,
+) -> Session:
+    """[newer] ``/clone``: copy the branch up to and including ``leaf_id`` (default: the leaf)."""
+    target = leaf_id if leaf_id is not None else session.leaf_id
+    if target is None:
+        raise EntryNotFoundError(None)
+    return create_branched_session(session, target, sessions_dir=sessions_dir)
+
+
+def fork_from(
+    source: str | os.PathLike[str],
+    target_cwd: str | os.PathLike[str],
+    *,
+    sessions_dir: str | os.PathLike[str] | None = None,
+) -> Session:
+    """Copy a whole session (all branches, verbatim) into another project's folder (§9.2).
+
+    The new file is written at once, with ``parentSession`` naming the source.
+    """
+    source_path = Path(source).resolve()
+    original = Session.open(source_path)
+    if not original.entries and original.loaded is not None and original.loaded.header is None:
+        raise SessionFileError("cannot fork an empty session", path=source_path)
+    cwd = os.path.abspath(os.fspath(target_cwd))
+    header = _new_header(cwd, session_id=str(uuid.uuid4()), parent_session=os.fspath(source_path))
+    folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd)
+    path = folder / session_file_name(header["timestamp"], header["id"])
+    lines = [serialize_line(header)] + [serialize_line(e.raw) for e in original.entries]
+    atomic_write_lines(path, lines, exclusive=True)
+    return Session.open(path)

@@ -1,0 +1,82 @@
+"""The ``pinb`` command line: readable text, Pi-shaped JSON, one clear line on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pinb.cli import main
+from tests.conftest import SHARED
+
+VECTORS = SHARED / "spec" / "pi-vectors"
+
+
+def test_context_json_is_pis_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["context", str(VECTORS / "v03_compaction_kept.jsonl"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) == {"messages", "thinkingLevel", "model"}
+    assert payload["messages"][0]["role"] == "compactionSummary"
+
+
+def test_context_llm_and_leaf(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["context", str(VECTORS / "v02_two_leaves.jsonl"), "--leaf", "e0000004", "--llm"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "Use quicksort" in out and "mergesort done" not in out.lower()
+
+
+def test_tree_marks_the_active_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tree", str(VECTORS / "v02_two_leaves.jsonl")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("*") and lines[-1].endswith("← leaf")
+    assert any(line.startswith("  ") and "Use quicksort" in line for line in lines)
+
+
+def test_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tokens", str(SHARED / "fixtures" / "pi" / "large-session.jsonl"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["estimate"]["tokens"] > 0 and "toolResult" in data["byRole"]
+
+
+def test_ls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from pinb.core import Session
+    from tests.core.helpers import assistant, user
+
+    session = Session.create(tmp_path)
+    session.append_message(user("list me"))
+    session.append_message(assistant("ok"))
+    assert main(["ls", "--all"]) == 0
+    assert "list me" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["context", "/no/such/file.jsonl"], "No such file"),
+        (["context", str(VECTORS / "v01_linear.jsonl"), "--leaf", "zzz"], "no entry with id"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_installed_entry_point_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"message"}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "pinb.cli", "tree", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert str(bad) in result.stderr and "Traceback" not in result.stderr
