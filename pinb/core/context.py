@@ -244,12 +244,14 @@ def build_session_context(
             if e.raw.get("type") == "compaction" and id_key(e.id) == compaction_key
         )
         first_kept = compaction.raw.get("firstKeptEntryId", MISSING)
-        keeping = False
-        for entry in path[:position]:
-            if not keeping and _strict_equal(entry.id, first_kept):
-                keeping = True
-            if keeping:
-                emit(entry)
+        start = position  # nothing before the compaction is kept unless first_kept is found
+        for i in range(position):
+            entry_id = path[i].raw.get("id", MISSING)
+            if entry_id == first_kept and _strict_equal(entry_id, first_kept):
+                start = i
+                break
+        for entry in path[start:position]:
+            emit(entry)
         for entry in path[position + 1 :]:
             emit(entry)
 

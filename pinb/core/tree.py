@@ -219,17 +219,22 @@ class SessionIndex:
 
     def path_from(self, start: Entry) -> list[Entry]:
         """The root-to-``start`` path of an entry object (see :meth:`path_to`)."""
+        by_id = self.by_id
         current: Entry | None = start
         path: list[Entry] = []
         seen: set[int] = set()
         while current is not None:
-            if id(current) in seen:
+            marker = id(current)
+            if marker in seen:
                 self._report_cycle(current)
                 break
-            seen.add(id(current))
+            seen.add(marker)
             path.append(current)
             parent = current.raw.get("parentId")
-            current = self.by_id.get(id_key(parent)) if js_truthy(parent) else None
+            if parent.__class__ is str:  # the common case, kept fast for deep paths
+                current = by_id.get(parent) if parent else None
+            else:
+                current = by_id.get(id_key(parent)) if js_truthy(parent) else None
         path.reverse()
         return path
 
