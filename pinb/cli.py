@@ -10,15 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from .core import (
+    UNSET,
+    ExtractiveSummarizer,
     Session,
+    compact,
     convert_to_llm,
     estimate_context_tokens,
     estimate_tokens,
+    load_compaction_settings,
+    navigate,
+    plan_compaction,
 )
 from .core.listing import SessionInfo, list_all_sessions, list_sessions
 from .core.paths import sessions_dir_for
 from .core.tree import TreeNode
-from .errors import PinbError
+from .errors import PinbError, UsageError
 
 __all__ = ["main"]
 
@@ -201,6 +207,92 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    session = _open(args)
+    settings = load_compaction_settings(session.cwd or None)
+    if args.plan:
+        if args.leaf is not None and args.leaf not in session:
+            raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
+        report = plan_compaction(session, settings, leaf_id=args.leaf if args.leaf else UNSET)
+        if args.json:
+            print(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
+            return 0
+        print(
+            f"would summarize {len(report.summarized_ids)} entries and keep {len(report.kept_ids)}"
+        )
+        print(
+            f"first kept entry: {report.first_kept_entry_id}"
+            + (" (splits a turn)" if report.is_split_turn else "")
+        )
+        print(
+            f"context: {report.tokens_before} tokens now (Pi's count); kept part ≈ {report.tokens_after}"
+        )
+        _print_files(report.read_files, report.modified_files)
+        return 0
+    if not args.offline:
+        raise UsageError(
+            "pinb compact needs --plan or --offline (model summaries run from the notebook: %pi compact)"
+        )
+    report = compact(session, ExtractiveSummarizer(), args.instructions, settings)
+    if args.json:
+        print(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
+        return 0
+    assert report.entry is not None
+    print(
+        f"appended compaction {report.entry.id}: summarized {len(report.summarized_ids)} entries, "
+        f"kept {len(report.kept_ids)}; ≈{report.estimated_before} → {report.tokens_after} tokens"
+    )
+    return 0
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "entryId": report.entry.id if report.entry is not None else None,
+        "firstKeptEntryId": report.first_kept_entry_id,
+        "tokensBefore": report.tokens_before,
+        "estimatedBefore": report.estimated_before,
+        "tokensAfter": report.tokens_after,
+        "beforeByRole": report.before_by_role,
+        "afterByRole": report.after_by_role,
+        "summarizedIds": report.summarized_ids,
+        "keptIds": report.kept_ids,
+        "isSplitTurn": report.is_split_turn,
+        "readFiles": report.read_files,
+        "modifiedFiles": report.modified_files,
+        "summary": report.summary,
+    }
+
+
+def _print_files(read_files: list[str], modified_files: list[str]) -> None:
+    if read_files:
+        print("read:     " + ", ".join(read_files))
+    if modified_files:
+        print("modified: " + ", ".join(modified_files))
+
+
+def _cmd_goto(args: argparse.Namespace) -> int:
+    session = _open(args)
+    if args.summarize and not args.offline:
+        raise UsageError("pinb goto --summarize needs --offline here (model summaries: %pi goto)")
+    report = navigate(
+        session,
+        args.id,
+        summarize=args.summarize,
+        summarizer=ExtractiveSummarizer() if args.summarize else None,
+        instructions=args.instructions,
+        label=args.label,
+    )
+    print(f"leaf: {report.old_leaf_id} → {report.new_leaf_id}")
+    if report.summary_entry is not None:
+        print(
+            f"branch summary {report.summary_entry.id} covers {len(report.summarized_ids)} entries"
+        )
+    if report.editor_text is not None:
+        print("text of the selected message (to send again):")
+        print(report.editor_text)
+    return 0
+
+
 # -- wiring ---------------------------------------------------------------------------------
 
 
@@ -233,6 +325,26 @@ def build_parser() -> argparse.ArgumentParser:
     tokens.add_argument("--json", action="store_true")
     tokens.set_defaults(func=_cmd_tokens)
 
+    comp = sub.add_parser("compact", help="plan or append a compaction")
+    comp.add_argument("file")
+    mode = comp.add_mutually_exclusive_group()
+    mode.add_argument("--plan", action="store_true", help="show what would be summarized and kept")
+    mode.add_argument(
+        "--offline", action="store_true", help="compact with the extractive summarizer"
+    )
+    comp.add_argument("--leaf", help="plan from this entry instead of the leaf")
+    comp.add_argument("--instructions", help="extra focus for the summary")
+    comp.add_argument("--json", action="store_true")
+    comp.set_defaults(func=_cmd_compact)
+
+    goto = sub.add_parser("goto", help="move the leaf (optionally leaving a branch summary)")
+    goto.add_argument("file")
+    goto.add_argument("id")
+    goto.add_argument("--summarize", action="store_true")
+    goto.add_argument("--offline", action="store_true", help="use the extractive summarizer")
+    goto.add_argument("--instructions")
+    goto.add_argument("--label")
+    goto.set_defaults(func=_cmd_goto)
     return parser
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,17 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"shared reference folder not found at {SHARED} (set PINB_SHARED_DIR)")
     return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_stays_untouched() -> Iterator[None]:
+    """Fail loudly if any test wrote into the shared reference folder."""
+    def snapshot() -> dict[str, tuple[int, int]]:
+        return {
+            str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in SHARED.rglob("*") if p.is_file()
+        }
+
+    before = snapshot()
+    yield
+    after = snapshot()
+    assert after == before, f"tests changed files under {SHARED}"

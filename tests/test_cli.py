@@ -80,3 +80,35 @@ def test_installed_entry_point_runs(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert str(bad) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_compact_plan_then_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pinb.testing.generate import SessionShape, generate_session
+
+    path = generate_session(
+        tmp_path / "g.jsonl", SessionShape(entries=400, main_depth=300, compaction_every=0), seed=2
+    )
+    before = path.read_bytes()
+    assert main(["compact", str(path), "--plan", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["entryId"] is None and plan["summarizedIds"] and plan["keptIds"]
+    assert path.read_bytes() == before  # planning never writes
+    assert main(["compact", str(path), "--offline", "--instructions", "the refactor"]) == 0
+    assert "appended compaction" in capsys.readouterr().out
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["type"] == "compaction" and last["firstKeptEntryId"] == plan["firstKeptEntryId"]
+    assert main(["compact", str(path), "--offline"]) == 2
+    assert "Already compacted" in capsys.readouterr().err
+
+
+def test_goto_with_offline_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    path = tmp_path / "v02.jsonl"
+    shutil.copyfile(VECTORS / "v02_two_leaves.jsonl", path)
+    assert main(["goto", str(path), "e0000003", "--summarize", "--offline"]) == 0
+    out = capsys.readouterr().out
+    assert "Use quicksort" in out and "branch summary" in out
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["type"] == "branch_summary" and last["parentId"] == "e0000002"
+    assert main(["goto", str(path), "e0000003", "--summarize"]) == 2

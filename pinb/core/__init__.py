@@ -14,6 +14,7 @@ from .branching import (
     collect_entries_for_branch_summary,
     prepare_branch_entries,
 )
+from .compact import compact, compaction_due, load_compaction_settings, navigate, plan_compaction
 from .compaction import (
     CompactionPreparation,
     CutPoint,
@@ -38,7 +39,9 @@ from .entries import Entry
 from .fileops import FileOperations, format_file_operations
 from .migrate import migrate_values
 from .paths import agent_dir, encode_cwd, session_file_name, sessions_dir_for, sessions_root
+from .reports import BranchReport, CompactionReport
 from .session import Session
+from .summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from .tokens import (
     CompactionSettings,
     ContextEstimate,
@@ -58,21 +61,28 @@ __all__ = [
     "UNSET",
     "BranchCollection",
     "BranchPreparation",
+    "BranchReport",
     "CompactionPreparation",
+    "CompactionReport",
     "CompactionSettings",
     "ContextEstimate",
     "CutPoint",
     "Entry",
+    "ExtractiveSummarizer",
     "FileOperations",
+    "ModelSummarizer",
     "PlannedMessage",
     "Problem",
     "Session",
     "SessionContext",
     "SessionIndex",
+    "Summarizer",
     "TreeNode",
     "agent_dir",
     "build_session_context",
     "collect_entries_for_branch_summary",
+    "compact",
+    "compaction_due",
     "convert_to_llm",
     "encode_cwd",
     "estimate_context_tokens",
@@ -80,7 +90,10 @@ __all__ = [
     "find_cut_point",
     "find_turn_start",
     "format_file_operations",
+    "load_compaction_settings",
     "migrate_values",
+    "navigate",
+    "plan_compaction",
     "prepare_branch_entries",
     "prepare_compaction",
     "serialize_conversation",

@@ -23,9 +23,11 @@ class CompactionReport:
     first_kept_entry_id:
         First entry kept verbatim.
     tokens_before / tokens_after:
-        Context estimate before and after (``tokens_before`` is what Pi stores).
+        ``tokens_before`` is what Pi stores (the last reported usage plus estimates);
+        ``tokens_after`` is the chars/4 estimate of the new context (usage numbers on kept
+        messages describe the old context, so they are not used).
     before_by_role / after_by_role:
-        Estimated tokens per message role before and after.
+        Estimated tokens (chars/4) per message role before and after; compare these two.
     summarized_ids / kept_ids / after_ids:
         Path entries that went into the summary, that stay verbatim, and (for the views)
         entries appended after the compaction later.
@@ -57,8 +59,14 @@ class CompactionReport:
     previous_compaction_id: str | None = None
 
     @property
+    def estimated_before(self) -> int:
+        """Chars/4 estimate of the context before (comparable with ``tokens_after``)."""
+        return sum(self.before_by_role.values())
+
+    @property
     def tokens_saved(self) -> int:
-        return self.tokens_before - self.tokens_after
+        """Estimated tokens removed from the context."""
+        return self.estimated_before - self.tokens_after
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ..views import CompactionView

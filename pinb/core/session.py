@@ -572,6 +572,9 @@ class Session:
     def _locked(self) -> Iterator[tuple[IO[bytes], int]]:
         """The append lock, with other writers' entries read and an old file upgraded."""
         path = self.require_path()
+        if not os.stat(path).st_mode & 0o222:
+            # Respect read-only files even when running as root (who could write anyway).
+            raise SessionFileError("the file is read-only; pinb will not append to it", path=path)
         if self._needs_rewrite:
             with locked_append(path):
                 self._catch_up(follow=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from .wire import MISSING, dumps, js_truthy, utf16_len
@@ -153,7 +153,7 @@ def estimate_context_tokens(
 
 @dataclass(frozen=True)
 class CompactionSettings:
-    """Pi's ``compaction`` settings with its defaults (§6.5).
+    """Pi's ``compaction`` settings with its defaults (§6.5), plus what Pi users ask for.
 
     Attributes
     ----------
@@ -168,27 +168,64 @@ class CompactionSettings:
         the previous compaction, so the entries it kept are neither summarized nor kept
         again (§12.8), and a plan with nothing to summarize is still returned (§12.9).
         The default follows newer Pi, which loses nothing.
+    threshold_percent:
+        Compact when the context exceeds this percentage of the window, instead of
+        ``window - reserve_tokens`` (``None``: Pi's rule).
+    summary_model:
+        ``provider/model`` to write summaries with (a cheaper model); ``None``: the
+        conversation's own model.
+    model_overrides:
+        Per-model settings, keyed ``provider/model``, each a dict of these attribute names
+        (snake_case or Pi's camelCase); see :meth:`for_model`.
     """
 
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
     legacy_range: bool = False
+    threshold_percent: float | None = None
+    summary_model: str | None = None
+    model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
 
     @classmethod
     def from_wire(cls, data: dict[str, Any] | None) -> CompactionSettings:
-        """From the ``compaction`` object of Pi's ``settings.json``; missing keys default."""
-        data = data or {}
-        return cls(
-            enabled=bool(data.get("enabled", True)),
-            reserve_tokens=int(data.get("reserveTokens", 16384)),
-            keep_recent_tokens=int(data.get("keepRecentTokens", 20000)),
-        )
+        """From the ``compaction`` object of Pi's ``settings.json`` (camelCase keys)."""
+        return cls()._with(data or {})
+
+    def _with(self, data: dict[str, Any]) -> CompactionSettings:
+        names = {
+            "enabled": "enabled",
+            "reserveTokens": "reserve_tokens",
+            "keepRecentTokens": "keep_recent_tokens",
+            "thresholdPercent": "threshold_percent",
+            "summaryModel": "summary_model",
+            "models": "model_overrides",
+        }
+        changes: dict[str, Any] = {}
+        for key, value in data.items():
+            name = names.get(key, key)
+            if name in self.__dataclass_fields__:
+                changes[name] = value
+        return replace(self, **changes) if changes else self
+
+    def for_model(self, provider: str | None, model_id: str | None) -> CompactionSettings:
+        """The settings in force for one model (its override applied, if any)."""
+        override = self.model_overrides.get(f"{provider}/{model_id}")
+        return self._with(override) if override else self
+
+    def threshold(self, context_window: int) -> float:
+        """Context size above which automatic compaction starts."""
+        if self.threshold_percent is not None:
+            return context_window * self.threshold_percent / 100
+        return context_window - self.reserve_tokens
 
 
 def should_compact(
     context_tokens: int, context_window: int, settings: CompactionSettings | None = None
 ) -> bool:
-    """``shouldCompact``: ``enabled and tokens > window - reserveTokens`` (strict)."""
+    """``shouldCompact``: ``enabled and tokens > window - reserveTokens`` (strict).
+
+    With ``threshold_percent`` set, the threshold is that share of the window instead.
+    """
     settings = settings or CompactionSettings()
-    return settings.enabled and context_tokens > context_window - settings.reserve_tokens
+    return settings.enabled and context_tokens > settings.threshold(context_window)

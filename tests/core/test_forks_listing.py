@@ -86,7 +86,7 @@ def test_clone_copies_up_to_the_leaf(tmp_path: Path) -> None:
 
 def test_fork_from_another_project_copies_everything(tmp_path: Path) -> None:
     source = tmp_path / "src.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", source)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", source)
     new = fork_from(source, tmp_path / "other", sessions_dir=tmp_path / "out")
     assert new.cwd == str(tmp_path / "other") and new.parent_session == str(source.resolve())
     assert [e.raw for e in new.entries] == [e.raw for e in Session.open(source).entries]

@@ -107,7 +107,7 @@ def test_invalid_messages_are_refused(tmp_path: Path) -> None:
 
 def test_appends_never_change_earlier_bytes(tmp_path: Path) -> None:
     path = tmp_path / "copy.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
     original = path.read_bytes()
     session = Session.open(path)
     session.append_message(user("next"))
@@ -141,7 +141,7 @@ def test_blank_file_becomes_a_new_session(tmp_path: Path) -> None:
 
 def test_first_append_migrates_an_old_file_atomically_with_a_backup(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v12_v1_migration.jsonl", path)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v12_v1_migration.jsonl", path)
     original = path.read_bytes()
     session = Session.open(path)
     before = session.build_context().messages
@@ -159,7 +159,7 @@ def test_first_append_migrates_an_old_file_atomically_with_a_backup(tmp_path: Pa
 
 def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
     with open(path, "ab") as handle:
         handle.write(b'{"type":"message","id":"torn","parentId":"e00')
     session = Session.open(path)
@@ -174,7 +174,7 @@ def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None
 
 def test_navigation_is_persisted_for_newer_pi_and_v0583(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
     session = Session.open(path)
     session.branch("e0000004")
     assert session.leaf_id == "e0000004"
@@ -204,7 +204,7 @@ def test_appending_after_navigation_creates_a_sibling(tmp_path: Path) -> None:
 
 def test_refresh_reads_only_what_another_process_appended(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    shutil.copy(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
     watcher = Session.open(path)
     writer = Session.open(path)
     call = assistant("", tool_calls=[("c1", "read", {"path": "a.py"})])
@@ -236,3 +236,14 @@ def test_pi_written_lines_round_trip_byte_for_byte() -> None:
             # Migration appended id/parentId (as Pi does); without them it is Pi's line.
             original = {k: v for k, v in entry.raw.items() if k not in ("id", "parentId")}
             assert serialize_line(original) == lines[entry.line - 1] + b"\n", entry.line
+
+
+def test_read_only_files_are_never_appended_to(tmp_path: Path) -> None:
+    path = tmp_path / "ro.jsonl"
+    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    path.chmod(0o444)
+    original = path.read_bytes()
+    session = Session.open(path)
+    with pytest.raises(Exception, match="read-only"):
+        session.append_message(user("x"))
+    assert path.read_bytes() == original

@@ -1,0 +1,387 @@
+"""Carrying out compactions and branch switches on a session, with a report of what changed.
+
+Planning is in :mod:`pinb.core.compaction` and :mod:`pinb.core.branching`; the summarizer
+is passed in (:mod:`pinb.core.summarize`), never imported from the LLM layer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import EntryNotFoundError, NothingToCompactError, UsageError
+from .branching import (
+    BRANCH_SUMMARY_PREAMBLE,
+    NO_CONTENT_SUMMARY,
+    collect_entries_for_branch_summary,
+    prepare_branch_entries,
+)
+from .compaction import CompactionPreparation, prepare_compaction, serialize_conversation
+from .context import UNSET, convert_to_llm
+from .fileops import format_file_operations
+from .forks import user_text
+from .paths import agent_dir
+from .reports import BranchReport, CompactionReport
+from .session import Session
+from .summarize import Summarizer
+from .tokens import CompactionSettings, estimate_context_tokens, estimate_tokens, should_compact
+from .wire import js_date_ms
+
+__all__ = [
+    "BRANCH_SUMMARY_RESERVE",
+    "SPLIT_TURN_SEPARATOR",
+    "compact",
+    "compaction_due",
+    "load_compaction_settings",
+    "navigate",
+    "plan_compaction",
+]
+
+SPLIT_TURN_SEPARATOR: Final = "\n\n---\n\n**Turn Context (split turn):**\n\n"
+NO_PRIOR_HISTORY: Final = "No prior history."
+#: ``branchSummary.reserveTokens``: subtracted from the window for the branch budget.
+BRANCH_SUMMARY_RESERVE: Final = 16384
+DEFAULT_WINDOW: Final = 128_000
+
+
+def _by_role(messages: Sequence[Any]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for message in messages:
+        role = str(message.get("role")) if isinstance(message, dict) else "?"
+        totals[role] = totals.get(role, 0) + estimate_tokens(message)
+    return totals
+
+
+def _ids(entries: Sequence[Any]) -> list[str]:
+    return [str(e.id) for e in entries]
+
+
+def _prepare(session: Session, settings: CompactionSettings, leaf_id: Any) -> CompactionPreparation:
+    path = session.path_to(leaf_id)
+    if path and path[-1].type == "compaction":
+        raise NothingToCompactError("Already compacted: the leaf is a compaction entry")
+    prepared = prepare_compaction(path, settings)
+    if prepared is None or prepared.is_empty:
+        raise NothingToCompactError("Nothing to compact (session too small)")
+    return prepared
+
+
+def plan_compaction(
+    session: Session, settings: CompactionSettings | None = None, *, leaf_id: Any = UNSET
+) -> CompactionReport:
+    """What a compaction would summarize and keep, without writing anything.
+
+    The report's ``tokens_after`` counts the kept messages only (the summary is not
+    written yet).
+
+    Raises
+    ------
+    NothingToCompactError
+        The leaf is a compaction, or nothing would be summarized.
+    """
+    settings = settings or CompactionSettings()
+    prepared = _prepare(session, settings, leaf_id)
+    before = session.build_context(leaf_id).messages
+    kept = [m for e in prepared.kept_entries if (m := _context_message(e)) is not None]
+    read_files, modified_files = prepared.file_ops.file_lists()
+    return CompactionReport(
+        entry=None,
+        summary="",
+        first_kept_entry_id=str(prepared.first_kept_entry_id),
+        tokens_before=prepared.tokens_before,
+        tokens_after=sum(estimate_tokens(m) for m in kept),
+        before_by_role=_by_role(before),
+        after_by_role=_by_role(kept),
+        summarized_ids=_ids(
+            [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
+        ),
+        kept_ids=_ids(prepared.kept_entries),
+        read_files=read_files,
+        modified_files=modified_files,
+        is_split_turn=prepared.is_split_turn,
+        previous_compaction_id=_previous_id(prepared),
+    )
+
+
+def _context_message(entry: Any) -> Any:
+    from .context import entry_to_message
+
+    message = entry_to_message(entry, empty_branch_summaries=False)
+    return message if isinstance(message, dict) else None
+
+
+def _previous_id(prepared: CompactionPreparation) -> str | None:
+    index = prepared.previous_compaction_index
+    return str(prepared.path[index].id) if index >= 0 else None
+
+
+def compact(
+    session: Session,
+    summarizer: Summarizer,
+    instructions: str | None = None,
+    settings: CompactionSettings | None = None,
+    *,
+    reason: str = "manual",
+) -> CompactionReport:
+    """Summarize the older part of the active path and append a ``compaction`` entry.
+
+    Parameters
+    ----------
+    session:
+        The session; its current leaf's path is compacted.
+    summarizer:
+        :class:`~pinb.core.summarize.ModelSummarizer` or
+        :class:`~pinb.core.summarize.ExtractiveSummarizer` (or any :class:`Summarizer`).
+    instructions:
+        Extra focus for the summary (Pi's ``/compact <text>``).
+    settings:
+        Compaction settings (Pi's defaults when omitted).
+    reason:
+        ``"manual"``, ``"threshold"`` or ``"overflow"``; recorded in the report.
+
+    Returns
+    -------
+    CompactionReport
+
+    Raises
+    ------
+    NothingToCompactError
+        The leaf already is a compaction, or the session is too short.
+    """
+    settings = settings or CompactionSettings()
+    prepared = _prepare(session, settings, UNSET)
+    before = session.build_context().messages
+    previous = prepared.previous_summary if prepared.has_previous_summary else None
+    if not isinstance(previous, str):
+        previous = None if previous is None else str(previous)
+    history_messages = convert_to_llm([p.message for p in prepared.messages_to_summarize])
+    history_max = math.floor(0.8 * settings.reserve_tokens)
+
+    def history() -> str:
+        return summarizer.summarize(
+            serialize_conversation(history_messages),
+            previous_summary=previous,
+            instructions=instructions,
+            max_tokens=history_max,
+            kind="history",
+            messages=history_messages,
+        )
+
+    if prepared.is_split_turn and prepared.turn_prefix_messages:
+        if history_messages:
+            head = history()
+        else:
+            # Pi writes "No prior history." here and so forgets an earlier summary; keep it.
+            head = previous if previous else NO_PRIOR_HISTORY
+        prefix_messages = convert_to_llm([p.message for p in prepared.turn_prefix_messages])
+        prefix = summarizer.summarize(
+            serialize_conversation(prefix_messages),
+            max_tokens=math.floor(0.5 * settings.reserve_tokens),
+            kind="turn_prefix",
+            messages=prefix_messages,
+        )
+        summary = head + SPLIT_TURN_SEPARATOR + prefix
+    else:
+        summary = history()
+    read_files, modified_files = prepared.file_ops.file_lists()
+    summary += format_file_operations(read_files, modified_files)
+    entry = session.append_compaction(
+        summary,
+        str(prepared.first_kept_entry_id),
+        prepared.tokens_before,
+        details={"readFiles": read_files, "modifiedFiles": modified_files},
+    )
+    after = session.build_context().messages
+    return CompactionReport(
+        entry=entry,
+        summary=summary,
+        first_kept_entry_id=str(prepared.first_kept_entry_id),
+        tokens_before=prepared.tokens_before,
+        # Usage reported on kept assistant messages describes the pre-compaction context,
+        # so the size after is the estimate of the messages themselves.
+        tokens_after=sum(estimate_tokens(m) for m in after),
+        before_by_role=_by_role(before),
+        after_by_role=_by_role(after),
+        summarized_ids=_ids(
+            [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
+        ),
+        kept_ids=_ids(prepared.kept_entries),
+        read_files=read_files,
+        modified_files=modified_files,
+        is_split_turn=prepared.is_split_turn,
+        summarizer=getattr(summarizer, "name", type(summarizer).__name__),
+        reason=reason,
+        previous_compaction_id=_previous_id(prepared),
+    )
+
+
+def compaction_due(
+    session: Session,
+    context_window: int | None,
+    settings: CompactionSettings | None = None,
+) -> bool:
+    """Pi's threshold check before a prompt and after a run (§6.6), for the agent.
+
+    Uses the last assistant message on the path: its reported usage (or, for an errored
+    reply, the context estimate), skipping usage older than the latest compaction. An
+    unknown window (``None`` or 0) never triggers, unlike Pi (§6.5).
+    """
+    settings = settings or CompactionSettings()
+    if not settings.enabled or not context_window:
+        return False
+    path = session.path_to()
+    last = next((e for e in reversed(path) if e.role == "assistant"), None)
+    if last is None:
+        return False
+    message = last.message or {}
+    compaction = next((e for e in reversed(path) if e.type == "compaction"), None)
+    if compaction is not None:
+        compacted_at = js_date_ms(compaction.timestamp)
+        stamp = message.get("timestamp")
+        if compacted_at is not None and isinstance(stamp, int | float) and compacted_at >= stamp:
+            return False
+    if message.get("stopReason") == "aborted":
+        return False
+    if message.get("stopReason") == "error":
+        tokens = estimate_context_tokens(session.build_context().messages).tokens
+    else:
+        from .tokens import context_tokens_of_usage
+
+        tokens = context_tokens_of_usage(message.get("usage"))
+    return should_compact(tokens, context_window, settings)
+
+
+def navigate(
+    session: Session,
+    target_id: str,
+    *,
+    summarize: bool = False,
+    summarizer: Summarizer | None = None,
+    instructions: str | None = None,
+    replace_instructions: bool = False,
+    label: str | None = None,
+    context_window: int | None = None,
+    token_budget: int | None = None,
+) -> BranchReport:
+    """Move to another point of the tree, optionally leaving a branch summary (§8.5).
+
+    Selecting a user (or custom) message puts the leaf on its parent and returns the
+    message's text in ``editor_text`` for re-submission, as Pi does. Without a summary the
+    move is persisted with a ``leaf`` entry; with one, a ``branch_summary`` entry is
+    attached at the new position. An optional ``label`` goes on the summary entry, or on
+    the target when there is no summary.
+    """
+    old_leaf = session.leaf_id
+    target = session.get(target_id)
+    if target is None:
+        raise EntryNotFoundError(target_id)
+    before_tokens = estimate_context_tokens(session.build_context().messages).tokens
+    if target_id == old_leaf:
+        return BranchReport(
+            old_leaf,
+            old_leaf,
+            target_id,
+            old_leaf,
+            tokens_before=before_tokens,
+            tokens_after=before_tokens,
+        )
+    collected = collect_entries_for_branch_summary(session.index, old_leaf, target_id)
+    editor_text = None
+    new_leaf: Any = target_id
+    if target.role == "user" or target.type == "custom_message":
+        new_leaf = (
+            target.parent_id if isinstance(target.parent_id, str) and target.parent_id else None
+        )
+        editor_text = user_text(target.message if target.type == "message" else target.raw)
+
+    summary_text: str | None = None
+    details: dict[str, Any] | None = None
+    read_files: list[str] = []
+    modified_files: list[str] = []
+    if summarize and collected.entries:
+        if summarizer is None:
+            raise UsageError("a branch summary needs a summarizer (pass summarizer=...)")
+        budget = (
+            token_budget
+            if token_budget is not None
+            else (context_window or DEFAULT_WINDOW) - BRANCH_SUMMARY_RESERVE
+        )
+        prepared = prepare_branch_entries(collected.entries, budget)
+        if not prepared.messages:
+            summary_text = NO_CONTENT_SUMMARY
+            details = {"readFiles": [], "modifiedFiles": []}
+        else:
+            messages = convert_to_llm([m.message for m in prepared.messages])
+            body = summarizer.summarize(
+                serialize_conversation(messages),
+                instructions=instructions,
+                replace_instructions=replace_instructions,
+                max_tokens=2048,
+                kind="branch",
+                messages=messages,
+            )
+            read_files, modified_files = prepared.file_ops.file_lists()
+            summary_text = (
+                BRANCH_SUMMARY_PREAMBLE + body + format_file_operations(read_files, modified_files)
+            )
+            details = {"readFiles": read_files, "modifiedFiles": modified_files}
+
+    summary_entry = None
+    if summary_text is not None:
+        summary_entry = session.branch_with_summary(new_leaf, summary_text, details)
+    elif new_leaf is None:
+        session.reset_leaf()
+    else:
+        session.branch(new_leaf)
+    label_entry = None
+    if label:
+        label_entry = session.set_label(
+            summary_entry.id if summary_entry is not None else target_id, label
+        )
+    return BranchReport(
+        old_leaf_id=old_leaf,
+        new_leaf_id=session.leaf_id,
+        target_id=target_id,
+        common_ancestor_id=collected.common_ancestor_id,
+        summarized_ids=_ids(collected.entries) if summary_entry is not None else [],
+        summary_entry=summary_entry,
+        summary=summary_text,
+        label_entry=label_entry,
+        editor_text=editor_text,
+        tokens_before=before_tokens,
+        tokens_after=estimate_context_tokens(session.build_context().messages).tokens,
+        read_files=read_files,
+        modified_files=modified_files,
+    )
+
+
+def load_compaction_settings(cwd: str | os.PathLike[str] | None = None) -> CompactionSettings:
+    """Pi's ``compaction`` settings: ``<agentDir>/settings.json`` overlaid by ``<cwd>/.pi/settings.json``.
+
+    pinb's own additions (``thresholdPercent``, ``summaryModel``, ``models``) are read from
+    a ``"pinb": {"compaction": {...}}`` object in the same files, which Pi ignores.
+    """
+    settings = CompactionSettings()
+    files = [agent_dir() / "settings.json"]
+    if cwd is not None:
+        files.append(Path(cwd) / ".pi" / "settings.json")
+    for file in files:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"{file}: settings ignored ({exc})", stacklevel=2)
+            continue
+        if isinstance(data, dict):
+            if isinstance(data.get("compaction"), dict):
+                settings = settings._with(data["compaction"])
+            pinb = data.get("pinb")
+            if isinstance(pinb, dict) and isinstance(pinb.get("compaction"), dict):
+                settings = settings._with(pinb["compaction"])
+    return settings
