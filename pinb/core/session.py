@@ -704,6 +704,38 @@ class Session:
                 )
             )
 
+    # -- conveniences over pinb.core.forks / pinb.core.compact -------------------------------
+
+    def fork(
+        self, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
+    ) -> tuple[Session, str]:
+        """Pi's ``/fork`` from a user message: ``(new session, the message's text)``."""
+        from .forks import fork_session
+
+        return fork_session(self, entry_id, sessions_dir=sessions_dir)
+
+    def clone(
+        self, leaf_id: str | None = None, *, sessions_dir: str | os.PathLike[str] | None = None
+    ) -> Session:
+        """Copy the branch up to ``leaf_id`` (default: the leaf) into a new session file."""
+        from .forks import clone_session
+
+        return clone_session(self, leaf_id, sessions_dir=sessions_dir)
+
+    def compact(
+        self, summarizer: Any, instructions: str | None = None, settings: Any = None
+    ) -> Any:
+        """Compact the active path; see :func:`pinb.core.compact.compact`."""
+        from .compact import compact
+
+        return compact(self, summarizer, instructions, settings)
+
+    def navigate(self, target_id: str, **options: Any) -> Any:
+        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.compact.navigate`."""
+        from .compact import navigate
+
+        return navigate(self, target_id, **options)
+
     def require_path(self) -> Path:
         if self._path is None:
             raise NotPersistedError("an in-memory session has no file")

@@ -238,3 +238,10 @@ def test_serialize_conversation_vector() -> None:
         + "y" * 2000
         + "\n\n[... 5 more characters truncated]\n\n[User]: Ran `ls`\n```\nabc\n```"
     )
+
+
+def test_previous_first_kept_off_the_path_falls_back_to_after_the_compaction() -> None:
+    path = _path_q()
+    path[10] = Entry({**path[10].raw, "firstKeptEntryId": "elsewhere"})
+    prepared = prepare_compaction(path, CompactionSettings(keep_recent_tokens=5))
+    assert prepared is not None and prepared.boundary_start == 11
