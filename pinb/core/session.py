@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,19 +28,9 @@ from .entries import MISSING, Entry, id_key
 from .migrate import CURRENT_VERSION, IdGenerator, migrate_values, new_entry_id
 from .models import WireModel, parse_entry, parse_message
 from .paths import iso_now, session_file_name, sessions_dir_for
-from .store import (
-    LoadedFile,
-    atomic_write_lines,
-    is_valid_header,
-    locked_append,
-    parse_lines,
-    read_new_bytes,
-    read_session_file,
-    serialize_line,
-    split_entries,
-)
+from .persist import SessionFile
+from .store import LoadedFile, is_valid_header, read_session_file, serialize_line, split_entries
 from .tree import Problem, SessionIndex, TreeNode
-from .wire import loads
 
 __all__ = ["Session"]
 
@@ -97,10 +86,7 @@ class Session:
         self._needs_rewrite = bool(loaded and loaded.migrated)
         self._blank_file = bool(loaded and loaded.blank)
         self._loaded = loaded
-        self._offset = loaded.complete_size if loaded else 0
-        self._newlines = loaded.newlines if loaded else 0
-        self._ends_with_newline = loaded.ends_with_newline if loaded else True
-        self._file_identity = self._identity() if loaded and path else None
+        self._file = SessionFile(path, loaded) if path is not None else None
         self._leaf_id: Any = self._index.replayed_leaf_id
         self._check_leaf()
 
@@ -502,29 +488,19 @@ class Session:
                 path=self._path,
             )
         if self._persist and self._flushed:
-            with self._locked() as (handle, size):
-                prefix = b""
-                if self._offset < size:
-                    # A torn last line (a writer died mid-line): end it so ours stays whole.
+            with self._locked() as (file, handle):
+                if file.has_torn_tail:
+                    # A writer died mid-line; its fragment stays, ended so ours is whole.
                     self._index.problems.append(
                         Problem(
                             "torn-line",
                             "incomplete last line left by a crashed writer",
                             self._path,
-                            self._newlines + 1,
+                            file.newlines + 1,
                         )
                     )
-                    prefix = b"\n"
-                    self._offset = size
-                elif not self._ends_with_newline:
-                    prefix = b"\n"
                 entry = self._make_entry(fields, parent)
-                line = prefix + serialize_line(entry.raw)
-                handle.write(line)
-                self._offset += len(line)
-                self._newlines += line.count(b"\n")
-                self._ends_with_newline = True
-                entry.line = self._newlines
+                entry.line = file.append(handle, serialize_line(entry.raw))
                 self._index.add(entry)
         else:
             entry = self._make_entry(fields, parent)
@@ -551,70 +527,38 @@ class Session:
                 raise InvalidEntryError(f"invalid {kind!r} entry: {exc}") from exc
         return Entry(raw)
 
+    def _all_lines(self) -> list[bytes]:
+        lines = [serialize_line(self._header)]
+        lines.extend(serialize_line(e.raw) for e in self._index.entries)
+        for number, entry in enumerate(self._index.entries, start=2):
+            entry.line = number
+        return lines
+
     def _flush(self) -> None:
-        """First write of a new session: header and every entry, in one go."""
-        assert self._path is not None
+        """First write of a new session: header and every entry, in one go, never over a file."""
+        assert self._file is not None
         if not any(e.role == "assistant" for e in self._index.entries):
             return
-        lines = [serialize_line(self._header)]
-        lines.extend(serialize_line(e.raw) for e in self._index.entries)
-        if self._blank_file:
-            atomic_write_lines(self._path, lines)
-        else:
-            atomic_write_lines(self._path, lines, exclusive=True)
-        for number, entry in enumerate(self._index.entries, start=2):
-            entry.line = number
+        self._file.write_all(self._all_lines(), exclusive=not self._blank_file)
         self._flushed = True
         self._blank_file = False
-        self._wrote_whole_file(lines)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[tuple[IO[bytes], int]]:
-        """The append lock, with other writers' entries read and an old file upgraded."""
-        path = self.require_path()
-        if not os.stat(path).st_mode & 0o222:
-            # Respect read-only files even when running as root (who could write anyway).
-            raise SessionFileError("the file is read-only; pinb will not append to it", path=path)
+    def _locked(self) -> Iterator[tuple[SessionFile, IO[bytes]]]:
+        """The append lock, with other writers' entries read and an old file upgraded first."""
+        file = self._file
+        assert file is not None
+        file.check_writable()
         if self._needs_rewrite:
-            with locked_append(path):
-                self._catch_up(follow=False)
-                self._rewrite_migrated()
-        with locked_append(path) as handle:
-            size = self._catch_up(follow=False)[1]
-            yield handle, size
-
-    def _rewrite_migrated(self) -> None:
-        """Upgrade an old-version file on disk: the original kept beside it, then an atomic
-        rewrite in version 3 form, so Pi and pinb agree on every id from now on."""
-        path = self.require_path()
-        backup = path.with_name(f"{path.name}.pre-v3.bak")
-        if not backup.exists():
-            try:
-                os.link(path, backup)
-            except OSError:
-                shutil.copy2(path, backup)
-        lines = [serialize_line(self._header)]
-        lines.extend(serialize_line(e.raw) for e in self._index.entries)
-        atomic_write_lines(path, lines)
-        for number, entry in enumerate(self._index.entries, start=2):
-            entry.line = number
-        self._needs_rewrite = False
-        self._wrote_whole_file(lines)
-
-    def _wrote_whole_file(self, lines: list[bytes]) -> None:
-        self._offset = sum(len(line) for line in lines)
-        self._newlines = len(lines)
-        self._ends_with_newline = True
-        self._file_identity = self._identity()
+            with file.lock():
+                self._absorb(follow=False)
+                file.upgrade(self._all_lines())
+                self._needs_rewrite = False
+        with file.lock() as handle:
+            self._absorb(follow=False)
+            yield file, handle
 
     # -- other writers --------------------------------------------------------------------
-
-    def _identity(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self._path) if self._path else None
-        except FileNotFoundError:
-            return None
-        return (st.st_dev, st.st_ino) if st else None
 
     def refresh(self, *, follow: bool = True) -> list[Entry]:
         """Read entries another process (Pi, another kernel) appended since the last read.
@@ -622,47 +566,20 @@ class Session:
         Only the new bytes are read. With ``follow`` the leaf moves along when it was at
         the end of the file. Returns the new entries.
         """
-        if not self._path or not self._flushed:
+        if self._file is None or not self._flushed:
             return []
-        return self._catch_up(follow=follow)[0]
+        return self._absorb(follow=follow)
 
-    def _catch_up(self, *, follow: bool) -> tuple[list[Entry], int]:
-        """Index lines appended by others since our offset; returns them and the file size."""
-        path = self.require_path()
-        try:
-            size = os.path.getsize(path)
-        except FileNotFoundError as exc:
-            raise SessionFileError("the session file disappeared", path=path) from exc
-        if self._identity() != self._file_identity or size < self._offset:
-            raise SessionFileError(
-                "the session file was replaced by another program since it was opened; "
-                "open it again",
-                path=path,
-            )
-        if size == self._offset:
-            return [], size
-        data = read_new_bytes(path, self._offset)
-        consumed = data[: data.rfind(b"\n") + 1]
-        tail = data[len(consumed) :]
-        if tail:
-            # Pi writes whole lines, so an unterminated tail that parses is complete;
-            # anything else is a write in progress or a torn line, left for later.
-            try:
-                loads(tail.decode("utf-8", errors="replace"))
-                consumed = data
-            except ValueError:
-                pass
-        first_line = self._newlines + 1
-        problems: list[Problem] = []
-        parsed = parse_lines(consumed.decode("utf-8", errors="replace"), path, first_line, problems)
-        self._offset += len(consumed)
-        self._newlines += consumed.count(b"\n")
-        if consumed:
-            self._ends_with_newline = consumed.endswith(b"\n")
+    def _absorb(self, *, follow: bool) -> list[Entry]:
+        """Index the lines others appended since our last read."""
+        assert self._file is not None
+        parsed, problems = self._file.read_new()
+        if not parsed and not problems:
+            return []
         # A torn line reported at open that has since been completed is no longer a problem.
-        lines_now = {item.line for item in parsed}
+        completed = {item.line for item in parsed}
         self._index.problems[:] = [
-            p for p in self._index.problems if not (p.kind == "torn-line" and p.line in lines_now)
+            p for p in self._index.problems if not (p.kind == "torn-line" and p.line in completed)
         ]
         was_at_end = self._leaf_id == self._index.replayed_leaf_id
         new_entries: list[Entry] = []
@@ -670,7 +587,7 @@ class Session:
             value = item.value
             if not isinstance(value, dict) or value.get("type") == "session":
                 kind = "duplicate-header" if isinstance(value, dict) else "not-an-entry"
-                problems.append(Problem(kind, "line ignored", path, item.line))
+                problems.append(Problem(kind, "line ignored", self._path, item.line))
                 continue
             entry = Entry(value, item.line)
             self._index.add(entry)
@@ -678,7 +595,7 @@ class Session:
         self._index.problems.extend(problems)
         if follow and was_at_end and new_entries:
             self._leaf_id = self._index.replayed_leaf_id
-        return new_entries, size
+        return new_entries
 
     def _check_leaf(self) -> None:
         leaf = self._leaf_id

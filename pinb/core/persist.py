@@ -1,0 +1,138 @@
+"""Byte-level bookkeeping of one session file: what was read, locked appends, whole-file writes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from ..errors import SessionFileError
+from .store import (
+    LoadedFile,
+    ParsedLine,
+    atomic_write_lines,
+    locked_append,
+    parse_lines,
+    read_new_bytes,
+)
+from .tree import Problem
+from .wire import loads
+
+__all__ = ["SessionFile"]
+
+
+class SessionFile:
+    """Where a session stands in its file: bytes read, lines counted, file identity.
+
+    Appends go through :meth:`lock` and :meth:`append`; lines other processes appended are
+    read with :meth:`read_new`, which only reads bytes after :attr:`offset`.
+    """
+
+    def __init__(self, path: Path, loaded: LoadedFile | None = None) -> None:
+        self.path = path
+        self.offset = loaded.complete_size if loaded else 0
+        self.size = loaded.size if loaded else 0
+        self.newlines = loaded.newlines if loaded else 0
+        self.ends_with_newline = loaded.ends_with_newline if loaded else True
+        self.identity = self._stat_identity() if loaded else None
+
+    def _stat_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    @property
+    def has_torn_tail(self) -> bool:
+        """The file ends with an incomplete line that was left unread."""
+        return self.offset < self.size
+
+    def check_writable(self) -> None:
+        """Refuse read-only files, even for root (who could write them anyway)."""
+        if not os.stat(self.path).st_mode & 0o222:
+            raise SessionFileError(
+                "the file is read-only; pinb will not append to it", path=self.path
+            )
+
+    @contextmanager
+    def lock(self) -> Iterator[IO[bytes]]:
+        """The exclusive append lock every pinb writer takes."""
+        with locked_append(self.path) as handle:
+            yield handle
+
+    def read_new(self) -> tuple[list[ParsedLine], list[Problem]]:
+        """Parse the complete lines appended since the last read (by anyone)."""
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError as exc:
+            raise SessionFileError("the session file disappeared", path=self.path) from exc
+        if self._stat_identity() != self.identity or size < self.offset:
+            raise SessionFileError(
+                "the session file was replaced by another program since it was opened; open it again",
+                path=self.path,
+            )
+        self.size = size
+        if size == self.offset:
+            return [], []
+        data = read_new_bytes(self.path, self.offset)
+        consumed = data[: data.rfind(b"\n") + 1]
+        tail = data[len(consumed) :]
+        if tail:
+            # Pi writes whole lines, so an unterminated tail that parses is complete;
+            # anything else is a write in progress or a torn line, left for later.
+            try:
+                loads(tail.decode("utf-8", errors="replace"))
+                consumed = data
+            except ValueError:
+                pass
+        problems: list[Problem] = []
+        parsed = parse_lines(
+            consumed.decode("utf-8", errors="replace"), self.path, self.newlines + 1, problems
+        )
+        self.offset += len(consumed)
+        self.newlines += consumed.count(b"\n")
+        if consumed:
+            self.ends_with_newline = consumed.endswith(b"\n")
+        return parsed, problems
+
+    def append(self, handle: IO[bytes], line: bytes) -> int:
+        """Write one serialized line (under :meth:`lock`); returns its line number.
+
+        A torn or unterminated last line is ended first, so ours is always whole.
+        """
+        if self.has_torn_tail or not self.ends_with_newline:
+            line = b"\n" + line
+            self.offset = self.size
+        handle.write(line)
+        self.offset += len(line)
+        self.size = self.offset
+        self.newlines += line.count(b"\n")
+        self.ends_with_newline = True
+        return self.newlines
+
+    def write_all(self, lines: list[bytes], *, exclusive: bool) -> None:
+        """Write the whole file at once (a new session's first flush)."""
+        atomic_write_lines(self.path, lines, exclusive=exclusive)
+        self._wrote(lines)
+
+    def upgrade(self, lines: list[bytes]) -> Path:
+        """Rewrite an old-version file in version 3 form, keeping the original as a backup."""
+        backup = self.path.with_name(f"{self.path.name}.pre-v3.bak")
+        if not backup.exists():
+            try:
+                os.link(self.path, backup)
+            except OSError:
+                shutil.copy2(self.path, backup)
+        atomic_write_lines(self.path, lines)
+        self._wrote(lines)
+        return backup
+
+    def _wrote(self, lines: list[bytes]) -> None:
+        self.offset = self.size = sum(len(line) for line in lines)
+        self.newlines = len(lines)
+        self.ends_with_newline = True
+        self.identity = self._stat_identity()
