@@ -345,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     goto.add_argument("--instructions")
     goto.add_argument("--label")
     goto.set_defaults(func=_cmd_goto)
+
+    from .memory.cli import add_parser as add_memory_parser
+
+    add_memory_parser(sub)
     return parser
 
 

@@ -1,0 +1,77 @@
+"""Long-term memory beside the session files: project-scoped notes to save, recall and forget."""
+
+# The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
+# never rewrites a session file. tools: memory_save / memory_recall / memory_forget (loaded
+# on first use, so importing this package never loads the agent); observe: opt-in
+# auto-observation; inject: recalled notes in the system prompt; sessions: removing a
+# session to the trash and relinking its forks; frame: pandas; cli: ``pinb memory ...``.
+
+from __future__ import annotations
+
+from typing import Any
+
+from .frame import MEMORY_COLUMNS, memory_frame
+from .inject import memory_prompt_section, with_memory
+from .observe import MemoryObserver, ObservationResult, Summarizer, observe, parse_notes
+from .records import (
+    KINDS,
+    SAVE_KINDS,
+    Embedder,
+    InjectionSettings,
+    InvalidMemoryError,
+    MemoryCorruptError,
+    MemoryLockedError,
+    MemoryNotFoundError,
+    MemoryRecord,
+    MemoryStoreError,
+    default_db_path,
+    normalize_tags,
+    project_id,
+)
+from .sessions import RemovedSession, SessionRemovalError, find_forks, remove_session, trash_dir
+from .store import MemoryStore
+
+__all__ = [
+    "KINDS",
+    "MEMORY_COLUMNS",
+    "SAVE_KINDS",
+    "Embedder",
+    "InjectionSettings",
+    "InvalidMemoryError",
+    "MemoryCorruptError",
+    "MemoryForgetTool",
+    "MemoryLockedError",
+    "MemoryNotFoundError",
+    "MemoryObserver",
+    "MemoryRecallTool",
+    "MemoryRecord",
+    "MemorySaveTool",
+    "MemoryStore",
+    "MemoryStoreError",
+    "ObservationResult",
+    "RemovedSession",
+    "SessionRemovalError",
+    "Summarizer",
+    "default_db_path",
+    "find_forks",
+    "memory_frame",
+    "memory_prompt_section",
+    "memory_tools",
+    "normalize_tags",
+    "observe",
+    "parse_notes",
+    "project_id",
+    "remove_session",
+    "trash_dir",
+    "with_memory",
+]
+
+_TOOLS = {"MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TOOLS:
+        from . import tools
+
+        return getattr(tools, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,140 @@
+"""Fixtures for the memory tests: a store in the isolated agent dir, projects, sessions, stubs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinb.core.paths import encode_cwd, sessions_root
+from pinb.core.store import serialize_line
+from pinb.memory import MemoryStore
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    """The standard database, inside the agent dir the autouse fixture points at."""
+    return MemoryStore()
+
+
+@pytest.fixture
+def project_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """Two working directories, hence two projects."""
+    one, two = tmp_path / "proj-one", tmp_path / "proj-two"
+    one.mkdir()
+    two.mkdir()
+    return one, two
+
+
+class StubSummarizer:
+    """The compaction summarizer protocol, answering from a script and recording its calls."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.calls: list[dict[str, Any]] = []
+
+    def summarize(
+        self,
+        serialized_conversation: str,
+        *,
+        previous_summary: str | None,
+        instructions: str | None,
+        max_tokens: int,
+    ) -> str:
+        self.calls.append(
+            {
+                "text": serialized_conversation,
+                "previous_summary": previous_summary,
+                "instructions": instructions,
+                "max_tokens": max_tokens,
+            }
+        )
+        return self.answers.pop(0)
+
+
+class FailingSummarizer:
+    """A summarizer whose model is down."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, serialized_conversation: str, **_: Any) -> str:
+        self.calls += 1
+        raise ConnectionError("model endpoint unreachable")
+
+
+def user(text: str, ts: int = 1) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+
+
+def assistant(text: str, ts: int = 2) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "usage": {
+            "input": 10,
+            "output": 5,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 15,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "stopReason": "stop",
+        "timestamp": ts,
+    }
+
+
+SessionWriter = Callable[..., Path]
+
+
+@pytest.fixture
+def write_session() -> SessionWriter:
+    """Write a small Pi session file by hand (header, user, assistant) and return its path."""
+
+    def write(
+        cwd: str,
+        session_id: str,
+        *,
+        parent: Path | str | None = None,
+        extra_header: dict[str, Any] | None = None,
+        tail: bytes = b"",
+    ) -> Path:
+        folder = sessions_root() / encode_cwd(cwd)
+        folder.mkdir(parents=True, exist_ok=True)
+        header: dict[str, Any] = {
+            "type": "session",
+            "version": 3,
+            "id": session_id,
+            "timestamp": "2025-03-01T10:00:00.000Z",
+            "cwd": cwd,
+        }
+        if parent is not None:
+            header["parentSession"] = str(parent)
+        header.update(extra_header or {})
+        entries = [
+            {
+                "type": "message",
+                "id": f"{session_id[:4]}u001",
+                "parentId": None,
+                "timestamp": "2025-03-01T10:00:01.000Z",
+                "message": user(f"hello from {session_id}"),
+            },
+            {
+                "type": "message",
+                "id": f"{session_id[:4]}a001",
+                "parentId": f"{session_id[:4]}u001",
+                "timestamp": "2025-03-01T10:00:02.000Z",
+                "message": assistant("Café ☕ noted — “quotes” and \\u2028 stay"),
+            },
+        ]
+        path = folder / f"2025-03-01T10-00-00-000Z_{session_id}.jsonl"
+        data = b"".join(serialize_line(v) for v in [header, *entries]) + tail
+        path.write_bytes(data)
+        return path
+
+    return write

@@ -1,0 +1,60 @@
+"""MemoryView renders escaped HTML without widgets; memory_frame gives a typed DataFrame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pinb.memory import MEMORY_COLUMNS, MemoryStore, memory_frame
+from pinb.views.memory import MemoryView
+
+EVIL = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
+
+
+def test_memory_view_escapes_every_string(store: MemoryStore, tmp_path: Path) -> None:
+    source = tmp_path / 'we"ird<dir>' / "s<1>.jsonl"
+    rec = store.save(EVIL, project="p", kind="decision", tags=["<b>bold</b>"],
+                     source_session=source, source_entry='e"1<')  # fmt: skip
+    gone = store.save("old <i>note</i>", project="p")
+    store.forget(gone.id, "<script>reason</script>")
+    store.mark_source_deleted(source)
+    view = MemoryView(store, "p", include_deleted=True)
+    bundle = view._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    page = bundle["text/html"]
+    assert "<script>" not in page and "<img" not in page and "<b>bold" not in page
+    assert "<i>note" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;img" in page
+    assert "&lt;script&gt;reason&lt;/script&gt;" in page
+    assert "s&lt;1&gt;.jsonl" in page and "e&quot;1&lt;" in page
+    assert "(deleted)" in page  # the source session was removed
+    assert bundle["text/plain"].splitlines()[0] == "Memory: 2 records"
+    assert f"#{rec.id} [decision]" in bundle["text/plain"]
+
+
+def test_memory_view_links_live_sources(store: MemoryStore, tmp_path: Path) -> None:
+    source = tmp_path / "a b" / "s.jsonl"
+    store.save("linked", project="p", source_session=source, source_entry="e1")
+    page = MemoryView(store, "p")._repr_html_()
+    assert 'href="file://' in page and "a%20b/s.jsonl" in page and "s.jsonl</a> · e1" in page
+
+
+def test_memory_view_of_records_and_empty() -> None:
+    empty = MemoryView([])
+    assert repr(empty) == "Memory: 0 records" and "no memories" in empty._repr_html_()
+
+
+def test_memory_frame_columns_and_types(store: MemoryStore) -> None:
+    a = store.save("first", project="p", kind="fact", tags=["x", "y"], source_session="/s.jsonl")
+    b = store.save("second", project="p")
+    store.forget(b.id, "why not")
+    store.save("elsewhere", project="q")
+    frame = memory_frame(store, "p")
+    assert tuple(frame.columns) == MEMORY_COLUMNS
+    assert frame["id"].tolist() == [a.id]
+    assert frame.loc[0, "tags"] == ["x", "y"] and frame.loc[0, "source_session"] == "/s.jsonl"
+    assert str(frame["created"].dtype).startswith("datetime64") and frame["deleted"].isna().all()
+    both = memory_frame(store, "p", include_deleted=True)
+    assert both["id"].tolist() == [a.id, b.id]
+    assert both.loc[1, "deleted_reason"] == "why not" and not both["deleted"].isna().all()
+    assert len(memory_frame(store, all_projects=True)) == 2
+    assert tuple(memory_frame(MemoryStore(), "nobody").columns) == MEMORY_COLUMNS
