@@ -13,6 +13,14 @@ The tree::
     │   └── NotPersistedError              the operation needs a session file on disk
     ├── CompactionError                    compaction was asked for but cannot happen
     │   └── NothingToCompactError          the path holds nothing worth summarizing
+    ├── LLMError (pinb.llm.errors)         a model request failed
+    │   ├── ProviderHTTPError              the provider answered with an error (status_code)
+    │   ├── StreamProtocolError            a stream that does not follow its wire format
+    │   ├── ContextOverflowError           the prompt does not fit the model's window
+    │   ├── MissingCredentialsError        no API key: names the variable to set (env_var)
+    │   ├── UnknownProviderError           a provider pinb does not know
+    │   └── UnsupportedApiError            a wire protocol pinb does not speak
+    ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
     └── UsageError                         bad command-line or magic arguments
 
 In a notebook a ``PinbError`` renders as one clear line instead of a traceback

@@ -1,0 +1,120 @@
+"""pinb's LLM layer: httpx providers, a pure SSE parser, retries, a model registry.
+
+Quick start::
+
+    from pinb.llm import get_model
+    model = get_model("anthropic/claude-sonnet-4-5")        # key from ANTHROPIC_API_KEY
+    message = model.complete([{"role": "user", "content": "Hi", "timestamp": 0}])
+    message["content"], message["usage"]["cost"]["total"]
+
+Every model follows `ChatModel`: ``astream`` / ``stream`` yield events ending with
+`Done`; ``acomplete`` / ``complete`` return the final Pi-shaped assistant message.
+"""
+
+from __future__ import annotations
+
+from pinb.llm.anthropic import AnthropicChatModel
+from pinb.llm.assemble import MessageBuilder, parse_partial_json
+from pinb.llm.base import ChatModelBase, ThreadedStream
+from pinb.llm.client import DEFAULT_TIMEOUT, HTTPChatModel
+from pinb.llm.credentials import ENV_API_KEYS, Secret, find_api_key
+from pinb.llm.errors import (
+    ContextOverflowError,
+    LLMError,
+    MissingCredentialsError,
+    ProviderHTTPError,
+    StreamProtocolError,
+    UnknownProviderError,
+    UnsupportedApiError,
+)
+from pinb.llm.openai import OpenAIChatModel
+from pinb.llm.overflow import OVERFLOW_PATTERNS, is_context_overflow
+from pinb.llm.registry import (
+    ModelRegistry,
+    OpenAICompat,
+    ProviderConfig,
+    default_registry,
+    split_spec,
+)
+from pinb.llm.resolve import get_model, resolve_model
+from pinb.llm.retry import RetryPolicy, is_retryable_error, parse_retry_after
+from pinb.llm.sse import SSEEvent, SSEParser, parse_sse
+from pinb.llm.transform import NO_RESULT_TEXT, transform_messages
+from pinb.llm.types import (
+    API_ANTHROPIC,
+    API_OPENAI,
+    THINKING_LEVELS,
+    CancelToken,
+    ChatModel,
+    Done,
+    ModelCost,
+    ModelInfo,
+    Retry,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    Usage,
+    empty_usage,
+    make_usage,
+)
+
+__all__ = [
+    "API_ANTHROPIC",
+    "API_OPENAI",
+    "DEFAULT_TIMEOUT",
+    "ENV_API_KEYS",
+    "NO_RESULT_TEXT",
+    "OVERFLOW_PATTERNS",
+    "THINKING_LEVELS",
+    "AnthropicChatModel",
+    "CancelToken",
+    "ChatModel",
+    "ChatModelBase",
+    "ContextOverflowError",
+    "Done",
+    "HTTPChatModel",
+    "LLMError",
+    "MessageBuilder",
+    "MissingCredentialsError",
+    "ModelCost",
+    "ModelInfo",
+    "ModelRegistry",
+    "OpenAIChatModel",
+    "OpenAICompat",
+    "ProviderConfig",
+    "ProviderHTTPError",
+    "Retry",
+    "RetryPolicy",
+    "SSEEvent",
+    "SSEParser",
+    "Secret",
+    "StreamEvent",
+    "StreamProtocolError",
+    "TextDelta",
+    "ThinkingDelta",
+    "ThreadedStream",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolSpec",
+    "UnknownProviderError",
+    "UnsupportedApiError",
+    "Usage",
+    "default_registry",
+    "empty_usage",
+    "find_api_key",
+    "get_model",
+    "is_context_overflow",
+    "is_retryable_error",
+    "make_usage",
+    "parse_partial_json",
+    "parse_retry_after",
+    "parse_sse",
+    "resolve_model",
+    "split_spec",
+    "transform_messages",
+]

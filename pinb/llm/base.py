@@ -1,0 +1,251 @@
+"""The model base class: `astream` is abstract; `acomplete`, `stream` and `complete` derive from it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pinb.llm.errors import ContextOverflowError, ProviderHTTPError, StreamProtocolError
+from pinb.llm.types import CancelToken, Done, ModelInfo, StreamEvent, ToolSpec
+
+__all__ = ["ChatModelBase", "ThreadedStream"]
+
+log = logging.getLogger("pinb.llm")
+
+
+class ChatModelBase:
+    """`astream` is the one method to write; this class derives the other three."""
+
+    info: ModelInfo
+
+    def astream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+    ) -> AsyncIterator[StreamEvent]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _finalize(
+        self, done: Done | None, raise_on_overflow: bool, raise_on_error: bool
+    ) -> dict[str, Any]:
+        if done is None:  # pragma: no cover - every stream ends with Done
+            raise StreamProtocolError("the stream ended without a final message")
+        failed = done.stop_reason == "error"
+        if failed and done.overflow and (raise_on_overflow or raise_on_error):
+            raise ContextOverflowError(
+                f"Context overflow on {self.info.spec}: {done.error_message}", message=done.message
+            )
+        if failed and raise_on_error:
+            raise ProviderHTTPError(
+                f"{self.info.spec} failed: {done.error_message}",
+                status_code=done.status_code,
+                message=done.message,
+            )
+        return done.message
+
+    async def acomplete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+        raise_on_overflow: bool = False,
+        raise_on_error: bool = False,
+    ) -> dict[str, Any]:
+        """Run a request to the end and return the final Pi-shaped assistant message.
+
+        Parameters
+        ----------
+        raise_on_overflow:
+            Raise `ContextOverflowError` (carrying the message in ``.message``) instead
+            of returning an error message that reports a context overflow. A successful
+            response whose usage exceeds the window (silent overflow) is still returned.
+        raise_on_error:
+            Raise for every ``stopReason: "error"``: `ContextOverflowError` for an
+            overflow, otherwise `ProviderHTTPError` (``status_code``, ``message``).
+            Cancelled requests are always returned (``stopReason: "aborted"``).
+
+        Returns
+        -------
+        dict
+            The Pi-shaped assistant message; by default failures are returned too, with
+            ``stopReason`` ``"error"`` and ``errorMessage``.
+        """
+        done: Done | None = None
+        async for event in self.astream(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            max_tokens=max_tokens,
+            thinking_level=thinking_level,
+            cancel=cancel,
+        ):
+            if isinstance(event, Done):
+                done = event
+        return self._finalize(done, raise_on_overflow, raise_on_error)
+
+    def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+    ) -> ThreadedStream:
+        """Synchronous `astream`, usable inside a running event loop (Jupyter).
+
+        The request runs on a worker thread with its own event loop. Ctrl-C
+        (KeyboardInterrupt) while waiting for the next event cancels the request; the
+        stream then still ends with `Done` carrying ``stopReason: "aborted"``.
+        """
+        return ThreadedStream(
+            lambda token: self.astream(
+                messages,
+                system_prompt=system_prompt,
+                tools=tools,
+                max_tokens=max_tokens,
+                thinking_level=thinking_level,
+                cancel=token,
+            ),
+            cancel,
+        )
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+        raise_on_overflow: bool = False,
+        raise_on_error: bool = False,
+    ) -> dict[str, Any]:
+        """Synchronous `acomplete`; Ctrl-C returns the partial message as ``aborted``."""
+        events = self.stream(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            max_tokens=max_tokens,
+            thinking_level=thinking_level,
+            cancel=cancel,
+        )
+        with events:
+            while True:
+                try:
+                    for _ in events:
+                        pass
+                    break
+                except KeyboardInterrupt:
+                    events.interrupt()
+        return self._finalize(events.final, raise_on_overflow, raise_on_error)
+
+
+_END = object()
+
+
+class _Failure:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+class ThreadedStream(Iterator[StreamEvent]):
+    """Iterate an async event stream from synchronous code, on a worker thread.
+
+    Use as an iterator (and optionally a context manager, which cancels an unfinished
+    stream on exit). `final` holds the `Done` event once seen.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[CancelToken], AsyncIterator[StreamEvent]],
+        cancel: CancelToken | None = None,
+    ):
+        self._token = CancelToken()
+        self._unlink = (
+            cancel.add_callback(lambda: self._token.cancel(cancel.reason or "cancelled"))
+            if cancel is not None
+            else (lambda: None)
+        )
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._finished = False
+        self.final: Done | None = None
+        self._thread = threading.Thread(
+            target=self._work, args=(factory,), name="pinb-llm-stream", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, factory: Callable[[CancelToken], AsyncIterator[StreamEvent]]) -> None:
+        async def pump() -> None:
+            async for event in factory(self._token):
+                self._queue.put(event)
+
+        try:
+            asyncio.run(pump())
+        except BaseException as exc:  # handed to the consuming thread
+            self._queue.put(_Failure(exc))
+        finally:
+            self._queue.put(_END)
+
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Cancel the request (what Ctrl-C does)."""
+        log.info("stream interrupted; cancelling the request")
+        self._token.cancel(reason)
+
+    def __iter__(self) -> ThreadedStream:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        while True:
+            if self._finished:
+                raise StopIteration
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                self.interrupt()
+                continue
+            if item is _END:
+                self._finished = True
+                self._unlink()
+                raise StopIteration
+            if isinstance(item, _Failure):
+                self._finished = True
+                self._unlink()
+                raise item.exc
+            if isinstance(item, Done):
+                self.final = item
+            return item  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Cancel an unfinished stream and wait briefly for the worker to stop."""
+        if not self._finished:
+            self._token.cancel("stream closed")
+            self._thread.join(timeout=10)
+            self._unlink()
+
+    def __enter__(self) -> ThreadedStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_finished", True):
+            self._token.cancel("stream dropped")

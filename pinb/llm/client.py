@@ -1,0 +1,494 @@
+"""The HTTP model machinery: request loop with retries, cancel, SSE decoding and assembly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import httpx
+
+from pinb import __version__
+from pinb.llm.assemble import MessageBuilder
+from pinb.llm.base import ChatModelBase
+from pinb.llm.catalog import OpenAICompat
+from pinb.llm.credentials import Secret, redact
+from pinb.llm.errors import StreamProtocolError
+from pinb.llm.overflow import is_context_overflow
+from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from pinb.llm.sse import SSEEvent, SSEParser
+from pinb.llm.transform import transform_messages
+from pinb.llm.types import (
+    THINKING_LEVELS,
+    CancelToken,
+    Done,
+    ModelInfo,
+    Retry,
+    StreamEvent,
+    ToolSpec,
+    Usage,
+)
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "DEFAULT_TIMEOUT",
+    "HTTPChatModel",
+    "ProviderStreamError",
+    "StreamDecoder",
+    "error_detail",
+    "normalize_thinking_level",
+]
+
+log = logging.getLogger("pinb.llm")
+
+#: Connect quickly, but let a slow model pause for minutes between chunks.
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
+#: ``errorMessage`` of a cancelled response.
+ABORTED_MESSAGE = "Request was aborted"
+
+T = TypeVar("T")
+
+
+class ProviderStreamError(Exception):
+    """An error event inside an otherwise healthy stream (e.g. Anthropic ``overloaded_error``)."""
+
+    def __init__(self, message: str, *, retryable: bool):
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Guard:
+    """Turns a `CancelToken` into a cancellation of the await we are parked in.
+
+    Only our own awaits are armed, so a consumer awaiting something else between two
+    events is never cancelled by us; the flag is checked when it comes back.
+    """
+
+    def __init__(self, token: CancelToken):
+        self.token = token
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[Any] | None = asyncio.current_task()
+        self._armed = False
+        self._fired = False
+        self._remove = token.add_callback(self._on_cancel)
+
+    def _on_cancel(self) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to interrupt
+            self._loop.call_soon_threadsafe(self._fire)
+
+    def _fire(self) -> None:
+        if self._armed and not self._fired and self._task is not None:
+            self._fired = True
+            self._task.cancel()
+
+    def check(self) -> None:
+        if self.token.cancelled:
+            raise _Aborted
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        if self.token.cancelled:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+            raise _Aborted
+        self._task = asyncio.current_task()
+        self._armed = True
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._fired:
+                self._fired = False
+                if self._task is not None:
+                    self._task.uncancel()
+                raise _Aborted from None
+            raise
+        finally:
+            self._armed = False
+
+    def close(self) -> None:
+        self._remove()
+
+
+class StreamDecoder:
+    """Turns a provider's SSE events into builder calls. Subclassed per wire format."""
+
+    def __init__(self, builder: MessageBuilder):
+        self.builder = builder
+        self.complete = False
+        self.stop_reason = "stop"
+        self.error: str | None = None
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def at_eof(self) -> None:
+        """The connection closed without the end marker; set `complete` if that is fine."""
+
+    def finish(self) -> list[StreamEvent]:
+        """Called once after the end marker: close open blocks."""
+        return list(self.builder.end_tools())
+
+
+def _load_json(data: str | bytes, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        excerpt = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
+        raise StreamProtocolError(f"Malformed {what} from provider: {excerpt!r}") from None
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    # Lone surrogates (from broken tool output) would make the UTF-8 encoding fail.
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+
+
+def error_detail(raw: bytes) -> str:
+    """The human part of a provider error body (``error.message`` when there is one)."""
+    text = raw.decode("utf-8", "replace").strip()
+    if not text:
+        return "status code (no body)"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:2000]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return text[:2000]
+
+
+@dataclass
+class _Outcome:
+    error: str | None = None
+    retryable: bool = False
+    status: int | None = None
+    retry_after: float | None = None
+    aborted: bool = False
+    stop_reason: str = "stop"
+
+
+def normalize_thinking_level(level: str | None) -> str:
+    """Map Pi's thinking levels to the ones adapters use; unknown ones become ``medium``."""
+    value = (level or "off").strip().lower()
+    if value == "max":
+        return "xhigh"
+    if value not in THINKING_LEVELS:
+        log.warning("unknown thinking level %r; using 'medium'", level)
+        return "medium"
+    return value
+
+
+class HTTPChatModel(ChatModelBase):
+    """A model behind an HTTP API. Subclasses build requests and decode responses.
+
+    Parameters
+    ----------
+    info:
+        The model's registry entry.
+    base_url:
+        Provider base URL.
+    api_key:
+        The key (kept as a `Secret`; never printed). ``None`` for local servers.
+    headers:
+        Extra request headers.
+    compat:
+        OpenAI-compatible quirks (ignored by the Anthropic adapter).
+    transport:
+        An ``httpx.AsyncBaseTransport`` (e.g. ``httpx.MockTransport``) to use instead
+        of the network. It is not closed by the model.
+    retry:
+        `RetryPolicy`; default Pi's (3 retries, 2/4/8 s).
+    timeout:
+        Seconds or an ``httpx.Timeout``; default `DEFAULT_TIMEOUT` (read 300 s, so
+        slow streams survive long pauses).
+    stream:
+        Use SSE streaming (default) or one JSON response.
+    """
+
+    api: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        base_url: str,
+        api_key: Secret | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        compat: OpenAICompat | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        stream: bool = True,
+    ):
+        self.info = info
+        self.base_url = base_url.rstrip("/")
+        self._api_key = (
+            api_key if isinstance(api_key, Secret) or api_key is None else Secret(api_key)
+        )
+        self._extra_headers = {k: Secret(v) for k, v in (headers or {}).items()}
+        self.compat = compat or OpenAICompat()
+        self.transport = transport
+        self.retry = retry or RetryPolicy()
+        if timeout is None:
+            self.timeout = DEFAULT_TIMEOUT
+        elif isinstance(timeout, httpx.Timeout):
+            self.timeout = timeout
+        else:
+            self.timeout = httpx.Timeout(timeout)
+        self.streaming = stream
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(provider={self.info.provider!r}, id={self.info.id!r}, "
+            f"base_url={self.base_url!r})"
+        )
+
+    # ------------------------------------------------------------------ hooks
+
+    def _url(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _auth_headers(self, key: str) -> dict[str, str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _normalize_tool_id(self, tool_id: str) -> str:
+        return tool_id
+
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system_prompt: str | None,
+        tools: list[ToolSpec],
+        max_tokens: int | None,
+        thinking_level: str,
+    ) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decoder(self, builder: MessageBuilder) -> StreamDecoder:  # pragma: no cover
+        raise NotImplementedError
+
+    def _parse_response(
+        self, data: Any, builder: MessageBuilder
+    ) -> tuple[list[StreamEvent], str, str | None]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # ------------------------------------------------------------------ request
+
+    def build_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+    ) -> dict[str, Any]:
+        """The JSON body this model would send (after the §5.6 transform)."""
+        prepared = transform_messages(
+            messages, self.info, normalize_tool_id=self._normalize_tool_id
+        )
+        return self._body(
+            prepared,
+            system_prompt=system_prompt,
+            tools=[ToolSpec.coerce(t) for t in tools or ()],
+            max_tokens=max_tokens,
+            thinking_level=normalize_thinking_level(thinking_level),
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if self.streaming else "application/json",
+            "user-agent": f"pinb/{__version__}",
+        }
+        if self._api_key:
+            headers.update(self._auth_headers(self._api_key.reveal()))
+        headers.update({k: v.reveal() for k, v in self._extra_headers.items()})
+        return headers
+
+    def _redact(self, text: str) -> str:
+        return redact(text, [self._api_key, *self._extra_headers.values()])
+
+    async def astream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one response: deltas, maybe `Retry` notices, then `Usage` and `Done`.
+
+        Provider failures do not raise: after the retries they end the stream with a
+        `Done` whose message has ``stopReason: "error"`` and ``errorMessage``; a cancel
+        ends it with ``"aborted"``. Partial content is kept in both cases.
+        """
+        token = cancel or CancelToken()
+        builder = MessageBuilder(self.info)
+        payload = _dumps(
+            self.build_body(
+                messages,
+                system_prompt=system_prompt,
+                tools=tools,
+                max_tokens=max_tokens,
+                thinking_level=thinking_level,
+            )
+        )
+        guard = _Guard(token)
+        log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
+        attempt = 0
+        try:
+            while True:
+                outcome = _Outcome()
+                async with contextlib.aclosing(
+                    self._attempt(payload, builder, guard, outcome)
+                ) as events:
+                    async for event in events:
+                        yield event
+                if outcome.aborted:
+                    message = builder.finish("aborted", ABORTED_MESSAGE)
+                    break
+                if outcome.error is None:
+                    message = builder.finish(outcome.stop_reason)
+                    break
+                error = self._redact(outcome.error)
+                attempt += 1
+                too_long = (
+                    outcome.retry_after is not None
+                    and outcome.retry_after > self.retry.max_retry_after
+                )
+                if (
+                    outcome.retryable
+                    and not builder.content_started
+                    and self.retry.should_retry(attempt)
+                    and not too_long
+                ):
+                    delay = self.retry.delay(attempt, outcome.retry_after)
+                    log.warning(
+                        "%s: %s; retrying in %.1f s (retry %d of %d)",
+                        self.info.spec,
+                        error,
+                        delay,
+                        attempt,
+                        self.retry.max_retries,
+                    )
+                    yield Retry(attempt, self.retry.max_retries, delay, error, outcome.status)
+                    try:
+                        await guard.run(self.retry.sleep(delay))
+                    except _Aborted:
+                        message = builder.finish("aborted", ABORTED_MESSAGE)
+                        break
+                    builder.reset()
+                    continue
+                if too_long:
+                    error += (
+                        f" (Retry-After {outcome.retry_after:.0f} s exceeds the "
+                        f"{self.retry.max_retry_after:.0f} s limit)"
+                    )
+                elif attempt > 1:
+                    error += f" (gave up after {attempt - 1} retries)"
+                message = builder.finish("error", error)
+                break
+        finally:
+            guard.close()
+        yield Usage(message["usage"])
+        status = outcome.status if message["stopReason"] == "error" else None
+        yield Done(message, is_context_overflow(message, self.info.context_window), status)
+
+    async def _attempt(
+        self, payload: bytes, builder: MessageBuilder, guard: _Guard, outcome: _Outcome
+    ) -> AsyncGenerator[StreamEvent, None]:
+        client = httpx.AsyncClient(transport=self.transport, timeout=self.timeout)
+        response: httpx.Response | None = None
+        try:
+            request = client.build_request(
+                "POST", self._url(), content=payload, headers=self._headers()
+            )
+            response = await guard.run(client.send(request, stream=True))
+            if response.status_code >= 400:
+                raw = await guard.run(response.aread())
+                self._http_error(response, raw, outcome)
+                return
+            if not self.streaming:
+                raw = await guard.run(response.aread())
+                events, outcome.stop_reason, outcome.error = self._parse_response(
+                    _load_json(raw, "response"), builder
+                )
+                for event in events:
+                    yield event
+                return
+            decoder = self._decoder(builder)
+            parser = SSEParser()
+            chunks = response.aiter_bytes().__aiter__()
+            while not decoder.complete:
+                try:
+                    chunk = await guard.run(chunks.__anext__())
+                except StopAsyncIteration:
+                    break
+                for sse in parser.feed(chunk):
+                    for event in decoder.feed(sse):
+                        yield event
+                    guard.check()
+                    if decoder.complete:
+                        break
+            if not decoder.complete:
+                for sse in parser.close():
+                    for event in decoder.feed(sse):
+                        yield event
+            if not decoder.complete:
+                decoder.at_eof()
+            if not decoder.complete:
+                raise StreamProtocolError(
+                    "Connection lost: the stream ended before the response was complete"
+                )
+            for event in decoder.finish():
+                yield event
+            outcome.stop_reason, outcome.error = decoder.stop_reason, decoder.error
+        except _Aborted:
+            outcome.aborted = True
+        except httpx.TimeoutException as exc:
+            outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
+            outcome.retryable = True
+        except httpx.TransportError as exc:
+            outcome.error = f"Connection error ({type(exc).__name__}): {exc}"
+            outcome.retryable = True
+        except StreamProtocolError as exc:
+            outcome.error = str(exc)
+            outcome.retryable = str(exc).startswith("Connection lost")
+        except ProviderStreamError as exc:
+            outcome.error = str(exc)
+            outcome.retryable = exc.retryable
+        finally:
+            if response is not None:
+                await response.aclose()
+            if self.transport is None:
+                await client.aclose()
+
+    def _read_timeout(self) -> str:
+        read = self.timeout.read
+        return "no read timeout" if read is None else f"{read:g} s without data"
+
+    def _http_error(self, response: httpx.Response, raw: bytes, outcome: _Outcome) -> None:
+        status = response.status_code
+        outcome.status = status
+        outcome.error = f"{status} {error_detail(raw)}"
+        outcome.retry_after = parse_retry_after(response.headers)
+        should = response.headers.get("x-should-retry")
+        if should in ("true", "false"):
+            outcome.retryable = should == "true"
+        else:
+            outcome.retryable = status in RETRYABLE_STATUS or status >= 500

@@ -1,0 +1,163 @@
+"""API keys: from an explicit argument, Pi's ``<agentDir>/auth.json``, environment variables or models.json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pinb.core.paths import agent_dir
+
+__all__ = [
+    "ENV_API_KEYS",
+    "Secret",
+    "auth_json_path",
+    "find_api_key",
+    "read_auth_json",
+    "redact",
+    "resolve_config_value",
+]
+
+log = logging.getLogger("pinb.llm")
+
+#: Environment variables holding each built-in provider's key, first one wins (as in Pi).
+ENV_API_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+}
+
+
+class Secret:
+    """A string that never shows itself in ``repr``, ``str``, logs or tracebacks.
+
+    Examples
+    --------
+    >>> s = Secret("sk-live-123")
+    >>> s, str(s), s.reveal()
+    (Secret('***'), '***', 'sk-live-123')
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        """The actual value, for building a request header only."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __reduce__(self) -> Any:  # pickling would write the key somewhere
+        raise TypeError("Secret values cannot be pickled")
+
+
+def redact(text: str, secrets: Iterable[Secret | str | None]) -> str:
+    """Replace every occurrence of each secret in ``text`` by ``***``."""
+    for secret in secrets:
+        value = secret.reveal() if isinstance(secret, Secret) else secret
+        if value and len(value) >= 4 and value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+def auth_json_path(env: Mapping[str, str] | None = None) -> Path:
+    """``<agentDir>/auth.json``."""
+    return agent_dir(None if env is None else dict(env)) / "auth.json"
+
+
+def read_auth_json(path: Path) -> dict[str, dict[str, Any]]:
+    """Read Pi's credential file; a missing or unreadable file gives ``{}`` (with a warning)."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc.strerror)
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        # Never echo the content: it holds keys.
+        log.warning("%s is not valid JSON; ignoring it", path)
+        return {}
+    if not isinstance(data, dict):
+        log.warning("%s does not hold a JSON object; ignoring it", path)
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def resolve_config_value(value: str, env: Mapping[str, str]) -> str | None:
+    """Resolve a models.json ``apiKey``/header value as Pi does, minus shell commands.
+
+    The value is the name of an environment variable when one by that name is set,
+    otherwise a literal. Values starting with ``!`` are shell commands in Pi; pinb does
+    not run them (a notebook should not execute commands found in a config file), so
+    they resolve to ``None`` with a warning.
+    """
+    if value.startswith("!"):
+        log.warning(
+            "models.json value %r is a shell command; pinb does not run those", value[:1] + "..."
+        )
+        return None
+    return env.get(value) or value
+
+
+def find_api_key(
+    provider: str,
+    *,
+    env_vars: Iterable[str] = (),
+    config_value: str | None = None,
+    explicit: str | Secret | None = None,
+    env: Mapping[str, str] | None = None,
+    auth_path: Path | None = None,
+) -> Secret | None:
+    """Find a provider's key in Pi's order.
+
+    1. ``explicit`` (an ``api_key=`` argument);
+    2. an ``{"type": "api_key", "key": ...}`` entry for ``provider`` in ``auth.json``;
+    3. the first set variable of ``env_vars``;
+    4. ``config_value`` (a models.json ``apiKey``: an env-var name or a literal).
+
+    OAuth entries in ``auth.json`` are skipped (pinb does not do Pi's OAuth flows).
+
+    Returns
+    -------
+    Secret or None
+        The key, wrapped so it never prints.
+    """
+    if explicit:
+        return explicit if isinstance(explicit, Secret) else Secret(explicit)
+    environ: Mapping[str, str] = os.environ if env is None else env
+    path = auth_path if auth_path is not None else auth_json_path(env)
+    entry = read_auth_json(path).get(provider)
+    if entry is not None:
+        if entry.get("type") == "api_key" and isinstance(entry.get("key"), str) and entry["key"]:
+            return Secret(entry["key"])
+        if entry.get("type") == "oauth":
+            log.info("auth.json has OAuth credentials for %r; pinb uses API keys only", provider)
+    for name in env_vars:
+        value = environ.get(name)
+        if value:
+            return Secret(value)
+    if config_value:
+        resolved = resolve_config_value(config_value, environ)
+        if resolved:
+            return Secret(resolved)
+    return None

@@ -1,0 +1,169 @@
+"""Turn ``"provider/model-id"`` into a ready model: registry entry, base URL, key, adapter."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from pinb.llm.anthropic import AnthropicChatModel
+from pinb.llm.client import HTTPChatModel
+from pinb.llm.credentials import Secret, auth_json_path, find_api_key, resolve_config_value
+from pinb.llm.errors import MissingCredentialsError, UnknownProviderError, UnsupportedApiError
+from pinb.llm.openai import OpenAIChatModel
+from pinb.llm.registry import ModelRegistry, ProviderConfig, default_registry
+from pinb.llm.retry import RetryPolicy
+from pinb.llm.types import API_ANTHROPIC, API_OPENAI, ModelCost, ModelInfo
+
+__all__ = ["get_model", "resolve_model"]
+
+_ADAPTERS: dict[str, type[HTTPChatModel]] = {
+    API_OPENAI: OpenAIChatModel,
+    API_ANTHROPIC: AnthropicChatModel,
+}
+
+
+def resolve_model(
+    spec: str | ModelInfo,
+    *,
+    api_key: str | Secret | None = None,
+    base_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | httpx.Timeout | None = None,
+    stream: bool = True,
+    context_window: int | None = None,
+    max_tokens: int | None = None,
+    reasoning: bool | None = None,
+    cost: ModelCost | Mapping[str, float] | None = None,
+    registry: ModelRegistry | None = None,
+    env: Mapping[str, str] | None = None,
+) -> HTTPChatModel:
+    """Build a model from ``"provider/model-id"`` (or a `ModelInfo`).
+
+    Any model id is accepted for a known provider; ids the registry does not list get
+    the provider's conservative defaults (``info.known`` is False). Providers come from
+    the built-in table (openai, anthropic, openrouter, ollama, lmstudio, llamacpp, vllm,
+    groq, xai, deepseek, mistral, cerebras) and from Pi's ``<agentDir>/models.json``.
+
+    Parameters
+    ----------
+    spec:
+        ``"openai/gpt-4o"``, ``"openrouter/anthropic/claude-sonnet-4.5"``,
+        ``"ollama/qwen3:8b"``, or a bare id the registry knows (``"gpt-4o"``).
+    api_key:
+        Key to use instead of ``auth.json`` / environment / models.json.
+    base_url:
+        Server URL; otherwise ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` (for those
+        providers), then models.json, then the built-in default.
+    headers:
+        Extra request headers.
+    transport:
+        ``httpx.AsyncBaseTransport`` to use instead of the network (tests).
+    retry, timeout, stream:
+        See `HTTPChatModel`.
+    context_window, max_tokens, reasoning, cost:
+        Override the registry's values for this model object only.
+    registry:
+        Registry to read (default: `default_registry`).
+    env:
+        Environment to read keys and URLs from (default ``os.environ``).
+
+    Returns
+    -------
+    HTTPChatModel
+        An `OpenAIChatModel` or an `AnthropicChatModel`.
+
+    Raises
+    ------
+    UnknownProviderError
+        For a provider no layer defines.
+    MissingCredentialsError
+        When the provider needs a key and none is found; the message names the
+        environment variable to set.
+    UnsupportedApiError
+        For a models.json model whose ``api`` pinb does not speak.
+
+    Examples
+    --------
+    >>> model = resolve_model("ollama/llama3.2", base_url="http://127.0.0.1:11434/v1")
+    >>> model.info.spec, model.info.known
+    ('ollama/llama3.2', False)
+    """
+    reg = registry or default_registry()
+    info = reg.info(spec) if isinstance(spec, str) else spec
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("context_window", context_window),
+            ("max_tokens", max_tokens),
+            ("reasoning", reasoning),
+        )
+        if v is not None
+    }
+    if cost is not None:
+        changes["cost"] = cost if isinstance(cost, ModelCost) else ModelCost(**dict(cost))
+    if changes:
+        info = dataclasses.replace(info, **changes)
+    try:
+        config = reg.provider(info.provider)
+    except UnknownProviderError:
+        if base_url is None:
+            raise
+        config = ProviderConfig(info.provider, info.api, base_url, requires_key=False)
+    adapter = _ADAPTERS.get(info.api)
+    if adapter is None:
+        raise UnsupportedApiError(
+            f"{info.spec} uses the {info.api!r} API; pinb speaks {', '.join(_ADAPTERS)}."
+        )
+    environ: Mapping[str, str] = os.environ if env is None else env
+    url = (
+        base_url
+        or (environ.get(config.base_url_env) if config.base_url_env else None)
+        or config.base_url
+    )
+    key = find_api_key(
+        config.name,
+        env_vars=config.env_keys,
+        config_value=config.api_key_config,
+        explicit=api_key,
+        env=env,
+    )
+    if key is None and config.requires_key:
+        raise MissingCredentialsError(
+            config.name,
+            config.env_keys[0] if config.env_keys else None,
+            auth_path=str(auth_json_path(env)),
+        )
+    all_headers: dict[str, str] = {}
+    for name, value in config.headers.items():
+        resolved = resolve_config_value(value, environ)
+        if resolved:
+            all_headers[name] = resolved
+    all_headers.update(headers or {})
+    return adapter(
+        info,
+        base_url=url,
+        api_key=key,
+        headers=all_headers,
+        compat=config.compat,
+        transport=transport,
+        retry=retry,
+        timeout=timeout,
+        stream=stream,
+    )
+
+
+def get_model(spec: str | ModelInfo, **options: Any) -> HTTPChatModel:
+    """Shorthand for `resolve_model` (same parameters).
+
+    Examples
+    --------
+    >>> get_model("lmstudio/qwen2.5-7b-instruct").base_url
+    'http://127.0.0.1:1234/v1'
+    """
+    return resolve_model(spec, **options)

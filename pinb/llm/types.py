@@ -1,0 +1,418 @@
+"""Plain values shared by every model: stream events, tool specs, model info, the cancel token."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+__all__ = [
+    "API_ANTHROPIC",
+    "API_OPENAI",
+    "STOP_REASONS",
+    "THINKING_LEVELS",
+    "CancelToken",
+    "ChatModel",
+    "Done",
+    "ModelCost",
+    "ModelInfo",
+    "Retry",
+    "StopReason",
+    "StreamEvent",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolSpec",
+    "Usage",
+    "empty_usage",
+    "make_usage",
+]
+
+#: The ``api`` value of messages produced by the OpenAI-compatible adapter.
+API_OPENAI = "openai-completions"
+#: The ``api`` value of messages produced by the Anthropic adapter.
+API_ANTHROPIC = "anthropic-messages"
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+STOP_REASONS: tuple[str, ...] = ("stop", "length", "toolUse", "error", "aborted")
+#: Pi's thinking levels (spec §3.9); ``max`` is newer Pi's alias of the top level.
+THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCost:
+    """US dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What pinb knows about one model.
+
+    Attributes
+    ----------
+    provider, id:
+        ``"openai"``, ``"gpt-4o"``: the pair written to ``model_change`` entries.
+    api:
+        Wire protocol, ``"openai-completions"`` or ``"anthropic-messages"``.
+    context_window, max_tokens:
+        Input window and output limit, in tokens.
+    cost:
+        Prices per million tokens, used to fill ``usage.cost``.
+    reasoning:
+        Whether the model takes a thinking level (reasoning effort / thinking budget).
+    input:
+        Accepted input kinds, ``("text",)`` or ``("text", "image")``.
+    name:
+        Display name.
+    known:
+        False when the id was not in the registry and defaults were used.
+    """
+
+    provider: str
+    id: str
+    api: str
+    context_window: int = 128_000
+    max_tokens: int = 16_384
+    cost: ModelCost = field(default_factory=ModelCost)
+    reasoning: bool = False
+    input: tuple[str, ...] = ("text",)
+    name: str = ""
+    known: bool = True
+
+    @property
+    def spec(self) -> str:
+        """``"provider/id"``, the string `pinb.llm.get_model` takes."""
+        return f"{self.provider}/{self.id}"
+
+    @property
+    def supports_images(self) -> bool:
+        """Whether image blocks can be sent to this model."""
+        return "image" in self.input
+
+
+def empty_usage() -> dict[str, Any]:
+    """A zero Pi usage object (spec §3.5)."""
+    return make_usage(0, 0, 0, 0, 0, None)
+
+
+def make_usage(
+    input_tokens: int,
+    output_tokens: int,
+    cache_read: int,
+    cache_write: int,
+    total_tokens: int,
+    cost: ModelCost | None,
+) -> dict[str, Any]:
+    """Build Pi's usage object, with the cost computed from per-million prices."""
+    price = cost or ModelCost()
+    c_in = input_tokens * price.input / 1e6
+    c_out = output_tokens * price.output / 1e6
+    c_read = cache_read * price.cache_read / 1e6
+    c_write = cache_write * price.cache_write / 1e6
+    return {
+        "input": input_tokens,
+        "output": output_tokens,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": total_tokens,
+        "cost": {
+            "input": c_in,
+            "output": c_out,
+            "cacheRead": c_read,
+            "cacheWrite": c_write,
+            "total": c_in + c_out + c_read + c_write,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- tools
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call.
+
+    Attributes
+    ----------
+    name:
+        Tool name (``read``, ``bash`` ...).
+    description:
+        What the tool does, for the model.
+    parameters:
+        JSON Schema of the arguments object.
+    """
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    @classmethod
+    def coerce(cls, tool: ToolSpec | Mapping[str, Any] | Any) -> ToolSpec:
+        """Accept a `ToolSpec`, a mapping or any object with the three attributes."""
+        if isinstance(tool, ToolSpec):
+            return tool
+        if isinstance(tool, Mapping):
+            get: Callable[[str, Any], Any] = tool.get
+        else:
+
+            def get(key: str, default: Any) -> Any:
+                return getattr(tool, key, default)
+
+        params = get("parameters", None) or get("input_schema", None)
+        return cls(
+            name=str(get("name", "")),
+            description=str(get("description", "") or ""),
+            parameters=dict(params) if params else {"type": "object", "properties": {}},
+        )
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """More text for the text block at ``index`` of the final content."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """More reasoning text for the thinking block at ``index``."""
+
+    index: int
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """The model began a tool call (block ``index``)."""
+
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of the tool call's arguments: partial JSON text, to be concatenated."""
+
+    index: int
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    """A tool call is complete; ``arguments`` is the parsed object."""
+
+    index: int
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Final token usage and cost (Pi's usage object), sent just before `Done`."""
+
+    usage: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A transient failure before any content; the request will be sent again.
+
+    ``attempt`` counts retries from 1; ``delay`` is the wait in seconds, e.g. for a UI
+    line "retrying in 4 s (attempt 2 of 3)".
+    """
+
+    attempt: int
+    max_retries: int
+    delay: float
+    error: str
+    status_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """Always the last event: the final Pi-shaped assistant message.
+
+    Failed and cancelled requests end here too, with ``stopReason`` ``"error"`` or
+    ``"aborted"`` and ``errorMessage`` set. ``overflow`` tells whether the message
+    reports a context overflow (see `pinb.llm.is_context_overflow`); ``status_code`` is
+    the HTTP status of a failed request, when there was one.
+    """
+
+    message: dict[str, Any]
+    overflow: bool = False
+    status_code: int | None = None
+
+    @property
+    def stop_reason(self) -> str:
+        """The message's ``stopReason``."""
+        return str(self.message.get("stopReason", ""))
+
+    @property
+    def error_message(self) -> str | None:
+        """The message's ``errorMessage``, if any."""
+        value = self.message.get("errorMessage")
+        return None if value is None else str(value)
+
+
+StreamEvent: TypeAlias = (
+    TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | Usage | Retry | Done
+)
+
+
+# --------------------------------------------------------------------------- cancel
+
+
+class CancelToken:
+    """A thread-safe cancellation flag a stream watches.
+
+    Calling `cancel` from any thread (a UI button, a signal handler, another task)
+    stops the stream at its next read, even while it waits for a slow chunk; the stream
+    then ends with ``stopReason: "aborted"`` and keeps the partial content.
+
+    Examples
+    --------
+    >>> token = CancelToken()
+    >>> token.cancelled
+    False
+    >>> token.cancel()
+    >>> token.cancelled, token.reason
+    (True, 'cancelled')
+    """
+
+    __slots__ = ("_callbacks", "_event", "_lock", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether `cancel` was called."""
+        return self._event.is_set()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Request cancellation (idempotent)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` on cancellation (now, if already cancelled).
+
+        Returns a function that removes the callback.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._remove(callback)
+        callback()
+        return lambda: None
+
+    def _remove(self, callback: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until cancelled or ``timeout`` seconds pass; return `cancelled`."""
+        return self._event.wait(timeout)
+
+    def __repr__(self) -> str:
+        return f"CancelToken(cancelled={self.cancelled})"
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What the agent loop and the summarizers call. HTTP models and `ScriptedLLM` match it.
+
+    ``messages`` is the output of Pi's ``convertToLlm`` (roles ``user``, ``assistant``,
+    ``toolResult`` with Pi content blocks). Every stream ends with a `Done` event.
+    """
+
+    info: ModelInfo
+
+    def astream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream events for one model response."""
+        ...
+
+    def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Synchronous `astream` (works inside a running event loop too)."""
+        ...
+
+    async def acomplete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+        raise_on_overflow: bool = False,
+        raise_on_error: bool = False,
+    ) -> dict[str, Any]:
+        """Return the final Pi-shaped assistant message."""
+        ...
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        cancel: CancelToken | None = None,
+        raise_on_overflow: bool = False,
+        raise_on_error: bool = False,
+    ) -> dict[str, Any]:
+        """Synchronous `acomplete`."""
+        ...

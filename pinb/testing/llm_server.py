@@ -1,0 +1,637 @@
+"""A real loopback HTTP server speaking OpenAI Chat Completions and Anthropic Messages, with faults.
+
+Use it in tests to exercise a model end to end without any network::
+
+    from pinb.llm import get_model
+    from pinb.testing.llm_server import LLMServer
+
+    with LLMServer() as server:
+        server.reply(text="Hello!", usage={"input": 12, "output": 3})
+        model = get_model("openai/gpt-4o", base_url=server.openai_base_url, api_key="test")
+        assert model.complete([{"role": "user", "content": "hi", "timestamp": 0}])[
+            "content"] == [{"type": "text", "text": "Hello!"}]
+        assert server.requests[0].body["messages"][0]["content"] == "hi"
+
+Each request takes the next queued `ServerReply` (a reply or a fault). With nothing
+queued the server answers ``418`` with a message saying so (never retried).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["LLMServer", "RecordedRequest", "ServerReply", "ToolCallScript"]
+
+_OVERFLOW_OPENAI = (
+    "This model's maximum context length is 128000 tokens. However, your messages "
+    "resulted in 131072 tokens. Please reduce the length of the messages."
+)
+_OVERFLOW_ANTHROPIC = "prompt is too long: 213462 tokens > 200000 maximum"
+_OPENAI_STOP = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+
+
+@dataclass
+class ToolCallScript:
+    """A tool call the server will stream (id generated when not given)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass
+class ServerReply:
+    """One scripted answer, or one fault.
+
+    Content (streamed in this order): ``thinking`` (Anthropic: with
+    ``thinking_signature``; OpenAI-compatible: as ``reasoning_content``),
+    ``redacted_thinking`` (Anthropic only), ``text``, ``tool_calls``. ``usage`` keys:
+    ``input``, ``output``, ``cache_read``, ``cache_write``. ``stop_reason`` is Pi's
+    (``stop``/``length``/``toolUse``), chosen from the content when omitted.
+
+    Faults: ``status`` answers with that HTTP error (``error_message`` in the
+    provider's error body, ``headers`` e.g. ``{"Retry-After": "1"}``);
+    ``overflow=True`` answers 400 with the provider's context-overflow wording;
+    ``chunk_delay`` sleeps between SSE events; ``pause`` sleeps once after
+    ``pause_after`` events (a model thinking mid-stream); ``stall`` sleeps before answering;
+    ``disconnect_after`` drops the connection after that many SSE events;
+    ``malformed_after`` sends a broken JSON chunk after that many events (and then
+    keeps the connection open, so a client that waited for more would hang);
+    ``stream_error`` sends an in-stream error event (Anthropic ``error`` / OpenAI
+    ``{"error": ...}``) after ``stream_error_after`` events.
+    """
+
+    text: str = ""
+    thinking: str = ""
+    thinking_signature: str = "sig-abc123"
+    redacted_thinking: str | None = None
+    tool_calls: Sequence[ToolCallScript] = ()
+    usage: Mapping[str, int] | None = None
+    stop_reason: str | None = None
+    chunk_size: int = 4
+    interleave_tool_calls: bool = False
+    status: int | None = None
+    error_message: str = "scripted error"
+    error_type: str = "api_error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    overflow: bool = False
+    chunk_delay: float = 0.0
+    pause_after: int | None = None
+    pause: float = 0.0
+    stall: float = 0.0
+    disconnect_after: int | None = None
+    malformed_after: int | None = None
+    stream_error: str | None = None
+    stream_error_type: str = "overloaded_error"
+    stream_error_after: int = 0
+
+
+@dataclass
+class RecordedRequest:
+    """A request the server received (``body`` is the parsed JSON, or the raw text)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    wire: str
+
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for SSE."""
+        return bool(isinstance(self.body, dict) and self.body.get("stream"))
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class _Dropped(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+        return
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        if self.path.rstrip("/").endswith("/chat/completions"):
+            wire = "openai"
+        elif self.path.rstrip("/").endswith("/messages"):
+            wire = "anthropic"
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
+        reply = owner._next()
+        if reply is None:
+            self._json(
+                418,
+                self._error_body(
+                    wire, "invalid_request_error", "LLMServer: no scripted reply queued"
+                ),
+            )
+            return
+        if reply.stall and owner._stopping.wait(reply.stall):
+            return
+        model = body.get("model", "scripted") if isinstance(body, dict) else "scripted"
+        if reply.overflow:
+            text = _OVERFLOW_OPENAI if wire == "openai" else _OVERFLOW_ANTHROPIC
+            self._json(400, self._error_body(wire, "invalid_request_error", text), reply.headers)
+            return
+        if reply.status is not None:
+            self._json(
+                reply.status,
+                self._error_body(wire, reply.error_type, reply.error_message),
+                reply.headers,
+            )
+            return
+        streaming = isinstance(body, dict) and bool(body.get("stream"))
+        include_usage = bool(
+            isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage")
+        )
+        try:
+            if wire == "openai":
+                if streaming:
+                    self._sse(reply, list(_openai_events(reply, model, include_usage)))
+                else:
+                    self._json(200, _openai_json(reply, model), reply.headers)
+            elif streaming:
+                self._sse(reply, list(_anthropic_events(reply, model)))
+            else:
+                self._json(200, _anthropic_json(reply, model), reply.headers)
+        except (_Dropped, ConnectionError, OSError):
+            self.close_connection = True
+
+    @staticmethod
+    def _error_body(wire: str, etype: str, message: str) -> dict[str, Any]:
+        if wire == "openai":
+            return {"error": {"message": message, "type": etype, "code": None}}
+        return {"type": "error", "error": {"type": etype, "message": message}}
+
+    def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        self.wfile.flush()
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        finally:
+            self.close_connection = True
+        raise _Dropped
+
+    def _sse(self, reply: ServerReply, events: list[tuple[str | None, str]]) -> None:
+        owner = self.server.owner
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        for k, v in reply.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.flush()
+        for sent, (name, data) in enumerate(events):
+            if reply.disconnect_after is not None and sent >= reply.disconnect_after:
+                self._drop()
+            if reply.malformed_after is not None and sent >= reply.malformed_after:
+                self._chunk(b'data: {"choices": [{"delta": {"content": "oops"\n\n')
+                owner._stopping.wait(30)  # keep the connection open: the client must not wait
+                raise _Dropped
+            if reply.stream_error is not None and sent >= reply.stream_error_after:
+                self._chunk(_stream_error(self.path, reply))
+                break
+            frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+            self._chunk(frame.encode())
+            if reply.chunk_delay and owner._stopping.wait(reply.chunk_delay):
+                raise _Dropped
+            if reply.pause_after == sent + 1 and owner._stopping.wait(reply.pause):
+                raise _Dropped
+        self._chunk(b"")
+
+
+def _stream_error(path: str, reply: ServerReply) -> bytes:
+    if path.rstrip("/").endswith("/chat/completions"):
+        payload: dict[str, Any] = {
+            "error": {"message": reply.stream_error, "type": "server_error", "code": 503}
+        }
+        return f"data: {json.dumps(payload)}\n\n".encode()
+    payload = {
+        "type": "error",
+        "error": {"type": reply.stream_error_type, "message": reply.stream_error},
+    }
+    return f"event: error\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _usage(reply: ServerReply) -> dict[str, int]:
+    u = dict(reply.usage or {})
+    return {
+        "input": u.get("input", 10),
+        "output": u.get("output", 5),
+        "cache_read": u.get("cache_read", 0),
+        "cache_write": u.get("cache_write", 0),
+    }
+
+
+def _stop(reply: ServerReply) -> str:
+    return reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+
+
+def _call_id(call: ToolCallScript, i: int, prefix: str) -> str:
+    return call.id or f"{prefix}{i + 1}"
+
+
+def _openai_events(
+    reply: ServerReply, model: str, include_usage: bool
+) -> Iterator[tuple[str | None, str]]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, str]:
+        payload = {
+            "id": "chatcmpl-loopback",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return None, json.dumps(payload)
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.thinking, reply.chunk_size):
+        yield chunk({"reasoning_content": piece})
+    for piece in _pieces(reply.text, reply.chunk_size):
+        yield chunk({"content": piece})
+    starts = []
+    arg_pieces = []
+    for i, call in enumerate(reply.tool_calls):
+        fn = {"name": call.name, "arguments": ""}
+        starts.append(
+            {"index": i, "id": _call_id(call, i, "call_"), "type": "function", "function": fn}
+        )
+        arg_pieces.append(_pieces(json.dumps(dict(call.arguments)), reply.chunk_size))
+    if reply.interleave_tool_calls:
+        for start in starts:
+            yield chunk({"tool_calls": [start]})
+        for step in range(max((len(p) for p in arg_pieces), default=0)):
+            for i, pieces in enumerate(arg_pieces):
+                if step < len(pieces):
+                    yield chunk(
+                        {"tool_calls": [{"index": i, "function": {"arguments": pieces[step]}}]}
+                    )
+    else:
+        for i, start in enumerate(starts):
+            yield chunk({"tool_calls": [start]})
+            for piece in arg_pieces[i]:
+                yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    yield chunk({}, _OPENAI_STOP.get(_stop(reply), "stop"))
+    if include_usage:
+        u = _usage(reply)
+        prompt = u["input"] + u["cache_read"]
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": u["output"],
+            "total_tokens": prompt + u["output"],
+            "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
+        }
+        yield (
+            None,
+            json.dumps(
+                {
+                    "id": "chatcmpl-loopback",
+                    "object": "chat.completion.chunk",
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            ),
+        )
+    yield None, "[DONE]"
+
+
+def _openai_json(reply: ServerReply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.thinking:
+        message["reasoning_content"] = reply.thinking
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": _call_id(c, i, "call_"),
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+            }
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    u = _usage(reply)
+    prompt = u["input"] + u["cache_read"]
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": _OPENAI_STOP.get(_stop(reply), "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": u["output"],
+            "total_tokens": prompt + u["output"],
+            "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
+        },
+    }
+
+
+def _anthropic_blocks(reply: ServerReply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.thinking:
+        blocks.append(
+            {"type": "thinking", "thinking": reply.thinking, "signature": reply.thinking_signature}
+        )
+    if reply.redacted_thinking is not None:
+        blocks.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
+    if reply.text:
+        blocks.append({"type": "text", "text": reply.text})
+    for i, c in enumerate(reply.tool_calls):
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": _call_id(c, i, "toolu_"),
+                "name": c.name,
+                "input": dict(c.arguments),
+            }
+        )
+    return blocks
+
+
+def _anthropic_events(reply: ServerReply, model: str) -> Iterator[tuple[str | None, str]]:
+    def ev(name: str, payload: dict[str, Any]) -> tuple[str, str]:
+        return name, json.dumps({"type": name, **payload})
+
+    u = _usage(reply)
+    message: dict[str, Any] = {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "usage": {
+            "input_tokens": u["input"],
+            "output_tokens": 1,
+            "cache_read_input_tokens": u["cache_read"],
+            "cache_creation_input_tokens": u["cache_write"],
+        },
+    }
+    yield ev("message_start", {"message": message})
+    yield "ping", json.dumps({"type": "ping"})
+    for index, block in enumerate(_anthropic_blocks(reply)):
+        kind = block["type"]
+        if kind == "thinking":
+            yield ev(
+                "content_block_start",
+                {
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
+            for piece in _pieces(block["thinking"], reply.chunk_size):
+                yield ev(
+                    "content_block_delta",
+                    {"index": index, "delta": {"type": "thinking_delta", "thinking": piece}},
+                )
+            yield ev(
+                "content_block_delta",
+                {
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                },
+            )
+        elif kind == "redacted_thinking":
+            yield ev("content_block_start", {"index": index, "content_block": block})
+        elif kind == "text":
+            yield ev(
+                "content_block_start",
+                {"index": index, "content_block": {"type": "text", "text": ""}},
+            )
+            for piece in _pieces(block["text"], reply.chunk_size):
+                yield ev(
+                    "content_block_delta",
+                    {"index": index, "delta": {"type": "text_delta", "text": piece}},
+                )
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            yield ev("content_block_start", {"index": index, "content_block": start})
+            for piece in _pieces(json.dumps(block["input"]), reply.chunk_size):
+                yield ev(
+                    "content_block_delta",
+                    {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
+                )
+        yield ev("content_block_stop", {"index": index})
+    stop = _ANTHROPIC_STOP.get(_stop(reply), "end_turn")
+    yield ev(
+        "message_delta",
+        {
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": u["output"]},
+        },
+    )
+    yield ev("message_stop", {})
+
+
+def _anthropic_json(reply: ServerReply, model: str) -> dict[str, Any]:
+    u = _usage(reply)
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(reply),
+        "stop_reason": _ANTHROPIC_STOP.get(_stop(reply), "end_turn"),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": u["input"],
+            "output_tokens": u["output"],
+            "cache_read_input_tokens": u["cache_read"],
+            "cache_creation_input_tokens": u["cache_write"],
+        },
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: LLMServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hang up on keep-alive connections all the time; that is not an error.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+class LLMServer:
+    """A scripted OpenAI/Anthropic-compatible server on ``127.0.0.1`` (ephemeral port).
+
+    Start it with ``with LLMServer() as server:`` (or `start` / `stop`). Queue replies
+    with `reply`, `fail`, `overflow` or `add`; read what clients sent in `requests`.
+    Thread-safe; requests are served concurrently.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ServerReply] = deque()
+        self.requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> LLMServer:
+        """Bind an ephemeral port and serve on a daemon thread."""
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name="pinb-llm-server",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; stalled handlers are woken and closed."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        if self._server is None:
+            raise RuntimeError("LLMServer is not running; use it as a context manager")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for OpenAI-compatible clients (``.../v1``)."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Base URL for Anthropic clients (they append ``/v1/messages``)."""
+        return self.url
+
+    # ------------------------------------------------------------------ script
+
+    def add(self, *replies: ServerReply) -> LLMServer:
+        """Queue replies, served one per request in order."""
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def reply(self, text: str = "", **options: Any) -> LLMServer:
+        """Queue a content reply: ``reply("Hi", thinking="...", tool_calls=[...])``.
+
+        ``tool_calls`` items may be `ToolCallScript` or ``(name, arguments)`` pairs.
+        """
+        calls = [
+            c if isinstance(c, ToolCallScript) else ToolCallScript(*c)
+            for c in options.pop("tool_calls", ())
+        ]
+        return self.add(ServerReply(text=text, tool_calls=calls, **options))
+
+    def fail(
+        self,
+        status: int = 500,
+        *,
+        times: int = 1,
+        retry_after: float | None = None,
+        message: str = "scripted error",
+        error_type: str = "api_error",
+    ) -> LLMServer:
+        """Queue ``times`` HTTP error answers (optionally with ``Retry-After``)."""
+        headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+        for _ in range(times):
+            self.add(
+                ServerReply(
+                    status=status, headers=headers, error_message=message, error_type=error_type
+                )
+            )
+        return self
+
+    def overflow(self) -> LLMServer:
+        """Queue a 400 answer with the provider's context-overflow wording."""
+        return self.add(ServerReply(overflow=True))
+
+    def clear(self) -> None:
+        """Drop queued replies and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+
+    @property
+    def pending(self) -> int:
+        """Replies still queued."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The most recent request."""
+        with self._lock:
+            return self.requests[-1]
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next(self) -> ServerReply | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
