@@ -346,8 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
     goto.add_argument("--label")
     goto.set_defaults(func=_cmd_goto)
 
+    from .analysis.cli import add_parser as add_analysis_parser
     from .memory.cli import add_parser as add_memory_parser
 
+    add_analysis_parser(sub)
     add_memory_parser(sub)
     return parser
 

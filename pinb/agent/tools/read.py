@@ -1,0 +1,260 @@
+"""The ``read`` tool: a text file's lines (with offset/limit and truncation) or an image."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import io
+import os
+from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+from ..tool import ToolContext, ToolResult
+from .paths import (
+    ToolInputError,
+    optional_int,
+    required_str,
+    resolve_read_path,
+    tool_cwd,
+)
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
+
+__all__ = ["IMAGE_MAX_BYTES", "IMAGE_MAX_SIDE", "IMAGE_MIME_TYPES", "ReadTool", "detect_image_mime", "fit_image"]
+
+#: Largest image side sent to the model, in pixels (Pi's default).
+IMAGE_MAX_SIDE = 2000
+#: Largest image sent to the model, in bytes: 4.5 MiB, below Anthropic's 5 MB limit.
+IMAGE_MAX_BYTES = int(4.5 * 1024 * 1024)
+
+#: Image types the read tool sends to the model as image blocks, by file extension.
+IMAGE_MIME_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+def detect_image_mime(head: bytes, suffix: str = "") -> str | None:
+    """The MIME type of a supported image (png, jpeg, gif, webp), or None.
+
+    The magic bytes decide. The extension only counts for content that is not text, so a
+    ``notes.png`` that holds text is read as text rather than sent as a broken image.
+
+    Parameters
+    ----------
+    head:
+        The first bytes of the file (16 are enough).
+    suffix:
+        The file's extension, such as ``".png"``.
+    """
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    by_extension = IMAGE_MIME_TYPES.get(suffix.lower())
+    if by_extension and head and not _looks_like_text(head):
+        return by_extension
+    return None
+
+
+def _looks_like_text(data: bytes) -> bool:
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A character cut at the end of the sample is still text.
+        return exc.start >= len(data) - 3 and exc.reason == "unexpected end of data"
+    return True
+
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "Path of the file to read, relative to the working directory or absolute"},
+        "offset": {"type": "number", "description": "First line to read, counting from 1 (default: 1)"},
+        "limit": {"type": "number", "description": "Most lines to read (default: until the output limit)"},
+    },
+    "required": ["path"],
+}
+
+
+def fit_image(data: bytes, mime: str) -> tuple[bytes, str, str | None]:
+    """Shrink an image to at most 2000x2000 pixels and 4.5 MiB, as Pi does before sending it.
+
+    Needs Pillow (installed with the notebook extra); without it, or for an image Pillow
+    cannot open, the data comes back unchanged. A resized image is PNG or JPEG, whichever
+    is smaller, and the note tells the model how to map coordinates back.
+
+    Returns
+    -------
+    tuple[bytes, str, str | None]
+        The image data, its MIME type and the dimension note (None when not resized).
+    """
+    try:
+        from PIL import Image
+    except ImportError:
+        return data, mime, None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width <= IMAGE_MAX_SIDE and height <= IMAGE_MAX_SIDE and len(data) <= IMAGE_MAX_BYTES:
+                return data, mime, None
+            fit = min(1.0, IMAGE_MAX_SIDE / width, IMAGE_MAX_SIDE / height)
+            has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+            pixels = image.convert("RGBA" if has_alpha else "RGB")
+            best: tuple[bytes, str, int, int] | None = None
+            for group in _shrunk(pixels, round(width * fit), round(height * fit)):
+                smallest = min(group, key=lambda candidate: len(candidate[0]))
+                if best is None or len(smallest[0]) < len(best[0]):
+                    best = smallest
+                if len(best[0]) <= IMAGE_MAX_BYTES:
+                    break
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return data, mime, None
+    assert best is not None
+    blob, kind, new_width, new_height = best
+    factor = Decimal(width / new_width).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    note = (
+        f"[Image: original {width}x{height}, displayed at {new_width}x{new_height}. "
+        f"Multiply coordinates by {factor} to map to original image.]"
+    )
+    return blob, kind, note
+
+
+def _shrunk(pixels: Any, width: int, height: int) -> Iterator[list[tuple[bytes, str, int, int]]]:
+    """Encodings to choose from, ever smaller: each scale as PNG and JPEG, then lower qualities."""
+    from PIL import Image
+
+    for step in (1.0, 0.75, 0.5, 0.35, 0.25):
+        size = (max(1, round(width * step)), max(1, round(height * step)))
+        if step < 1.0 and min(size) < 100:
+            return
+        resized = pixels.resize(size, Image.Resampling.LANCZOS)
+        rgb = resized.convert("RGB")
+        yield [(_encode(resized, "PNG"), "image/png", *size), (_encode(rgb, "JPEG", quality=80), "image/jpeg", *size)]
+        for quality in (55, 40):
+            yield [(_encode(rgb, "JPEG", quality=quality), "image/jpeg", *size)]
+
+
+def _encode(image: Any, image_format: str, **options: Any) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=image_format, **options)
+    return buffer.getvalue()
+
+
+class ReadTool:
+    """Read a file for the model: numbered ranges of text, or an image attachment.
+
+    Text is cut to the first 2000 lines or 50 KiB from ``offset`` (whichever comes first)
+    and a notice tells the model which ``offset`` continues; ``details`` then holds
+    ``{"truncation": ...}``. Images become a ``Read image file [<mime>]`` text block and an
+    image block, as Pi writes them; with Pillow installed, images over 2000x2000 pixels or
+    4.5 MiB are shrunk first (`fit_image`), and one too big to send is an error result.
+
+    Parameters
+    ----------
+    cwd:
+        Pin the tool to this folder; by default it works in the run's ``context.cwd``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.txt").write_text("one\\ntwo\\nthree\\n")
+    >>> result = ReadTool().execute({"path": "a.txt", "offset": 2, "limit": 1}, ToolContext(folder))
+    >>> print(result.content[0]["text"])
+    two
+    <BLANKLINE>
+    [2 more lines in file. Use offset=3 to continue.]
+    """
+
+    name = "read"
+    description = (
+        "Read a file. Text files come back as their lines; images (png, jpg, gif, webp) come "
+        f"back as image attachments. Text output stops after {DEFAULT_MAX_LINES} lines or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB, whichever comes first; the end of the output then says "
+        "which offset to use next. Use offset and limit to read a part of a large file, and keep "
+        "reading with the suggested offset when you need all of it."
+    )
+
+    def __init__(self, cwd: str | os.PathLike[str] | None = None) -> None:
+        self.parameters: dict[str, Any] = copy.deepcopy(_PARAMETERS)
+        self.cwd = Path(cwd) if cwd is not None else None
+
+    def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Read the file named by ``arguments["path"]``; see the class docstring."""
+        try:
+            path = required_str(arguments, "path")
+            offset = optional_int(arguments, "offset")
+            limit = optional_int(arguments, "limit", minimum=0)
+        except ToolInputError as exc:
+            return ToolResult.error(str(exc))
+        target = resolve_read_path(path, tool_cwd(self.cwd, context.cwd))
+        if not target.exists():
+            return ToolResult.error(f"File not found: {target}")
+        if target.is_dir():
+            return ToolResult.error(f"{target} is a directory, not a file. Use ls to list its contents.")
+        try:
+            data = target.read_bytes()
+        except PermissionError:
+            return ToolResult.error(f"Permission denied: {target}")
+        mime = detect_image_mime(data[:16], target.suffix)
+        if mime is not None:
+            return _read_image(data, mime, target)
+
+        return _read_text(data.decode("utf-8", "replace"), path, offset, limit)
+
+
+def _read_image(data: bytes, mime: str, target: Path) -> ToolResult:
+    data, mime, note = fit_image(data, mime)
+    if len(data) > IMAGE_MAX_BYTES:
+        # Sent as is, it would make every later request of the conversation fail.
+        return ToolResult.error(
+            f"Image {target} is {format_size(len(data))}, more than the {format_size(IMAGE_MAX_BYTES)} "
+            "a model accepts, and it could not be shrunk here. Make a smaller copy with bash "
+            "(for example ImageMagick: convert IN -resize 2000x2000 OUT.jpg) and read that."
+        )
+    text = f"Read image file [{mime}]" + (f"\n{note}" if note else "")
+    encoded = base64.b64encode(data).decode("ascii")
+    return ToolResult([{"type": "text", "text": text}, {"type": "image", "data": encoded, "mimeType": mime}])
+
+
+def _read_text(text: str, path: str, offset: int | None, limit: int | None) -> ToolResult:
+    all_lines = text.split("\n")
+    total = len(all_lines)
+    start = max(0, offset - 1) if offset else 0
+    if start >= total:
+        return ToolResult.error(f"Offset {offset} is beyond end of file ({total} lines total)")
+    end = total if limit is None else min(start + limit, total)
+    truncation = truncate_head("\n".join(all_lines[start:end]))
+    first = start + 1
+
+    if truncation.first_line_exceeds_limit:
+        size = format_size(utf8_len(all_lines[start]))
+        limit_text = format_size(DEFAULT_MAX_BYTES)
+        output = (
+            f"[Line {first} is {size}, exceeds {limit_text} limit. "
+            f"Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
+        )
+        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+    if truncation.truncated:
+        last = first + truncation.output_lines - 1
+        why = "" if truncation.truncated_by == "lines" else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+        output = (
+            f"{truncation.content}\n\n[Showing lines {first}-{last} of {total}{why}. "
+            f"Use offset={last + 1} to continue.]"
+        )
+        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+    if limit is not None and end < total:
+        output = f"{truncation.content}\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"
+        return ToolResult.text(output)
+    return ToolResult.text(truncation.content)

@@ -1,0 +1,62 @@
+"""Many sessions as data: pandas frames, plots, dask, a search index, importers and exports."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "SessionCatalog",
+    "compactions_frame",
+    "entries_frame",
+    "export_html",
+    "export_ipynb",
+    "export_markdown",
+    "import_claude",
+    "import_codex",
+    "list_indexed",
+    "messages_frame",
+    "plot_branches",
+    "plot_cost",
+    "plot_tokens",
+    "plot_tool_use",
+    "search",
+    "sessions_frame",
+    "tool_calls_frame",
+    "write_export",
+]
+
+# Loaded on first use, so importing pinb.analysis (the CLI does) costs no pandas or matplotlib.
+_HOMES = {
+    "compactions_frame": "frames",
+    "entries_frame": "frames",
+    "messages_frame": "frames",
+    "sessions_frame": "frames",
+    "tool_calls_frame": "frames",
+    "plot_branches": "plots",
+    "plot_cost": "plots",
+    "plot_tokens": "plots",
+    "plot_tool_use": "plots",
+    "export_html": "export",
+    "export_ipynb": "export",
+    "export_markdown": "export",
+    "write_export": "export",
+    "SessionCatalog": "index",
+    "list_indexed": "index",
+    "search": "index",
+    "import_claude": "importers",
+    "import_codex": "importers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,117 @@
+"""``pinb search``, ``pinb export`` and ``pinb import``: thin command-line wrappers (no pandas)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``search``, ``export`` and ``import`` on the ``pinb`` sub-command parsers.
+
+    Each parser's ``func`` takes the parsed arguments and returns an exit code; errors are
+    raised as :class:`pinb.errors.PinbError` subclasses.
+    """
+    search = subparsers.add_parser(
+        "search", help="full-text search over sessions (indexed, fast once warm)"
+    )
+    search.add_argument("text", help="words that must all occur (case-insensitive)")
+    search.add_argument("--all", action="store_true", help="every project, not only this folder")
+    search.add_argument("--limit", type=int, default=20, help="at most this many hits")
+    search.add_argument("--json", action="store_true", help="one JSON list of hits")
+    search.set_defaults(func=cmd_search)
+
+    export = subparsers.add_parser("export", help="a session as HTML, Markdown or a notebook")
+    export.add_argument("file", help="the session .jsonl file")
+    fmt = export.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--html", dest="fmt", action="store_const", const="html")
+    fmt.add_argument("--md", dest="fmt", action="store_const", const="md")
+    fmt.add_argument("--ipynb", dest="fmt", action="store_const", const="ipynb")
+    export.add_argument("-o", "--output", help="write here (default: standard output)")
+    export.add_argument("--leaf", help="export the path to this entry (default: the leaf)")
+    export.add_argument("--tree", action="store_true", help="every branch, not one path")
+    export.set_defaults(func=cmd_export)
+
+    imp = subparsers.add_parser("import", help="Claude Code or Codex transcripts as Pi sessions")
+    imp.add_argument("format", choices=("claude", "codex"))
+    imp.add_argument("src", help="a transcript file or a folder of them")
+    imp.add_argument("--cwd", help="working directory to record (default: the transcript's)")
+    imp.add_argument("-o", "--out-dir", help="folder for the new files (default: Pi's)")
+    imp.add_argument(
+        "--include-sidechains", action="store_true", help="Claude Code: keep sub-agent lines"
+    )
+    imp.set_defaults(func=cmd_import)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """``pinb search TEXT [--all] [--json]``."""
+    from ..core.paths import sessions_dir_for
+    from .index import search
+
+    folder = None if args.all else sessions_dir_for(os.getcwd())
+    hits = search(args.text, folder, limit=args.limit)
+    if args.json:
+        payload = [
+            {
+                "path": str(hit.path),
+                "id": hit.info.id,
+                "cwd": hit.info.cwd,
+                "name": hit.info.name,
+                "modified": hit.info.modified.isoformat(),
+                "firstMessage": hit.info.first_message,
+                "snippet": hit.snippet,
+            }
+            for hit in hits
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        return 0
+    if not hits:
+        where = "" if args.all else " in this folder's sessions (try --all)"
+        print(f"no sessions match {args.text!r}{where}")
+        return 1
+    print(repr(hits))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``pinb export FILE --html|--md|--ipynb [-o OUT] [--leaf ID] [--tree]``."""
+    from ..core.context import UNSET
+    from .export import write_export
+
+    leaf = args.leaf if args.leaf is not None else UNSET
+    text = write_export(args.file, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``pinb import claude|codex SRC [--cwd DIR] [-o DIR]``."""
+    from .importers import import_claude, import_codex
+
+    if args.format == "claude":
+        results = import_claude(
+            args.src,
+            cwd=args.cwd,
+            out_dir=args.out_dir,
+            include_sidechains=args.include_sidechains,
+        )
+    else:
+        results = import_codex(args.src, cwd=args.cwd, out_dir=args.out_dir)
+    for result in results:
+        if not result.created:
+            print(f"already imported: {result.source} -> {result.path}")
+            continue
+        skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
+        print(
+            f"imported {result.source} -> {result.path} ({result.entries} entries"
+            f"{'; not carried over: ' + skipped if skipped else ''})"
+        )
+    return 0

@@ -1,0 +1,500 @@
+"""Export a session branch or its whole tree as standalone HTML, Markdown, or a Jupyter notebook."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..core import Session
+from ..core.context import UNSET
+from ..core.entries import MISSING, Entry
+from ..core.wire import parse_js_date
+from ..errors import EntryNotFoundError, UsageError
+from .frames import message_text
+
+__all__ = ["export_html", "export_ipynb", "export_markdown", "write_export"]
+
+_SAFE_MIME = re.compile(r"image/(png|jpeg|gif|webp)")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+_MAX_LEVEL = 40
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;
+ display:grid;grid-template-columns:minmax(16em,28em) 1fr;font-size:14px;line-height:1.45}
+header{grid-column:1/3;padding:8px 16px;border-bottom:1px solid #d0d7de;background:#f6f8fa}
+header h1{font-size:18px;margin:4px 0}.meta{color:#6e7781;font-size:12px;margin:0}
+nav{border-right:1px solid #d0d7de;padding:8px;overflow:auto;max-height:calc(100vh - 70px);
+ position:sticky;top:0;font-size:12px}
+nav ol{list-style:none;margin:0;padding:0}nav li{white-space:nowrap;overflow:hidden;
+ text-overflow:ellipsis}nav li.on-path{font-weight:600}nav a{color:inherit;text-decoration:none}
+nav .dot{display:inline-block;width:1em;color:#0969da}
+main{padding:8px 16px;min-width:0}article{border:1px solid #d0d7de;border-radius:6px;
+ margin:8px 0;padding:6px 10px}article h3{font-size:13px;margin:0 0 4px 0}
+article h3 small{color:#6e7781;font-weight:normal}
+.role-user{background:#f6fbff}.role-assistant{background:#fff}.role-toolResult{background:#f6f8fa}
+.summary{background:#fff8e1}.summarized{opacity:.55}.meta-entry{font-size:12px;color:#6e7781;
+ border-style:dashed}.error{color:#cf222e}.badge{display:inline-block;padding:0 6px;
+ border-radius:8px;font-size:11px;background:#eaeef2;margin-left:4px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;border-radius:4px;
+ margin:4px 0;max-height:40em;overflow:auto}img{max-width:100%}
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def _short(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _time(entry: Entry) -> str:
+    ms = parse_js_date(entry.timestamp)
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _title(session: Session) -> str:
+    if session.name:
+        return session.name
+    for entry in session.entries:
+        if entry.role == "user":
+            text = message_text(entry.message)
+            if text.strip():
+                return _short(text, 80)
+    return f"Session {session.id}"
+
+
+@dataclass
+class _Item:
+    """An entry chosen for export, with what the model sees of it."""
+
+    entry: Entry
+    anchor: str
+    on_path: bool
+    in_context: bool
+    level: int = 0
+
+
+def _select(session: Session, leaf: Any, whole_tree: bool) -> tuple[list[_Item], list[_Item]]:
+    """``(tree, items)``: every entry in tree order, and the entries to show in full."""
+    leaf_id = session.leaf_id if leaf is UNSET else leaf
+    if leaf_id is not None and leaf is not UNSET and leaf_id not in session:
+        raise EntryNotFoundError(str(leaf_id))
+    context = session.build_context(leaf_id)
+    on_path = {id(e) for e in context.path}
+    in_context = {id(e) for e in context.sources}
+    anchors = {id(e): f"e{i}" for i, e in enumerate(session.entries)}
+    tree: list[_Item] = []
+    for entry, level in _tree_order(session):
+        tree.append(
+            _Item(entry, anchors[id(entry)], id(entry) in on_path, id(entry) in in_context, level)
+        )
+    if whole_tree:
+        items = [item for item in tree if item.entry.type != "leaf"]
+    else:
+        items = [_Item(e, anchors[id(e)], True, id(e) in in_context) for e in context.path]
+        items = [item for item in items if item.entry.type != "leaf"]
+    return tree, items
+
+
+def _tree_order(session: Session) -> Iterator[tuple[Entry, int]]:
+    """Pre-order walk; the level grows only where the conversation branches (as Pi shows it)."""
+    stack = [(root, 0) for root in reversed(session.tree())]
+    seen: set[int] = set()
+    while stack:
+        node, level = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node.entry, level
+        children = node.children
+        step = 1 if len(children) > 1 else 0
+        stack.extend((child, level + step) for child in reversed(children))
+
+
+def _preview(entry: Entry) -> str:
+    raw = entry.raw
+    if entry.type == "message":
+        message = entry.message or {}
+        text = message_text(message)
+        calls = [
+            b.get("name")
+            for b in message.get("content") or []
+            if isinstance(b, dict) and b.get("type") == "toolCall"
+        ]
+        if calls and not text:
+            text = "→ " + ", ".join(str(c) for c in calls)
+        return f"{entry.role}: {_short(text, 70)}"
+    if entry.type == "compaction":
+        return f"compaction ({raw.get('tokensBefore')} tokens before)"
+    if entry.type == "branch_summary":
+        return f"branch summary: {_short(str(raw.get('summary', '')), 60)}"
+    if entry.type == "model_change":
+        return f"model → {raw.get('provider')}/{raw.get('modelId')}"
+    if entry.type == "thinking_level_change":
+        return f"thinking → {raw.get('thinkingLevel')}"
+    return entry.type or "(no type)"
+
+
+# -- HTML -----------------------------------------------------------------------------------
+
+
+def _html_blocks(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return f"<pre>{_esc(content)}</pre>"
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(f"<pre>{_esc(block.get('text', ''))}</pre>")
+        elif kind == "thinking":
+            body = "(redacted)" if block.get("redacted") else block.get("thinking", "")
+            parts.append(f"<details><summary>thinking</summary><pre>{_esc(body)}</pre></details>")
+        elif kind == "toolCall":
+            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            parts.append(
+                f"<div class='call'><strong>{_esc(block.get('name', ''))}</strong>"
+                f"<span class='badge'>{_esc(block.get('id', ''))}</span><pre>{_esc(args)}</pre></div>"
+            )
+        elif kind == "image":
+            parts.append(_html_image(block))
+    return "".join(parts)
+
+
+def _html_image(block: dict[str, Any]) -> str:
+    mime, data = block.get("mimeType"), block.get("data")
+    # Only well-formed base64 of common image types is embedded; nothing else can reach src.
+    if isinstance(mime, str) and _SAFE_MIME.fullmatch(mime) and isinstance(data, str):
+        if _BASE64.fullmatch(data):
+            return f"<img alt='image' src='data:{mime};base64,{_esc(data)}'>"
+    return "<p><i>[image]</i></p>"
+
+
+def _html_body(entry: Entry) -> str:
+    raw = entry.raw
+    if entry.type == "message":
+        message = entry.message or {}
+        role = message.get("role")
+        if role == "bashExecution":
+            text = f"$ {message.get('command', '')}\n{message.get('output', '')}"
+            return f"<pre>{_esc(text)}</pre>"
+        body = _html_blocks(message)
+        if message.get("errorMessage"):
+            body += f"<p class='error'>{_esc(message['errorMessage'])}</p>"
+        return body
+    if entry.type in ("compaction", "branch_summary"):
+        return f"<pre>{_esc(raw.get('summary', ''))}</pre>"
+    if entry.type == "custom_message":
+        return _html_blocks({"content": raw.get("content")})
+    return ""
+
+
+def _html_article(item: _Item, index: int) -> str:
+    entry = item.entry
+    role = entry.role or entry.type
+    classes = [f"role-{re.sub(r'[^A-Za-z0-9_-]', '', str(role))}"]
+    if entry.type in ("compaction", "branch_summary"):
+        classes.append("summary")
+    elif entry.type not in ("message", "custom_message"):
+        classes.append("meta-entry")
+    note = ""
+    if item.on_path and not item.in_context and entry.type in ("message", "custom_message"):
+        classes.append("summarized")
+        note = "<span class='badge'>summarized</span>"
+    if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
+        return (
+            f"<article id='{item.anchor}' class='{' '.join(classes)}'>"
+            f"{_esc(_preview(entry))} <small>{_esc(_time(entry))}</small></article>"
+        )
+    message = entry.message or {}
+    heading = (
+        f"{_esc(role)}{note} <small>#{index} · {_esc(_time(entry))} · {_esc(entry.id)}"
+        f"{' · ' + _esc(message['model']) if message.get('model') else ''}</small>"
+    )
+    if message.get("isError"):
+        heading += " <span class='badge error'>error</span>"
+    return (
+        f"<article id='{item.anchor}' class='{' '.join(classes)}'><h3>{heading}</h3>"
+        f"{_html_body(entry)}</article>"
+    )
+
+
+def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False) -> str:
+    """A standalone HTML page: the tree on the left, the context path (or all entries) beside.
+
+    Every string from the session (text, tool output, ids, names) is escaped, images are
+    embedded only as well-formed base64 of common image types, and the page loads nothing
+    from outside and runs no script.
+
+    Parameters
+    ----------
+    session:
+        The session to export.
+    leaf:
+        Export the path to this entry (default: the session's leaf).
+    whole_tree:
+        Show every entry of every branch, in tree order, instead of one path.
+    """
+    tree, items = _select(session, leaf, whole_tree)
+    shown = {item.anchor for item in items}
+    tree_rows = []
+    for item in tree:
+        if item.entry.type == "leaf":
+            continue
+        label = session.label(item.entry.id)
+        text = _esc(_short(_preview(item.entry), 90))
+        link = f"<a href='#{item.anchor}'>{text}</a>" if item.anchor in shown else text
+        badge = f"<span class='badge'>{_esc(label)}</span>" if label else ""
+        level = min(item.level, _MAX_LEVEL)
+        tree_rows.append(
+            f"<li class='{'on-path' if item.on_path else ''}' style='padding-left:{level}em'>"
+            f"<span class='dot'>{'●' if item.on_path else '·'}</span>{link}{badge}</li>"
+        )
+    articles = [_html_article(item, i) for i, item in enumerate(items, start=1)]
+    title = _title(session)
+    meta = (
+        f"session {_esc(session.id)} · cwd {_esc(session.cwd)} · {len(session.entries)} entries"
+        f" · leaf {_esc(items[-1].entry.id if items else '-')}"
+    )
+    heading = "All entries" if whole_tree else "Context path"
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+        "img-src data:; style-src 'unsafe-inline'\">"
+        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
+        f"<header><h1>{_esc(title)}</h1><p class='meta'>{meta}</p></header>"
+        f"<nav><h2>Tree</h2><ol>{''.join(tree_rows)}</ol></nav>"
+        f"<main><h2>{heading}</h2>{''.join(articles)}</main></body></html>\n"
+    )
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def _md_text(text: str) -> str:
+    """Message text for Markdown: formatting kept, raw HTML neutralised."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fence(text: str, info: str = "") -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{text}\n{ticks}"
+
+
+def _md_message(entry: Entry) -> list[str]:
+    raw = entry.raw
+    if entry.type in ("compaction", "branch_summary"):
+        return [_md_text(str(raw.get("summary", "")))]
+    message = entry.message if entry.type == "message" else {"content": raw.get("content")}
+    message = message or {}
+    if message.get("role") == "bashExecution":
+        return [_fence(f"$ {message.get('command', '')}\n{message.get('output', '')}", "console")]
+    content = message.get("content")
+    if isinstance(content, str):
+        return [_md_text(content)]
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_md_text(str(block.get("text", ""))))
+        elif kind == "thinking":
+            body = "(redacted)" if block.get("redacted") else str(block.get("thinking", ""))
+            parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
+        elif kind == "toolCall":
+            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            parts.append(f"**Tool call** `{_md_code(block.get('name'))}`\n\n{_fence(args, 'json')}")
+        elif kind == "image":
+            parts.append("*[image]*")
+    if message.get("errorMessage"):
+        parts.append(f"**Error:** {_md_text(str(message['errorMessage']))}")
+    return parts
+
+
+def _md_code(value: object) -> str:
+    return str(value).replace("`", "'")
+
+
+def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False) -> str:
+    """The context path (or every entry, in tree order) as Markdown.
+
+    Model text keeps its Markdown formatting but raw HTML is neutralised (``<`` and ``&``
+    become entities); tool arguments and outputs are fenced code blocks.
+    """
+    _, items = _select(session, leaf, whole_tree)
+    lines = [f"# {_md_text(_title(session))}", ""]
+    lines.append(f"- session: `{_md_code(session.id)}`")
+    lines.append(f"- cwd: `{_md_code(session.cwd)}`")
+    lines.append(f"- entries: {len(session.entries)}, shown: {len(items)}")
+    lines.append("")
+    previous: Entry | None = None
+    for index, item in enumerate(items, start=1):
+        entry = item.entry
+        if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
+            lines += [f"*{_md_text(_preview(entry))}*", ""]
+            previous = entry
+            continue
+        role = entry.role or entry.type
+        extra = ""
+        if item.on_path and not item.in_context and entry.type == "message":
+            extra = " · summarized"
+        if whole_tree and previous is not None and entry.parent_id != previous.id:
+            extra += f" · ↳ branch from `{_md_code(entry.parent_id)}`"
+        model = (entry.message or {}).get("model")
+        lines.append(
+            f"## {index}. {role}{' (error)' if (entry.message or {}).get('isError') else ''}"
+        )
+        lines.append(
+            f"*{_time(entry)} · `{_md_code(entry.id)}`{' · ' + _md_text(str(model)) if model else ''}"
+            f"{extra}*"
+        )
+        lines.append("")
+        for part in _md_message(entry):
+            lines += [part, ""]
+        previous = entry
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# -- Jupyter notebook -----------------------------------------------------------------------
+
+
+def _source(text: str) -> list[str]:
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
+
+
+def _result_outputs(message: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if message is None:
+        return []
+    outputs: list[dict[str, Any]] = []
+    text = message_text(message)
+    if text:
+        name = "stderr" if message.get("isError") else "stdout"
+        outputs.append({"output_type": "stream", "name": name, "text": _source(text)})
+    for block in message.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "image":
+            mime, data = block.get("mimeType"), block.get("data")
+            if isinstance(mime, str) and _SAFE_MIME.fullmatch(mime) and isinstance(data, str):
+                outputs.append(
+                    {"output_type": "display_data", "data": {mime: data}, "metadata": {}}
+                )
+    return outputs
+
+
+def export_ipynb(
+    session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
+) -> dict[str, Any]:
+    """An nbformat 4 notebook (plain JSON dict): a Markdown cell per message, and a code cell
+    per tool call with its result as the cell's output.
+
+    A tool call's cell holds a comment naming the tool and its arguments as a JSON
+    literal, so running the notebook never repeats what the agent did.
+    """
+    _, items = _select(session, leaf, whole_tree)
+    results: dict[str, dict[str, Any]] = {}
+    for item in items:
+        message = item.entry.message
+        if message and message.get("role") == "toolResult":
+            results.setdefault(str(message.get("toolCallId")), message)
+    cells: list[dict[str, Any]] = []
+
+    def markdown(text: str) -> None:
+        cells.append(
+            {
+                "cell_type": "markdown",
+                "id": f"c{len(cells)}",
+                "metadata": {},
+                "source": _source(text),
+            }
+        )
+
+    markdown(
+        f"# {_md_text(_title(session))}\n\nsession `{_md_code(session.id)}` · "
+        f"cwd `{_md_code(session.cwd)}`"
+    )
+    paired: set[str] = set()
+    for item in items:
+        entry = item.entry
+        message = entry.message
+        if message and message.get("role") == "toolResult":
+            if str(message.get("toolCallId")) in paired:
+                continue  # shown as the output of its call
+        if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
+            continue
+        role = entry.role or entry.type
+        text_parts = [
+            p for p in _md_message(entry) if not p.startswith("**Tool call**")
+        ]  # tool calls become code cells below
+        markdown(f"**{role}** · {_time(entry)}\n\n" + "\n\n".join(text_parts))
+        for block in (message or {}).get("content") or []:
+            if not (isinstance(block, dict) and block.get("type") == "toolCall"):
+                continue
+            call_id = str(block.get("id"))
+            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            result = results.get(call_id)
+            if result is not None:
+                paired.add(call_id)
+            cells.append(
+                {
+                    "cell_type": "code",
+                    "id": f"c{len(cells)}",
+                    "metadata": {"pinb": {"tool": block.get("name"), "toolCallId": call_id}},
+                    "execution_count": None,
+                    "source": _source(f"# tool call: {block.get('name')}\n{args}"),
+                    "outputs": _result_outputs(result),
+                }
+            )
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {
+            "language_info": {"name": "python"},
+            "pinb": {"session": session.id, "cwd": session.cwd, "wholeTree": whole_tree},
+        },
+        "cells": cells,
+    }
+
+
+def write_export(
+    session: Session | str | os.PathLike[str],
+    fmt: str,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    leaf: Any = UNSET,
+    whole_tree: bool = False,
+) -> str:
+    """Render ``session`` as ``"html"``, ``"md"`` or ``"ipynb"``; write it to ``out`` if given.
+
+    Returns the rendered text. The session file itself is only read.
+    """
+    if not isinstance(session, Session):
+        session = Session.open(session)
+    leaf = UNSET if leaf is None or leaf is MISSING else leaf
+    if fmt == "html":
+        text = export_html(session, leaf=leaf, whole_tree=whole_tree)
+    elif fmt == "md":
+        text = export_markdown(session, leaf=leaf, whole_tree=whole_tree)
+    elif fmt == "ipynb":
+        notebook = export_ipynb(session, leaf=leaf, whole_tree=whole_tree)
+        text = json.dumps(notebook, ensure_ascii=False, indent=1) + "\n"
+    else:
+        raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
+    if out is not None:
+        Path(out).write_text(text, encoding="utf-8")
+    return text

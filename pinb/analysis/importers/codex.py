@@ -1,0 +1,275 @@
+"""Codex CLI rollouts (``~/.codex/sessions/**/rollout-*.jsonl``) as Pi session files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ._pi import (
+    Converter,
+    ImportFormatError,
+    ImportResult,
+    as_dict,
+    as_int,
+    assistant_message,
+    iso,
+    out_dir_path,
+    pi_usage,
+    result_message,
+    stop_reason,
+    text_block,
+    thinking_block,
+    tool_call_block,
+    transcript_files,
+    user_message,
+)
+
+__all__ = ["import_codex"]
+
+_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
+                     "<INSTRUCTIONS>", "<user_shell_command>", "<skill>")  # fmt: skip
+_EFFORT = {"none": "off", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high",
+           "xhigh": "xhigh"}  # fmt: skip
+_RESPONSE_TYPES = {"message", "reasoning", "function_call", "function_call_output",
+                   "custom_tool_call", "custom_tool_call_output", "local_shell_call",
+                   "web_search_call"}  # fmt: skip
+
+
+def _codex_text(content: Any) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if isinstance(content, str):
+        return [text_block(content)]
+    for item in content if isinstance(content, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind in ("input_text", "output_text", "text") and isinstance(item.get("text"), str):
+            parts.append(text_block(item["text"]))
+        elif kind == "input_image" and isinstance(item.get("image_url"), str):
+            url = item["image_url"]
+            if url.startswith("data:") and ";base64," in url:
+                mime, data = url[5:].split(";base64,", 1)
+                parts.append({"type": "image", "data": data, "mimeType": mime})
+            else:
+                parts.append(text_block(f"[image: {url}]"))
+    return parts
+
+
+def _codex_output(output: Any) -> tuple[list[dict[str, Any]], bool]:
+    """A function call's output as Pi content blocks, and whether it failed."""
+    failed = False
+    if isinstance(output, str):
+        try:
+            parsed = json.loads(output)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "output" in parsed:
+            meta = as_dict(parsed.get("metadata"))
+            failed = as_int(meta.get("exit_code")) != 0
+            return [text_block(str(parsed["output"]))], failed
+        return [text_block(output)], False
+    if isinstance(output, dict):
+        failed = output.get("success") is False
+        return _codex_output(output.get("content", ""))[0], failed
+    return _codex_text(output), False
+
+
+class _Codex(Converter):
+    """One Codex rollout: a linear log with compactions and rollbacks, made into a tree."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.leaf: str | None = None
+        self.turns: list[str] = []  # user entries that rollbacks count, since the last compaction
+        self.pending: dict[str, Any] | None = None  # the model response being assembled
+        self.last_assistant: dict[str, Any] | None = None
+        self.model: str | None = None
+        self.effort: str | None = None
+        self.context_tokens = 0
+
+    def add(self, kind: str, stamp: str, **fields: Any) -> str:
+        self.flush()
+        self.leaf = str(self.builder.add(kind, self.leaf, stamp, **fields)["id"])
+        return self.leaf
+
+    def flush(self) -> None:
+        if self.pending is None:
+            return
+        entry, self.pending = self.pending, None
+        pi = entry["message"]
+        pi["stopReason"] = stop_reason(pi["content"], pi["stopReason"])
+        self.builder.entries.append(entry)
+        self.leaf, self.last_assistant = entry["id"], entry
+
+    def assistant_part(self, stamp: str, blocks: list[dict[str, Any]]) -> None:
+        if self.pending is None:
+            # Held back until the response ends, so all its parts land in one message.
+            pi = assistant_message("openai-responses", "openai", self.model or "", [],
+                            pi_usage(0, 0, 0, 0), None, stamp)  # fmt: skip
+            self.pending = self.builder.make("message", self.leaf, stamp, message=pi)
+        self.pending["message"]["content"].extend(blocks)
+
+    def run(self) -> tuple[str, str, str]:
+        source_id = cwd = created = None
+        for record in self.records:
+            kind, payload = record.get("type"), record.get("payload")
+            if kind in _RESPONSE_TYPES and payload is None:  # early rollouts: bare items
+                kind, payload = "response_item", record
+            if not isinstance(payload, dict):
+                if "id" in record and kind is None:  # early rollouts: a bare meta line
+                    source_id, created = record.get("id"), record.get("timestamp")
+                else:
+                    self.skip(str(kind))
+                continue
+            stamp = iso(record.get("timestamp") or payload.get("timestamp") or created)
+            if kind == "session_meta":
+                source_id, cwd = payload.get("id", source_id), payload.get("cwd", cwd)
+                created = payload.get("timestamp") or record.get("timestamp")
+            elif kind == "turn_context":
+                self.turn_context(payload, stamp)
+                cwd = cwd or payload.get("cwd")
+            elif kind == "response_item":
+                self.response_item(payload, stamp)
+            elif kind == "compacted":
+                self.flush()
+                summary = str(payload.get("message", ""))
+                self.leaf = self.compaction(self.leaf, stamp, summary, self.context_tokens,
+                                            {"source": "codex"})  # fmt: skip
+                self.turns = []
+            elif kind == "event_msg":
+                self.event(payload)
+            else:
+                self.skip(str(kind))
+        self.flush()
+        if not self.builder.entries:
+            raise ImportFormatError("no Codex rollout items found (is this a rollout file?)")
+        last = self.builder.entries[-1]
+        if self.leaf != last["id"]:
+            # A rollback at the end: record where the conversation stands (as core does).
+            self.builder.add("leaf", self.leaf, last["timestamp"], targetId=self.leaf)
+        return str(source_id or ""), str(cwd or ""), iso(created)
+
+    def turn_context(self, payload: dict[str, Any], stamp: str) -> None:
+        model, effort = payload.get("model"), payload.get("effort")
+        if isinstance(model, str) and model != self.model:
+            self.model = model
+            self.add("model_change", stamp, provider="openai", modelId=model)
+        if isinstance(effort, str) and effort != self.effort:
+            self.effort = effort
+            self.add("thinking_level_change", stamp, thinkingLevel=_EFFORT.get(effort, effort))
+
+    def response_item(self, item: dict[str, Any], stamp: str) -> None:
+        kind, role = item.get("type"), item.get("role")
+        if kind == "message" and role == "assistant":
+            self.assistant_part(stamp, _codex_text(item.get("content")))
+        elif kind == "reasoning":
+            texts = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
+            texts += [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
+            text, secret = "\n\n".join(filter(None, texts)), item.get("encrypted_content")
+            block = (
+                thinking_block(text)
+                if text or not secret
+                else thinking_block("", secret, redacted=True)
+            )
+            self.assistant_part(stamp, [block])
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+            self.assistant_part(stamp, [self.tool_call(item)])
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = str(item.get("call_id", ""))
+            content, failed = _codex_output(item.get("output"))
+            name = self.tool_names.get(call_id, "unknown")
+            self.add(
+                "message", stamp, message=result_message(call_id, name, content, failed, stamp)
+            )
+        elif kind == "message":
+            parts = _codex_text(item.get("content"))
+            first = next((p["text"] for p in parts if p["type"] == "text"), "").lstrip()
+            if role == "user" and not first.startswith(_CONTEXT_PREFIXES):
+                self.turns.append(self.add("message", stamp, message=user_message(parts, stamp)))
+            else:  # instructions and environment context: kept, but not as conversation
+                data = {"role": role, "content": parts}
+                self.add("custom", stamp, customType="codex/context", data=data)
+        else:
+            self.skip(f"response_item/{kind}")
+
+    def tool_call(self, item: dict[str, Any]) -> dict[str, Any]:
+        kind = item.get("type")
+        call_id = str(item.get("call_id") or item.get("id") or f"call_{len(self.tool_names)}")
+        name = str(item.get("name", ""))
+        arguments: Any
+        if kind == "function_call":
+            try:
+                arguments = json.loads(item.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                arguments = item.get("arguments")
+        elif kind == "custom_tool_call":
+            arguments = {"input": item.get("input")}
+        else:
+            name = "shell" if kind == "local_shell_call" else "web_search"
+            arguments = item.get("action") or {}
+        self.tool_names[call_id] = name
+        return tool_call_block(call_id, name, arguments)
+
+    def event(self, payload: dict[str, Any]) -> None:
+        kind = payload.get("type")
+        if kind == "token_count":
+            last = as_dict(as_dict(payload.get("info")).get("last_token_usage"))
+            if not last:
+                return
+            cached = as_int(last.get("cached_input_tokens"))
+            usage = pi_usage(max(as_int(last.get("input_tokens")) - cached, 0),
+                           as_int(last.get("output_tokens")), cached, 0,
+                           as_int(last.get("total_tokens")))  # fmt: skip
+            self.context_tokens = usage["totalTokens"]
+            target = self.pending or self.last_assistant
+            if target is not None:
+                target["message"]["usage"] = usage
+        elif kind == "thread_rolled_back":
+            self.flush()
+            count = as_int(payload.get("num_turns"))
+            if count <= 0 or not self.turns:
+                return
+            cut = self.turns[0] if count >= len(self.turns) else self.turns[-count]
+            del self.turns[max(len(self.turns) - count, 0) :]
+            # The rolled-back turns stay in the file, as an abandoned branch.
+            self.leaf = self.builder.by_id[cut]["parentId"]
+        elif kind == "turn_aborted" and self.pending is not None:
+            self.pending["message"].update(stopReason="aborted", errorMessage="turn aborted")
+            self.flush()
+        elif kind != "turn_aborted":
+            self.skip(f"event_msg/{kind}")
+
+
+def import_codex(
+    source: str | os.PathLike[str],
+    *,
+    cwd: str | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+) -> list[ImportResult]:
+    """Import Codex CLI rollouts (``~/.codex/sessions/**/rollout-*.jsonl``) as Pi sessions.
+
+    Reasoning, assistant text and tool calls of one model response become one assistant
+    message (usage from the ``token_count`` event); ``function_call_output`` becomes a
+    ``toolResult``; ``turn_context`` model and effort changes become ``model_change`` and
+    ``thinking_level_change`` entries; a ``compacted`` item becomes a ``compaction`` entry
+    (the summary replaces the history); a thread rollback moves the leaf back, so the
+    rolled-back turns remain as an abandoned branch. Environment and instruction messages
+    become ``custom`` entries (never sent to a model); ``event_msg`` lines that repeat
+    response items are counted in ``skipped``.
+
+    Parameters and results as in :func:`import_claude`.
+    """
+    results = []
+    for path in transcript_files(source, "codex"):
+        converter = _Codex(path)
+        source_id, found_cwd, created = converter.run()
+        digest = source_id or hashlib.sha1(str(path).encode()).hexdigest()
+        result = converter.builder.write(
+            path, "codex", digest, cwd or found_cwd, created, out_dir_path(out_dir)
+        )
+        result.skipped = converter.skipped
+        results.append(result)
+    return results

@@ -1,0 +1,270 @@
+"""Matplotlib figures of sessions: tokens over turns, cost per session, tool use, branch structure."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core import Session
+from ..core.context import UNSET
+from ..core.tokens import context_tokens_of_usage
+from .frames import SessionSource, open_session, tokens_after_compaction
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "plot_branches",
+    "plot_cost",
+    "plot_tokens",
+    "plot_tool_use",
+    "token_series",
+    "tree_layout",
+]
+
+_TYPE_COLORS = {
+    "user": "#0969da",
+    "assistant": "#1a7f37",
+    "toolResult": "#8c959f",
+    "compaction": "#cf222e",
+    "branch_summary": "#bf8700",
+}
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
+    """The given axes and its figure, or a new ``Figure`` (never pyplot's global state)."""
+    from matplotlib.figure import Figure
+
+    if ax is not None:
+        figure = ax.get_figure(root=True)
+        assert isinstance(figure, Figure)
+        return figure, ax
+    figure = Figure(figsize=size, layout="constrained")
+    return figure, figure.add_subplot()
+
+
+# -- tokens ---------------------------------------------------------------------------------
+
+
+def token_series(session: SessionSource, leaf: Any = UNSET) -> dict[str, list[Any]]:
+    """Context size along the active path, turn by turn (pure data for :func:`plot_tokens`).
+
+    Returns
+    -------
+    dict
+        ``turn``/``tokens``/``entry_id``: one point per assistant message with a usable
+        usage (its ``calculateContextTokens``); ``compaction_turn``/``tokens_before``/
+        ``tokens_after``/``compaction_id``: one drop per compaction on the path, from its
+        ``tokensBefore`` to the estimated context right after it.
+    """
+    session = open_session(session)
+    leaf_id = session.leaf_id if leaf is UNSET else leaf
+    path = session.build_context(leaf_id).path
+    series: dict[str, list[Any]] = {
+        "turn": [], "tokens": [], "entry_id": [],
+        "compaction_turn": [], "tokens_before": [], "tokens_after": [], "compaction_id": [],
+    }  # fmt: skip
+    turn = 0
+    for entry in path:
+        message = entry.message
+        if entry.role == "assistant" and message is not None:
+            turn += 1
+            usage = message.get("usage")
+            if isinstance(usage, dict) and message.get("stopReason") not in ("aborted", "error"):
+                series["turn"].append(turn)
+                series["tokens"].append(context_tokens_of_usage(usage))
+                series["entry_id"].append(entry.id)
+        elif entry.type == "compaction":
+            before = entry.raw.get("tokensBefore")
+            after = tokens_after_compaction(session.build_context(entry.id).messages)
+            series["compaction_turn"].append(turn + 0.5)
+            series["tokens_before"].append(before if isinstance(before, int | float) else 0)
+            series["tokens_after"].append(after)
+            series["compaction_id"].append(entry.id)
+    return series
+
+
+def plot_tokens(
+    session: SessionSource,
+    *,
+    leaf: Any = UNSET,
+    context_window: int | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Context tokens over the turns of the active path, with each compaction's drop.
+
+    Parameters
+    ----------
+    session:
+        A session or its file.
+    leaf:
+        Plot the path to this entry (default: the session's leaf).
+    context_window:
+        Draw the model's window as a horizontal line.
+    ax:
+        Draw into these axes (default: a new ``matplotlib.figure.Figure``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    data = token_series(session, leaf)
+    figure, ax = _axes(ax, (8, 3.5))
+    ax.plot(data["turn"], data["tokens"], marker=".", color="#0969da", label="context tokens")
+    for i, (x, before, after) in enumerate(
+        zip(data["compaction_turn"], data["tokens_before"], data["tokens_after"], strict=True)
+    ):
+        label = "compaction" if i == 0 else "_nolegend_"
+        ax.vlines(x, after, before, colors="#cf222e", linestyles="--", label=label)
+        ax.plot([x], [after], marker="v", color="#cf222e")
+    if context_window:
+        ax.axhline(context_window, color="#6e7781", linewidth=0.8, label="context window")
+    ax.set_xlabel("assistant turn on the active path")
+    ax.set_ylabel("tokens")
+    ax.set_title("Context size")
+    if data["turn"] or data["compaction_turn"]:
+        ax.legend(loc="upper left", fontsize="small")
+    return figure
+
+
+# -- many sessions --------------------------------------------------------------------------
+
+
+def _session_label(row: Any) -> str:
+    text = row.get("name")
+    if not isinstance(text, str) or not text:
+        text = row.get("first_message")
+    text = " ".join(str(text or row.get("id", "")).split())
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def plot_cost(sessions: pd.DataFrame, *, top: int = 20, ax: Axes | None = None) -> Figure:
+    """The ``top`` most expensive sessions of a ``sessions_frame``, as horizontal bars."""
+    figure, ax = _axes(ax, (8, max(2.5, 0.3 * min(top, len(sessions)) + 1)))
+    ranked = sessions.sort_values("cost", ascending=False, na_position="last").head(top)
+    ranked = ranked.iloc[::-1]
+    labels = [_session_label(row) for row in ranked.to_dict("records")]
+    ax.barh(range(len(ranked)), ranked["cost"].fillna(0).to_numpy(dtype=float), color="#1a7f37")
+    ax.set_yticks(range(len(ranked)), labels, fontsize="small")
+    ax.set_xlabel("cost (USD)")
+    ax.set_title(f"Cost per session (top {len(ranked)} of {len(sessions)})")
+    return figure
+
+
+def plot_tool_use(tool_calls: pd.DataFrame, *, top: int = 15, ax: Axes | None = None) -> Figure:
+    """Calls per tool in a ``tool_calls_frame`` (any number of sessions), errors in red."""
+    figure, ax = _axes(ax, (7, 3.5))
+    if len(tool_calls):
+        errors = tool_calls["is_error"].fillna(False).astype(bool)
+        counts = tool_calls.groupby("tool_name").size()
+        failed = tool_calls[errors].groupby("tool_name").size().reindex(counts.index, fill_value=0)
+        order = counts.sort_values(ascending=False).head(top).index[::-1]
+        ok = (counts - failed)[order].to_numpy(dtype=float)
+        bad = failed[order].to_numpy(dtype=float)
+        ax.barh(range(len(order)), ok, color="#0969da", label="ok")
+        ax.barh(range(len(order)), bad, left=ok, color="#cf222e", label="error")
+        ax.set_yticks(range(len(order)), [str(name) for name in order])
+        ax.legend(loc="lower right", fontsize="small")
+    ax.set_xlabel("calls")
+    ax.set_title("Tool use")
+    return figure
+
+
+# -- branch structure -----------------------------------------------------------------------
+
+
+def tree_layout(session: SessionSource) -> dict[int, tuple[float, float]]:
+    """Positions for drawing the entry tree: x is the depth, y a lane per branch.
+
+    A parent's first child stays on its lane; each further child (and each further root)
+    opens a new lane, in depth-first order, like a git graph. Keys are indexes into
+    ``session.entries`` (ids can repeat in damaged files); ``leaf`` entries, which only
+    record navigation, get no position.
+    """
+    session = open_session(session)
+    index_of = {id(e): i for i, e in enumerate(session.entries)}
+    positions: dict[int, tuple[float, float]] = {}
+    lanes = -1
+    roots = [r for r in session.tree() if r.entry.type != "leaf"]
+    stack: list[tuple[Any, int, int | None]] = [(r, 0, None) for r in reversed(roots)]
+    while stack:
+        node, depth, lane = stack.pop()
+        key = index_of[id(node.entry)]
+        if key in positions:
+            continue
+        if lane is None:
+            lanes += 1
+            lane = lanes
+        positions[key] = (float(depth), float(lane))
+        children = [c for c in node.children if c.entry.type != "leaf"]
+        for i, child in reversed(list(enumerate(children))):
+            stack.append((child, depth + 1, lane if i == 0 else None))
+    return positions
+
+
+def _draw_tree(session: Session, ax: Axes) -> None:
+    from matplotlib.collections import LineCollection
+
+    positions = tree_layout(session)
+    entries = session.entries
+    index_of = {id(e): i for i, e in enumerate(entries)}
+    on_path = {index_of[id(e)] for e in session.path_to()}
+    segments: list[list[tuple[float, float]]] = []
+    path_segments: list[list[tuple[float, float]]] = []
+    for i, entry in enumerate(entries):
+        parent = session.get(entry.parent_id) if entry.parent_id is not None else None
+        if parent is None or i not in positions or index_of[id(parent)] not in positions:
+            continue
+        segment = [positions[index_of[id(parent)]], positions[i]]
+        (path_segments if i in on_path else segments).append(segment)
+    ax.add_collection(LineCollection(segments, colors="#d0d7de", linewidths=1))
+    ax.add_collection(LineCollection(path_segments, colors="#0969da", linewidths=2))
+    for kind, color in _TYPE_COLORS.items():
+        points = [
+            positions[i]
+            for i, e in enumerate(entries)
+            if i in positions and (e.role == kind or e.type == kind)
+        ]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, s=12, color=color, label=kind, zorder=3)
+    ax.autoscale_view()
+    ax.invert_yaxis()
+    ax.set_xlabel("depth")
+    ax.set_ylabel("branch lane")
+    ax.set_title(f"Branches: {1 + max((y for _, y in positions.values()), default=0):.0f} lanes")
+    ax.legend(loc="upper right", fontsize="small")
+
+
+def plot_branches(source: SessionSource | pd.DataFrame, *, ax: Axes | None = None) -> Figure:
+    """Branch structure: one session's tree (active path in blue), or, for a
+    ``sessions_frame``, every session's depth against its number of leaves.
+    """
+    if isinstance(source, Session | str | os.PathLike):
+        figure, ax = _axes(ax, (9, 4))
+        _draw_tree(open_session(source), ax)
+        return figure
+    frame = source
+    figure, ax = _axes(ax, (6, 4))
+    sizes = _sizes(frame["entries"].fillna(0).to_numpy(dtype=float))
+    points = ax.scatter(
+        frame["max_depth"].fillna(0).to_numpy(dtype=float),
+        frame["leaves"].fillna(0).to_numpy(dtype=float),
+        s=sizes,
+        c=frame["compactions"].fillna(0).to_numpy(dtype=float),
+        cmap="viridis",
+        alpha=0.7,
+    )
+    figure.colorbar(points, ax=ax, label="compactions")
+    ax.set_xlabel("max depth (entries on the longest path)")
+    ax.set_ylabel("leaves (branches)")
+    ax.set_title(f"Branch structure of {len(frame)} sessions")
+    return figure
+
+
+def _sizes(entries: Sequence[float]) -> list[float]:
+    top = max(entries, default=1.0) or 1.0
+    return [10 + 190 * (n / top) for n in entries]

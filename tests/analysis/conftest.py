@@ -1,0 +1,112 @@
+"""Fixtures for the analysis tests: hand-built Pi sessions and the shared real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinb.core import Session
+from tests.conftest import SHARED
+
+PI_FIXTURES = sorted((SHARED / "fixtures" / "pi").glob("*.jsonl"))
+CASES = sorted((SHARED / "spec" / "conformance" / "cases").glob("*.jsonl"))
+SCRIPT = "<script>alert('x')</script>"
+
+
+def user(text: str, ts: int = 1_700_000_000_000) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+
+
+def assistant(
+    text: str = "",
+    *,
+    calls: tuple[tuple[str, str, dict[str, Any]], ...] = (),
+    total: int = 0,
+    cost: float = 0.0,
+    stop: str | None = None,
+    ts: int = 1_700_000_001_000,
+    thinking: str | None = None,
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking})
+    if text:
+        content.append({"type": "text", "text": text})
+    for call_id, name, arguments in calls:
+        content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-test",
+        "usage": {
+            "input": total - 10 if total else 0,
+            "output": 10 if total else 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": total,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+        },
+        "stopReason": stop or ("toolUse" if calls else "stop"),
+        "timestamp": ts,
+    }
+
+
+def tool_result(
+    call_id: str, name: str, text: str, *, error: bool = False, ts: int = 0
+) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+        "timestamp": ts or 1_700_000_002_000,
+    }
+
+
+def build_demo(folder: Path) -> tuple[Path, dict[str, str]]:
+    """A small session with a tool call, a label, a compaction, a second branch and a name.
+
+    Returns the file and the ids by role in the story.
+    """
+    s = Session.create("/home/dev/demo", folder)
+    ids: dict[str, str] = {}
+    ids["u1"] = s.append_message(user(f"hello {SCRIPT}", 1_700_000_000_000)).id
+    ids["a1"] = s.append_message(
+        assistant(
+            "reading",
+            calls=(("call-1", "read", {"path": "a.py"}), ("call-2", "bash", {"command": "ls"})),
+            total=1000,
+            cost=0.01,
+            ts=1_700_000_001_000,
+            thinking="let me think",
+        )
+    ).id
+    ids["r1"] = s.append_message(
+        tool_result("call-1", "read", "print('<b>hi</b>')", ts=1_700_000_003_000)
+    ).id
+    ids["r2"] = s.append_message(
+        tool_result("call-2", "bash", "boom", error=True, ts=1_700_000_004_000)
+    ).id
+    ids["a2"] = s.append_message(assistant("done", total=1500, cost=0.02, ts=1_700_000_005_000)).id
+    s.set_label(ids["a2"], "checkpoint")
+    ids["c1"] = s.append_compaction(
+        f"Summary {SCRIPT} <img src=x onerror=alert(1)>", ids["a2"], 1500
+    ).id
+    ids["u2"] = s.append_message(user("continue", 1_700_000_006_000)).id
+    ids["a3"] = s.append_message(assistant("ok", total=300, cost=0.005, ts=1_700_000_007_000)).id
+    s.branch(ids["a1"])
+    ids["u3"] = s.append_message(user("other way", 1_700_000_008_000)).id
+    ids["a4"] = s.append_message(assistant("alt", total=1200, cost=0.03, ts=1_700_000_009_000)).id
+    s.set_name("demo session")
+    assert s.path is not None
+    return s.path, ids
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    return build_demo(tmp_path / "sessions" / "--home-dev-demo--")

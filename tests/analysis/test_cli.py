@@ -1,0 +1,90 @@
+"""``pinb search``, ``export`` and ``import`` through their argparse wiring."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pinb.analysis.cli import add_parser
+from pinb.core import Session
+from pinb.core.paths import sessions_dir_for
+from pinb.errors import PinbError
+
+from .conftest import build_demo
+from .test_importers import CLAUDE, _write
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="pinb")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+def test_search_this_folder_or_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    here, _ = build_demo(sessions_dir_for(work))
+    other, _ = build_demo(sessions_dir_for(tmp_path / "other"))
+    assert _run(["search", "other way", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [h["path"] for h in hits] == [str(here)]
+    assert hits[0]["name"] == "demo session" and "«other»" in hits[0]["snippet"]
+    assert _run(["search", "other way", "--all", "--json"]) == 0
+    assert {h["path"] for h in json.loads(capsys.readouterr().out)} == {str(here), str(other)}
+    assert _run(["search", "no-such-words-anywhere"]) == 1
+    assert "try --all" in capsys.readouterr().out
+    assert _run(["search", "continue"]) == 0
+    assert str(here) in capsys.readouterr().out
+
+
+def test_export_to_stdout_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, ids = build_demo(tmp_path / "s")
+    assert _run(["export", str(path), "--md", "--leaf", ids["a3"]]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# demo session") and "continue" in text and "other way" not in text
+    out = tmp_path / "demo.html"
+    assert _run(["export", str(path), "--html", "--tree", "-o", str(out)]) == 0
+    assert "other way" in out.read_text() and "continue" in out.read_text()
+    with pytest.raises(PinbError):
+        _run(["export", str(path), "--ipynb", "--leaf", "missing"])
+    with pytest.raises(SystemExit):
+        _run(["export", str(path)])  # a format is required
+
+
+def test_import_claude_prints_what_it_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _write(tmp_path / "t.jsonl", CLAUDE)
+    out = tmp_path / "out"
+    assert _run(["import", "claude", str(src), "-o", str(out), "--cwd", "/p"]) == 0
+    printed = capsys.readouterr().out
+    assert "imported" in printed and "1 sidechain" in printed
+    [written] = out.glob("*.jsonl")
+    assert Session.open(written).cwd == "/p"
+    assert _run(["import", "claude", str(src), "-o", str(out), "--cwd", "/p"]) == 0
+    assert "already imported" in capsys.readouterr().out
+    with pytest.raises(PinbError, match="no such file"):
+        _run(["import", "codex", str(tmp_path / "nothing")])
+
+
+def test_cli_module_imports_no_heavy_packages() -> None:
+    code = (
+        "import sys, pinb.analysis, pinb.analysis.cli, pinb.analysis.index,"
+        " pinb.analysis.export, pinb.analysis.importers\n"
+        "heavy = {'pandas', 'matplotlib', 'dask', 'distributed', 'IPython'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,139 @@
+"""HTML, Markdown and notebook exports: structure, content, and untrusted text kept as text."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from pinb.analysis.export import export_html, export_ipynb, export_markdown, write_export
+from pinb.core import Session
+from pinb.errors import EntryNotFoundError, UsageError
+
+from .conftest import CASES, SCRIPT, assistant, tool_result, user
+
+
+class _Collector(HTMLParser):
+    """Collects tags, attributes and text, as a browser would parse them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parse(page: str) -> _Collector:
+    parser = _Collector()
+    parser.feed(page)
+    return parser
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Session:
+    s = Session.create("/x", tmp_path)
+    s.append_message(user(f"{SCRIPT} & <b onclick=evil()>bold</b>"))
+    s.append_message(
+        assistant(
+            f"reply {SCRIPT}",
+            calls=(("c1", "<img src=x onerror=alert(1)>", {"k": SCRIPT}),),
+            total=5,
+            thinking=f"think {SCRIPT}",
+        )
+    )
+    message = tool_result("c1", "bash", f"out {SCRIPT}")
+    message["content"].append({"type": "image", "mimeType": "text/html", "data": "PHNjcmlwdD4="})
+    message["content"].append({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="})
+    s.append_message(message)
+    s.append_message(assistant("```\nfenced\n```", total=6))
+    s.set_name(f"name {SCRIPT}")
+    return s
+
+
+def test_html_is_escaped_and_shows_tree_and_path(hostile: Session) -> None:
+    page = export_html(hostile)
+    parsed = _parse(page)
+    tags = [tag for tag, _ in parsed.tags]
+    assert "script" not in tags and "b" not in tags
+    assert all(not k.startswith("on") for _, attrs in parsed.tags for k in attrs)
+    # Only the well-formed PNG is embedded; the text/html "image" is not.
+    images = [attrs["src"] for tag, attrs in parsed.tags if tag == "img"]
+    assert images == ["data:image/png;base64,iVBORw0KGgo="]
+    text = "".join(parsed.text)
+    assert SCRIPT in text and "<img src=x onerror=alert(1)>" in text  # shown as text
+    assert "Content-Security-Policy" in page
+    assert tags.count("article") == 5  # four messages and the session_info entry
+    assert tags.count("li") == 5  # the tree lists every entry
+
+
+def test_html_of_a_branch_and_the_whole_tree() -> None:
+    case = next(p for p in CASES if p.name == "193.jsonl")
+    session = Session.open(case)
+    path_page = _parse(export_html(session))
+    tree_page = _parse(export_html(session, whole_tree=True))
+    articles = lambda p: sum(1 for tag, _ in p.tags if tag == "article")  # noqa: E731
+    visible = [e for e in session.entries if e.type != "leaf"]
+    assert articles(tree_page) == len(visible)
+    assert articles(path_page) == len([e for e in session.path_to() if e.type != "leaf"])
+    summarized = [
+        a for t, a in path_page.tags if t == "article" and "summarized" in (a.get("class") or "")
+    ]
+    context = session.build_context()
+    on_path_messages = [e for e in context.path if e.type in ("message", "custom_message")]
+    assert len(summarized) == len(
+        [e for e in on_path_messages if not any(e is s for s in context.sources)]
+    )
+    leaf = session.entries[5].id
+    one = _parse(export_html(session, leaf=leaf))
+    assert articles(one) == len([e for e in session.path_to(leaf) if e.type != "leaf"])
+    with pytest.raises(EntryNotFoundError):
+        export_html(session, leaf="nope")
+
+
+def test_markdown_neutralises_html_and_fences_code(hostile: Session) -> None:
+    text = export_markdown(hostile)
+    # Outside code (which Markdown shows literally) no raw HTML is left.
+    prose = re.sub(r"(`{3,})[a-z]*\n.*?\n\1", "", text, flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    assert "<" not in prose
+    assert "&lt;script&gt;" in prose and "&lt;b onclick=evil()&gt;" in prose
+    assert '```json\n{\n "k": "<script>' in text  # tool arguments are fenced, readable
+    assert "\n```\nfenced\n```\n" in text  # the model's own Markdown stays Markdown
+    assert text.count("## ") == 4
+
+
+def test_ipynb_cells_are_messages_and_tool_calls(hostile: Session) -> None:
+    import nbformat
+
+    notebook = export_ipynb(hostile)
+    nbformat.validate(nbformat.from_dict(notebook))
+    kinds = [cell["cell_type"] for cell in notebook["cells"]]
+    # title, user, assistant, tool call (code), final assistant; the result is the call's output
+    assert kinds == ["markdown", "markdown", "markdown", "code", "markdown"]
+    code = notebook["cells"][3]
+    assert code["metadata"]["pinb"]["toolCallId"] == "c1"
+    assert "".join(code["source"]).startswith("# tool call: <img")
+    assert json.loads("".join(code["source"]).split("\n", 1)[1]) == {"k": SCRIPT}
+    outputs = code["outputs"]
+    assert outputs[0]["output_type"] == "stream" and "".join(outputs[0]["text"]).startswith("out ")
+    assert [o["output_type"] for o in outputs[1:]] == ["display_data"]
+    assert "text/html" not in json.dumps([o.get("data") for o in outputs])
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            assert "<script>" not in "".join(cell["source"])
+
+
+def test_write_export_to_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "case.ipynb"
+    text = write_export(CASES[0], "ipynb", out, whole_tree=True)
+    assert json.loads(out.read_text()) == json.loads(text)
+    with pytest.raises(UsageError):
+        write_export(CASES[0], "pdf")

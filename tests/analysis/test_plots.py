@@ -1,0 +1,114 @@
+"""Plots draw what the frames say, on Figure objects, never through pyplot."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.figure import Figure
+
+from pinb.analysis.frames import sessions_frame, tool_calls_frame
+from pinb.analysis.plots import (
+    plot_branches,
+    plot_cost,
+    plot_tokens,
+    plot_tool_use,
+    token_series,
+    tree_layout,
+)
+from pinb.core import Session
+
+from .conftest import CASES, PI_FIXTURES, build_demo
+
+
+@pytest.fixture(autouse=True)
+def _quiet_fonts() -> None:
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def test_tokens_plot_shows_every_turn_and_each_compaction_drop() -> None:
+    fixture = next(p for p in PI_FIXTURES if p.name == "before-compaction.jsonl")
+    data = token_series(fixture)
+    assert len(data["compaction_turn"]) == 2
+    assert all(b > a for b, a in zip(data["tokens_before"], data["tokens_after"], strict=True))
+    figure = plot_tokens(fixture, context_window=200_000)
+    assert isinstance(figure, Figure)
+    ax = figure.axes[0]
+    line = ax.lines[0]
+    assert list(line.get_xdata()) == data["turn"] and list(line.get_ydata()) == data["tokens"]
+    drops = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(drops) == 2
+    assert _png(figure).startswith(b"\x89PNG")
+
+
+def test_plots_never_touch_pyplot() -> None:
+    fixture = next(p for p in PI_FIXTURES if p.name == "before-compaction.jsonl")
+    code = (
+        "import sys\n"
+        "from pinb.analysis.plots import plot_tokens\n"
+        f"plot_tokens({str(fixture)!r}).savefig(__import__('io').BytesIO())\n"
+        "print('matplotlib.pyplot' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)  # fmt: skip
+    assert result.stdout.strip() == "False"
+
+
+def test_plots_draw_into_given_axes(tmp_path: Path) -> None:
+    path, _ = build_demo(tmp_path)
+    figure = Figure()
+    left, right = figure.subplots(1, 2)
+    assert plot_tokens(path, ax=left) is figure
+    assert plot_branches(path, ax=right) is figure
+    assert len(figure.axes) == 2
+
+
+def test_cost_and_tool_use_bars_match_the_frames() -> None:
+    sessions = sessions_frame(CASES, progress=False)
+    figure = plot_cost(sessions, top=3)
+    bars = figure.axes[0].patches
+    widths = sorted((b.get_width() for b in bars), reverse=True)
+    assert widths == pytest.approx(sorted(sessions.cost, reverse=True)[:3])
+    calls = pd.concat([tool_calls_frame(p) for p in CASES], ignore_index=True)
+    figure = plot_tool_use(calls)
+    patches = figure.axes[0].patches
+    tools = calls.tool_name.nunique()
+    ok, failed = patches[:tools], patches[tools:]
+    assert len(failed) == tools
+    assert sum(p.get_width() for p in ok) + sum(p.get_width() for p in failed) == len(calls)
+    assert sum(p.get_width() for p in failed) == int(calls.is_error.fillna(False).sum()) > 0
+    _png(figure)
+
+
+def test_branch_layout_and_plots(tmp_path: Path) -> None:
+    path, ids = build_demo(tmp_path)
+    session = Session.open(path)
+    positions = tree_layout(session)
+    index = {e.id: i for i, e in enumerate(session.entries)}
+    # The second answer to a1 opens a new lane; depth is the x coordinate.
+    assert positions[index[ids["u3"]]] == (2.0, 1.0)
+    assert positions[index[ids["r1"]]] == (2.0, 0.0)
+    figure = plot_branches(path)
+    points = sum(
+        len(c.get_offsets()) for c in figure.axes[0].collections if isinstance(c, PathCollection)
+    )
+    assert points == sum(
+        1
+        for e in session.entries
+        if e.role in ("user", "assistant", "toolResult") or e.type == "compaction"
+    )
+    summary = plot_branches(sessions_frame(CASES, progress=False))
+    scatter = next(c for c in summary.axes[0].collections if isinstance(c, PathCollection))
+    assert len(scatter.get_offsets()) == len(CASES)
