@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,7 +116,7 @@ class Agent:
 
     def run(
         self, prompt: str | list[dict[str, Any]], *, cancel: CancelToken | None = None
-    ) -> Iterator[AgentEvent]:
+    ) -> Generator[AgentEvent, None, None]:
         """Run one prompt, yielding events (works inside a running event loop, e.g. Jupyter).
 
         Ctrl-C (KeyboardInterrupt) cancels the run: the partial reply is saved as
@@ -183,7 +183,9 @@ class Agent:
         token = cancel or CancelToken()
         session = self.session
         info = self.model.info
-        settings = self.config.compaction.for_model(info.provider, info.id)
+        settings = self.config.compaction.for_model(info.provider, info.id).fit_window(
+            info.context_window
+        )
 
         for entry in self._record_model_and_thinking():
             yield EntrySaved(entry)
@@ -283,7 +285,8 @@ class Agent:
         current = context.model or {}
         if current.get("provider") != info.provider or current.get("modelId") != info.id:
             saved.append(session.append_model_change(info.provider, info.id))
-        if context.thinking_level != self.config.thinking_level:
+        recorded = any(e.type == "thinking_level_change" for e in context.path)
+        if not recorded or context.thinking_level != self.config.thinking_level:
             saved.append(session.append_thinking_level_change(self.config.thinking_level))
         return saved
 

@@ -213,6 +213,22 @@ class CompactionSettings:
         override = self.model_overrides.get(f"{provider}/{model_id}")
         return self._with(override) if override else self
 
+    def fit_window(self, context_window: int | None) -> CompactionSettings:
+        """Shrink reserve and kept tokens that would not fit a small window.
+
+        Pi's defaults (16k reserve, 20k kept) assume a large window; with an 8k local model
+        they would compact on every turn yet keep everything. Each is capped at a quarter
+        of the window when it exceeds half of it.
+        """
+        if not context_window:
+            return self
+        changes: dict[str, Any] = {}
+        if self.reserve_tokens * 2 > context_window:
+            changes["reserve_tokens"] = context_window // 4
+        if self.keep_recent_tokens * 2 > context_window:
+            changes["keep_recent_tokens"] = context_window // 4
+        return replace(self, **changes) if changes else self
+
     def threshold(self, context_window: int) -> float:
         """Context size above which automatic compaction starts."""
         if self.threshold_percent is not None:

@@ -382,3 +382,10 @@ def test_compaction_on_a_generated_session_then_navigation(tmp_path: Path) -> No
     reopened = Session.open(path)
     assert reopened.build_context().messages[0]["summary"] == report.summary
     assert len(reopened.entries) == len(session.entries)
+
+
+def test_settings_fit_small_windows() -> None:
+    small = CompactionSettings().fit_window(8192)
+    assert (small.reserve_tokens, small.keep_recent_tokens) == (2048, 2048)
+    assert CompactionSettings().fit_window(200_000) == CompactionSettings()
+    assert CompactionSettings().fit_window(None) == CompactionSettings()

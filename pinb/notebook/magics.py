@@ -1,0 +1,459 @@
+"""``%%pi`` and ``%pi``: Pi conversations and session commands in notebook cells.
+
+Thin: argument parsing here, everything else in plain pinb functions. Settings are
+traitlets, so ``%config PiMagics.model = "anthropic/claude-sonnet-4-5"`` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import os
+import shlex
+from pathlib import Path
+from typing import Any, NoReturn
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
+from traitlets import Bool, List, Unicode
+
+from ..agent import Agent, AgentConfig, AgentEnd
+from ..agent.tools import all_tools
+from ..core import (
+    CompactionSettings,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Session,
+    compact,
+    load_compaction_settings,
+    navigate,
+)
+from ..core.forks import clone_session, fork_session
+from ..core.listing import list_all_sessions, list_sessions
+from ..errors import EntryNotFoundError, PinbError, UsageError
+from ..llm import THINKING_LEVELS, ChatModel
+from .interpolate import interpolate
+from .live import AssistantReply, LiveRun
+from .models import choose_model
+from .python_tool import PythonTool
+
+__all__ = ["PiMagics"]
+
+COMMANDS_HELP = """\
+%%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate]   the cell is the prompt
+%pi new [--cwd DIR]              start a new session (written at its first reply)
+%pi open PATH                    continue a session file
+%pi resume                       the most recent session of this folder (as `pi --resume`)
+%pi sessions [--all] [--search TEXT]   list (or search) sessions
+%pi tree                         the session tree
+%pi context [--leaf ID]          the context path the model sees
+%pi tokens                       context tokens by role and tool
+%pi compact [--offline] [INSTRUCTIONS]   compact now
+%pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
+%pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
+%pi label ID TEXT                label an entry ("" clears)
+%pi name TEXT                    name the session
+%pi model [provider/model]       show or choose the model ("offline": scripted demo)
+%pi thinking LEVEL               off, minimal, low, medium, high, xhigh
+%pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
+%pi export html|md|ipynb PATH    export the current branch
+%pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
+%pi rm FILE                      move a session to the trash (forks are relinked)
+%pi help                         this list"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser(prog: str) -> _Parser:
+    return _Parser(prog=prog, add_help=False)
+
+
+@magics_class
+class PiMagics(Magics):
+    """Run Pi conversations in cells and inspect the session they write."""
+
+    model = Unicode("", help="provider/model-id; empty: the first configured provider").tag(
+        config=True
+    )
+    thinking = Unicode("off", help="Pi thinking level for new runs").tag(config=True)
+    tools = List(
+        Unicode(),
+        default_value=["read", "write", "edit", "bash", "ls", "grep", "find"],
+        help="enabled tools",
+    ).tag(config=True)
+    interpolate = Bool(True, help="replace {var} in %%pi cells with kernel variables").tag(
+        config=True
+    )
+    sessions_dir = Unicode("", help="folder for new sessions; empty: Pi's folder for the cwd").tag(
+        config=True
+    )
+    auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.session: Session | None = None
+        self._model: ChatModel | None = None
+        self._model_spec: str | None = None
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _cwd(self) -> Path:
+        return Path(os.getcwd())
+
+    def current_session(self) -> Session:
+        """The session %%pi appends to; a new one for the cwd until one is opened."""
+        if self.session is None:
+            folder = self.sessions_dir or None
+            self.session = Session.create(self._cwd(), folder)
+        return self.session
+
+    def current_model(self, spec: str | None = None) -> ChatModel:
+        """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used."""
+        wanted = spec or self.model or self._model_spec
+        if self._model is None or wanted != self._model_spec:
+            self._model = choose_model(wanted)
+            self._model_spec = wanted
+        return self._model
+
+    def _settings(self) -> CompactionSettings:
+        settings = load_compaction_settings(self._cwd())
+        if not self.auto_compact:
+            from dataclasses import replace
+
+            settings = replace(settings, enabled=False)
+        return settings
+
+    def _summarizer(
+        self, model: ChatModel, settings: CompactionSettings, offline: bool = False
+    ) -> Any:
+        if offline or model.info.provider == "pinb":
+            return ExtractiveSummarizer()
+        if settings.summary_model:
+            return ModelSummarizer(choose_model(settings.summary_model))
+        return ModelSummarizer(model)
+
+    def _tool_objects(self) -> list[Any]:
+        by_name = {tool.name: tool for tool in all_tools(self._cwd())}
+        chosen: list[Any] = []
+        for name in self.tools:
+            if name == "python":
+                chosen.append(PythonTool(self.shell))
+            elif name.startswith("memory"):
+                from ..memory import memory_tools
+
+                chosen.extend(t for t in memory_tools() if t.name == name or name == "memory")
+            elif name in by_name:
+                chosen.append(by_name[name])
+        return chosen
+
+    def _entry_id(self, session: Session, entry_id: str) -> str:
+        if entry_id in session:
+            return entry_id
+        ids = [str(e.id) for e in session.entries]
+        close = (
+            difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5)
+            or [i for i in ids if i.startswith(entry_id[:3])][:3]
+        )
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        error = EntryNotFoundError(entry_id)
+        error.args = (f"Entry {entry_id} not found{hint}",)
+        raise error
+
+    # -- %%pi -----------------------------------------------------------------------------
+
+    @cell_magic
+    def pi(self, line: str, cell: str) -> Any:
+        """Send the cell to the agent; see ``%pi help``."""
+        parser = _parser("%%pi")
+        parser.add_argument("--model")
+        parser.add_argument("--session")
+        parser.add_argument("--no-tools", action="store_true")
+        parser.add_argument("--no-interpolate", action="store_true")
+        args = parser.parse_args(shlex.split(line))
+        if args.session:
+            self.session = Session.open(Path(args.session).expanduser())
+        prompt = cell.strip("\n")
+        if not prompt.strip():
+            raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
+        if self.interpolate and not args.no_interpolate:
+            prompt = interpolate(prompt, self.shell.user_ns if self.shell else {})
+        model = self.current_model(args.model)
+        return self.run_prompt(prompt, model, tools=[] if args.no_tools else self._tool_objects())
+
+    def run_prompt(
+        self, prompt: str, model: ChatModel, *, tools: list[Any]
+    ) -> AssistantReply | None:
+        """Run the agent and stream it into the cell; the reply is the cell's value."""
+        session = self.current_session()
+        settings = self._settings()
+        append = None
+        from ..memory import default_db_path, memory_prompt_section
+
+        if default_db_path().exists():  # injection is switched on per project in the store
+            append = memory_prompt_section(project=None, query=prompt)
+        agent = Agent(
+            session,
+            model,
+            tools,
+            config=AgentConfig(
+                thinking_level=self.thinking, compaction=settings, append_system_prompt=append
+            ),
+            summarizer=self._summarizer(model, settings),
+            cwd=self._cwd(),
+        )
+        live = LiveRun(display)
+        end: AgentEnd | None = None
+        try:
+            with contextlib.closing(agent.run(prompt)) as events:
+                for event in events:
+                    live.add(event)
+                    if isinstance(event, AgentEnd):
+                        end = event
+        except KeyboardInterrupt:
+            live.finish()
+            print(
+                "interrupted: the partial reply was saved as aborted; the session is ready for the next cell"
+            )
+            return None
+        live.finish()
+        assert end is not None
+        return AssistantReply(end, session.path)
+
+    # -- %pi ------------------------------------------------------------------------------
+
+    @line_magic("pi")  # type: ignore[arg-type]
+    def pi_line(self, line: str) -> Any:
+        """Session commands; ``%pi help`` lists them."""
+        words = shlex.split(line)
+        if not words:
+            raise UsageError("%pi needs a command; try %pi help")
+        command, rest = words[0], words[1:]
+        handler = getattr(self, f"_cmd_{command}", None)
+        if handler is None:
+            close = difflib.get_close_matches(
+                command, [n[5:] for n in dir(self) if n.startswith("_cmd_")], n=1
+            )
+            raise UsageError(
+                f"%pi: unknown command {command!r}"
+                + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
+            )
+        return handler(rest)
+
+    pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP
+
+    def _cmd_help(self, args: list[str]) -> None:
+        print(COMMANDS_HELP)
+
+    def _cmd_new(self, args: list[str]) -> None:
+        parser = _parser("%pi new")
+        parser.add_argument("--cwd")
+        opts = parser.parse_args(args)
+        cwd = Path(opts.cwd).expanduser() if opts.cwd else self._cwd()
+        self.session = Session.create(cwd, self.sessions_dir or None)
+        print(f"new session {self.session.id} → {self.session.path} (written at the first reply)")
+
+    def _cmd_open(self, args: list[str]) -> None:
+        if len(args) != 1:
+            raise UsageError("usage: %pi open PATH")
+        self.session = Session.open(Path(args[0]).expanduser())
+        print(
+            f"opened {self.session.path} ({len(self.session.entries)} entries, leaf {self.session.leaf_id})"
+        )
+
+    def _cmd_resume(self, args: list[str]) -> None:
+        self.session = Session.continue_recent(self._cwd(), self.sessions_dir or None)
+        state = (
+            f"{len(self.session.entries)} entries"
+            if self.session.entries
+            else "none found: new session"
+        )
+        print(f"resumed {self.session.path} ({state})")
+
+    def _cmd_sessions(self, args: list[str]) -> Any:
+        from ..views import SessionListView
+
+        parser = _parser("%pi sessions")
+        parser.add_argument("--all", action="store_true")
+        parser.add_argument("--search")
+        opts = parser.parse_args(args)
+        if opts.search:
+            from ..analysis.index import search
+            from ..core.paths import sessions_dir_for
+
+            return search(opts.search, None if opts.all else sessions_dir_for(self._cwd()))
+        from ..core.paths import sessions_dir_for
+
+        infos = (
+            list_all_sessions()
+            if opts.all
+            else list_sessions(
+                Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(self._cwd())
+            )
+        )
+        return SessionListView(infos)
+
+    def _cmd_tree(self, args: list[str]) -> Any:
+        from ..views import TreeView
+
+        return TreeView(self.current_session())
+
+    def _cmd_context(self, args: list[str]) -> Any:
+        from ..views import ContextPathView
+
+        parser = _parser("%pi context")
+        parser.add_argument("--leaf")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        window = self._model.info.context_window if self._model is not None else None
+        if opts.leaf:
+            return ContextPathView(
+                session,
+                self._entry_id(session, opts.leaf),
+                context_window=window,
+                settings=self._settings(),
+            )
+        return ContextPathView(session, context_window=window, settings=self._settings())
+
+    def _cmd_tokens(self, args: list[str]) -> Any:
+        from ..views import ContextBreakdown
+
+        return ContextBreakdown(self.current_session())
+
+    def _cmd_compact(self, args: list[str]) -> Any:
+        from ..views import CompactionView
+
+        offline = "--offline" in args
+        instructions = " ".join(a for a in args if a != "--offline") or None
+        settings = self._settings()
+        model = self.current_model() if not offline else None
+        if model is not None:
+            settings = settings.for_model(model.info.provider, model.info.id).fit_window(
+                model.info.context_window
+            )
+        summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
+        report = compact(self.current_session(), summarizer, instructions, settings)
+        return CompactionView(report, self.current_session())
+
+    def _cmd_goto(self, args: list[str]) -> Any:
+        parser = _parser("%pi goto")
+        parser.add_argument("id")
+        parser.add_argument("--summarize", nargs="*", default=None, metavar="INSTRUCTIONS")
+        parser.add_argument("--offline", action="store_true")
+        parser.add_argument("--label")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        target = self._entry_id(session, opts.id)
+        summarizer = None
+        if opts.summarize is not None:
+            model = None if opts.offline else self.current_model()
+            summarizer = (
+                ExtractiveSummarizer()
+                if model is None
+                else self._summarizer(model, self._settings())
+            )
+        report = navigate(
+            session,
+            target,
+            summarize=opts.summarize is not None,
+            summarizer=summarizer,
+            instructions=" ".join(opts.summarize or []) or None,
+            label=opts.label,
+            context_window=self._model.info.context_window if self._model is not None else None,
+        )
+        print(f"leaf {report.old_leaf_id} → {report.new_leaf_id}")
+        if report.summary_entry is not None:
+            print(
+                f"branch summary {report.summary_entry.id} covers {len(report.summarized_ids)} entries"
+            )
+        if report.editor_text is not None:
+            print("text of the selected message, to send again:\n" + report.editor_text)
+        return None
+
+    def _cmd_fork(self, args: list[str]) -> None:
+        session = self.current_session()
+        if args:
+            new, text = fork_session(session, self._entry_id(session, args[0]))
+            print(f"forked into {new.path}; the message to send again:\n{text}")
+        else:
+            new = clone_session(session)
+            print(f"cloned the branch into {new.path}")
+        self.session = new
+
+    def _cmd_label(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %pi label ID TEXT")
+        session = self.current_session()
+        session.set_label(self._entry_id(session, args[0]), " ".join(args[1:]) or None)
+
+    def _cmd_name(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %pi name TEXT")
+        self.current_session().set_name(" ".join(args))
+
+    def _cmd_model(self, args: list[str]) -> None:
+        if args:
+            self._model = choose_model(args[0])
+            self.model = self._model_spec = args[0]
+        model = self.current_model()
+        info = model.info
+        print(
+            f"{info.provider}/{info.id} · window {info.context_window:,} · max out {info.max_tokens:,}"
+        )
+
+    def _cmd_thinking(self, args: list[str]) -> None:
+        if len(args) != 1 or args[0] not in THINKING_LEVELS:
+            raise UsageError(f"usage: %pi thinking {'|'.join(THINKING_LEVELS)}")
+        self.thinking = args[0]
+
+    def _cmd_tools(self, args: list[str]) -> None:
+        enabled = list(self.tools)
+        known = {t.name for t in all_tools(self._cwd())} | {
+            "python",
+            "memory_save",
+            "memory_recall",
+            "memory_forget",
+        }
+        for arg in args:
+            name = arg[1:]
+            if arg[:1] not in "+-" or name not in known:
+                raise UsageError(
+                    f"%pi tools: use +name or -name with one of {', '.join(sorted(known))}"
+                )
+            if arg[0] == "+" and name not in enabled:
+                enabled.append(name)
+            elif arg[0] == "-" and name in enabled:
+                enabled.remove(name)
+        self.tools = enabled
+        print("tools: " + (", ".join(enabled) or "(none)"))
+
+    def _cmd_export(self, args: list[str]) -> None:
+        from ..analysis.export import write_export
+
+        if len(args) != 2 or args[0] not in ("html", "md", "ipynb"):
+            raise UsageError("usage: %pi export html|md|ipynb PATH")
+        target = Path(args[1]).expanduser()
+        write_export(self.current_session(), args[0], target)
+        print(f"wrote {target}")
+
+    def _cmd_memory(self, args: list[str]) -> Any:
+        from ..memory import MemoryStore, project_id
+        from ..memory.cli import memory_command
+        from ..views import MemoryView
+
+        if not args or args == ["list"]:
+            return MemoryView(MemoryStore(), project_id(self._cwd()))
+        code = memory_command(["--cwd", str(self._cwd()), *args])
+        if code:
+            raise PinbError(f"%pi memory {' '.join(args)} failed")
+        return None
+
+    def _cmd_rm(self, args: list[str]) -> None:
+        from ..memory import remove_session
+
+        if len(args) != 1:
+            raise UsageError("usage: %pi rm FILE")
+        print(remove_session(Path(args[0]).expanduser()).summary())

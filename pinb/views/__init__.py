@@ -1,0 +1,43 @@
+"""Views of sessions that display anywhere (``_repr_mimebundle_``), plus the ipywidgets explorer."""
+
+# ``SessionExplorer`` (ipywidgets) and ``MemoryView`` are imported on first use, so the plain
+# views work without ipywidgets installed.
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .breakdown import ContextBreakdown
+from .compaction import CompactionView
+from .context_path import ContextPathView
+from .entry import EntryView
+from .session import session_mimebundle
+from .session_list import SessionListView
+from .tree import TreeView
+
+if TYPE_CHECKING:
+    from .widgets import SessionExplorer
+
+__all__ = [
+    "CompactionView",
+    "ContextBreakdown",
+    "ContextPathView",
+    "EntryView",
+    "MemoryView",
+    "SessionExplorer",
+    "SessionListView",
+    "TreeView",
+    "session_mimebundle",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SessionExplorer":
+        from .widgets import SessionExplorer
+
+        return SessionExplorer
+    if name == "MemoryView":
+        from .memory import MemoryView
+
+        return MemoryView
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
