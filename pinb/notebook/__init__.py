@@ -15,6 +15,34 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
+    _show_figures(ipython)
+
+
+def _show_figures(ipython: Any) -> None:
+    """Display the matplotlib ``Figure`` objects pinb's plots return, even without pyplot."""
+    formatter = ipython.display_formatter.formatters.get("image/png")
+    if formatter is None:
+        return
+
+    def png(figure: Any) -> bytes:
+        import io
+
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", bbox_inches="tight")
+        return buffer.getvalue()
+
+    if formatter.lookup_by_type is None or not _has_figure_printer(formatter):
+        formatter.for_type_by_name("matplotlib.figure", "Figure", png)
+
+
+def _has_figure_printer(formatter: Any) -> bool:
+    try:
+        from matplotlib.figure import Figure
+
+        formatter.lookup_by_type(Figure)
+        return True
+    except (ImportError, KeyError):
+        return False
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -45,6 +45,7 @@ COMMANDS_HELP = """\
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
 %pi resume                       the most recent session of this folder (as `pi --resume`)
+%pi session                      the current session (its file is .path)
 %pi sessions [--all] [--search TEXT]   list (or search) sessions
 %pi tree                         the session tree
 %pi context [--leaf ID]          the context path the model sees
@@ -104,6 +105,11 @@ class PiMagics(Magics):
     def _cwd(self) -> Path:
         return Path(os.getcwd())
 
+    def _session_cwd(self, session: Session) -> Path:
+        """Tools run in the session's folder (``%pi new --cwd``), else the kernel's cwd."""
+        folder = Path(session.cwd) if session.cwd else None
+        return folder if folder is not None and folder.is_dir() else self._cwd()
+
     def current_session(self) -> Session:
         """The session %%pi appends to; a new one for the cwd until one is opened."""
         if self.session is None:
@@ -137,7 +143,7 @@ class PiMagics(Magics):
         return ModelSummarizer(model)
 
     def _tool_objects(self) -> list[Any]:
-        by_name = {tool.name: tool for tool in all_tools(self._cwd())}
+        by_name = {tool.name: tool for tool in all_tools()}  # they run in the session's cwd
         chosen: list[Any] = []
         for name in self.tools:
             if name == "python":
@@ -203,7 +209,7 @@ class PiMagics(Magics):
                 thinking_level=self.thinking, compaction=settings, append_system_prompt=append
             ),
             summarizer=self._summarizer(model, settings),
-            cwd=self._cwd(),
+            cwd=self._session_cwd(session),
         )
         live = LiveRun(display)
         end: AgentEnd | None = None
@@ -247,6 +253,10 @@ class PiMagics(Magics):
 
     def _cmd_help(self, args: list[str]) -> None:
         print(COMMANDS_HELP)
+
+    def _cmd_session(self, args: list[str]) -> Session:
+        """The current session object (it renders itself; ``.path`` is its file)."""
+        return self.current_session()
 
     def _cmd_new(self, args: list[str]) -> None:
         parser = _parser("%pi new")
@@ -411,7 +421,7 @@ class PiMagics(Magics):
 
     def _cmd_tools(self, args: list[str]) -> None:
         enabled = list(self.tools)
-        known = {t.name for t in all_tools(self._cwd())} | {
+        known = {t.name for t in all_tools()} | {
             "python",
             "memory_save",
             "memory_recall",
