@@ -249,7 +249,7 @@ class PiMagics(Magics):
             )
         return handler(rest)
 
-    pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP
+    pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP  # type: ignore[assignment]
 
     def _cmd_help(self, args: list[str]) -> None:
         print(COMMANDS_HELP)
