@@ -14,13 +14,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core import Session, convert_to_llm
 from ..core.compact import compact, compaction_due
+from ..core.compaction import prepare_compaction
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings
@@ -101,7 +102,7 @@ class Agent:
         config: AgentConfig | None = None,
         summarizer: Summarizer | None = None,
         cwd: str | Path | None = None,
-        on_compaction: Callable[[Session, Any], None] | None = None,
+        observer: Any = None,
     ) -> None:
         self.session = session
         self.model = model
@@ -109,8 +110,9 @@ class Agent:
         self.config = config or AgentConfig()
         self.summarizer = summarizer
         self.cwd = Path(cwd or session.cwd or ".")
-        #: Called with (session, preparation) just before a compaction (memory observation).
-        self.on_compaction = on_compaction
+        #: Optional memory observer (``pinb.memory.MemoryObserver``): it sees what a
+        #: compaction is about to summarize, and each run's messages. Best-effort.
+        self.observer = observer
 
     # -- public ---------------------------------------------------------------------------
 
@@ -271,6 +273,11 @@ class Agent:
             report = await self._compact("threshold", settings)
             if report is not None:
                 yield CompactionDone(report)
+        if self.observer is not None and replies:
+            path = self.session.path_to()
+            start = next((i for i, e in enumerate(path) if e is user_entry), 0)
+            run_messages = [e.message for e in path[start:] if e.message]
+            await asyncio.to_thread(self._observe, "end_of_run", run_messages)
         last = replies[-1] if replies else {}
         yield AgentEnd(stop_reason, replies, error=last.get("errorMessage"))
 
@@ -292,17 +299,26 @@ class Agent:
 
     async def _compact(self, reason: str, settings: CompactionSettings) -> CompactionReport | None:
         summarizer = self.summarizer or ModelSummarizer(self.model)
-        if self.on_compaction is not None:
-            try:
-                self.on_compaction(self.session, reason)
-            except Exception:  # observation is best-effort
-                log.exception("compaction hook failed")
+        if self.observer is not None:
+            prepared = prepare_compaction(self.session.path_to(), settings)
+            if prepared is not None:
+                messages = [
+                    p.message
+                    for p in prepared.messages_to_summarize + prepared.turn_prefix_messages
+                ]
+                await asyncio.to_thread(self._observe, "before_compaction", messages)
         try:
             return await asyncio.to_thread(
                 compact, self.session, summarizer, None, settings, reason=reason
             )
         except NothingToCompactError:
             return None
+
+    def _observe(self, hook: str, messages: list[Any]) -> None:
+        try:
+            getattr(self.observer, hook)(messages, session=self.session)
+        except Exception:  # observation must never break the conversation
+            log.exception("memory observation (%s) failed", hook)
 
     async def _run_tools(
         self, calls: list[dict[str, Any]], token: CancelToken

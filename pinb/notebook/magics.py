@@ -60,6 +60,7 @@ COMMANDS_HELP = """\
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
 %pi export html|md|ipynb PATH    export the current branch
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
+%pi memory observe on|off        propose memory notes before compactions and after runs
 %pi rm FILE                      move a session to the trash (forks are relinked)
 %pi help                         this list"""
 
@@ -99,6 +100,7 @@ class PiMagics(Magics):
         self.session: Session | None = None
         self._model: ChatModel | None = None
         self._model_spec: str | None = None
+        self._observe = False
 
     # -- state ----------------------------------------------------------------------------
 
@@ -141,6 +143,11 @@ class PiMagics(Magics):
         if settings.summary_model:
             return ModelSummarizer(choose_model(settings.summary_model))
         return ModelSummarizer(model)
+
+    def _observer(self, model: ChatModel, settings: CompactionSettings) -> Any:
+        from ..memory import MemoryObserver
+
+        return MemoryObserver(self._summarizer(model, settings), cwd=self._cwd())
 
     def _tool_objects(self) -> list[Any]:
         by_name = {tool.name: tool for tool in all_tools()}  # they run in the session's cwd
@@ -210,6 +217,7 @@ class PiMagics(Magics):
             ),
             summarizer=self._summarizer(model, settings),
             cwd=self._session_cwd(session),
+            observer=self._observer(model, settings) if self._observe else None,
         )
         live = LiveRun(display)
         end: AgentEnd | None = None
@@ -456,6 +464,19 @@ class PiMagics(Magics):
 
         if not args or args == ["list"]:
             return MemoryView(MemoryStore(), project_id(self._cwd()))
+        if args[0] == "observe":
+            if args[1:] not in (["on"], ["off"]):
+                raise UsageError("usage: %pi memory observe on|off")
+            self._observe = args[1] == "on"
+            print(
+                "memory observation "
+                + (
+                    "on: notes are proposed before compactions and after runs"
+                    if self._observe
+                    else "off"
+                )
+            )
+            return None
         code = memory_command(["--cwd", str(self._cwd()), *args])
         if code:
             raise PinbError(f"%pi memory {' '.join(args)} failed")

@@ -261,3 +261,40 @@ def test_interpolation_of_dataframes(shell: InteractiveShell) -> None:
     text = interpolate("Look at {df} and {missing} and {{literal}} and {df.shape}", {"df": frame})
     assert "DataFrame (100×2)" in text and "{missing}" in text and "{literal}" in text
     assert "(100, 2)" in text and len(text) < 4000
+
+
+def test_memory_commands(shell: InteractiveShell, tmp_path: Path) -> None:
+    with capture_output() as captured:
+        shell.run_line_magic("pi", "memory save The build uses uv --kind decision")
+        shell.run_line_magic("pi", "memory observe on")
+    assert "observation on" in captured.stdout
+    view = shell.run_line_magic("pi", "memory")
+    assert "The build uses uv" in view._repr_mimebundle_()["text/html"]
+    with capture_output():
+        reply = shell.run_cell_magic("pi", "--model offline --no-tools", "hello")
+    assert isinstance(reply, AssistantReply)
+
+
+def test_help_is_the_magic_docstring(shell: InteractiveShell) -> None:
+    doc = shell.find_line_magic("pi").__doc__
+    assert "%pi goto ID" in doc and "%pi memory observe" in doc
+
+
+def test_agents_md_files_reach_the_system_prompt(tmp_path: Path, isolated_agent_dir: Path) -> None:
+    from pinb.agent import build_system_prompt, context_files
+
+    (isolated_agent_dir / "AGENTS.md").write_text("global rule")
+    project = tmp_path / "proj" / "sub"
+    project.mkdir(parents=True)
+    (tmp_path / "proj" / "CLAUDE.md").write_text("project rule")
+    (project / "AGENTS.md").write_text("sub rule")
+    (project / "CLAUDE.md").write_text("ignored: AGENTS.md wins in a folder")
+    files = context_files(project)
+    assert files == [
+        isolated_agent_dir / "AGENTS.md",
+        tmp_path / "proj" / "CLAUDE.md",
+        project / "AGENTS.md",
+    ]
+    prompt = build_system_prompt(project)
+    assert prompt.index("global rule") < prompt.index("project rule") < prompt.index("sub rule")
+    assert "ignored" not in prompt

@@ -85,7 +85,9 @@ def tools_by_name(
             continue
         factory = _FACTORIES.get(name)
         if factory is None:
-            raise ValueError(f"Unknown tool {name!r}; built-in tools are: {', '.join(ALL_TOOL_NAMES)}")
+            raise ValueError(
+                f"Unknown tool {name!r}; built-in tools are: {', '.join(ALL_TOOL_NAMES)}"
+            )
         seen.add(name)
         tools.append(factory(cwd))
     return tools

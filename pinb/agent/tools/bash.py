@@ -99,7 +99,9 @@ class _Output:
                 f"(line is {format_size(line_size)}). Full output: {self.temp_path}]"
             )
         elif truncation.truncated_by == "lines":
-            notice = f"[Showing lines {start}-{end} of {total_lines}. Full output: {self.temp_path}]"
+            notice = (
+                f"[Showing lines {start}-{end} of {total_lines}. Full output: {self.temp_path}]"
+            )
         else:
             notice = (
                 f"[Showing lines {start}-{end} of {total_lines} ({format_size(DEFAULT_MAX_BYTES)} "
@@ -129,7 +131,10 @@ _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "command": {"type": "string", "description": "Bash command to execute"},
-        "timeout": {"type": "number", "description": "Timeout in seconds (optional; no timeout by default)"},
+        "timeout": {
+            "type": "number",
+            "description": "Timeout in seconds (optional; no timeout by default)",
+        },
     },
     "required": ["command"],
 }
@@ -197,7 +202,9 @@ class BashTool:
             timeout = None
         cwd = tool_cwd(self.cwd, context.cwd)
         if not cwd.is_dir():
-            return ToolResult.error(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+            return ToolResult.error(
+                f"Working directory does not exist: {cwd}\nCannot execute bash commands."
+            )
         if is_cancelled(context.cancel):
             return ToolResult.error("Command aborted")
 
@@ -225,7 +232,11 @@ class BashTool:
         text, details = output.finish()
 
         if aborted or timed_out:
-            status = "Command aborted" if aborted else f"Command timed out after {js_number(timeout or 0)} seconds"
+            status = (
+                "Command aborted"
+                if aborted
+                else f"Command timed out after {js_number(timeout or 0)} seconds"
+            )
             return ToolResult.error(f"{text}\n\n{status}" if text else status)
         text = text or "(no output)"
         if code != 0:

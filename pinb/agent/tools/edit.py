@@ -122,8 +122,14 @@ def diff_text(old: str, new: str, context_lines: int = 4) -> tuple[str, int | No
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "description": "Path of the file to edit, relative to the working directory or absolute"},
-        "oldText": {"type": "string", "description": "Exact text to find and replace (must match exactly and occur once)"},
+        "path": {
+            "type": "string",
+            "description": "Path of the file to edit, relative to the working directory or absolute",
+        },
+        "oldText": {
+            "type": "string",
+            "description": "Exact text to find and replace (must match exactly and occur once)",
+        },
         "newText": {"type": "string", "description": "Text to put in its place"},
     },
     "required": ["path", "oldText", "newText"],

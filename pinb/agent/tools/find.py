@@ -171,7 +171,9 @@ class GitIgnore:
             if not line:
                 continue
             anchored = "/" in line
-            rules.append(_Rule(base, glob_matcher(line.lstrip("/")), anchored, directory_only, negated))
+            rules.append(
+                _Rule(base, glob_matcher(line.lstrip("/")), anchored, directory_only, negated)
+            )
         return GitIgnore(tuple(rules))
 
     def ignores(self, path: str, is_dir: bool) -> bool:
@@ -264,8 +266,14 @@ _PARAMETERS: dict[str, Any] = {
             "type": "string",
             "description": "Glob pattern to match, e.g. '*.py', '**/*.json' or 'src/**/test_*.py'",
         },
-        "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
-        "limit": {"type": "number", "description": f"Maximum number of results (default: {_DEFAULT_LIMIT})"},
+        "path": {
+            "type": "string",
+            "description": "Directory to search in (default: current directory)",
+        },
+        "limit": {
+            "type": "number",
+            "description": f"Maximum number of results (default: {_DEFAULT_LIMIT})",
+        },
     },
     "required": ["pattern"],
 }

@@ -47,13 +47,34 @@ _DEFAULT_LIMIT = 100
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "description": "Search pattern (regular expression, or literal string with literal=true)"},
-        "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-        "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'"},
-        "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-        "literal": {"type": "boolean", "description": "Treat the pattern as a literal string instead of a regex (default: false)"},
-        "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
-        "limit": {"type": "number", "description": f"Maximum number of matches to return (default: {_DEFAULT_LIMIT})"},
+        "pattern": {
+            "type": "string",
+            "description": "Search pattern (regular expression, or literal string with literal=true)",
+        },
+        "path": {
+            "type": "string",
+            "description": "Directory or file to search (default: current directory)",
+        },
+        "glob": {
+            "type": "string",
+            "description": "Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'",
+        },
+        "ignoreCase": {
+            "type": "boolean",
+            "description": "Case-insensitive search (default: false)",
+        },
+        "literal": {
+            "type": "boolean",
+            "description": "Treat the pattern as a literal string instead of a regex (default: false)",
+        },
+        "context": {
+            "type": "number",
+            "description": "Number of lines to show before and after each match (default: 0)",
+        },
+        "limit": {
+            "type": "number",
+            "description": f"Maximum number of matches to return (default: {_DEFAULT_LIMIT})",
+        },
     },
     "required": ["pattern"],
 }
@@ -103,7 +124,9 @@ class GrepTool:
         except ToolInputError as exc:
             return ToolResult.error(str(exc))
         try:
-            regex = re.compile(re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0)
+            regex = re.compile(
+                re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0
+            )
         except re.error as exc:
             return ToolResult.error(
                 f"Invalid regex pattern {pattern!r}: {exc}. Escape special characters or pass literal=true."
@@ -151,7 +174,9 @@ class GrepTool:
         if not matches:
             return ToolResult.text("No matches found")
         notice = f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern"
-        cut_notice = f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        cut_notice = (
+            f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        )
         return listing_result(
             output,
             empty="No matches found",
@@ -160,7 +185,9 @@ class GrepTool:
         )
 
 
-def _format_block(rel: str, lines: list[str], hits: list[int], around: int) -> tuple[list[str], bool]:
+def _format_block(
+    rel: str, lines: list[str], hits: list[int], around: int
+) -> tuple[list[str], bool]:
     """The output lines for one file's matches (0-based line indexes) and whether any was cut."""
     shown: dict[int, bool] = {}  # line index -> is a match
     for hit in hits:

@@ -20,7 +20,10 @@ _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": {"type": "string", "description": "Directory to list (default: current directory)"},
-        "limit": {"type": "number", "description": f"Maximum number of entries to return (default: {_DEFAULT_LIMIT})"},
+        "limit": {
+            "type": "number",
+            "description": f"Maximum number of entries to return (default: {_DEFAULT_LIMIT})",
+        },
     },
 }
 

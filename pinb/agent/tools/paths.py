@@ -145,7 +145,9 @@ def optional_number(arguments: Mapping[str, Any], key: str) -> float | None:
     return number
 
 
-def optional_int(arguments: Mapping[str, Any], key: str, *, minimum: int | None = None) -> int | None:
+def optional_int(
+    arguments: Mapping[str, Any], key: str, *, minimum: int | None = None
+) -> int | None:
     """The whole-number argument ``key`` (fractions are cut), or None when absent.
 
     Raises `ToolInputError` when it is below ``minimum``.
@@ -172,5 +174,11 @@ def optional_bool(arguments: Mapping[str, Any], key: str, default: bool = False)
 
 
 def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
+    names = {
+        dict: "an object",
+        list: "an array",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)

@@ -21,7 +21,14 @@ from .paths import (
 )
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
 
-__all__ = ["IMAGE_MAX_BYTES", "IMAGE_MAX_SIDE", "IMAGE_MIME_TYPES", "ReadTool", "detect_image_mime", "fit_image"]
+__all__ = [
+    "IMAGE_MAX_BYTES",
+    "IMAGE_MAX_SIDE",
+    "IMAGE_MIME_TYPES",
+    "ReadTool",
+    "detect_image_mime",
+    "fit_image",
+]
 
 #: Largest image side sent to the model, in pixels (Pi's default).
 IMAGE_MAX_SIDE = 2000
@@ -79,9 +86,18 @@ def _looks_like_text(data: bytes) -> bool:
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "description": "Path of the file to read, relative to the working directory or absolute"},
-        "offset": {"type": "number", "description": "First line to read, counting from 1 (default: 1)"},
-        "limit": {"type": "number", "description": "Most lines to read (default: until the output limit)"},
+        "path": {
+            "type": "string",
+            "description": "Path of the file to read, relative to the working directory or absolute",
+        },
+        "offset": {
+            "type": "number",
+            "description": "First line to read, counting from 1 (default: 1)",
+        },
+        "limit": {
+            "type": "number",
+            "description": "Most lines to read (default: until the output limit)",
+        },
     },
     "required": ["path"],
 }
@@ -106,7 +122,11 @@ def fit_image(data: bytes, mime: str) -> tuple[bytes, str, str | None]:
     try:
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
-            if width <= IMAGE_MAX_SIDE and height <= IMAGE_MAX_SIDE and len(data) <= IMAGE_MAX_BYTES:
+            if (
+                width <= IMAGE_MAX_SIDE
+                and height <= IMAGE_MAX_SIDE
+                and len(data) <= IMAGE_MAX_BYTES
+            ):
                 return data, mime, None
             fit = min(1.0, IMAGE_MAX_SIDE / width, IMAGE_MAX_SIDE / height)
             has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
@@ -140,7 +160,10 @@ def _shrunk(pixels: Any, width: int, height: int) -> Iterator[list[tuple[bytes, 
             return
         resized = pixels.resize(size, Image.Resampling.LANCZOS)
         rgb = resized.convert("RGB")
-        yield [(_encode(resized, "PNG"), "image/png", *size), (_encode(rgb, "JPEG", quality=80), "image/jpeg", *size)]
+        yield [
+            (_encode(resized, "PNG"), "image/png", *size),
+            (_encode(rgb, "JPEG", quality=80), "image/jpeg", *size),
+        ]
         for quality in (55, 40):
             yield [(_encode(rgb, "JPEG", quality=quality), "image/jpeg", *size)]
 
@@ -202,7 +225,9 @@ class ReadTool:
         if not target.exists():
             return ToolResult.error(f"File not found: {target}")
         if target.is_dir():
-            return ToolResult.error(f"{target} is a directory, not a file. Use ls to list its contents.")
+            return ToolResult.error(
+                f"{target} is a directory, not a file. Use ls to list its contents."
+            )
         try:
             data = target.read_bytes()
         except PermissionError:
@@ -225,7 +250,9 @@ def _read_image(data: bytes, mime: str, target: Path) -> ToolResult:
         )
     text = f"Read image file [{mime}]" + (f"\n{note}" if note else "")
     encoded = base64.b64encode(data).decode("ascii")
-    return ToolResult([{"type": "text", "text": text}, {"type": "image", "data": encoded, "mimeType": mime}])
+    return ToolResult(
+        [{"type": "text", "text": text}, {"type": "image", "data": encoded, "mimeType": mime}]
+    )
 
 
 def _read_text(text: str, path: str, offset: int | None, limit: int | None) -> ToolResult:
@@ -248,7 +275,11 @@ def _read_text(text: str, path: str, offset: int | None, limit: int | None) -> T
         return ToolResult.text(output, details={"truncation": truncation.to_details()})
     if truncation.truncated:
         last = first + truncation.output_lines - 1
-        why = "" if truncation.truncated_by == "lines" else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+        why = (
+            ""
+            if truncation.truncated_by == "lines"
+            else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+        )
         output = (
             f"{truncation.content}\n\n[Showing lines {first}-{last} of {total}{why}. "
             f"Use offset={last + 1} to continue.]"

@@ -123,7 +123,9 @@ def _split_lines(content: str) -> list[str]:
     return lines
 
 
-def _untruncated(content: str, lines: int, size: int, max_lines: int, max_bytes: int) -> TruncationResult:
+def _untruncated(
+    content: str, lines: int, size: int, max_lines: int, max_bytes: int
+) -> TruncationResult:
     return TruncationResult(
         content, False, None, lines, size, lines, size, False, False, max_lines, max_bytes
     )

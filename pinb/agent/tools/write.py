@@ -33,7 +33,10 @@ def write_text_file(path: Path, text: str) -> None:
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "description": "Path of the file to write, relative to the working directory or absolute"},
+        "path": {
+            "type": "string",
+            "description": "Path of the file to write, relative to the working directory or absolute",
+        },
         "content": {"type": "string", "description": "The complete new content of the file"},
     },
     "required": ["path", "content"],
@@ -81,7 +84,9 @@ class WriteTool:
                 f"Cannot write to {path}: a parent of it is a file, not a directory."
             )
         except PermissionError:
-            return ToolResult.error(f"Cannot write to {path}: permission denied creating {target.parent}.")
+            return ToolResult.error(
+                f"Cannot write to {path}: permission denied creating {target.parent}."
+            )
         try:
             write_text_file(target, content)
         except PermissionError:
