@@ -47,16 +47,26 @@ class TreeNode:
     children: list[TreeNode] = field(default_factory=list)
 
     def walk(self, depth: int = 0) -> Iterator[tuple[TreeNode, int]]:
-        """Pre-order ``(node, depth)`` pairs; iterative, so deep trees do not recurse."""
+        """Pre-order ``(node, depth)`` pairs; iterative, so deep trees do not recurse.
+
+        A node shared through duplicate ids is listed (with its subtree) wherever it
+        occurs, as in Pi's tree; a node met again and again (a cycle, which Pi would loop
+        on) stops being expanded after a few rounds.
+        """
         stack: list[tuple[TreeNode, int]] = [(self, depth)]
-        seen: set[int] = set()
+        expanded: dict[int, int] = {}
         while stack:
             node, d = stack.pop()
             yield node, d
-            if id(node) in seen:
-                continue  # a node shared through duplicate ids: do not expand it twice
-            seen.add(id(node))
+            times = expanded.get(id(node), 0)
+            if times >= _MAX_EXPANSIONS:
+                continue
+            expanded[id(node)] = times + 1
             stack.extend((child, d + 1) for child in reversed(node.children))
+
+
+#: How often one node is expanded in a walk before it is taken for a cycle.
+_MAX_EXPANSIONS = 64
 
 
 def _date_compare(a: Entry, b: Entry) -> float | None:
@@ -164,7 +174,7 @@ class SessionIndex:
         if kind == "label":
             target = id_key(raw.get("targetId", MISSING))
             label = raw.get("label")
-            if isinstance(label, str) and label:
+            if js_truthy(label):  # Pi: `if (entry.label)`
                 self._labels[target] = (label, raw.get("timestamp"))
             else:
                 self._labels.pop(target, None)

@@ -154,7 +154,7 @@ def _tree(session: Session, form: str) -> Any:
     def nested(node: Any) -> dict[str, Any]:
         return {
             "id": node.entry.id,
-            "type": node.entry.type or None,
+            "type": node.entry.raw.get("type", MISSING),
             "label": node.label,
             "children": [nested(child) for child in node.children],
         }
@@ -177,7 +177,7 @@ def _migrate(session: Session) -> dict[str, Any]:
     for entry in session.entries:
         raw = entry.raw
         item: dict[str, Any] = {
-            "type": raw.get("type"),
+            "type": raw.get("type", MISSING),
             "hasId": isinstance(raw.get("id"), str),
             "parent": _position(positions, raw.get("parentId", MISSING)),
         }
@@ -217,9 +217,18 @@ def _branch(session: Session, item: dict[str, Any], budgets: list[int]) -> dict[
         "to": item["to"],
         "commonAncestorId": collected.common_ancestor_id,
         "entryIds": [e.id for e in collected.entries],
-        "entryTypes": [e.type or None for e in collected.entries],
+        "entryTypes": [e.raw.get("type", MISSING) for e in collected.entries],
         "prepare": prepares,
     }
+
+
+def _json(value: Any) -> Any:
+    """What JSON.stringify makes of a value: undefined keys vanish, undefined items are null."""
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items() if v is not MISSING}
+    if isinstance(value, list | tuple):
+        return [None if v is MISSING else _json(v) for v in value]
+    return value
 
 
 def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -239,6 +248,7 @@ def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[
         _branch(session, item, list(query.get("budgets", []))) for item in query.get("branches", [])
     ]
     file_result["entryCount"] = len(session.entries)
-    file_result["leafId"] = session.index.last_entry_id
+    leaf_id = session.index.last_entry_id
+    file_result["leafId"] = None if leaf_id is MISSING else leaf_id
     result["@file"] = file_result
-    return result
+    return _json(result)
