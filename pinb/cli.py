@@ -21,7 +21,7 @@ from .core import (
     navigate,
     plan_compaction,
 )
-from .core.listing import SessionInfo, list_all_sessions, list_sessions
+from .core.listing import SessionInfo
 from .core.paths import sessions_dir_for
 from .core.tree import TreeNode
 from .errors import PinbError, UsageError
@@ -96,11 +96,13 @@ def entry_preview(entry: Any) -> str:
 
 
 def _cmd_ls(args: argparse.Namespace) -> int:
-    infos: list[SessionInfo]
-    if args.all:
-        infos = list_all_sessions()
-    else:
-        infos = list_sessions(Path(args.dir) if args.dir else sessions_dir_for(Path.cwd()))
+    # The sidecar index (pinb's own cache; session files are never touched) makes listing
+    # thousands of sessions fast once warm.
+    from .analysis.index import list_indexed
+
+    infos: list[SessionInfo] = list_indexed(
+        None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd())
+    )
     if args.json:
         print(json.dumps([_info_json(i) for i in infos], ensure_ascii=False, indent=1))
         return 0
