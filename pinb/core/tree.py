@@ -144,7 +144,7 @@ class SessionIndex:
         self.entries: list[Entry] = []
         self.by_id: dict[object, Entry] = {}
         self.problems: list[Problem] = []
-        self._labels: dict[object, tuple[str, Any]] = {}
+        self._labels: dict[object, tuple[Any, Any]] = {}
         self._name_latest_nonempty: str | None = None
         self._name_latest: str | None = None
         self._replayed_leaf: object = None
