@@ -251,4 +251,5 @@ def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[
     leaf_id = session.index.last_entry_id
     file_result["leafId"] = None if leaf_id is MISSING else leaf_id
     result["@file"] = file_result
-    return _json(result)
+    answered: dict[str, Any] = _json(result)
+    return answered

@@ -22,78 +22,25 @@ import json
 import socket
 import sys
 import threading
-import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LLMServer", "RecordedRequest", "ServerReply", "ToolCallScript"]
-
-_OVERFLOW_OPENAI = (
-    "This model's maximum context length is 128000 tokens. However, your messages "
-    "resulted in 131072 tokens. Please reduce the length of the messages."
+from .llm_wire import (
+    _OVERFLOW_ANTHROPIC,
+    _OVERFLOW_OPENAI,
+    ServerReply,
+    ToolCallScript,
+    _anthropic_events,
+    _anthropic_json,
+    _openai_events,
+    _openai_json,
+    _stream_error,
 )
-_OVERFLOW_ANTHROPIC = "prompt is too long: 213462 tokens > 200000 maximum"
-_OPENAI_STOP = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
-_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 
-
-@dataclass
-class ToolCallScript:
-    """A tool call the server will stream (id generated when not given)."""
-
-    name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    id: str | None = None
-
-
-@dataclass
-class ServerReply:
-    """One scripted answer, or one fault.
-
-    Content (streamed in this order): ``thinking`` (Anthropic: with
-    ``thinking_signature``; OpenAI-compatible: as ``reasoning_content``),
-    ``redacted_thinking`` (Anthropic only), ``text``, ``tool_calls``. ``usage`` keys:
-    ``input``, ``output``, ``cache_read``, ``cache_write``. ``stop_reason`` is Pi's
-    (``stop``/``length``/``toolUse``), chosen from the content when omitted.
-
-    Faults: ``status`` answers with that HTTP error (``error_message`` in the
-    provider's error body, ``headers`` e.g. ``{"Retry-After": "1"}``);
-    ``overflow=True`` answers 400 with the provider's context-overflow wording;
-    ``chunk_delay`` sleeps between SSE events; ``pause`` sleeps once after
-    ``pause_after`` events (a model thinking mid-stream); ``stall`` sleeps before answering;
-    ``disconnect_after`` drops the connection after that many SSE events;
-    ``malformed_after`` sends a broken JSON chunk after that many events (and then
-    keeps the connection open, so a client that waited for more would hang);
-    ``stream_error`` sends an in-stream error event (Anthropic ``error`` / OpenAI
-    ``{"error": ...}``) after ``stream_error_after`` events.
-    """
-
-    text: str = ""
-    thinking: str = ""
-    thinking_signature: str = "sig-abc123"
-    redacted_thinking: str | None = None
-    tool_calls: Sequence[ToolCallScript] = ()
-    usage: Mapping[str, int] | None = None
-    stop_reason: str | None = None
-    chunk_size: int = 4
-    interleave_tool_calls: bool = False
-    status: int | None = None
-    error_message: str = "scripted error"
-    error_type: str = "api_error"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    overflow: bool = False
-    chunk_delay: float = 0.0
-    pause_after: int | None = None
-    pause: float = 0.0
-    stall: float = 0.0
-    disconnect_after: int | None = None
-    malformed_after: int | None = None
-    stream_error: str | None = None
-    stream_error_type: str = "overloaded_error"
-    stream_error_after: int = 0
+__all__ = ["LLMServer", "RecordedRequest", "ServerReply", "ToolCallScript"]
 
 
 @dataclass
@@ -110,11 +57,6 @@ class RecordedRequest:
     def stream(self) -> bool:
         """Whether the client asked for SSE."""
         return bool(isinstance(self.body, dict) and self.body.get("stream"))
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    size = max(1, size)
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Dropped(Exception):
@@ -240,253 +182,6 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.pause_after == sent + 1 and owner._stopping.wait(reply.pause):
                 raise _Dropped
         self._chunk(b"")
-
-
-def _stream_error(path: str, reply: ServerReply) -> bytes:
-    if path.rstrip("/").endswith("/chat/completions"):
-        payload: dict[str, Any] = {
-            "error": {"message": reply.stream_error, "type": "server_error", "code": 503}
-        }
-        return f"data: {json.dumps(payload)}\n\n".encode()
-    payload = {
-        "type": "error",
-        "error": {"type": reply.stream_error_type, "message": reply.stream_error},
-    }
-    return f"event: error\ndata: {json.dumps(payload)}\n\n".encode()
-
-
-def _usage(reply: ServerReply) -> dict[str, int]:
-    u = dict(reply.usage or {})
-    return {
-        "input": u.get("input", 10),
-        "output": u.get("output", 5),
-        "cache_read": u.get("cache_read", 0),
-        "cache_write": u.get("cache_write", 0),
-    }
-
-
-def _stop(reply: ServerReply) -> str:
-    return reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
-
-
-def _call_id(call: ToolCallScript, i: int, prefix: str) -> str:
-    return call.id or f"{prefix}{i + 1}"
-
-
-def _openai_events(
-    reply: ServerReply, model: str, include_usage: bool
-) -> Iterator[tuple[str | None, str]]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, str]:
-        payload = {
-            "id": "chatcmpl-loopback",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        return None, json.dumps(payload)
-
-    yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(reply.thinking, reply.chunk_size):
-        yield chunk({"reasoning_content": piece})
-    for piece in _pieces(reply.text, reply.chunk_size):
-        yield chunk({"content": piece})
-    starts = []
-    arg_pieces = []
-    for i, call in enumerate(reply.tool_calls):
-        fn = {"name": call.name, "arguments": ""}
-        starts.append(
-            {"index": i, "id": _call_id(call, i, "call_"), "type": "function", "function": fn}
-        )
-        arg_pieces.append(_pieces(json.dumps(dict(call.arguments)), reply.chunk_size))
-    if reply.interleave_tool_calls:
-        for start in starts:
-            yield chunk({"tool_calls": [start]})
-        for step in range(max((len(p) for p in arg_pieces), default=0)):
-            for i, pieces in enumerate(arg_pieces):
-                if step < len(pieces):
-                    yield chunk(
-                        {"tool_calls": [{"index": i, "function": {"arguments": pieces[step]}}]}
-                    )
-    else:
-        for i, start in enumerate(starts):
-            yield chunk({"tool_calls": [start]})
-            for piece in arg_pieces[i]:
-                yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-    yield chunk({}, _OPENAI_STOP.get(_stop(reply), "stop"))
-    if include_usage:
-        u = _usage(reply)
-        prompt = u["input"] + u["cache_read"]
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": u["output"],
-            "total_tokens": prompt + u["output"],
-            "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
-        }
-        yield (
-            None,
-            json.dumps(
-                {
-                    "id": "chatcmpl-loopback",
-                    "object": "chat.completion.chunk",
-                    "model": model,
-                    "choices": [],
-                    "usage": usage,
-                }
-            ),
-        )
-    yield None, "[DONE]"
-
-
-def _openai_json(reply: ServerReply, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.thinking:
-        message["reasoning_content"] = reply.thinking
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": _call_id(c, i, "call_"),
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
-            }
-            for i, c in enumerate(reply.tool_calls)
-        ]
-    u = _usage(reply)
-    prompt = u["input"] + u["cache_read"]
-    return {
-        "id": "chatcmpl-loopback",
-        "object": "chat.completion",
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": _OPENAI_STOP.get(_stop(reply), "stop"),
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": u["output"],
-            "total_tokens": prompt + u["output"],
-            "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
-        },
-    }
-
-
-def _anthropic_blocks(reply: ServerReply) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if reply.thinking:
-        blocks.append(
-            {"type": "thinking", "thinking": reply.thinking, "signature": reply.thinking_signature}
-        )
-    if reply.redacted_thinking is not None:
-        blocks.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
-    if reply.text:
-        blocks.append({"type": "text", "text": reply.text})
-    for i, c in enumerate(reply.tool_calls):
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": _call_id(c, i, "toolu_"),
-                "name": c.name,
-                "input": dict(c.arguments),
-            }
-        )
-    return blocks
-
-
-def _anthropic_events(reply: ServerReply, model: str) -> Iterator[tuple[str | None, str]]:
-    def ev(name: str, payload: dict[str, Any]) -> tuple[str, str]:
-        return name, json.dumps({"type": name, **payload})
-
-    u = _usage(reply)
-    message: dict[str, Any] = {
-        "id": "msg_loopback",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "usage": {
-            "input_tokens": u["input"],
-            "output_tokens": 1,
-            "cache_read_input_tokens": u["cache_read"],
-            "cache_creation_input_tokens": u["cache_write"],
-        },
-    }
-    yield ev("message_start", {"message": message})
-    yield "ping", json.dumps({"type": "ping"})
-    for index, block in enumerate(_anthropic_blocks(reply)):
-        kind = block["type"]
-        if kind == "thinking":
-            yield ev(
-                "content_block_start",
-                {
-                    "index": index,
-                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                },
-            )
-            for piece in _pieces(block["thinking"], reply.chunk_size):
-                yield ev(
-                    "content_block_delta",
-                    {"index": index, "delta": {"type": "thinking_delta", "thinking": piece}},
-                )
-            yield ev(
-                "content_block_delta",
-                {
-                    "index": index,
-                    "delta": {"type": "signature_delta", "signature": block["signature"]},
-                },
-            )
-        elif kind == "redacted_thinking":
-            yield ev("content_block_start", {"index": index, "content_block": block})
-        elif kind == "text":
-            yield ev(
-                "content_block_start",
-                {"index": index, "content_block": {"type": "text", "text": ""}},
-            )
-            for piece in _pieces(block["text"], reply.chunk_size):
-                yield ev(
-                    "content_block_delta",
-                    {"index": index, "delta": {"type": "text_delta", "text": piece}},
-                )
-        else:
-            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            yield ev("content_block_start", {"index": index, "content_block": start})
-            for piece in _pieces(json.dumps(block["input"]), reply.chunk_size):
-                yield ev(
-                    "content_block_delta",
-                    {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
-                )
-        yield ev("content_block_stop", {"index": index})
-    stop = _ANTHROPIC_STOP.get(_stop(reply), "end_turn")
-    yield ev(
-        "message_delta",
-        {
-            "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": u["output"]},
-        },
-    )
-    yield ev("message_stop", {})
-
-
-def _anthropic_json(reply: ServerReply, model: str) -> dict[str, Any]:
-    u = _usage(reply)
-    return {
-        "id": "msg_loopback",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": _anthropic_blocks(reply),
-        "stop_reason": _ANTHROPIC_STOP.get(_stop(reply), "end_turn"),
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": u["input"],
-            "output_tokens": u["output"],
-            "cache_read_input_tokens": u["cache_read"],
-            "cache_creation_input_tokens": u["cache_write"],
-        },
-    }
 
 
 class _Server(ThreadingHTTPServer):
