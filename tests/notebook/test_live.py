@@ -1,0 +1,72 @@
+"""The streamed transcript and the reply object escape everything the model or a tool wrote."""
+
+from __future__ import annotations
+
+from pinb.agent.events import AgentEnd, CompactionDone, ModelEvent, ToolEnd, ToolStart, TurnStart
+from pinb.agent.tool import ToolResult
+from pinb.core.entries import Entry
+from pinb.core.reports import CompactionReport
+from pinb.llm import Retry, TextDelta, ThinkingDelta, ToolCallEnd, ToolCallStart
+from pinb.notebook.live import AssistantReply, LiveRun, RunTranscript
+
+PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=alert(3)>'
+
+
+def _events() -> list[object]:
+    entry = Entry({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {}})
+    report = CompactionReport(None, PAYLOAD, "x", 10, 5, reason="threshold")
+    return [
+        TurnStart(1),
+        ModelEvent(ThinkingDelta(0, PAYLOAD)),
+        ModelEvent(TextDelta(1, "**bold** " + PAYLOAD)),
+        ModelEvent(ToolCallStart(2, "c1", "bash" + PAYLOAD)),
+        ModelEvent(ToolCallEnd(2, "c1", "bash", {"command": PAYLOAD})),
+        ModelEvent(Retry(1, 3, 2.0, PAYLOAD)),
+        ToolStart("c1", "bash", {"command": PAYLOAD}),
+        ToolEnd("c1", "bash", ToolResult.text(PAYLOAD, is_error=True), entry),
+        CompactionDone(report),
+        AgentEnd("stop", [{"role": "assistant", "content": [{"type": "text", "text": PAYLOAD}], "usage": {}}]),
+    ]
+
+
+def _assert_inert(html: str) -> None:
+    lowered = html.lower()
+    for tag in ("<script", "<img", "<svg"):  # attributes inside escaped text are inert
+        assert tag not in lowered
+    assert "&lt;script&gt;" in html
+
+
+def test_transcript_html_escapes_every_field() -> None:
+    transcript = RunTranscript()
+    for event in _events():
+        transcript.add(event)  # type: ignore[arg-type]
+    bundle = transcript._repr_mimebundle_()
+    _assert_inert(bundle["text/html"])
+    assert "<strong>bold</strong>" in bundle["text/html"]  # Markdown still works
+    assert PAYLOAD in bundle["text/plain"]  # plain text keeps the words as they were
+
+
+def test_reply_html_escapes_the_answer() -> None:
+    end = _events()[-1]
+    reply = AssistantReply(end)  # type: ignore[arg-type]
+    _assert_inert(reply._repr_mimebundle_()["text/html"])
+
+
+def test_live_run_updates_one_display_and_hides_the_final_answer() -> None:
+    shown: list[object] = []
+
+    class Handle:
+        def update(self, obj: object) -> None:
+            shown.append(obj)
+
+    def display(obj: object, display_id: bool = False) -> Handle:
+        shown.append(obj)
+        return Handle()
+
+    live = LiveRun(display, interval=0)
+    for event in _events():
+        live.add(event)  # type: ignore[arg-type]
+    live.finish()
+    final = live.transcript.text()
+    assert "**bold**" not in final  # the answer is the cell's value, not repeated here
+    assert "bash" in final and len(shown) > 2
