@@ -89,18 +89,22 @@ def _number(value: object) -> float:
 
 
 def context_tokens_of_usage(usage: Any) -> int:
-    """``calculateContextTokens``: ``totalTokens`` if non-zero, else input+output+cache."""
+    """``calculateContextTokens``: ``totalTokens`` if non-zero, else input+output+cache.
+
+    Numbers are returned as the provider reported them (missing ones count as 0).
+    """
     if not isinstance(usage, dict):
         return 0
     total = _number(usage.get("totalTokens"))
     if total:
-        return int(total)
-    return int(
+        return total  # type: ignore[return-value]
+    parts = (
         _number(usage.get("input"))
         + _number(usage.get("output"))
         + _number(usage.get("cacheRead"))
         + _number(usage.get("cacheWrite"))
     )
+    return parts  # type: ignore[return-value]
 
 
 def last_usage_index(messages: Sequence[Any], *, skip_zero_usage: bool = False) -> int | None:

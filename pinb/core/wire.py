@@ -120,7 +120,7 @@ def js_number(value: float | int) -> str:
         return "null"
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) < _MAX_SAFE_INTEGER:
         return str(int(value))
     sign = "-" if value < 0 else ""
     _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
