@@ -91,13 +91,12 @@ def v8_sort(items: list[TreeNode]) -> list[TreeNode]:
         order = sorted(range(len(items)), key=lambda i: known[i])
         return [items[i] for i in order]
 
-    def lt(x: int, y: int) -> bool:
+    def lt(x: int, y: int) -> bool:  # cmp(x, y) < 0; NaN counts as 0, so never less
         kx, ky = keys[x], keys[y]
         return kx is not None and ky is not None and kx < ky
 
-    def ge(x: int, y: int) -> bool:  # cmp(x, y) >= 0, false for NaN
-        kx, ky = keys[x], keys[y]
-        return kx is not None and ky is not None and kx >= ky
+    def ge(x: int, y: int) -> bool:  # cmp(x, y) >= 0 with NaN read as 0 (SortCompare)
+        return not lt(x, y)
 
     n = len(items)
     idx = list(range(n))

@@ -217,3 +217,16 @@ def test_should_compact_threshold_is_strict() -> None:
     assert should_compact(111_617, 128_000)
     assert not should_compact(111_616, 128_000)
     assert not should_compact(10**9, 128_000, CompactionSettings(enabled=False))
+
+
+def test_nan_comparisons_count_as_equal_in_v8s_run_detection() -> None:
+    """SortCompare turns NaN into +0: an ascending run goes on through it, a descending one stops."""
+
+    def child(i: str, ts: str) -> dict[str, Any]:
+        return {"type": "custom", "customType": "x", "id": i, "parentId": "p", "timestamp": ts}
+
+    root = {"type": "custom", "customType": "x", "id": "p", "parentId": None, "timestamp": _t(0)}
+    ascending = SessionIndex(_entries([root, child("A", _t(1)), child("X", "bad"), child("B", _t(0)), child("C", _t(2))]))
+    assert [n.entry.id for n in ascending.tree()[0].children] == ["A", "X", "B", "C"]
+    descending = SessionIndex(_entries([root, child("B", _t(2)), child("A", _t(1)), child("X", "bad"), child("C", _t(0))]))
+    assert [n.entry.id for n in descending.tree()[0].children] == ["C", "A", "B", "X"]
