@@ -16,10 +16,10 @@ from .core import (
     compact,
     convert_to_llm,
     estimate_context_tokens,
-    estimate_tokens,
     load_compaction_settings,
     navigate,
     plan_compaction,
+    tokens_by_role,
 )
 from .core.listing import SessionInfo
 from .core.paths import sessions_dir_for
@@ -193,10 +193,7 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
     session = _open(args)
     context = session.build_context(_leaf(args, session))
     estimate = estimate_context_tokens(context.messages)
-    by_role: dict[str, int] = {}
-    for message in context.messages:
-        role = str(message.get("role")) if isinstance(message, dict) else "?"
-        by_role[role] = by_role.get(role, 0) + estimate_tokens(message)
+    by_role = tokens_by_role(context.messages)
     if args.json:
         print(json.dumps({"estimate": estimate.to_wire(), "byRole": by_role}, indent=1))
         return 0

@@ -48,6 +48,7 @@ from .tokens import (
     estimate_context_tokens,
     estimate_tokens,
     should_compact,
+    tokens_by_role,
 )
 from .tree import Problem, SessionIndex, TreeNode
 
@@ -101,5 +102,6 @@ __all__ = [
     "sessions_dir_for",
     "sessions_root",
     "should_compact",
+    "tokens_by_role",
     "valid_cut_points",
 ]

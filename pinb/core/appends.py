@@ -23,7 +23,9 @@ class AppendMixin:
 
     _index: SessionIndex
 
-    def _write(self, fields: dict[str, Any], *, parent: Any = UNSET, move_leaf: bool = True) -> Entry:
+    def _write(
+        self, fields: dict[str, Any], *, parent: Any = UNSET, move_leaf: bool = True
+    ) -> Entry:
         raise NotImplementedError
 
     def append_message(
@@ -138,4 +140,3 @@ class AppendMixin:
         if not isinstance(fields.get("type"), str):
             raise InvalidEntryError("an entry needs a string 'type'")
         return self._write(dict(fields))
-

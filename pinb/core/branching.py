@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .context import branch_summary_message, compaction_summary_message, custom_message_from_entry
+from .context import entry_to_message
 from .entries import Entry, id_key
 from .fileops import FileOperations
 from .tokens import estimate_tokens
@@ -71,21 +71,11 @@ def collect_entries_for_branch_summary(
 
 
 def branch_message(entry: Entry) -> Any:
-    """The message an entry contributes to a branch summary (tool results are left out)."""
-    raw = entry.raw
-    kind = raw.get("type")
-    if kind == "message":
-        message = raw.get("message")
-        if isinstance(message, dict) and message.get("role") == "toolResult":
-            return MISSING
-        return message
-    if kind == "custom_message":
-        return custom_message_from_entry(raw)
-    if kind == "branch_summary":
-        return branch_summary_message(raw)
-    if kind == "compaction":
-        return compaction_summary_message(raw)
-    return MISSING
+    """The message an entry contributes to a branch summary: as in compaction, but tool
+    results are left out (they are the bulk and rarely matter once a branch is left)."""
+    if entry.role == "toolResult":
+        return MISSING
+    return entry_to_message(entry)
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,21 @@ from .branching import (
     prepare_branch_entries,
 )
 from .compaction import CompactionPreparation, prepare_compaction, serialize_conversation
-from .context import UNSET, convert_to_llm
+from .context import UNSET, convert_to_llm, entry_to_message
 from .fileops import format_file_operations
 from .forks import user_text
 from .paths import agent_dir
 from .reports import BranchReport, CompactionReport
 from .session import Session
 from .summarize import Summarizer
-from .tokens import CompactionSettings, estimate_context_tokens, estimate_tokens, should_compact
+from .tokens import (
+    CompactionSettings,
+    context_tokens_of_usage,
+    estimate_context_tokens,
+    estimate_tokens,
+    should_compact,
+    tokens_by_role,
+)
 from .wire import js_date_ms
 
 __all__ = [
@@ -47,14 +54,6 @@ NO_PRIOR_HISTORY: Final = "No prior history."
 #: ``branchSummary.reserveTokens``: subtracted from the window for the branch budget.
 BRANCH_SUMMARY_RESERVE: Final = 16384
 DEFAULT_WINDOW: Final = 128_000
-
-
-def _by_role(messages: Sequence[Any]) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for message in messages:
-        role = str(message.get("role")) if isinstance(message, dict) else "?"
-        totals[role] = totals.get(role, 0) + estimate_tokens(message)
-    return totals
 
 
 def _ids(entries: Sequence[Any]) -> list[str]:
@@ -95,8 +94,8 @@ def plan_compaction(
         first_kept_entry_id=str(prepared.first_kept_entry_id),
         tokens_before=prepared.tokens_before,
         tokens_after=sum(estimate_tokens(m) for m in kept),
-        before_by_role=_by_role(before),
-        after_by_role=_by_role(kept),
+        before_by_role=tokens_by_role(before),
+        after_by_role=tokens_by_role(kept),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),
@@ -109,8 +108,6 @@ def plan_compaction(
 
 
 def _context_message(entry: Any) -> Any:
-    from .context import entry_to_message
-
     message = entry_to_message(entry, empty_branch_summaries=False)
     return message if isinstance(message, dict) else None
 
@@ -205,8 +202,8 @@ def compact(
         # Usage reported on kept assistant messages describes the pre-compaction context,
         # so the size after is the estimate of the messages themselves.
         tokens_after=sum(estimate_tokens(m) for m in after),
-        before_by_role=_by_role(before),
-        after_by_role=_by_role(after),
+        before_by_role=tokens_by_role(before),
+        after_by_role=tokens_by_role(after),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),
@@ -250,8 +247,6 @@ def compaction_due(
     if message.get("stopReason") == "error":
         tokens = estimate_context_tokens(session.build_context().messages).tokens
     else:
-        from .tokens import context_tokens_of_usage
-
         tokens = context_tokens_of_usage(message.get("usage"))
     return should_compact(tokens, context_window, settings)
 

@@ -18,6 +18,7 @@ __all__ = [
     "estimate_tokens",
     "last_usage_index",
     "should_compact",
+    "tokens_by_role",
 ]
 
 #: Characters an image counts for in an estimate (1200 tokens).
@@ -82,6 +83,17 @@ def estimate_tokens(message: Any, *, count_user_images: bool = False) -> int:
     else:
         return 0
     return math.ceil(chars / 4)
+
+
+def tokens_by_role(messages: Sequence[Any], *, count_user_images: bool = False) -> dict[str, int]:
+    """Estimated tokens (chars/4) per message role, in first-seen order."""
+    totals: dict[str, int] = {}
+    for message in messages:
+        role = str(message.get("role")) if isinstance(message, dict) else "?"
+        totals[role] = totals.get(role, 0) + estimate_tokens(
+            message, count_user_images=count_user_images
+        )
+    return totals
 
 
 def _number(value: object) -> float:

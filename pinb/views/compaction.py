@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
-from ..core import Entry, Session, SessionContext, estimate_tokens
+from ..core import Entry, Session, SessionContext, tokens_by_role
 from ..core.reports import CompactionReport
 from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
 from ..render.html import escape, markdown_to_html, mimebundle, table, wrap
 from ..render.svg import stacked_bars_svg
 
-__all__ = ["CompactionView", "report_from_entry", "tokens_by_role"]
-
-
-def tokens_by_role(messages: Sequence[Any]) -> dict[str, int]:
-    """Estimated tokens per message role (chars/4, as Pi estimates)."""
-    counts: Counter[str] = Counter()
-    for message in messages:
-        if isinstance(message, dict):
-            counts[str(message.get("role", "?"))] += estimate_tokens(message)
-    return dict(counts)
+__all__ = ["CompactionView", "report_from_entry"]
 
 
 def _file_list(details: Any, key: str) -> list[str]:
