@@ -25,6 +25,7 @@ from .core.listing import SessionInfo
 from .core.paths import sessions_dir_for
 from .core.tree import TreeNode
 from .errors import PinbError, UsageError
+from .render.graph import entry_preview as render_preview
 
 __all__ = ["main"]
 
@@ -70,26 +71,8 @@ def message_preview(message: Any) -> str:
 
 
 def entry_preview(entry: Any) -> str:
-    """``type/role: preview`` of an entry for tree listings."""
-    raw = entry.raw
-    kind = entry.type
-    if kind == "message":
-        return f"{entry.role}: {message_preview(entry.message)}"
-    if kind == "compaction":
-        return f"compaction (kept from {raw.get('firstKeptEntryId')}, {raw.get('tokensBefore')} tokens before)"
-    if kind == "branch_summary":
-        return f"branch summary: {_one_line(str(raw.get('summary', '')))}"
-    if kind == "model_change":
-        return f"model → {raw.get('provider')}/{raw.get('modelId')}"
-    if kind == "thinking_level_change":
-        return f"thinking → {raw.get('thinkingLevel')}"
-    if kind == "label":
-        return f"label {raw.get('targetId')} = {raw.get('label', '(cleared)')}"
-    if kind == "session_info":
-        return f"name = {raw.get('name')}"
-    if kind == "custom_message":
-        return f"custom message ({raw.get('customType')})"
-    return kind or "(no type)"
+    """``role-or-type: preview`` of an entry for tree listings."""
+    return f"{entry.role or entry.type or '?'}: {render_preview(entry, _PREVIEW)}"
 
 
 # -- commands -------------------------------------------------------------------------------

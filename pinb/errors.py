@@ -78,9 +78,11 @@ class UnsupportedVersionError(SessionFileError):
 class EntryNotFoundError(SessionError, KeyError):
     """An entry id that is not in the session."""
 
-    def __init__(self, entry_id: str | None):
+    def __init__(self, entry_id: str | None, *, suggestions: list[str] | None = None):
         self.entry_id = entry_id
-        super().__init__(f"Entry {entry_id} not found")
+        self.suggestions = suggestions or []
+        hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(f"Entry {entry_id} not found{hint}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -33,6 +33,7 @@ from ..core.forks import clone_session, fork_session
 from ..core.listing import list_all_sessions, list_sessions
 from ..errors import EntryNotFoundError, PinbError, UsageError
 from ..llm import THINKING_LEVELS, ChatModel
+from ..testing.demo import OfflineDemoModel
 from .interpolate import interpolate
 from .live import AssistantReply, LiveRun
 from .models import choose_model
@@ -138,7 +139,7 @@ class PiMagics(Magics):
     def _summarizer(
         self, model: ChatModel, settings: CompactionSettings, offline: bool = False
     ) -> Any:
-        if offline or model.info.provider == "pinb":
+        if offline or isinstance(model, OfflineDemoModel):
             return ExtractiveSummarizer()
         if settings.summary_model:
             return ModelSummarizer(choose_model(settings.summary_model))
@@ -171,10 +172,7 @@ class PiMagics(Magics):
             difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5)
             or [i for i in ids if i.startswith(entry_id[:3])][:3]
         )
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        error = EntryNotFoundError(entry_id)
-        error.args = (f"Entry {entry_id} not found{hint}",)
-        raise error
+        raise EntryNotFoundError(entry_id, suggestions=close)
 
     # -- %%pi -----------------------------------------------------------------------------
 
