@@ -205,7 +205,7 @@ def _walk(session: Session) -> tuple[dict[int, int], dict[int, str | None], dict
             epoch[id(item)] = base_epoch
     # ``leaf`` entries only record navigation; they are not branches of the conversation.
     children = {
-        id(e): sum(1 for c in index.children(e.id) if c.type != "leaf") for e in session.entries
+        id(e): sum(1 for c in index.children(e.id) if not c.is_navigation) for e in session.entries
     }
     return depth, epoch, children
 
@@ -235,7 +235,7 @@ def entry_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, Any]
             "session_id": session_id, "line": entry.line, "id": _str(entry.id),
             "parent_id": _str(entry.parent_id), "type": entry.type,
             "role": message.get("role") if message else None, "depth": depth.get(id(entry)),
-            "children": count, "is_leaf": count == 0 and entry.type != "leaf",
+            "children": count, "is_leaf": count == 0 and not entry.is_navigation,
             "on_path": id(entry) in on_path, "in_context": id(entry) in in_context,
             "is_current_leaf": entry is current_leaf, "timestamp": _entry_ms(entry),
             "text_chars": len(message_text(message)) if message else 0,
@@ -438,7 +438,7 @@ def session_row(source: SessionSource) -> dict[str, Any] | None:
         "message_count": info.message_count if info else counts.get("message", 0),
         "first_message": info.first_message if info else None, "entries": len(entries),
         "branch_points": sum(1 for n in children.values() if n > 1),
-        "leaves": sum(1 for e in entries if children[id(e)] == 0 and e.type != "leaf"),
+        "leaves": sum(1 for e in entries if children[id(e)] == 0 and not e.is_navigation),
         "max_depth": max(depth.values(), default=None),
         "compactions": counts.get("compaction", 0),
         "branch_summaries": counts.get("branch_summary", 0), "labels": len(session.labels),

@@ -188,7 +188,7 @@ def tree_layout(session: SessionSource) -> dict[int, tuple[float, float]]:
     index_of = {id(e): i for i, e in enumerate(session.entries)}
     positions: dict[int, tuple[float, float]] = {}
     lanes = -1
-    roots = [r for r in session.tree() if r.entry.type != "leaf"]
+    roots = [r for r in session.tree() if not r.entry.is_navigation]
     stack: list[tuple[Any, int, int | None]] = [(r, 0, None) for r in reversed(roots)]
     while stack:
         node, depth, lane = stack.pop()
@@ -199,7 +199,7 @@ def tree_layout(session: SessionSource) -> dict[int, tuple[float, float]]:
             lanes += 1
             lane = lanes
         positions[key] = (float(depth), float(lane))
-        children = [c for c in node.children if c.entry.type != "leaf"]
+        children = [c for c in node.children if not c.entry.is_navigation]
         for i, child in reversed(list(enumerate(children))):
             stack.append((child, depth + 1, lane if i == 0 else None))
     return positions

@@ -42,10 +42,12 @@ from .paths import agent_dir, encode_cwd, session_file_name, sessions_dir_for, s
 from .reports import BranchReport, CompactionReport
 from .session import Session
 from .summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from .target import DEFAULT_PI, Pi, PiLike
 from .tokens import (
     CompactionSettings,
     ContextEstimate,
     estimate_context_tokens,
+    estimate_projected_tokens,
     estimate_tokens,
     should_compact,
     tokens_by_role,
@@ -58,6 +60,7 @@ __all__ = [
     "BRANCH_SUMMARY_SUFFIX",
     "COMPACTION_SUMMARY_PREFIX",
     "COMPACTION_SUMMARY_SUFFIX",
+    "DEFAULT_PI",
     "NO_CONTENT_SUMMARY",
     "UNSET",
     "BranchCollection",
@@ -72,6 +75,8 @@ __all__ = [
     "ExtractiveSummarizer",
     "FileOperations",
     "ModelSummarizer",
+    "Pi",
+    "PiLike",
     "PlannedMessage",
     "Problem",
     "Session",
@@ -87,6 +92,7 @@ __all__ = [
     "convert_to_llm",
     "encode_cwd",
     "estimate_context_tokens",
+    "estimate_projected_tokens",
     "estimate_tokens",
     "find_cut_point",
     "find_turn_start",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
 from typing import Any
 
-from ..errors import EntryNotFoundError, InvalidEntryError
-from .context import UNSET
+from ..errors import EntryNotFoundError, InvalidEntryError, UsageError
+from .context import UNSET, SessionContext, current_system_message
 from .entries import Entry
+from .migrate import new_entry_id
 from .models import WireModel, parse_message
+from .paths import iso_now
+from .target import Pi
 from .tree import SessionIndex
+from .wire import js_date_ms, js_trim
 
 __all__ = ["AppendMixin"]
 
@@ -22,10 +26,25 @@ class AppendMixin:
     """
 
     _index: SessionIndex
+    _leaf_id: Any
+    _pi: Pi
+    _id_generator: Any
 
     def _write(
-        self, fields: dict[str, Any], *, parent: Any = UNSET, move_leaf: bool = True
+        self,
+        fields: dict[str, Any],
+        *,
+        parent: Any = UNSET,
+        move_leaf: bool = True,
+        entry_id: str | None = None,
+        timestamp: str | None = None,
     ) -> Entry:
+        raise NotImplementedError
+
+    def build_context(self, leaf_id: object = UNSET, **options: Any) -> SessionContext:
+        raise NotImplementedError
+
+    def path_to(self, entry_id: object = UNSET) -> list[Entry]:
         raise NotImplementedError
 
     def append_message(
@@ -50,30 +69,41 @@ class AppendMixin:
     def append_model_change(self, provider: str, model_id: str) -> Entry:
         return self._write({"type": "model_change", "provider": provider, "modelId": model_id})
 
-    def append_active_tools_change(self, tool_names: Sequence[str]) -> Entry:
-        """[newer] Record the set of enabled tools from here on."""
-        return self._write({"type": "active_tools_change", "activeToolNames": list(tool_names)})
-
     def append_compaction(
         self,
         summary: str,
-        first_kept_entry_id: str,
-        tokens_before: int,
+        first_kept_entry_id: str | None,
+        tokens_before: float,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> Entry:
-        """Append a ``compaction`` entry at the leaf (planning lives in ``compaction``)."""
+        """Append a ``compaction`` entry at the leaf (planning lives in ``compaction``).
+
+        ``first_kept_entry_id=None`` keeps nothing (Pi 1.x's retain-none boundary: the
+        entry names itself). In Pi 1.x the entry also carries the current system prompt
+        (``systemMessage``), replayed from the context it replaces, so the model keeps its
+        instructions after the older system messages are summarised away.
+        """
+        entry_id = new_entry_id(self._index.by_id, self._id_generator)
+        timestamp = iso_now()
         fields: dict[str, Any] = {
             "type": "compaction",
             "summary": summary,
-            "firstKeptEntryId": first_kept_entry_id,
+            "firstKeptEntryId": first_kept_entry_id if first_kept_entry_id is not None else entry_id,
             "tokensBefore": tokens_before,
         }
         if details is not None:
             fields["details"] = details
+        if usage is not None:
+            fields["usage"] = usage
         if from_hook is not None:
             fields["fromHook"] = from_hook
-        return self._write(fields)
+        if self._pi >= Pi.V1_6:
+            checkpoint = current_system_message(self.build_context().messages)
+            if checkpoint is not None:
+                fields["systemMessage"] = {**checkpoint, "timestamp": js_date_ms(timestamp)}
+        return self._write(fields, entry_id=entry_id, timestamp=timestamp)
 
     def branch_with_summary(
         self,
@@ -81,20 +111,96 @@ class AppendMixin:
         summary: str,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> Entry:
-        """Move to ``branch_from_id`` and attach a ``branch_summary`` there (§4.4)."""
+        """Move to ``branch_from_id`` and attach a ``branch_summary`` there (§4.4).
+
+        ``fromId`` records the leaf that was left (Pi 1.x; v0.58.3 wrote the branch point),
+        or ``"root"`` when there was none.
+        """
         if branch_from_id is not None and branch_from_id not in self._index:
             raise EntryNotFoundError(branch_from_id)
-        fields: dict[str, Any] = {
-            "type": "branch_summary",
-            "fromId": branch_from_id if branch_from_id is not None else "root",
-            "summary": summary,
-        }
+        if self._pi >= Pi.V1_6:
+            from_id = self._leaf_id if self._leaf_id is not None else "root"
+        else:
+            from_id = branch_from_id if branch_from_id is not None else "root"
+        fields: dict[str, Any] = {"type": "branch_summary", "fromId": from_id, "summary": summary}
         if details is not None:
             fields["details"] = details
+        if usage is not None:
+            fields["usage"] = usage
         if from_hook is not None:
             fields["fromHook"] = from_hook
         return self._write(fields, parent=branch_from_id)
+
+    def append_usage(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: dict[str, Any],
+        note: str | None = None,
+    ) -> Entry:
+        """Record model usage that is not part of the conversation (Pi 1.x ``usage`` entry).
+
+        It counts towards cost and usage totals, never towards the context; Pi itself
+        writes ``kind="cache_warm"`` for prompt-cache warming.
+        """
+        self._require_1x("usage entries")
+        fields: dict[str, Any] = {
+            "type": "usage",
+            "kind": kind,
+            "provider": provider,
+            "model": model,
+            "usage": usage,
+        }
+        if note:
+            fields["note"] = note
+        return self._write(fields)
+
+    def append_context_edit(
+        self, target_id: str, replacement: str | list[Any] | dict[str, Any] | None
+    ) -> Entry:
+        """Change what an earlier entry contributes to the model, without touching it (Pi 1.x).
+
+        Parameters
+        ----------
+        target_id:
+            A user, assistant or tool-result message, or a custom message, on the active
+            branch.
+        replacement:
+            ``None`` to omit the entry from the context; new content (a string or content
+            blocks, or Pi's ``{"content": ...}``) to replace its content. The latest edit of
+            an entry on the path wins, and only on this branch.
+
+        Raises
+        ------
+        InvalidEntryError
+            With Pi's own messages: a replacement that is not content, an unknown target, a
+            target off the active branch, or one that contributes no editable content.
+        """
+        self._require_1x("context edits")
+        if isinstance(replacement, str | list):
+            replacement = {"content": replacement}
+        if replacement is not None and not (
+            isinstance(replacement, dict) and isinstance(replacement.get("content"), str | list)
+        ):
+            raise InvalidEntryError(
+                "Context edit replacement must be null or contain string/array content"
+            )
+        target = self._index.get(target_id)
+        if target is None:
+            raise EntryNotFoundError(target_id)
+        if not any(e is target for e in self.path_to()):
+            raise InvalidEntryError(f"Entry {target_id} is not on the active branch")
+        role = "custom" if target.type == "custom_message" else target.role
+        if target.type not in ("message", "custom_message") or role not in _EDITABLE:
+            raise InvalidEntryError(f"Entry {target_id} does not contribute editable model content")
+        if replacement is not None and role in ("assistant", "toolResult"):
+            content = replacement["content"]
+            if isinstance(content, str):
+                replacement = {"content": [{"type": "text", "text": content}]}
+        return self._write({"type": "context_edit", "targetId": target_id, "replacement": replacement})
 
     def append_custom(self, custom_type: str, data: Any = None) -> Entry:
         """Extension state: never part of the context."""
@@ -122,21 +228,36 @@ class AppendMixin:
         return self._write(fields)
 
     def set_label(self, target_id: str, label: str | None) -> Entry:
-        """Label an entry (``None`` or ``""`` clears); appended as a ``label`` entry."""
+        """Label an entry, stored as given (``None`` or ``""`` clears); a ``label`` entry."""
         if target_id not in self._index:
             raise EntryNotFoundError(target_id)
         fields: dict[str, Any] = {"type": "label", "targetId": target_id}
-        text = (label or "").strip()
-        if text:
-            fields["label"] = text
+        if label is not None:
+            fields["label"] = label
         return self._write(fields)
 
     def set_name(self, name: str) -> Entry:
-        """Name the session (a ``session_info`` entry; newlines become spaces, trimmed)."""
-        return self._write({"type": "session_info", "name": name.replace("\n", " ").strip()})
+        """Name the session with a ``session_info`` entry, as Pi writes it.
+
+        Pi 1.x turns each run of line breaks into one space and trims; v0.58.3 trims.
+        """
+        if self._pi >= Pi.V1_6:
+            name = _LINE_BREAKS.sub(" ", name)
+        return self._write({"type": "session_info", "name": js_trim(name)})
 
     def append_entry(self, fields: dict[str, Any]) -> Entry:
         """Append any entry (``type`` plus its own fields); id, parent and time are added."""
         if not isinstance(fields.get("type"), str):
             raise InvalidEntryError("an entry needs a string 'type'")
         return self._write(dict(fields))
+
+    def _require_1x(self, what: str) -> None:
+        if self._pi < Pi.V1_6:
+            raise UsageError(
+                f"{what} need Pi 1.x; this session follows {self._pi}, which would ignore "
+                "them (open it with pi='1.6')"
+            )
+
+
+_EDITABLE = frozenset({"user", "assistant", "toolResult", "custom"})
+_LINE_BREAKS = re.compile(r"[\r\n]+")

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .context import entry_to_message
+from .context import apply_edit, entry_messages, entry_to_message
 from .entries import Entry, id_key
 from .fileops import FileOperations
+from .target import Pi, PiLike
 from .tokens import estimate_tokens
 from .tree import SessionIndex
 from .wire import MISSING, js_truthy
@@ -70,11 +71,18 @@ def collect_entries_for_branch_summary(
     return BranchCollection(entries, common)
 
 
-def branch_message(entry: Entry) -> Any:
-    """The message an entry contributes to a branch summary: as in compaction, but tool
-    results are left out (they are the bulk and rarely matter once a branch is left)."""
+def branch_message(entry: Entry, edit: Entry | None = None) -> Any:
+    """The message an entry contributes to a branch summary (Pi's ``getMessageFromEntry``).
+
+    As in compaction, but tool results are left out (they are the bulk and rarely matter
+    once a branch is left), and empty branch summaries count. With Pi 1.x the latest
+    context edit of the entry among the abandoned entries applies (``edit``).
+    """
     if entry.role == "toolResult":
         return MISSING
+    if edit is not None and entry.raw.get("type") in ("message", "custom_message"):
+        edited = apply_edit(entry_messages(entry), edit)
+        return edited[0] if edited else MISSING
     return entry_to_message(entry)
 
 
@@ -100,12 +108,21 @@ class BranchPreparation:
     total_tokens: int = 0
 
 
-def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> BranchPreparation:
+def prepare_branch_entries(
+    entries: Sequence[Entry], token_budget: int = 0, *, pi: PiLike | None = None
+) -> BranchPreparation:
     """Choose messages newest first until ``token_budget`` (0 = unlimited) is reached.
 
     A summary entry that does not fit is still taken while less than 90% of the budget is
-    used, because it condenses much more than its size (§8.2).
+    used, because it condenses much more than its size (§8.2). Pi 1.x applies the
+    context edits found among ``entries`` (latest per target wins).
     """
+    target = Pi.resolve(pi)
+    edits: dict[object, Entry] = {}
+    if target >= Pi.V1_6:
+        for entry in entries:
+            if entry.raw.get("type") == "context_edit":
+                edits[id_key(entry.raw.get("targetId", MISSING))] = entry
     result = BranchPreparation()
     for entry in entries:
         raw = entry.raw
@@ -118,11 +135,12 @@ def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> B
     chosen: list[BranchMessage] = []
     for i in range(len(entries) - 1, -1, -1):
         entry = entries[i]
-        message = branch_message(entry)
+        edit = edits.get(id_key(entry.raw.get("id", MISSING))) if edits else None
+        message = branch_message(entry, edit)
         if not js_truthy(message):
             continue
-        result.file_ops.add_message(message)
-        tokens = estimate_tokens(message)
+        result.file_ops.add_message(message, nested_calls=target >= Pi.V1_6)
+        tokens = estimate_tokens(message, pi=target)
         if token_budget > 0 and result.total_tokens + tokens > token_budget:
             if entry.raw.get("type") in ("compaction", "branch_summary") and (
                 result.total_tokens < token_budget * 0.9

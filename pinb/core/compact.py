@@ -22,17 +22,19 @@ from .branching import (
     prepare_branch_entries,
 )
 from .compaction import CompactionPreparation, prepare_compaction, serialize_conversation
-from .context import UNSET, convert_to_llm, entry_to_message
+from .context import UNSET, convert_to_llm
 from .fileops import format_file_operations
 from .forks import user_text
 from .paths import agent_dir
 from .reports import BranchReport, CompactionReport
 from .session import Session
 from .summarize import Summarizer
+from .target import Pi
 from .tokens import (
     CompactionSettings,
     context_tokens_of_usage,
     estimate_context_tokens,
+    estimate_projected_tokens,
     estimate_tokens,
     should_compact,
     tokens_by_role,
@@ -64,7 +66,7 @@ def _prepare(session: Session, settings: CompactionSettings, leaf_id: Any) -> Co
     path = session.path_to(leaf_id)
     if path and path[-1].type == "compaction":
         raise NothingToCompactError("Already compacted: the leaf is a compaction entry")
-    prepared = prepare_compaction(path, settings)
+    prepared = prepare_compaction(path, settings, pi=session.pi)
     if prepared is None or prepared.is_empty:
         raise NothingToCompactError("Nothing to compact (session too small)")
     return prepared
@@ -85,17 +87,24 @@ def plan_compaction(
     """
     settings = settings or CompactionSettings()
     prepared = _prepare(session, settings, leaf_id)
-    before = session.build_context(leaf_id).messages
-    kept = [m for e in prepared.kept_entries if (m := _context_message(e)) is not None]
+    context = session.build_context(leaf_id)
+    before = context.messages
+    kept_entries = {id(e) for e in prepared.kept_entries}
+    kept = [
+        m
+        for m, source in zip(context.messages, context.sources, strict=True)
+        if id(source) in kept_entries and source.type != "compaction"
+    ]
     read_files, modified_files = prepared.file_ops.file_lists()
+    pi = session.pi
     return CompactionReport(
         entry=None,
         summary="",
         first_kept_entry_id=str(prepared.first_kept_entry_id),
         tokens_before=prepared.tokens_before,
-        tokens_after=sum(estimate_tokens(m) for m in kept),
-        before_by_role=tokens_by_role(before),
-        after_by_role=tokens_by_role(kept),
+        tokens_after=sum(estimate_tokens(m, pi=pi) for m in kept),
+        before_by_role=tokens_by_role(before, pi=pi),
+        after_by_role=tokens_by_role(kept, pi=pi),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),
@@ -105,11 +114,6 @@ def plan_compaction(
         is_split_turn=prepared.is_split_turn,
         previous_compaction_id=_previous_id(prepared),
     )
-
-
-def _context_message(entry: Any) -> Any:
-    message = entry_to_message(entry, empty_branch_summaries=False)
-    return message if isinstance(message, dict) else None
 
 
 def _previous_id(prepared: CompactionPreparation) -> str | None:
@@ -156,12 +160,15 @@ def compact(
     previous = prepared.previous_summary if prepared.has_previous_summary else None
     if not isinstance(previous, str):
         previous = None if previous is None else str(previous)
-    history_messages = convert_to_llm([p.message for p in prepared.messages_to_summarize])
-    history_max = math.floor(0.8 * settings.reserve_tokens)
+    pi = session.pi
+    history_messages = convert_to_llm([p.message for p in prepared.messages_to_summarize], pi=pi)
+    # Pi 1.x lets the summary use the model's own output limit (v0.58.3: 80% of the reserve).
+    history_max = None if pi >= Pi.V1_6 else math.floor(0.8 * settings.reserve_tokens)
+    prefix_max = None if pi >= Pi.V1_6 else math.floor(0.5 * settings.reserve_tokens)
 
     def history() -> str:
         return summarizer.summarize(
-            serialize_conversation(history_messages),
+            serialize_conversation(history_messages, pi=pi),
             previous_summary=previous,
             instructions=instructions,
             max_tokens=history_max,
@@ -175,10 +182,11 @@ def compact(
         else:
             # Pi writes "No prior history." here and so forgets an earlier summary; keep it.
             head = previous if previous else NO_PRIOR_HISTORY
-        prefix_messages = convert_to_llm([p.message for p in prepared.turn_prefix_messages])
+        prefix_messages = convert_to_llm([p.message for p in prepared.turn_prefix_messages], pi=pi)
         prefix = summarizer.summarize(
-            serialize_conversation(prefix_messages),
-            max_tokens=math.floor(0.5 * settings.reserve_tokens),
+            serialize_conversation(prefix_messages, pi=pi),
+            instructions=instructions if pi >= Pi.V1_6 else None,
+            max_tokens=prefix_max,
             kind="turn_prefix",
             messages=prefix_messages,
         )
@@ -201,9 +209,9 @@ def compact(
         tokens_before=prepared.tokens_before,
         # Usage reported on kept assistant messages describes the pre-compaction context,
         # so the size after is the estimate of the messages themselves.
-        tokens_after=sum(estimate_tokens(m) for m in after),
-        before_by_role=tokens_by_role(before),
-        after_by_role=tokens_by_role(after),
+        tokens_after=sum(estimate_tokens(m, pi=pi) for m in after),
+        before_by_role=tokens_by_role(before, pi=pi),
+        after_by_role=tokens_by_role(after, pi=pi),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),
@@ -224,9 +232,11 @@ def compaction_due(
 ) -> bool:
     """Pi's threshold check before a prompt and after a run (§6.6), for the agent.
 
-    Uses the last assistant message on the path: its reported usage (or, for an errored
-    reply, the context estimate), skipping usage older than the latest compaction. An
-    unknown window (``None`` or 0) never triggers, unlike Pi (§6.5).
+    Uses the last assistant message on the path: its reported usage, or the context
+    estimate for a failed reply or one whose usage is zero (a server that reports none);
+    in Pi 1.x, the projected estimate when the branch holds context edits. A reply older
+    than the latest compaction is ignored. An unknown window (``None`` or 0) never
+    triggers, unlike Pi (§6.5).
     """
     settings = settings or CompactionSettings()
     if not settings.enabled or not context_window:
@@ -244,10 +254,14 @@ def compaction_due(
             return False
     if message.get("stopReason") == "aborted":
         return False
-    if message.get("stopReason") == "error":
-        tokens = estimate_context_tokens(session.build_context().messages).tokens
+    pi = session.pi
+    usage_tokens = context_tokens_of_usage(message.get("usage"))
+    if pi >= Pi.V1_6 and any(e.type == "context_edit" for e in path):
+        tokens = estimate_projected_tokens(session.build_context()).tokens
+    elif message.get("stopReason") == "error" or usage_tokens <= 0:
+        tokens = estimate_context_tokens(session.build_context().messages, pi=pi).tokens
     else:
-        tokens = context_tokens_of_usage(message.get("usage"))
+        tokens = usage_tokens
     return should_compact(tokens, context_window, settings)
 
 
@@ -267,15 +281,16 @@ def navigate(
 
     Selecting a user (or custom) message puts the leaf on its parent and returns the
     message's text in ``editor_text`` for re-submission, as Pi does. Without a summary the
-    move is persisted with a ``leaf`` entry; with one, a ``branch_summary`` entry is
-    attached at the new position. An optional ``label`` goes on the summary entry, or on
+    move is persisted with an inert navigation marker (see :meth:`Session.branch`); with
+    one, a ``branch_summary`` entry is attached at the new position. An optional ``label`` goes on the summary entry, or on
     the target when there is no summary.
     """
     old_leaf = session.leaf_id
     target = session.get(target_id)
     if target is None:
         raise EntryNotFoundError(target_id)
-    before_tokens = estimate_context_tokens(session.build_context().messages).tokens
+    pi = session.pi
+    before_tokens = estimate_context_tokens(session.build_context().messages, pi=pi).tokens
     if target_id == old_leaf:
         return BranchReport(
             old_leaf,
@@ -306,17 +321,17 @@ def navigate(
             if token_budget is not None
             else (context_window or DEFAULT_WINDOW) - BRANCH_SUMMARY_RESERVE
         )
-        prepared = prepare_branch_entries(collected.entries, budget)
+        prepared = prepare_branch_entries(collected.entries, budget, pi=pi)
         if not prepared.messages:
             summary_text = NO_CONTENT_SUMMARY
             details = {"readFiles": [], "modifiedFiles": []}
         else:
-            messages = convert_to_llm([m.message for m in prepared.messages])
+            messages = convert_to_llm([m.message for m in prepared.messages], pi=pi)
             body = summarizer.summarize(
-                serialize_conversation(messages),
+                serialize_conversation(messages, pi=pi),
                 instructions=instructions,
                 replace_instructions=replace_instructions,
-                max_tokens=2048,
+                max_tokens=None if pi >= Pi.V1_6 else 2048,
                 kind="branch",
                 messages=messages,
             )
@@ -349,7 +364,7 @@ def navigate(
         label_entry=label_entry,
         editor_text=editor_text,
         tokens_before=before_tokens,
-        tokens_after=estimate_context_tokens(session.build_context().messages).tokens,
+        tokens_after=estimate_context_tokens(session.build_context().messages, pi=pi).tokens,
         read_files=read_files,
         modified_files=modified_files,
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .entries import MISSING, Entry, id_key
+from .target import DEFAULT_PI, Pi, PiLike
 from .tree import SessionIndex
 from .wire import js_date_ms, js_string, js_truthy
 
@@ -20,11 +21,16 @@ __all__ = [
     "COMPACTION_SUMMARY_PREFIX",
     "COMPACTION_SUMMARY_SUFFIX",
     "UNSET",
+    "ProjectedEntry",
     "SessionContext",
+    "apply_edit",
     "bash_execution_to_text",
     "build_session_context",
     "convert_to_llm",
+    "current_system_message",
+    "entry_messages",
     "entry_to_message",
+    "select_context_entries",
 ]
 
 COMPACTION_SUMMARY_PREFIX: Final = (
@@ -48,6 +54,24 @@ UNSET: Final = _Unset()
 
 
 @dataclass
+class ProjectedEntry:
+    """One entry of the context selection and the messages it contributes to the model.
+
+    ``messages`` is what the model sees after context edits; ``edit`` is the
+    ``context_edit`` entry that changed (or omitted) this entry, if any.
+    """
+
+    entry: Entry
+    messages: list[Any]
+    edit: Entry | None = None
+
+    @property
+    def omitted(self) -> bool:
+        """An edit removed everything this entry would have contributed."""
+        return self.edit is not None and self.edit.raw.get("replacement", MISSING) is None
+
+
+@dataclass
 class SessionContext:
     """The result of :func:`build_session_context`.
 
@@ -59,40 +83,47 @@ class SessionContext:
         The last ``thinking_level_change`` on the path, ``"off"`` when none.
     model:
         ``{"provider", "modelId"}`` of the last model change or assistant message, or ``None``.
-    active_tool_names:
-        [newer] the last ``active_tools_change`` list on the path, or ``None``.
     sources:
-        For each message, the entry it came from (the compaction entry for the summary).
+        For each message, the entry it came from (the compaction entry for its summary and
+        its system checkpoint).
+    entries:
+        The selected entries in order, each with the messages it contributes (Pi's
+        projection); entries that contribute nothing are included.
+    edits:
+        The ``context_edit`` entries in effect, by the id of the entry they edit.
     compaction:
         The compaction applied (the last one on the path), if any.
     path:
         The full root-to-leaf path the context was built from.
+    pi:
+        The Pi release whose rules built it.
     """
 
     messages: list[Any] = field(default_factory=list)
     thinking_level: Any = "off"
     model: dict[str, Any] | None = None
-    active_tool_names: list[str] | None = None
     sources: list[Entry] = field(default_factory=list)
+    entries: list[ProjectedEntry] = field(default_factory=list)
+    edits: dict[object, Entry] = field(default_factory=dict)
     compaction: Entry | None = None
     path: list[Entry] = field(default_factory=list)
+    pi: Pi = DEFAULT_PI
 
-    def to_wire(self, *, newer: bool = False) -> dict[str, Any]:
-        """Pi's JSON for the context: ``{messages, thinkingLevel, model}``.
-
-        With ``newer=True`` the [newer] ``activeToolNames`` field is included too.
-        """
+    def to_wire(self) -> dict[str, Any]:
+        """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
         data: dict[str, Any] = {"messages": self.messages}
         if self.thinking_level is not MISSING:
             data["thinkingLevel"] = self.thinking_level
         data["model"] = self.model
-        if newer:
-            data["activeToolNames"] = self.active_tool_names
         return data
 
     def to_llm(self) -> list[dict[str, Any]]:
         """:func:`convert_to_llm` of these messages."""
-        return convert_to_llm(self.messages)
+        return convert_to_llm(self.messages, pi=self.pi)
+
+    def edit_of(self, entry_id: object) -> Entry | None:
+        """The ``context_edit`` in effect for ``entry_id``, if any."""
+        return self.edits.get(id_key(entry_id))
 
 
 def _present(raw: dict[str, Any], out: dict[str, Any], *keys: str) -> None:
@@ -101,10 +132,21 @@ def _present(raw: dict[str, Any], out: dict[str, Any], *keys: str) -> None:
             out[key] = raw[key]
 
 
-def custom_message_from_entry(raw: dict[str, Any]) -> dict[str, Any]:
-    """The ``custom`` agent message of a ``custom_message`` entry (undefined keys stay absent)."""
+def custom_message_from_entry(
+    raw: dict[str, Any], *, empty_content: bool = False
+) -> dict[str, Any]:
+    """The ``custom`` agent message of a ``custom_message`` entry (undefined keys stay absent).
+
+    With ``empty_content`` (Pi 1.x's context) a missing or ``null`` content reads as ``[]``.
+    """
     message: dict[str, Any] = {"role": "custom"}
-    _present(raw, message, "customType", "content", "display", "details")
+    _present(raw, message, "customType")
+    content = raw.get("content", MISSING)
+    if empty_content and (content is None or content is MISSING):
+        message["content"] = []
+    elif content is not MISSING:
+        message["content"] = content
+    _present(raw, message, "display", "details")
     message["timestamp"] = js_date_ms(raw.get("timestamp", MISSING))
     return message
 
@@ -123,12 +165,48 @@ def compaction_summary_message(raw: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def entry_to_message(entry: Entry, *, empty_branch_summaries: bool = True) -> Any:
-    """Pi's ``toMsg``/``getMessageFromEntry``: the agent message an entry stands for.
+_EMPTY_LIST_ROLES = frozenset({"user", "assistant", "toolResult"})
 
-    ``message`` → its message; ``custom_message`` → ``custom``; ``branch_summary`` →
-    ``branchSummary`` (also when empty, unless ``empty_branch_summaries`` is false);
-    ``compaction`` → ``compactionSummary``; anything else → ``MISSING``.
+
+def _stored_message(message: Any, pi: Pi) -> Any:
+    """A ``message`` entry's message; Pi 1.x reads a missing/null content as empty."""
+    if pi >= Pi.V1_6 and isinstance(message, dict) and message.get("content") is None:
+        role = message.get("role")
+        if role == "system":
+            return {**message, "content": ""}
+        if role in _EMPTY_LIST_ROLES:
+            return {**message, "content": []}
+    return message
+
+
+def entry_messages(entry: Entry, pi: Pi = DEFAULT_PI) -> list[Any]:
+    """Pi's ``sessionEntryToContextMessages``: the messages one entry contributes, unedited.
+
+    ``message`` → its message; ``custom_message`` → ``custom``; a non-empty
+    ``branch_summary`` → ``branchSummary``; ``compaction`` → its system checkpoint (Pi 1.x,
+    when stored) then ``compactionSummary``; anything else → nothing.
+    """
+    raw = entry.raw
+    kind = raw.get("type")
+    if kind == "message":
+        return [_stored_message(raw.get("message"), pi)]
+    if kind == "custom_message":
+        return [custom_message_from_entry(raw, empty_content=pi >= Pi.V1_6)]
+    if kind == "branch_summary":
+        return [branch_summary_message(raw)] if js_truthy(raw.get("summary")) else []
+    if kind == "compaction":
+        summary = compaction_summary_message(raw)
+        checkpoint = raw.get("systemMessage")
+        return [checkpoint, summary] if pi >= Pi.V1_6 and js_truthy(checkpoint) else [summary]
+    return []
+
+
+def entry_to_message(entry: Entry, *, empty_branch_summaries: bool = True) -> Any:
+    """The one agent message that stands for an entry in lists and views (Pi's ``toMsg``).
+
+    Like :func:`entry_messages` but one message per entry: a compaction is its summary, and
+    a ``branch_summary`` is shown even when empty unless ``empty_branch_summaries`` is false.
+    Entries that stand for no message give ``MISSING``.
     """
     raw = entry.raw
     kind = raw.get("type")
@@ -145,6 +223,108 @@ def entry_to_message(entry: Entry, *, empty_branch_summaries: bool = True) -> An
     return MISSING
 
 
+_EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+
+
+def apply_edit(messages: list[Any], edit: Entry | None) -> list[Any]:
+    """Pi 1.x's ``projectContextEntry``: an entry's messages after its latest context edit.
+
+    ``replacement: null`` removes them all; ``{content}`` replaces the content of user,
+    assistant, tool-result and custom messages (a string becomes one text block for
+    assistant and tool results) and leaves every other role as it is.
+    """
+    if edit is None:
+        return messages
+    replacement = edit.raw.get("replacement", MISSING)
+    if replacement is None:
+        return []
+    if replacement is MISSING:
+        return messages  # Pi throws here; pinb reports it (see SessionIndex) and ignores it
+    content = replacement.get("content", MISSING) if isinstance(replacement, dict) else MISSING
+    result = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in _EDITABLE_ROLES:
+            result.append(message)
+            continue
+        value = content
+        if role in ("assistant", "toolResult") and isinstance(content, str):
+            value = [{"type": "text", "text": content}]
+        edited = dict(message)
+        if value is MISSING:
+            edited.pop("content", None)  # JSON has no undefined: the key disappears
+        else:
+            edited["content"] = value
+        result.append(edited)
+    return result
+
+
+def _content_text(content: Any, separator: str = "\n") -> str:
+    """pi-ai's ``contentText``: a string as is, else its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return separator.join(
+        _join_item(block.get("text"))
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text"
+    )
+
+
+def _join_item(value: Any) -> str:
+    """An element of ``Array.prototype.join``: ``null``/``undefined`` become ""."""
+    return "" if value is None or value is MISSING else js_string(value)
+
+
+def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
+    """Pi 1.x's ``getCurrentSystemMessage``: every system message replayed into one (§3.3).
+
+    Texts are joined with a blank line, sections merged by name (``null`` removes one),
+    tools kept by name (removals before additions), the first timestamp kept. ``None``
+    when no system message has a timestamp and no tool is declared.
+    """
+    texts: list[str] = []
+    sections: dict[Any, Any] = {}
+    tools: dict[Any, Any] = {}
+    timestamp: Any = None
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "system":
+            continue
+        if timestamp is None:
+            timestamp = message.get("timestamp")
+        text = _content_text(message.get("content"))
+        if text:
+            texts.append(text)
+        patch = message.get("sections")
+        for name, value in (patch.items() if isinstance(patch, dict) else ()):
+            if value is None:
+                sections.pop(name, None)
+            else:
+                sections[name] = value
+        for tool in _list(message.get("toolsRemoved")):
+            tools.pop(_tool_name(tool), None)
+        for tool in _list(message.get("toolsAdded")):
+            tools[_tool_name(tool)] = tool
+    if timestamp is None and not tools:
+        return None
+    result: dict[str, Any] = {"role": "system", "content": "\n\n".join(texts)}
+    if sections:
+        result["sections"] = sections
+    if tools:
+        result["toolsAdded"] = list(tools.values())
+    result["timestamp"] = timestamp if timestamp is not None else 0
+    return result
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _tool_name(tool: Any) -> Any:
+    return tool.get("name", MISSING) if isinstance(tool, dict) else MISSING
+
+
 def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:
     if leaf_id is None:
         return None
@@ -154,11 +334,74 @@ def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:
     return leaf
 
 
+def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None]:
+    """Thinking level, model and the last compaction over the whole path (§5.3)."""
+    thinking_level: Any = "off"
+    model: dict[str, Any] | None = None
+    compaction: Entry | None = None
+    for entry in path:
+        raw = entry.raw
+        kind = raw.get("type")
+        if kind == "message":
+            message = raw.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                model = {}
+                if "provider" in message:
+                    model["provider"] = message["provider"]
+                if "model" in message:
+                    model["modelId"] = message["model"]
+        elif kind == "thinking_level_change":
+            thinking_level = raw.get("thinkingLevel", MISSING)
+        elif kind == "model_change":
+            model = {}
+            _present(raw, model, "provider")
+            if "modelId" in raw:
+                model["modelId"] = raw["modelId"]
+        elif kind == "compaction":
+            compaction = entry
+    return thinking_level, model, compaction
+
+
+def _is_system(entry: Entry) -> bool:
+    message = entry.raw.get("message") if entry.raw.get("type") == "message" else None
+    return isinstance(message, dict) and message.get("role") == "system"
+
+
+def select_context_entries(
+    path: Sequence[Entry], compaction: Entry | None, pi: Pi = DEFAULT_PI
+) -> list[Entry]:
+    """Pi's ``buildContextEntries``: the path entries the context is built from (§5.4).
+
+    Without a compaction, the whole path. Otherwise the last compaction first, then the
+    entries it kept (from ``firstKeptEntryId`` up to it; Pi 1.x leaves out system messages
+    there, their content lives on in the compaction's checkpoint), then everything after it.
+    """
+    if compaction is None:
+        return list(path)
+    compaction_key = id_key(compaction.id)
+    position = next(
+        i
+        for i, e in enumerate(path)
+        if e.raw.get("type") == "compaction" and id_key(e.id) == compaction_key
+    )
+    first_kept = compaction.raw.get("firstKeptEntryId", MISSING)
+    start = position  # nothing before the compaction is kept unless first_kept is found
+    for i in range(position):
+        entry_id = path[i].raw.get("id", MISSING)
+        if entry_id == first_kept and _strict_equal(entry_id, first_kept):
+            start = i
+            break
+    kept = path[start:position]
+    if pi >= Pi.V1_6:
+        kept = [e for e in kept if not _is_system(e)]
+    return [compaction, *kept, *path[position + 1 :]]
+
+
 def build_session_context(
     entries: SessionIndex | Sequence[Entry],
     leaf_id: object = UNSET,
     *,
-    nested_compactions: bool = False,
+    pi: PiLike | None = None,
 ) -> SessionContext:
     """``buildSessionContext``: the agent messages, thinking level and model at a leaf.
 
@@ -169,100 +412,56 @@ def build_session_context(
     leaf_id:
         ``UNSET`` (default) or an unknown/empty id: the last entry in file order.
         ``None``: before the first entry (empty context). Otherwise the leaf's id.
-    nested_compactions:
-        [newer] also turn compactions inside the kept range into summary messages
-        (v0.58.3 skips them; the default follows v0.58.3).
+    pi:
+        The Pi release whose rules apply (default: today's Pi). Pi 1.x applies context
+        edits, emits a compaction's system checkpoint and reads missing contents as empty.
 
     Returns
     -------
     SessionContext
     """
+    target = Pi.resolve(pi)
     index = entries if isinstance(entries, SessionIndex) else SessionIndex(entries)
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
-        return SessionContext()
+        return SessionContext(pi=target)
     path = index.path_from(leaf)
+    thinking_level, model, compaction = _settings(path)
+    selected = select_context_entries(path, compaction, target)
 
-    thinking_level: Any = "off"
-    model: dict[str, Any] | None = None
-    active_tools: list[str] | None = None
-    compaction: Entry | None = None
-    for entry in path:
-        raw = entry.raw
-        kind = raw.get("type")
-        if kind == "thinking_level_change":
-            thinking_level = raw.get("thinkingLevel", MISSING)
-        elif kind == "model_change":
-            model = {}
-            _present(raw, model, "provider")
-            if "modelId" in raw:
-                model["modelId"] = raw["modelId"]
-        elif kind == "message":
-            message = raw.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                model = {}
-                if "provider" in message:
-                    model["provider"] = message["provider"]
-                if "model" in message:
-                    model["modelId"] = message["model"]
-        elif kind == "compaction":
-            compaction = entry
-        elif kind == "active_tools_change":
-            names = raw.get("activeToolNames")
-            active_tools = list(names) if isinstance(names, list) else None
+    edits: dict[object, Entry] = {}
+    if target >= Pi.V1_6:
+        for entry in selected:
+            if entry.raw.get("type") == "context_edit":
+                edits[id_key(entry.raw.get("targetId", MISSING))] = entry
 
     messages: list[Any] = []
     sources: list[Entry] = []
-
-    def emit(entry: Entry) -> None:
-        raw = entry.raw
-        kind = raw.get("type")
-        if kind == "message":
-            messages.append(raw.get("message"))
-        elif kind == "custom_message":
-            messages.append(custom_message_from_entry(raw))
-        elif kind == "branch_summary":
-            if not js_truthy(raw.get("summary")):
-                return
-            messages.append(branch_summary_message(raw))
-        elif kind == "compaction" and nested_compactions:
-            messages.append(compaction_summary_message(raw))
+    projected: list[ProjectedEntry] = []
+    for position, entry in enumerate(selected):
+        if entry.raw.get("type") == "compaction" and position > 0:
+            # An older compaction inside the kept range contributes nothing (§5.5).
+            produced: list[Any] = []
+            edit = None
         else:
-            return
-        sources.append(entry)
-
-    if compaction is None:
-        for entry in path:
-            emit(entry)
-    else:
-        messages.append(compaction_summary_message(compaction.raw))
-        sources.append(compaction)
-        compaction_key = id_key(compaction.id)
-        position = next(
-            i
-            for i, e in enumerate(path)
-            if e.raw.get("type") == "compaction" and id_key(e.id) == compaction_key
-        )
-        first_kept = compaction.raw.get("firstKeptEntryId", MISSING)
-        start = position  # nothing before the compaction is kept unless first_kept is found
-        for i in range(position):
-            entry_id = path[i].raw.get("id", MISSING)
-            if entry_id == first_kept and _strict_equal(entry_id, first_kept):
-                start = i
-                break
-        for entry in path[start:position]:
-            emit(entry)
-        for entry in path[position + 1 :]:
-            emit(entry)
+            produced = entry_messages(entry, target)
+            edit = edits.get(id_key(entry.raw.get("id", MISSING))) if edits else None
+            if edit is not None:
+                produced = apply_edit(produced, edit)
+        projected.append(ProjectedEntry(entry, produced, edit))
+        messages.extend(produced)
+        sources.extend([entry] * len(produced))
 
     return SessionContext(
         messages=messages,
         thinking_level=thinking_level,
         model=model,
-        active_tool_names=active_tools,
         sources=sources,
+        entries=projected,
+        edits=edits,
         compaction=compaction,
         path=path,
+        pi=target,
     )
 
 
@@ -304,13 +503,18 @@ def _user_text(text: str, timestamp: Any) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
 
-def convert_to_llm(messages: Sequence[Any]) -> list[dict[str, Any]]:
-    """``convertToLlm``: agent messages to the ``user``/``assistant``/``toolResult`` roles.
+_PASSED_058 = frozenset({"user", "assistant", "toolResult"})
+_PASSED_1X = _PASSED_058 | {"system"}
 
-    User, assistant and tool-result messages pass through as the same objects; bash
-    executions, custom messages and summaries become user messages with Pi's wrappers;
-    ``!!`` bash executions and unknown roles are dropped.
+
+def convert_to_llm(messages: Sequence[Any], *, pi: PiLike | None = None) -> list[dict[str, Any]]:
+    """``convertToLlm``: agent messages to the roles a model takes.
+
+    User, assistant and tool-result messages (and, in Pi 1.x, system messages) pass through
+    as the same objects; bash executions, custom messages and summaries become user
+    messages with Pi's wrappers; ``!!`` bash executions and unknown roles are dropped.
     """
+    passed = _PASSED_1X if Pi.resolve(pi) >= Pi.V1_6 else _PASSED_058
     result: list[dict[str, Any]] = []
     for message in messages:
         if not isinstance(message, dict):
@@ -318,7 +522,7 @@ def convert_to_llm(messages: Sequence[Any]) -> list[dict[str, Any]]:
         role = message.get("role")
         timestamp = message.get("timestamp", MISSING)
         converted: dict[str, Any] | None
-        if role in ("user", "assistant", "toolResult"):
+        if role in passed:
             converted = message
         elif role == "bashExecution":
             if js_truthy(message.get("excludeFromContext")):

@@ -7,7 +7,10 @@ from typing import Any
 from .models import EntryModel, parse_entry
 from .wire import MISSING
 
-__all__ = ["MISSING", "Entry", "id_key"]
+__all__ = ["MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
+
+#: ``customType`` of the inert entry pinb appends to record a move of the leaf.
+NAVIGATE_TYPE = "pinb.navigate"
 
 
 def id_key(value: object) -> object:
@@ -78,6 +81,13 @@ class Entry:
             return None
         role = message.get("role")
         return role if isinstance(role, str) else None
+
+    @property
+    def is_navigation(self) -> bool:
+        """A marker that only records a move of the leaf (pinb's, or an agent harness's
+        ``leaf`` entry); views and counts leave such entries out."""
+        kind = self.raw.get("type")
+        return kind == "leaf" or (kind == "custom" and self.raw.get("customType") == NAVIGATE_TYPE)
 
     @property
     def model(self) -> EntryModel:

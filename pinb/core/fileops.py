@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .entries import id_key
+from .wire import js_string
 
 __all__ = ["FileOperations", "format_file_operations", "js_sorted"]
 
@@ -15,7 +16,7 @@ def js_sorted(values: Iterable[Any]) -> list[Any]:
     """Sort as JavaScript's default ``Array.prototype.sort`` does: by UTF-16 code units."""
 
     def key(value: Any) -> bytes:
-        text = value if isinstance(value, str) else str(value)
+        text = value if isinstance(value, str) else js_string(value)
         return text.encode("utf-16-be", "surrogatepass")
 
     return sorted(values, key=key)
@@ -48,29 +49,42 @@ class FileOperations:
     written: _OrderedSet = field(default_factory=_OrderedSet)
     edited: _OrderedSet = field(default_factory=_OrderedSet)
 
-    def add_message(self, message: Any) -> None:
-        """Record the file paths of an assistant message's ``read``/``write``/``edit`` calls."""
-        if not isinstance(message, dict) or message.get("role") != "assistant":
+    def add_message(self, message: Any, *, nested_calls: bool = True) -> None:
+        """Record the file paths of a message's ``read``/``write``/``edit`` calls.
+
+        An assistant message's tool calls count; so do, with ``nested_calls`` (Pi 1.x), the
+        calls a tool result lists in ``nestedCalls.calls`` (made by a codemode script).
+        """
+        if not isinstance(message, dict):
+            return
+        role = message.get("role")
+        if role == "toolResult" and nested_calls:
+            nested = message.get("nestedCalls")
+            calls = nested.get("calls") if isinstance(nested, dict) else None
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict):
+                    self._add(call.get("name"), call.get("arguments"))
+            return
+        if role != "assistant":
             return
         content = message.get("content")
         if not isinstance(content, list):
             return
         for block in content:
-            if not isinstance(block, dict) or block.get("type") != "toolCall":
-                continue
-            arguments = block.get("arguments")
-            if not isinstance(arguments, dict):
-                continue
-            path = arguments.get("path")
-            if not isinstance(path, str) or not path:
-                continue
-            name = block.get("name")
-            if name == "read":
-                self.read.add(path)
-            elif name == "write":
-                self.written.add(path)
-            elif name == "edit":
-                self.edited.add(path)
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                if "arguments" in block and "name" in block:
+                    self._add(block.get("name"), block.get("arguments"))
+
+    def _add(self, name: Any, arguments: Any) -> None:
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if not isinstance(path, str) or not path:
+            return
+        if name == "read":
+            self.read.add(path)
+        elif name == "write":
+            self.written.add(path)
+        elif name == "edit":
+            self.edited.add(path)
 
     def add_details(self, details: Any) -> None:
         """Seed from a Pi-generated summary's ``details`` (modified files re-enter as edited)."""

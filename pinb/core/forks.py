@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import copy
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, SessionFileError
-from .entries import Entry
+from .entries import MISSING, Entry, id_key
 from .migrate import new_entry_id
-from .paths import iso_now, session_file_name, sessions_dir_for
+from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
 from .session import Session, _new_header
 from .store import atomic_write_lines, serialize_line
+from .target import Pi, PiLike
 
 __all__ = ["clone_session", "create_branched_session", "fork_from", "fork_session", "user_text"]
 
@@ -50,9 +50,10 @@ def _new_session(
         path=path,
         flushed=False,
         id_generator=source._id_generator,
+        pi=source.pi,
     )
-    if source.path is not None:
-        new._flush()  # written now if the copy holds an assistant message, else deferred
+    if source.path is not None and new._starts_conversation():
+        new._flush()  # otherwise written at the first user (or assistant) message, as in Pi
     return new
 
 
@@ -61,54 +62,60 @@ def create_branched_session(
     leaf_id: str,
     *,
     sessions_dir: str | os.PathLike[str] | None = None,
-    rechain: bool = True,
 ) -> Session:
     """Copy the path root → ``leaf_id`` into a new session whose header names this file.
 
     Label entries on the path are dropped and the labels in effect on copied entries are
-    re-created after the path. With ``rechain`` (default, newer Pi) each copied entry is
-    re-parented to the previous copied one, so dropping a label never orphans an entry;
-    ``rechain=False`` reproduces v0.58.3 exactly, defect included (§12.5).
+    re-created after the path. Pi 1.x re-chains the copied entries around the dropped
+    labels (each copied entry's parent is the previous copied one), points a compaction
+    that kept from a dropped label at the next copied entry, and keeps the labels' own
+    timestamps; v0.58.3 copies parents as they were, which can orphan entries (§12.5).
     """
     path = session.path_to(leaf_id)
     if not path:
         raise EntryNotFoundError(leaf_id)
+    rechain = session.pi >= Pi.V1_6
     raws: list[dict[str, Any]] = []
     previous: Any = None
+    pending_labels: list[Any] = []
+    replacement: dict[object, Any] = {}
     for entry in path:
         if entry.type == "label":
+            pending_labels.append(entry.raw.get("id"))
             continue
+        for label_id in pending_labels:
+            replacement[id_key(label_id)] = entry.raw.get("id")
+        pending_labels.clear()
         raw = copy.deepcopy(entry.raw)
         if rechain:
             raw["parentId"] = previous
+            kept = raw.get("firstKeptEntryId", MISSING)
+            if raw.get("type") == "compaction" and id_key(kept) in replacement:
+                if not (kept == raw.get("id") and isinstance(kept, str)):
+                    raw["firstKeptEntryId"] = replacement[id_key(kept)]
         previous = raw.get("id")
         raws.append(raw)
-    copied = {r.get("id") for r in raws}
+    copied = {id_key(r.get("id", MISSING)) for r in raws}
     used: set[object] = set(copied)
     parent = previous
-    for raw in list(raws):
-        target = raw.get("id")
-        text = session.label(target)
-        if text is None:
+    for target, text, stamp in session.index.label_records():
+        if id_key(target) not in copied:
             continue
         label_id = new_entry_id(used, session._id_generator)
         used.add(label_id)
-        stamp = session.index.label_timestamp(target) if rechain else None
-        raws.append(
-            {
-                "type": "label",
-                "id": label_id,
-                "parentId": parent,
-                "timestamp": stamp if isinstance(stamp, str) else iso_now(),
-                "targetId": target,
-                "label": text,
-            }
-        )
+        label: dict[str, Any] = {"type": "label", "id": label_id, "parentId": parent}
+        if not rechain:
+            label["timestamp"] = iso_now()
+        elif stamp is not None and stamp is not MISSING:
+            label["timestamp"] = stamp
+        label.update({"targetId": target, "label": text})
+        raws.append(label)
         parent = label_id
     header = _new_header(
         session.cwd,
         session_id=None,
         parent_session=os.fspath(session.path) if session.path is not None else None,
+        pi=session.pi,
     )
     return _new_session(header, raws, _target_folder(session, sessions_dir), session)
 
@@ -130,6 +137,7 @@ def fork_session(
             session.cwd,
             session_id=None,
             parent_session=os.fspath(session.path) if session.path is not None else None,
+            pi=session.pi,
         )
         return _new_session(header, [], _target_folder(session, sessions_dir), session), text
     return create_branched_session(session, parent, sessions_dir=sessions_dir), text
@@ -153,19 +161,23 @@ def fork_from(
     target_cwd: str | os.PathLike[str],
     *,
     sessions_dir: str | os.PathLike[str] | None = None,
+    session_id: str | None = None,
+    pi: PiLike | None = None,
 ) -> Session:
     """Copy a whole session (all branches, verbatim) into another project's folder (§9.2).
 
     The new file is written at once, with ``parentSession`` naming the source.
     """
     source_path = Path(source).resolve()
-    original = Session.open(source_path)
+    original = Session.open(source_path, pi=pi)
     if not original.entries and original.loaded is not None and original.loaded.header is None:
         raise SessionFileError("cannot fork an empty session", path=source_path)
-    cwd = os.path.abspath(os.fspath(target_cwd))
-    header = _new_header(cwd, session_id=str(uuid.uuid4()), parent_session=os.fspath(source_path))
+    cwd = resolve_cwd(target_cwd)
+    header = _new_header(
+        cwd, session_id=session_id, parent_session=os.fspath(source_path), pi=original.pi
+    )
     folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd)
     path = folder / session_file_name(header["timestamp"], header["id"])
     lines = [serialize_line(header)] + [serialize_line(e.raw) for e in original.entries]
     atomic_write_lines(path, lines, exclusive=True)
-    return Session.open(path)
+    return Session.open(path, pi=original.pi)

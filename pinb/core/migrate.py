@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import re
+import time
 import uuid
 from collections.abc import Callable, Container
-from typing import Any
+from typing import Any, Final
 
+from ..errors import InvalidEntryError
+from .target import Pi, PiLike
 from .wire import MISSING
 
-__all__ = ["CURRENT_VERSION", "IdGenerator", "header_version", "migrate_values", "new_entry_id"]
+__all__ = [
+    "CURRENT_VERSION",
+    "IdGenerator",
+    "check_session_id",
+    "header_version",
+    "migrate_values",
+    "new_entry_id",
+    "new_session_id",
+    "uuid7",
+]
 
 CURRENT_VERSION = 3
 
@@ -29,6 +43,34 @@ def new_entry_id(used: Container[object], generate: IdGenerator | None = None) -
         if candidate not in used:
             return candidate
     return str(uuid.uuid4())
+
+
+def uuid7() -> str:
+    """A UUID version 7: 48 bits of Unix time in ms, then random bits (RFC 9562)."""
+    value = (int(time.time() * 1000) & (2**48 - 1)) << 80
+    value |= int.from_bytes(os.urandom(10), "big") & (2**80 - 1)
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return str(uuid.UUID(int=value))
+
+
+def new_session_id(pi: PiLike | None = None) -> str:
+    """A new session id as the Pi release makes it: UUID v7 in Pi 1.x, v4 in v0.58.3."""
+    return uuid7() if Pi.resolve(pi) >= Pi.V1_6 else str(uuid.uuid4())
+
+
+#: Pi 1.x's rule for a caller-supplied session id (it becomes part of a file name).
+SESSION_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def check_session_id(session_id: str) -> str:
+    """Refuse a session id that could not be a file name part (``../x``, ``a/b``, "")."""
+    if not isinstance(session_id, str) or not SESSION_ID_PATTERN.fullmatch(session_id):
+        raise InvalidEntryError(
+            f"invalid session id {session_id!r}: use letters, digits, '.', '_' and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return session_id
 
 
 def header_version(values: list[Any]) -> Any:

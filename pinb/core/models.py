@@ -1,5 +1,9 @@
 """Typed values for Pi's session format: header, the eleven entry types, messages, content.
 
+The eleven types are Pi 1.x's (v0.58.3's nine plus ``usage`` and ``context_edit``); other
+types, such as the ``leaf`` and ``active_tools_change`` entries of Pi's agent harness, are
+read as :class:`UnknownEntry` and written back unchanged, as Pi does.
+
 The Python API is snake_case; the wire stays Pi's camelCase. Every model keeps unknown
 fields (``extra="allow"``) and writes them back. ``to_wire()`` produces the dict Pi would
 write: keys in Pi's order, optional fields omitted rather than written as ``null``, with
@@ -18,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapt
 from pydantic.alias_generators import to_camel
 
 __all__ = [
-    "ActiveToolsChangeEntry",
     "AgentMessage",
     "AssistantMessage",
     "BashExecutionMessage",
@@ -27,20 +30,21 @@ __all__ = [
     "CompactionEntry",
     "CompactionSummaryMessage",
     "ContentBlock",
+    "ContextEditEntry",
+    "ContextReplacement",
     "Cost",
     "CustomEntry",
     "CustomMessage",
     "CustomMessageEntry",
-    "DeveloperMessage",
     "EntryModel",
     "ImageContent",
     "LabelEntry",
-    "LeafEntry",
     "MessageEntry",
     "ModelChangeEntry",
     "OtherMessage",
     "SessionHeader",
     "SessionInfoEntry",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "ThinkingLevelChangeEntry",
@@ -48,6 +52,7 @@ __all__ = [
     "ToolResultMessage",
     "UnknownEntry",
     "Usage",
+    "UsageEntry",
     "UserMessage",
     "WireModel",
     "parse_entry",
@@ -219,16 +224,23 @@ class CompactionSummaryMessage(WireModel):
     timestamp: int | None
 
 
-class DeveloperMessage(WireModel):
-    """[newer] ``developer`` role with string content."""
+class SystemMessage(WireModel):
+    """Pi 1.x's prompt state: base prompt text, named sections and tool changes (§3.3).
 
-    role: Literal["developer"] = "developer"
-    content: str = ""
-    timestamp: int | None = None
+    The first request of a session stores the whole prompt and tool set; later system
+    messages patch it (a ``None`` section removes that section).
+    """
+
+    role: Literal["system"] = "system"
+    content: str | list[UserContent] = ""
+    sections: dict[str, str | None] | None = None
+    tools_added: list[dict[str, Any]] | None = None
+    tools_removed: list[dict[str, Any]] | None = None
+    timestamp: int = 0
 
 
 class OtherMessage(WireModel):
-    """A role pinb does not model (newer Pi's ``system``, future roles): passed through."""
+    """A role pinb does not model (future roles): passed through."""
 
     role: str
 
@@ -242,7 +254,7 @@ _KNOWN_ROLES = frozenset(
         "custom",
         "branchSummary",
         "compactionSummary",
-        "developer",
+        "system",
     }
 )
 
@@ -260,7 +272,7 @@ AgentMessage = Annotated[
     | Annotated[CustomMessage, Tag("custom")]
     | Annotated[BranchSummaryMessage, Tag("branchSummary")]
     | Annotated[CompactionSummaryMessage, Tag("compactionSummary")]
-    | Annotated[DeveloperMessage, Tag("developer")]
+    | Annotated[SystemMessage, Tag("system")]
     | Annotated[OtherMessage, Tag("other")],
     Discriminator(_role_tag),
 ]
@@ -332,7 +344,9 @@ class CompactionEntry(_EntryBase):
         "firstKeptEntryId",
         "tokensBefore",
         "details",
+        "usage",
         "fromHook",
+        "systemMessage",
     )
 
     type: Literal["compaction"] = "compaction"
@@ -340,7 +354,9 @@ class CompactionEntry(_EntryBase):
     first_kept_entry_id: str | None = None
     tokens_before: int = 0
     details: Any = None
+    usage: Usage | None = None
     from_hook: bool | None = None
+    system_message: SystemMessage | None = None
 
 
 class BranchSummaryEntry(_EntryBase):
@@ -352,6 +368,7 @@ class BranchSummaryEntry(_EntryBase):
         "fromId",
         "summary",
         "details",
+        "usage",
         "fromHook",
     )
 
@@ -359,6 +376,7 @@ class BranchSummaryEntry(_EntryBase):
     from_id: str
     summary: str
     details: Any = None
+    usage: Usage | None = None
     from_hook: bool | None = None
 
 
@@ -416,21 +434,56 @@ class SessionInfoEntry(_EntryBase):
     name: str | None = None
 
 
-class ActiveToolsChangeEntry(_EntryBase):
-    """[newer] The set of enabled tools from this point on the branch."""
+class UsageEntry(_EntryBase):
+    """Pi 1.x: model usage outside the conversation (e.g. prompt-cache warming); inert."""
 
-    type: Literal["active_tools_change"] = "active_tools_change"
-    active_tool_names: list[str]
+    _wire_order: ClassVar[tuple[str, ...]] = (
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "kind",
+        "provider",
+        "model",
+        "usage",
+        "note",
+    )
+
+    type: Literal["usage"] = "usage"
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: str | None = None
 
 
-class LeafEntry(_EntryBase):
-    """[newer] Navigation record: from here on the current leaf is ``target_id``."""
+class ContextReplacement(WireModel):
+    """New content for an edited entry (string or content blocks)."""
 
-    _nullable_keys: ClassVar[tuple[str, ...]] = ("parentId", "targetId")
-    _wire_order: ClassVar[tuple[str, ...]] = ("type", "id", "parentId", "timestamp", "targetId")
+    content: str | list[ContentBlock]
 
-    type: Literal["leaf"] = "leaf"
-    target_id: str | None = None
+
+class ContextEditEntry(_EntryBase):
+    """Pi 1.x: replace (``{content}``) or omit (``None``) an earlier entry in the context.
+
+    The stored entries never change; the latest edit of a target on the active path
+    decides what the model sees (§5.6).
+    """
+
+    _nullable_keys: ClassVar[tuple[str, ...]] = ("parentId", "replacement")
+    _wire_order: ClassVar[tuple[str, ...]] = (
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "targetId",
+        "replacement",
+    )
+
+    type: Literal["context_edit"] = "context_edit"
+    target_id: str
+    replacement: ContextReplacement | None = None
+
 
 
 class UnknownEntry(WireModel):
@@ -452,8 +505,8 @@ ENTRY_TYPES: dict[str, type[WireModel]] = {
     "custom_message": CustomMessageEntry,
     "label": LabelEntry,
     "session_info": SessionInfoEntry,
-    "active_tools_change": ActiveToolsChangeEntry,
-    "leaf": LeafEntry,
+    "usage": UsageEntry,
+    "context_edit": ContextEditEntry,
 }
 
 EntryModel = (
@@ -466,8 +519,8 @@ EntryModel = (
     | CustomMessageEntry
     | LabelEntry
     | SessionInfoEntry
-    | ActiveToolsChangeEntry
-    | LeafEntry
+    | UsageEntry
+    | ContextEditEntry
     | UnknownEntry
 )
 

@@ -11,6 +11,7 @@ __all__ = [
     "agent_dir",
     "encode_cwd",
     "iso_now",
+    "resolve_cwd",
     "session_file_name",
     "sessions_dir_for",
     "sessions_root",
@@ -62,12 +63,22 @@ def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     return f"--{text}--"
 
 
+def resolve_cwd(cwd: str | os.PathLike[str] | None = None) -> str:
+    """A working directory as Pi stores it: ``~`` expanded, absolute, normalised.
+
+    ``None`` is the process's current directory.
+    """
+    text = os.fspath(cwd) if cwd is not None else os.getcwd()
+    if text == "~" or text.startswith(("~/", "~\\")):
+        text = str(Path.home()) + text[1:]
+    return os.path.abspath(text)
+
+
 def sessions_dir_for(
     cwd: str | os.PathLike[str], env: os._Environ[str] | dict[str, str] | None = None
 ) -> Path:
     """Pi's default session folder for ``cwd`` (resolved to an absolute path first, as newer Pi)."""
-    resolved = os.path.abspath(os.fspath(cwd))
-    return sessions_root(env) / encode_cwd(resolved)
+    return sessions_root(env) / encode_cwd(resolve_cwd(cwd))
 
 
 def session_file_name(timestamp: str, session_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -102,12 +103,16 @@ class SessionFile:
     def append(self, handle: IO[bytes], line: bytes) -> int:
         """Write one serialized line (under :meth:`lock`); returns its line number.
 
-        A torn or unterminated last line is ended first, so ours is always whole.
+        A torn or unterminated last line is ended first, so ours is always whole. The
+        write is checked byte for byte: if the disk is full or a size limit stops it
+        part-way, the partial bytes are cut off again and :class:`SessionFileError` is
+        raised, so the file ends exactly as it did before.
         """
         if self.has_torn_tail or not self.ends_with_newline:
             line = b"\n" + line
+        _write_fully(handle, line, self.path, self.size)
+        if self.has_torn_tail or not self.ends_with_newline:
             self.offset = self.size
-        handle.write(line)
         self.offset += len(line)
         self.size = self.offset
         self.newlines += line.count(b"\n")
@@ -136,3 +141,28 @@ class SessionFile:
         self.newlines = len(lines)
         self.ends_with_newline = True
         self.identity = self._stat_identity()
+
+
+def _write_fully(handle: IO[bytes], data: bytes, path: Path, size_before: int) -> None:
+    """Write all of ``data`` at the end of the file, or leave the file as it was and raise."""
+    written = 0
+    error: OSError | None = None
+    try:
+        while written < len(data):
+            count = handle.write(data[written:])
+            if not count:
+                break
+            written += count
+    except OSError as exc:
+        error = exc
+    if written == len(data):
+        return
+    with contextlib.suppress(OSError):
+        os.ftruncate(handle.fileno(), size_before)
+    reason = f" ({error.strerror})" if error is not None and error.strerror else ""
+    raise SessionFileError(
+        f"could not append to the session: only {written} of {len(data)} bytes were "
+        f"written{reason}; the partial line was removed and nothing was recorded "
+        "(is the disk full?)",
+        path=path,
+    ) from error

@@ -1,18 +1,18 @@
 """``Session``: one Pi session file — its entries, the current leaf, appends, navigation.
 
-A session is read with Pi's rules, migrated in memory, and appended to one line at a time
-under a file lock. A new session is written only once it holds an assistant message, as
-Pi does, but without Pi's duplicate-line defect (§12.2). Navigation that appends nothing
-is persisted with a ``leaf`` entry whose ``parentId`` is the target itself: newer Pi replays
-its ``targetId``, and v0.58.3, which takes the last line as the leaf and walks up through
-it, lands on the same entry.
+A session is read with the rules of one Pi release (:class:`~pinb.core.target.Pi`, today's
+Pi by default), migrated in memory, and appended to one line at a time under a file lock.
+A new session is written once it holds a conversation (a user or assistant message in Pi
+1.x, an assistant message in v0.58.3), without Pi's old duplicate-line defect (§12.2). As
+in Pi, the leaf on load is the last entry of the file. Navigation that appends nothing is
+persisted with an inert ``custom`` entry (:data:`NAVIGATE_TYPE`) whose ``parentId`` is the
+target, so Pi, which takes the last line as the leaf and walks up from it, resumes there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,22 +25,32 @@ from ..errors import (
 )
 from .appends import AppendMixin
 from .context import UNSET, SessionContext, build_session_context
-from .entries import MISSING, Entry, id_key
-from .migrate import CURRENT_VERSION, IdGenerator, migrate_values, new_entry_id
+from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
+from .migrate import (
+    CURRENT_VERSION,
+    IdGenerator,
+    check_session_id,
+    migrate_values,
+    new_entry_id,
+    new_session_id,
+)
 from .models import parse_entry
-from .paths import iso_now, session_file_name, sessions_dir_for
+from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
 from .persist import SessionFile
 from .store import LoadedFile, is_valid_header, read_session_file, serialize_line, split_entries
+from .target import Pi, PiLike
 from .tree import Problem, SessionIndex, TreeNode
 
-__all__ = ["Session"]
+__all__ = ["NAVIGATE_TYPE", "Session"]
 
 
-def _new_header(cwd: str, *, session_id: str | None, parent_session: str | None) -> dict[str, Any]:
+def _new_header(
+    cwd: str, *, session_id: str | None, parent_session: str | None, pi: Pi
+) -> dict[str, Any]:
     header: dict[str, Any] = {
         "type": "session",
         "version": CURRENT_VERSION,
-        "id": session_id or str(uuid.uuid4()),
+        "id": check_session_id(session_id) if session_id is not None else new_session_id(pi),
         "timestamp": iso_now(),
         "cwd": cwd,
     }
@@ -75,7 +85,9 @@ class Session(AppendMixin):
         id_generator: IdGenerator | None = None,
         loaded: LoadedFile | None = None,
         read_only: bool = False,
+        pi: PiLike | None = None,
     ) -> None:
+        self._pi = Pi.resolve(pi)
         self._header = header
         self._path = path
         self._index = SessionIndex(entries, path)
@@ -88,7 +100,7 @@ class Session(AppendMixin):
         self._blank_file = bool(loaded and loaded.blank)
         self._loaded = loaded
         self._file = SessionFile(path, loaded) if path is not None else None
-        self._leaf_id: Any = self._index.replayed_leaf_id
+        self._leaf_id: Any = self._resume_leaf()
         self._check_leaf()
 
     # -- construction ---------------------------------------------------------------------
@@ -98,6 +110,7 @@ class Session(AppendMixin):
         cls,
         path: str | os.PathLike[str],
         *,
+        pi: PiLike | None = None,
         id_generator: IdGenerator | None = None,
         strict: bool = True,
     ) -> Session:
@@ -110,11 +123,15 @@ class Session(AppendMixin):
         ----------
         path:
             The ``.jsonl`` file.
+        pi:
+            The Pi release whose rules apply to everything done with the session: ``None``
+            (today's Pi, 1.6), ``"1.6"`` or ``"0.58"`` (see :class:`~pinb.core.target.Pi`).
         id_generator:
             Draws ids for entries of version 1 files (and for new entries); random by default.
         strict:
             When false, a file without a valid header (or in Pi's version 4 layout) opens as
-            an empty, read-only session, as Pi v0.58.3 would see it.
+            an empty, read-only session, as Pi v0.58.3 would see it; ``loaded.refused``
+            says whether Pi 1.x would refuse it.
 
         Raises
         ------
@@ -126,7 +143,7 @@ class Session(AppendMixin):
             The file uses Pi's experimental version 4 layout.
         """
         file_path = Path(path)
-        loaded = read_session_file(file_path, strict=strict)
+        loaded = read_session_file(file_path, strict=strict, pi=pi)
         return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
@@ -139,7 +156,9 @@ class Session(AppendMixin):
         split_entries(loaded)
         if loaded.header is None:
             # Blank file (a new session will be written into it) or, non-strict, unreadable.
-            header = _new_header(os.getcwd(), session_id=None, parent_session=None)
+            header = _new_header(
+                os.getcwd(), session_id=None, parent_session=None, pi=loaded.pi
+            )
             return cls(
                 header,
                 path=loaded.path,
@@ -148,6 +167,7 @@ class Session(AppendMixin):
                 id_generator=id_generator,
                 loaded=loaded,
                 read_only=not loaded.blank,
+                pi=loaded.pi,
             )
         return cls(
             loaded.header,
@@ -157,6 +177,7 @@ class Session(AppendMixin):
             flushed=True,
             id_generator=id_generator,
             loaded=loaded,
+            pi=loaded.pi,
         )
 
     @classmethod
@@ -168,46 +189,62 @@ class Session(AppendMixin):
         session_id: str | None = None,
         parent_session: str | os.PathLike[str] | None = None,
         id_generator: IdGenerator | None = None,
+        pi: PiLike | None = None,
     ) -> Session:
         """Start a new session for ``cwd`` in Pi's folder for it (or ``sessions_dir``).
 
-        Nothing is written until the first assistant message is appended (as in Pi); the
-        file is then created exclusively, never overwriting anything.
+        Nothing is written until the conversation starts (the first user or assistant
+        message in Pi 1.x); the file is then created exclusively, never over anything.
+
+        Raises
+        ------
+        InvalidEntryError
+            ``session_id`` is not a safe file-name part (Pi 1.x's rule).
         """
-        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
+        target = Pi.resolve(pi)
+        cwd_text = resolve_cwd(cwd)
         folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd_text)
         header = _new_header(
             cwd_text,
             session_id=session_id,
             parent_session=os.fspath(parent_session) if parent_session is not None else None,
+            pi=target,
         )
         path = folder / session_file_name(header["timestamp"], header["id"])
-        return cls(header, path=path, flushed=False, id_generator=id_generator)
+        return cls(header, path=path, flushed=False, id_generator=id_generator, pi=target)
 
     @classmethod
     def in_memory(
-        cls, cwd: str | os.PathLike[str] | None = None, *, id_generator: IdGenerator | None = None
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        id_generator: IdGenerator | None = None,
+        pi: PiLike | None = None,
     ) -> Session:
         """A session that never touches the disk (Pi's "no session" mode)."""
-        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
-        header = _new_header(cwd_text, session_id=None, parent_session=None)
-        return cls(header, path=None, flushed=False, persist=False, id_generator=id_generator)
+        target = Pi.resolve(pi)
+        header = _new_header(resolve_cwd(cwd), session_id=None, parent_session=None, pi=target)
+        return cls(
+            header, path=None, flushed=False, persist=False, id_generator=id_generator, pi=target
+        )
 
     @classmethod
     def continue_recent(
         cls,
         cwd: str | os.PathLike[str] | None = None,
         sessions_dir: str | os.PathLike[str] | None = None,
+        *,
+        pi: PiLike | None = None,
     ) -> Session:
         """Open the most recently modified session of ``cwd`` (or create a new one)."""
         from .listing import most_recent_session
 
-        cwd_text = os.path.abspath(os.fspath(cwd if cwd is not None else os.getcwd()))
+        cwd_text = resolve_cwd(cwd)
         folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd_text)
         recent = most_recent_session(folder, cwd=cwd_text if sessions_dir is not None else None)
         if recent is not None:
-            return cls.open(recent)
-        return cls.create(cwd_text, folder)
+            return cls.open(recent, pi=pi)
+        return cls.create(cwd_text, folder, pi=pi)
 
     # -- basic properties -----------------------------------------------------------------
 
@@ -215,6 +252,11 @@ class Session(AppendMixin):
     def path(self) -> Path | None:
         """The session file (``None`` for an in-memory session)."""
         return self._path
+
+    @property
+    def pi(self) -> Pi:
+        """The Pi release whose rules this session follows."""
+        return self._pi
 
     @property
     def header(self) -> dict[str, Any]:
@@ -271,9 +313,9 @@ class Session(AppendMixin):
 
     @property
     def name(self) -> str | None:
-        """The session's display name (latest non-empty ``session_info``), trimmed."""
-        name = self._index.name
-        return name.strip() or None if name is not None else None
+        """The session's name as Pi shows it (``getSessionName``), or ``None``."""
+        name = self._index.session_name(self._pi)
+        return name if isinstance(name, str) else None
 
     @property
     def labels(self) -> dict[Any, str]:
@@ -337,6 +379,7 @@ class Session(AppendMixin):
         :func:`~pinb.core.context.build_session_context`.
         """
         leaf = self._leaf_id if leaf_id is UNSET else leaf_id
+        options.setdefault("pi", self._pi)
         return build_session_context(self._index, leaf, **options)
 
     # -- navigation -----------------------------------------------------------------------
@@ -344,8 +387,10 @@ class Session(AppendMixin):
     def branch(self, entry_id: str, *, persist: bool = True) -> None:
         """Move the leaf to ``entry_id``; the next append becomes its child.
 
-        With ``persist`` (default) a ``leaf`` entry records the move, so reopening the file
-        resumes here in both newer Pi and v0.58.3.
+        With ``persist`` (default) an inert ``custom`` entry (:data:`NAVIGATE_TYPE`) is
+        appended as a child of ``entry_id``, so reopening the file — in pinb or in Pi,
+        which resume at the last line — continues here. Pi itself keeps such a move in
+        memory only.
         """
         if entry_id not in self._index:
             raise EntryNotFoundError(entry_id)
@@ -359,14 +404,22 @@ class Session(AppendMixin):
         if target == self._leaf_id:
             return
         if persist and len(self._index):
-            # parentId = target: see the module docstring.
-            self._write({"type": "leaf", "targetId": target}, parent=target, move_leaf=False)
+            # parentId = target: see the module docstring. The marker is a dead end; the
+            # leaf stays on the target, and reopening sees through a trailing marker.
+            marker = {"type": "custom", "customType": NAVIGATE_TYPE, "data": {"targetId": target}}
+            self._write(marker, parent=target, move_leaf=False)
         self._leaf_id = target
 
     # -- writing --------------------------------------------------------------------------
 
     def _write(
-        self, fields: dict[str, Any], *, parent: Any = UNSET, move_leaf: bool = True
+        self,
+        fields: dict[str, Any],
+        *,
+        parent: Any = UNSET,
+        move_leaf: bool = True,
+        entry_id: str | None = None,
+        timestamp: str | None = None,
     ) -> Entry:
         if self._read_only:
             raise SessionFileError(
@@ -385,23 +438,26 @@ class Session(AppendMixin):
                             file.newlines + 1,
                         )
                     )
-                entry = self._make_entry(fields, parent)
+                entry = self._make_entry(fields, parent, entry_id, timestamp)
                 entry.line = file.append(handle, serialize_line(entry.raw))
                 self._index.add(entry)
         else:
-            entry = self._make_entry(fields, parent)
+            entry = self._make_entry(fields, parent, entry_id, timestamp)
+            if self._persist and self._starts_conversation(entry):
+                self._flush(entry)  # raises before anything changes in memory
             self._index.add(entry)
-            if self._persist:
-                self._flush()
         if move_leaf:
             self._leaf_id = entry.id
         return entry
 
-    def _make_entry(self, fields: dict[str, Any], parent: Any) -> Entry:
+    def _make_entry(
+        self, fields: dict[str, Any], parent: Any, entry_id: str | None, timestamp: str | None
+    ) -> Entry:
         kind = fields["type"]
-        entry_id = new_entry_id(self._index.by_id, self._id_generator)
+        if entry_id is None:
+            entry_id = new_entry_id(self._index.by_id, self._id_generator)
         parent_id = self._leaf_id if parent is UNSET else parent
-        base = {"id": entry_id, "parentId": parent_id, "timestamp": iso_now()}
+        base = {"id": entry_id, "parentId": parent_id, "timestamp": timestamp or iso_now()}
         if kind in ("custom", "custom_message"):
             raw = {**fields, **base}  # Pi writes these with the payload first
         else:
@@ -413,19 +469,27 @@ class Session(AppendMixin):
                 raise InvalidEntryError(f"invalid {kind!r} entry: {exc}") from exc
         return Entry(raw)
 
-    def _all_lines(self) -> list[bytes]:
+    def _all_lines(self, *extra: Entry) -> list[bytes]:
+        entries = [*self._index.entries, *extra]
         lines = [serialize_line(self._header)]
-        lines.extend(serialize_line(e.raw) for e in self._index.entries)
-        for number, entry in enumerate(self._index.entries, start=2):
+        lines.extend(serialize_line(e.raw) for e in entries)
+        for number, entry in enumerate(entries, start=2):
             entry.line = number
         return lines
 
-    def _flush(self) -> None:
+    def _starts_conversation(self, *extra: Entry) -> bool:
+        """Whether a new session holds a conversation yet, and so is written (§2.5).
+
+        Pi 1.x writes the file at the first user or assistant message, v0.58.3 at the
+        first assistant message; setup entries alone never create a file.
+        """
+        roles = ("user", "assistant") if self._pi >= Pi.V1_6 else ("assistant",)
+        return any(e.role in roles for e in (*self._index.entries, *extra))
+
+    def _flush(self, *extra: Entry) -> None:
         """First write of a new session: header and every entry, in one go, never over a file."""
         assert self._file is not None
-        if not any(e.role == "assistant" for e in self._index.entries):
-            return
-        self._file.write_all(self._all_lines(), exclusive=not self._blank_file)
+        self._file.write_all(self._all_lines(*extra), exclusive=not self._blank_file)
         self._flushed = True
         self._blank_file = False
 
@@ -467,7 +531,7 @@ class Session(AppendMixin):
         self._index.problems[:] = [
             p for p in self._index.problems if not (p.kind == "torn-line" and p.line in completed)
         ]
-        was_at_end = self._leaf_id == self._index.replayed_leaf_id
+        was_at_end = self._leaf_id == self._resume_leaf()
         new_entries: list[Entry] = []
         for item in parsed:
             value = item.value
@@ -480,8 +544,18 @@ class Session(AppendMixin):
             new_entries.append(entry)
         self._index.problems.extend(problems)
         if follow and was_at_end and new_entries:
-            self._leaf_id = self._index.replayed_leaf_id
+            self._leaf_id = self._resume_leaf()
         return new_entries
+
+    def _resume_leaf(self) -> Any:
+        """Pi's leaf on load (the last entry), or the target of a trailing navigation marker."""
+        entries = self._index.entries
+        if not entries:
+            return None
+        last = entries[-1]
+        if last.is_navigation:
+            return last.raw.get("parentId")
+        return last.raw.get("id", MISSING)
 
     def _check_leaf(self) -> None:
         leaf = self._leaf_id

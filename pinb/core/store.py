@@ -1,10 +1,13 @@
 """The session file on disk: Pi's line rules for reading, locked appends, atomic rewrites.
 
 This is the only module of ``pinb.core`` that touches the file system for session files.
-Reading follows Pi v0.58.3 (§2.4): the whole text is trimmed as JavaScript trims, split on
-``\\n`` only, blank lines skipped, lines that do not parse skipped — each skipped line is
-recorded as a :class:`~pinb.core.tree.Problem` naming the file and line. Reading never
-writes.
+Reading follows Pi (§2.4): the text is split on ``\\n`` only, blank lines are skipped and
+lines that do not parse are skipped — each skipped line is recorded as a
+:class:`~pinb.core.tree.Problem` naming the file and line. v0.58.3 first trims the whole
+text as JavaScript trims (which drops a byte-order mark before the header); Pi 1.x does
+not, so a mark before the header makes the file unreadable to it. Reading never writes
+(Pi 1.x adds a missing final newline when it opens a file; pinb ends such a line only
+when it appends).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +24,7 @@ from typing import IO, Any
 
 from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
 from .entries import Entry
+from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, dumps, loads
 
@@ -71,7 +76,11 @@ class LoadedFile:
     version_before:
         The header's version before migration.
     blank:
-        The file holds nothing but whitespace.
+        The file holds nothing to read: no bytes (Pi 1.x), or only whitespace (v0.58.3).
+        Pi starts a new session in such a file.
+    refused:
+        Why the Pi release read for would refuse to open the file (Pi 1.x throws for a
+        non-empty file without a valid header), or ``None``.
     """
 
     path: Path | None
@@ -87,6 +96,8 @@ class LoadedFile:
     migrated: bool = False
     blank: bool = True
     newlines: int = 0
+    refused: str | None = None
+    pi: Pi = DEFAULT_PI
 
 
 def is_valid_header(value: Any) -> bool:
@@ -125,16 +136,26 @@ def parse_lines(
     return parsed
 
 
-def parse_session_bytes(data: bytes, path: Path | None = None) -> LoadedFile:
+def parse_session_bytes(
+    data: bytes, path: Path | None = None, *, pi: PiLike | None = None
+) -> LoadedFile:
     """Parse a whole session file's bytes with Pi's rules (no migration, no validation)."""
+    target = Pi.resolve(pi)
     text = data.decode("utf-8", errors="replace")
-    loaded = LoadedFile(path=path, size=len(data))
-    stripped = text.strip(JS_WHITESPACE)
-    loaded.blank = not stripped
-    if stripped:
-        leading = len(text) - len(text.lstrip(JS_WHITESPACE))
-        first_line = text.count("\n", 0, leading) + 1
-        loaded.values = parse_lines(stripped, path, first_line, loaded.problems)
+    loaded = LoadedFile(path=path, size=len(data), pi=target)
+    if target >= Pi.V1_6:
+        loaded.blank = not data
+        loaded.values = parse_lines(text, path, 1, loaded.problems)
+        first = loaded.values[0].value if loaded.values else None
+        if data and not is_valid_header(first):
+            loaded.refused = _refusal(text)
+    else:
+        stripped = text.strip(JS_WHITESPACE)
+        loaded.blank = not stripped
+        if stripped:
+            leading = len(text) - len(text.lstrip(JS_WHITESPACE))
+            first_line = text.count("\n", 0, leading) + 1
+            loaded.values = parse_lines(stripped, path, first_line, loaded.problems)
     loaded.ends_with_newline = not data or data.endswith(b"\n")
     loaded.complete_size = len(data)
     if not loaded.ends_with_newline:
@@ -151,6 +172,18 @@ def parse_session_bytes(data: bytes, path: Path | None = None) -> LoadedFile:
             loaded.complete_size = tail_start
     loaded.newlines = data.count(b"\n", 0, loaded.complete_size)
     return loaded
+
+
+def _refusal(text: str) -> str:
+    first = next((line for line in text.split("\n") if line.strip(JS_WHITESPACE)), "")
+    if first.startswith("\ufeff"):
+        return (
+            "a byte-order mark (EF BB BF) stands before the header, and Pi 1.x refuses such "
+            "files; remove those three bytes, or read it as Pi v0.58.3 did (pi='0.58')"
+        )
+    if not text.strip(JS_WHITESPACE):
+        return "the file holds only whitespace, and Pi 1.x refuses it"
+    return 'the first JSON line must be a header {"type":"session","id":...}'
 
 
 def split_entries(loaded: LoadedFile) -> None:
@@ -181,7 +214,9 @@ def split_entries(loaded: LoadedFile) -> None:
             loaded.entries.append(Entry(value, item.line))
 
 
-def read_session_file(path: str | os.PathLike[str], *, strict: bool = True) -> LoadedFile:
+def read_session_file(
+    path: str | os.PathLike[str], *, strict: bool = True, pi: PiLike | None = None
+) -> LoadedFile:
     """Read and parse a session file (values only: migration is the caller's choice).
 
     Parameters
@@ -191,7 +226,9 @@ def read_session_file(path: str | os.PathLike[str], *, strict: bool = True) -> L
     strict:
         Raise :class:`InvalidHeaderError` for a non-empty file without a valid header and
         :class:`UnsupportedVersionError` for Pi's version 4 layout. With ``strict=False``
-        such files read as empty, as Pi v0.58.3 reads them.
+        such files read as empty, and ``refused`` says whether Pi would refuse them.
+    pi:
+        The Pi release whose reading rules apply (default: today's Pi).
 
     Raises
     ------
@@ -200,7 +237,7 @@ def read_session_file(path: str | os.PathLike[str], *, strict: bool = True) -> L
     """
     file_path = Path(path)
     data = file_path.read_bytes()
-    loaded = parse_session_bytes(data, file_path)
+    loaded = parse_session_bytes(data, file_path, pi=pi)
     first = loaded.values[0] if loaded.values else None
     if strict and first is not None and is_v4_header(first.value):
         raise UnsupportedVersionError(
@@ -211,9 +248,9 @@ def read_session_file(path: str | os.PathLike[str], *, strict: bool = True) -> L
         )
     if strict and not loaded.blank and (first is None or not is_valid_header(first.value)):
         line = first.line if first is not None else None
+        reason = loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
         raise InvalidHeaderError(
-            "not a Pi session: the first JSON line must be a header "
-            '{"type":"session","id":...}; the file was left untouched',
+            f"not a Pi session: {reason}; the file was left untouched",
             path=file_path,
             line=line,
         )
@@ -267,6 +304,8 @@ def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = Fals
     """Write a whole file atomically: temp file in the same folder, fsync, rename.
 
     With ``exclusive=True`` the target must not exist yet (first flush of a new session).
+    Replacing an existing file keeps its permission bits, and a symbolic link keeps
+    pointing where it did (the file it names is replaced, not the link).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if exclusive:
@@ -281,17 +320,25 @@ def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = Fals
             handle.flush()
             os.fsync(handle.fileno())
         return
-    tmp = path.with_name(f".{path.name}.pinb-tmp-{os.getpid()}")
+    target = path.resolve() if path.is_symlink() else path
     try:
-        with open(tmp, "wb") as handle:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = target.with_name(f".{target.name}.pinb-tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
             handle.write(b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    _fsync_dir(path.parent)
+    _fsync_dir(target.parent)
 
 
 def _fsync_dir(folder: Path) -> None:

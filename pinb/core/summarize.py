@@ -88,9 +88,9 @@ TURN_PREFIX_INSTRUCTIONS: Final = (
     "later part is kept verbatim after this summary. Summarize the first part so the kept part "
     "makes sense:\n\n"
     "## Original Request\n[What the user asked for in this turn]\n\n"
-    "## Early Progress\n- [Decisions made and work done in the first part]\n\n"
-    "## Context for Suffix\n- [What is needed to understand the kept part]\n\n"
-    "Be brief, and keep identifiers exact."
+    "## Progress So Far\n- [Decisions made and work done in the first part]\n\n"
+    "## Context Needed to Continue\n- [What is needed to understand the kept part]\n\n"
+    "Only summarize what the messages above say; do not invent the later part."
 )
 
 BRANCH_INSTRUCTIONS: Final = (
@@ -112,8 +112,8 @@ def build_prompt(
     """The user prompt Pi sends for a summary: the conversation, then what to do with it."""
     prompt = f"<conversation>\n{conversation}\n</conversation>\n\n"
     if kind == "turn_prefix":
-        return prompt + TURN_PREFIX_INSTRUCTIONS
-    if kind == "branch":
+        base = TURN_PREFIX_INSTRUCTIONS
+    elif kind == "branch":
         if instructions and replace_instructions:
             return prompt + instructions
         base = BRANCH_INSTRUCTIONS
@@ -142,7 +142,7 @@ class Summarizer(Protocol):
         *,
         previous_summary: str | None = None,
         instructions: str | None = None,
-        max_tokens: int = 2048,
+        max_tokens: int | None = None,
         kind: SummaryKind = "history",
         replace_instructions: bool = False,
         messages: Sequence[Any] | None = None,
@@ -176,7 +176,7 @@ class ModelSummarizer:
         *,
         previous_summary: str | None = None,
         instructions: str | None = None,
-        max_tokens: int = 2048,
+        max_tokens: int | None = None,
         kind: SummaryKind = "history",
         replace_instructions: bool = False,
         messages: Sequence[Any] | None = None,
@@ -202,9 +202,18 @@ class ModelSummarizer:
             thinking_level=self.thinking_level if kind == "history" else "off",
         )
         stop = reply.get("stopReason")
+        what = "Turn prefix summarization" if kind == "turn_prefix" else "Summarization"
         if stop in ("error", "aborted"):
-            what = "Turn prefix summarization" if kind == "turn_prefix" else "Summarization"
             raise CompactionError(f"{what} failed: {reply.get('errorMessage') or stop}")
+        if stop == "length":
+            # A cut-off summary must not become the checkpoint the model continues from.
+            raise CompactionError(
+                f"{what} failed: the reply hit the output token limit and is incomplete"
+            )
+        if any(
+            isinstance(b, dict) and b.get("type") == "toolCall" for b in reply.get("content", [])
+        ):
+            raise CompactionError(f"{what} failed: the model tried to call a tool")
         return "\n".join(
             block.get("text", "")
             for block in reply.get("content", [])
@@ -301,6 +310,10 @@ def _parse_serialized(conversation: str) -> list[dict[str, Any]]:
     return messages
 
 
+#: Output cap of the extractive summarizer when the caller sets none.
+_EXTRACTIVE_MAX_TOKENS: Final = 4096
+
+
 class ExtractiveSummarizer:
     """A deterministic summary built from the messages, with no model call.
 
@@ -321,7 +334,7 @@ class ExtractiveSummarizer:
         *,
         previous_summary: str | None = None,
         instructions: str | None = None,
-        max_tokens: int = 2048,
+        max_tokens: int | None = None,
         kind: SummaryKind = "history",
         replace_instructions: bool = False,
         messages: Sequence[Any] | None = None,
@@ -339,7 +352,7 @@ class ExtractiveSummarizer:
             text = self._checkpoint(facts, previous, critical=kind == "history")
         if instructions:
             text += f"\n\n(Requested focus, not applied by the extractive summarizer: {_clip(instructions, 200)})"
-        limit = max_tokens * 4
+        limit = (max_tokens or _EXTRACTIVE_MAX_TOKENS) * 4
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def _extract(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -454,9 +467,9 @@ class ExtractiveSummarizer:
             "## Original Request",
             _clip(facts["goal"], 400) or "(not stated)",
         ]
-        lines += ["", "## Early Progress"]
+        lines += ["", "## Progress So Far"]
         lines += _unique([f"- {item}" for item in facts["done"]], self.max_items) or ["(none)"]
-        lines += ["", "## Context for Suffix"]
+        lines += ["", "## Context Needed to Continue"]
         context = [f"- {item}" for item in facts["pending"] + facts["failed"]]
         lines += _unique(context, self.max_items) or ["(none)"]
         return "\n".join(lines)

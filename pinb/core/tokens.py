@@ -5,9 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from .context import current_system_message
+from .entries import id_key
+from .target import Pi, PiLike
 from .wire import MISSING, dumps, js_truthy, utf16_len
+
+if TYPE_CHECKING:
+    from .context import SessionContext
 
 __all__ = [
     "IMAGE_CHARS",
@@ -15,6 +21,7 @@ __all__ = [
     "ContextEstimate",
     "context_tokens_of_usage",
     "estimate_context_tokens",
+    "estimate_projected_tokens",
     "estimate_tokens",
     "last_usage_index",
     "should_compact",
@@ -45,18 +52,31 @@ def _content_chars(content: object, *, images: bool) -> int:
     return chars
 
 
-def estimate_tokens(message: Any, *, count_user_images: bool = False) -> int:
+def _system_chars(message: dict[str, Any]) -> int:
+    chars = _content_chars(message.get("content"), images=True)
+    sections = message.get("sections")
+    if isinstance(sections, dict):
+        chars += sum(_text_len(value) for value in sections.values())
+    tools = message.get("toolsAdded", MISSING)
+    if js_truthy(tools):
+        chars += utf16_len(dumps(tools))
+    return chars
+
+
+def estimate_tokens(message: Any, *, pi: PiLike | None = None) -> int:
     """``estimateTokens``: ``ceil(chars / 4)`` with chars in UTF-16 code units (§6.1).
 
-    Images count 4800 chars in tool results and custom messages; in user messages only
-    with ``count_user_images=True`` ([newer]; v0.58.3 counts nothing for them).
+    Images count 4800 chars in tool results and custom messages, and in Pi 1.x in user
+    messages too (v0.58.3 counts nothing for them). Pi 1.x also estimates ``system``
+    messages: content, section texts and the JSON of the tools they add.
     """
     if not isinstance(message, dict):
         return 0
+    newer = Pi.resolve(pi) >= Pi.V1_6
     role = message.get("role")
     chars = 0
     if role == "user":
-        chars = _content_chars(message.get("content"), images=count_user_images)
+        chars = _content_chars(message.get("content"), images=newer)
     elif role == "assistant":
         content = message.get("content")
         for block in content if isinstance(content, list) else ():
@@ -78,49 +98,54 @@ def estimate_tokens(message: Any, *, count_user_images: bool = False) -> int:
         chars = _text_len(message.get("command")) + _text_len(message.get("output"))
     elif role in ("branchSummary", "compactionSummary"):
         chars = _text_len(message.get("summary"))
-    elif role == "developer":
-        chars = _text_len(message.get("content"))
+    elif role == "system" and newer:
+        chars = _system_chars(message)
     else:
         return 0
     return math.ceil(chars / 4)
 
 
-def tokens_by_role(messages: Sequence[Any], *, count_user_images: bool = False) -> dict[str, int]:
+def tokens_by_role(messages: Sequence[Any], *, pi: PiLike | None = None) -> dict[str, int]:
     """Estimated tokens (chars/4) per message role, in first-seen order."""
+    target = Pi.resolve(pi)
     totals: dict[str, int] = {}
     for message in messages:
         role = str(message.get("role")) if isinstance(message, dict) else "?"
-        totals[role] = totals.get(role, 0) + estimate_tokens(
-            message, count_user_images=count_user_images
-        )
+        totals[role] = totals.get(role, 0) + estimate_tokens(message, pi=target)
     return totals
 
 
-def _number(value: object) -> float:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+def _number(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if float(value).is_integer() else value  # type: ignore[return-value]
 
 
 def context_tokens_of_usage(usage: Any) -> int:
     """``calculateContextTokens``: ``totalTokens`` if non-zero, else input+output+cache.
 
-    Numbers are returned as the provider reported them (missing ones count as 0).
+    Numbers are returned as the provider reported them; a missing or non-numeric part
+    counts as 0 (JavaScript would make the sum NaN; pinb's writers always write all four).
     """
     if not isinstance(usage, dict):
         return 0
     total = _number(usage.get("totalTokens"))
     if total:
-        return total  # type: ignore[return-value]
-    parts = (
+        return total
+    return (
         _number(usage.get("input"))
         + _number(usage.get("output"))
         + _number(usage.get("cacheRead"))
         + _number(usage.get("cacheWrite"))
     )
-    return parts  # type: ignore[return-value]
 
 
-def last_usage_index(messages: Sequence[Any], *, skip_zero_usage: bool = False) -> int | None:
-    """Index of the last assistant message whose usage counts (not aborted, not error)."""
+def last_usage_index(messages: Sequence[Any], *, pi: PiLike | None = None) -> int | None:
+    """Index of the last assistant message whose usage counts.
+
+    Aborted and failed replies never count; Pi 1.x also skips usage that totals 0.
+    """
+    skip_zero = Pi.resolve(pi) >= Pi.V1_6
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if not isinstance(message, dict) or message.get("role") != "assistant":
@@ -128,7 +153,7 @@ def last_usage_index(messages: Sequence[Any], *, skip_zero_usage: bool = False) 
         usage = message.get("usage")
         if not js_truthy(usage) or message.get("stopReason") in ("aborted", "error"):
             continue
-        if skip_zero_usage and context_tokens_of_usage(usage) == 0:
+        if skip_zero and context_tokens_of_usage(usage) <= 0:
             continue
         return i
     return None
@@ -136,12 +161,22 @@ def last_usage_index(messages: Sequence[Any], *, skip_zero_usage: bool = False) 
 
 @dataclass(frozen=True)
 class ContextEstimate:
-    """``estimateContextTokens`` result: provider usage plus an estimate of what follows it."""
+    """``estimateContextTokens`` result: provider usage plus an estimate of what follows it.
+
+    ``tokens`` is what Pi compares with the window. When ``last_usage_index`` is ``None``
+    it is a pure chars/4 estimate; otherwise the reported usage of that message plus
+    chars/4 for the messages after it.
+    """
 
     tokens: int
     usage_tokens: int
     trailing_tokens: int
     last_usage_index: int | None
+
+    @property
+    def measure(self) -> str:
+        """How ``tokens`` was made: ``"usage+estimate"`` or ``"estimate"`` (chars/4)."""
+        return "estimate" if self.last_usage_index is None else "usage+estimate"
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -153,18 +188,52 @@ class ContextEstimate:
 
 
 def estimate_context_tokens(
-    messages: Sequence[Any], *, count_user_images: bool = False, skip_zero_usage: bool = False
+    messages: Sequence[Any], *, pi: PiLike | None = None
 ) -> ContextEstimate:
     """``estimateContextTokens``: last valid assistant usage + estimates of later messages."""
-    index = last_usage_index(messages, skip_zero_usage=skip_zero_usage)
+    target = Pi.resolve(pi)
+    index = last_usage_index(messages, pi=target)
     if index is None:
-        total = sum(estimate_tokens(m, count_user_images=count_user_images) for m in messages)
+        total = sum(estimate_tokens(m, pi=target) for m in messages)
         return ContextEstimate(total, 0, total, None)
     usage_tokens = context_tokens_of_usage(messages[index].get("usage"))
-    trailing = sum(
-        estimate_tokens(m, count_user_images=count_user_images) for m in messages[index + 1 :]
-    )
+    trailing = sum(estimate_tokens(m, pi=target) for m in messages[index + 1 :])
     return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
+
+
+def estimate_projected_tokens(context: SessionContext) -> ContextEstimate:
+    """Pi 1.x's ``estimateProjectedContextTokens`` for a built context (§6.4).
+
+    Usage reported before the latest ``context_edit`` or ``compaction`` on the path no
+    longer describes the context, so it is not trusted: then the estimate is chars/4 of
+    the current system prompt (all system messages replayed, counted once) plus every
+    other message. For v0.58.3 this is :func:`estimate_context_tokens`.
+    """
+    estimate = estimate_context_tokens(context.messages, pi=context.pi)
+    if context.pi < Pi.V1_6:
+        return estimate
+    if estimate.last_usage_index is not None:
+        source = context.sources[estimate.last_usage_index]
+        source_key = id_key(source.raw.get("id", MISSING))
+        usage_position = -1
+        if js_truthy(source.raw.get("id")):
+            usage_position = next(
+                (i for i, e in enumerate(context.path) if id_key(e.raw.get("id")) == source_key),
+                -1,
+            )
+        invalidated = -1
+        for i in range(len(context.path) - 1, -1, -1):
+            if context.path[i].raw.get("type") in ("context_edit", "compaction"):
+                invalidated = i
+                break
+        if usage_position > invalidated:
+            return estimate
+    system = current_system_message(context.messages)
+    tokens = estimate_tokens(system, pi=context.pi) if system is not None else 0
+    for message in context.messages:
+        if not (isinstance(message, dict) and message.get("role") == "system"):
+            tokens += estimate_tokens(message, pi=context.pi)
+    return ContextEstimate(tokens, 0, tokens, None)
 
 
 @dataclass(frozen=True)
@@ -179,11 +248,6 @@ class CompactionSettings:
         Head-room kept free for the reply; also sizes the summary budget.
     keep_recent_tokens:
         Roughly how much of the recent conversation is kept verbatim.
-    legacy_range:
-        Reproduce Pi v0.58.3's planning exactly: the range to summarize starts right after
-        the previous compaction, so the entries it kept are neither summarized nor kept
-        again (§12.8), and a plan with nothing to summarize is still returned (§12.9).
-        The default follows newer Pi, which loses nothing.
     threshold_percent:
         Compact when the context exceeds this percentage of the window, instead of
         ``window - reserve_tokens`` (``None``: Pi's rule).
@@ -198,7 +262,6 @@ class CompactionSettings:
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
-    legacy_range: bool = False
     threshold_percent: float | None = None
     summary_model: str | None = None
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .entries import MISSING, Entry, id_key
-from .wire import js_date_ms, js_truthy
+from .target import Pi, PiLike
+from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = ["Problem", "SessionIndex", "TreeNode", "v8_sort"]
 
@@ -143,10 +144,9 @@ class SessionIndex:
         self.entries: list[Entry] = []
         self.by_id: dict[object, Entry] = {}
         self.problems: list[Problem] = []
-        self._labels: dict[object, tuple[Any, Any]] = {}
-        self._name_latest_nonempty: str | None = None
-        self._name_latest: str | None = None
-        self._replayed_leaf: object = None
+        self._labels: dict[object, tuple[Any, Any, Any]] = {}
+        self._name_latest_truthy: Any = None
+        self._name_latest: Any = None
         self._children: dict[object, list[Entry]] | None = None
         for entry in entries:
             self.add(entry)
@@ -174,18 +174,14 @@ class SessionIndex:
             target = id_key(raw.get("targetId", MISSING))
             label = raw.get("label")
             if js_truthy(label):  # Pi: `if (entry.label)`
-                self._labels[target] = (label, raw.get("timestamp"))
+                self._labels[target] = (label, raw.get("timestamp"), raw.get("targetId"))
             else:
                 self._labels.pop(target, None)
         elif kind == "session_info":
             name = raw.get("name")
-            self._name_latest = name if isinstance(name, str) else None
-            if isinstance(name, str) and name:
-                self._name_latest_nonempty = name
-        if kind == "leaf":
-            self._replayed_leaf = raw.get("targetId")
-        else:
-            self._replayed_leaf = raw.get("id", MISSING)
+            self._name_latest = name
+            if js_truthy(name):
+                self._name_latest_truthy = name
         if self._children is not None:
             self._children.setdefault(id_key(entry.parent_id), []).append(entry)
 
@@ -203,15 +199,8 @@ class SessionIndex:
 
     @property
     def last_entry_id(self) -> Any:
-        """Id of the last entry in file order: v0.58.3's leaf on load."""
+        """Id of the last entry in file order: Pi's leaf on load, whatever the entry's type."""
         return self.entries[-1].id if self.entries else None
-
-    @property
-    def replayed_leaf_id(self) -> Any:
-        """Leaf after replaying the file with newer Pi's ``leaf`` entries (§11.2)."""
-        if not self.entries:
-            return None
-        return self._replayed_leaf
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -282,19 +271,24 @@ class SessionIndex:
         return {k: v[0] for k, v in self._labels.items()}
 
     def label_timestamp(self, entry_id: object) -> Any:
+        """The timestamp of the ``label`` entry that set the current label (Pi 1.x)."""
         found = self._labels.get(id_key(entry_id))
         return found[1] if found else None
 
-    @property
-    def name(self) -> str | None:
-        """v0.58.3's session name: the latest non-empty ``session_info`` name, as stored."""
-        return self._name_latest_nonempty
+    def label_records(self) -> list[tuple[Any, Any, Any]]:
+        """``(target id, label, label timestamp)`` in Pi's map order (first set first)."""
+        return [(target, label, stamp) for label, stamp, target in self._labels.values()]
 
-    @property
-    def name_newer(self) -> str | None:
-        """Newer Pi's name: the latest ``session_info`` wins even when empty (clears)."""
-        name = (self._name_latest or "").replace("\n", " ").strip()
-        return name or None
+    def session_name(self, pi: PiLike | None = None) -> Any:
+        """The session's name (``getSessionName``), or ``None``.
+
+        Pi 1.x: the latest ``session_info`` entry decides, its name trimmed, and an empty
+        name clears. v0.58.3: the latest non-empty name, as stored.
+        """
+        if Pi.resolve(pi) >= Pi.V1_6:
+            name = self._name_latest
+            return (js_trim(name) or None) if isinstance(name, str) else None
+        return self._name_latest_truthy
 
     # -- tree view ------------------------------------------------------------------------
 
@@ -302,7 +296,10 @@ class SessionIndex:
         """``getTree``: roots in file order, children sorted by timestamp (§4.5).
 
         Roots are entries whose parent is ``null`` or themselves, and orphans. With duplicate
-        ids the last entry's node is used wherever the id occurs, as in Pi.
+        ids the last entry's node is used wherever the id occurs, as in Pi, so a node can
+        appear more than once. Duplicate ids can also close a loop of parent links that Pi
+        would walk forever; pinb cuts the link that closes it (reported as a ``cycle``), so
+        the tree is always finite.
         """
         nodes: dict[object, TreeNode] = {}
         for entry in self.entries:
@@ -320,17 +317,47 @@ class SessionIndex:
                 parent.children.append(node)
             else:
                 roots.append(node)
+        self._cut_cycles(roots)
+        # Pi sorts a node's children each time the node comes off its stack (a node shared
+        # through duplicate ids more than once), which matters only for unparseable times.
         stack = list(roots)
-        sorted_nodes: set[int] = set()
+        pops: dict[int, int] = {}
         while stack:
             node = stack.pop()
-            if id(node) in sorted_nodes:
+            times = pops.get(id(node), 0)
+            if times >= _MAX_EXPANSIONS:
                 continue
-            sorted_nodes.add(id(node))
+            pops[id(node)] = times + 1
             if len(node.children) > 1:
                 node.children = v8_sort(node.children)
             stack.extend(node.children)
         return roots
+
+    def _cut_cycles(self, roots: list[TreeNode]) -> None:
+        """Remove child links that lead back to a node being expanded (depth-first, colours)."""
+        active, done = 1, 2
+        state: dict[int, int] = {}
+        for root in roots:
+            if state.get(id(root)) == done:
+                continue
+            state[id(root)] = active
+            stack: list[tuple[TreeNode, int]] = [(root, 0)]
+            while stack:
+                node, position = stack[-1]
+                if position >= len(node.children):
+                    state[id(node)] = done
+                    stack.pop()
+                    continue
+                stack[-1] = (node, position + 1)
+                child = node.children[position]
+                seen = state.get(id(child))
+                if seen == active:
+                    del node.children[position]
+                    stack[-1] = (node, position)
+                    self._report_cycle(child.entry)
+                elif seen is None:
+                    state[id(child)] = active
+                    stack.append((child, 0))
 
     def orphans(self) -> list[Entry]:
         """Entries whose parent id names no entry (their context starts at them)."""

@@ -21,6 +21,7 @@ from ..core.store import (
     read_session_file,
     serialize_line,
 )
+from ..core.target import Pi
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import SessionFileError
 from .records import default_db_path
@@ -188,7 +189,8 @@ def relink_parent(
     for _attempt in range(5):
         with locked_append(file_path, timeout=timeout):
             data = file_path.read_bytes()
-            loaded = parse_session_bytes(data, file_path)
+            # The lenient v0.58.3 reading finds a header even behind a byte-order mark.
+            loaded = parse_session_bytes(data, file_path, pi=Pi.V0_58)
             first = loaded.values[0] if loaded.values else None
             if first is None or not is_valid_header(first.value):
                 raise SessionRemovalError("not a Pi session: no header to relink", path=file_path)

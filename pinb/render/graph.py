@@ -312,7 +312,7 @@ def _build_graph(session: Session, leaf_id: Any, show_leaf_entries: bool) -> Ses
         seen.add(id(tree_node))
         entry: Entry = tree_node.entry
         key = node_key(entry.id)
-        if (entry.type == "leaf" and not show_leaf_entries) or key in index:
+        if (entry.is_navigation and not show_leaf_entries) or key in index:
             hidden += 1
             stack.extend((child, parent, depth) for child in reversed(tree_node.children))
             continue

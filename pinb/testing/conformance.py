@@ -1,8 +1,8 @@
-"""Answer Pi conformance queries with pinb's public API (shared/spec/conformance/README.md).
+"""Answer Pi conformance queries with pinb's public API.
 
-A thin adapter: it opens the file the way Pi v0.58.3 reads it (non-strict, positional
-migration ids, v0.58.3 compaction range) and translates pinb's results into the expected
-JSON shapes. It re-implements nothing.
+A thin adapter: it opens the file the way the query's Pi release reads it (``"target":
+"pi-1.6.0"``, or v0.58.3 when absent; non-strict; positional migration ids) and translates
+pinb's results into the expected JSON shapes. It re-implements nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pinb.core import (
     UNSET,
     CompactionSettings,
     Entry,
+    Pi,
     Session,
     SessionIndex,
     build_session_context,
@@ -58,22 +59,20 @@ def _plan(
     session: Session, leaf: Any, context_tokens: int, preset: dict[str, int]
 ) -> dict[str, Any]:
     index = session.index
+    pi = session.pi
     if leaf is UNSET:
         path = index.path_to(index.last_entry_id)
     else:
         path = index.path_to(leaf)
     settings = CompactionSettings(
-        enabled=True,
-        reserve_tokens=preset["reserve"],
-        keep_recent_tokens=preset["keep"],
-        legacy_range=True,
+        enabled=True, reserve_tokens=preset["reserve"], keep_recent_tokens=preset["keep"]
     )
     last_compaction = max((i for i, e in enumerate(path) if e.type == "compaction"), default=-1)
     start, end = last_compaction + 1, len(path)
-    cut = find_cut_point(path, start, end, preset["keep"])
+    cut = find_cut_point(path, start, end, preset["keep"], pi=pi)
     first_kept = path[cut.first_kept_index] if cut.first_kept_index < len(path) else None
     turn_start = path[cut.turn_start_index] if cut.turn_start_index >= 0 else None
-    prepared = prepare_compaction(path, settings)
+    prepared = prepare_compaction(path, settings, pi=pi)
     return {
         "params": dict(preset),
         "pathLength": len(path),
@@ -112,10 +111,11 @@ def _leaf_results(
     session: Session, query: dict[str, Any], request: dict[str, Any]
 ) -> dict[str, Any]:
     leaf = _leaf_argument(query)
+    pi = session.pi
     commands = query.get("cmds") or _LEAF_COMMANDS
-    context = build_session_context(session.index, leaf)
-    llm = convert_to_llm(context.messages)
-    estimate = estimate_context_tokens(context.messages)
+    context = build_session_context(session.index, leaf, pi=pi)
+    llm = convert_to_llm(context.messages, pi=pi)
+    estimate = estimate_context_tokens(context.messages, pi=pi)
     result: dict[str, Any] = {}
     if "context" in commands:
         result["context"] = context.to_wire()
@@ -124,10 +124,10 @@ def _leaf_results(
     if "tokens" in commands:
         result["tokens"] = {
             "estimate": estimate.to_wire(),
-            "perMessage": [estimate_tokens(m) for m in context.messages],
+            "perMessage": [estimate_tokens(m, pi=pi) for m in context.messages],
         }
     if "serialize" in commands:
-        result["serialize"] = serialize_conversation(llm)
+        result["serialize"] = serialize_conversation(llm, pi=pi)
     if "plan" in commands:
         presets = request.get("planPresets", {})
         result["plan"] = {
@@ -137,27 +137,29 @@ def _leaf_results(
     return result
 
 
+def _node(session: Session, node: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "id": node.entry.id,
+        "type": node.entry.raw.get("type", MISSING),
+        "label": node.label,
+    }
+    if session.pi >= Pi.V1_6:
+        stamp = session.index.label_timestamp(node.entry.id) if node.label is not None else None
+        fields["labelTimestamp"] = None if stamp is MISSING else stamp
+    return fields
+
+
 def _tree(session: Session, form: str) -> Any:
     roots = session.tree()
     if form == "flat":
         return [
-            {
-                "id": node.entry.id,
-                "type": node.entry.type or None,
-                "label": node.label,
-                "depth": depth,
-            }
+            {**_node(session, node), "depth": depth}
             for root in roots
             for node, depth in root.walk()
         ]
 
     def nested(node: Any) -> dict[str, Any]:
-        return {
-            "id": node.entry.id,
-            "type": node.entry.raw.get("type", MISSING),
-            "label": node.label,
-            "children": [nested(child) for child in node.children],
-        }
+        return {**_node(session, node), "children": [nested(c) for c in node.children]}
 
     return [nested(root) for root in roots]
 
@@ -203,7 +205,7 @@ def _branch(session: Session, item: dict[str, Any], budgets: list[int]) -> dict[
     collected = collect_entries_for_branch_summary(index, item.get("from"), item["to"])
     prepares = []
     for budget in budgets:
-        prepared = prepare_branch_entries(collected.entries, budget)
+        prepared = prepare_branch_entries(collected.entries, budget, pi=session.pi)
         prepares.append(
             {
                 "tokenBudget": budget,
@@ -231,12 +233,34 @@ def _json(value: Any) -> Any:
     return value
 
 
+#: Pi 1.x's error for a file it refuses to open, with the path replaced as in the data.
+REFUSED = {"__error__": "Error: Session file is not a valid pi session: <path>"}
+
+
+def _refused(query: dict[str, Any]) -> dict[str, Any]:
+    """Every value of a case whose file the Pi release refuses to open is Pi's error."""
+    result: dict[str, Any] = {}
+    for leaf_query in query.get("leaves", []):
+        commands = leaf_query.get("cmds") or _LEAF_COMMANDS
+        result[leaf_query["key"]] = {command: REFUSED for command in commands}
+    tree_key = "treeFlat" if query.get("tree") == "flat" else "tree"
+    keys = (tree_key, "migrate", "branch", "entryCount", "leafId", "sessionName")
+    result["@file"] = {key: REFUSED for key in keys}
+    return result
+
+
 def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Answer one conformance query file for the session file at ``session_path``.
 
+    The query's ``"target"`` names the Pi release (``"pi-1.6.0"``; absent: v0.58.3).
     Returns a dict keyed by leaf key plus ``"@file"``, in the expected-file shape.
     """
-    session = Session.open(Path(session_path), id_generator=positional_ids(), strict=False)
+    pi = Pi.resolve(query.get("target") or Pi.V0_58)
+    session = Session.open(
+        Path(session_path), pi=pi, id_generator=positional_ids(), strict=False
+    )
+    if session.loaded is not None and session.loaded.refused:
+        return _refused(query)
     result: dict[str, Any] = {}
     for leaf_query in query.get("leaves", []):
         result[leaf_query["key"]] = _leaf_results(session, leaf_query, query)
@@ -250,6 +274,8 @@ def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[
     file_result["entryCount"] = len(session.entries)
     leaf_id = session.index.last_entry_id
     file_result["leafId"] = None if leaf_id is MISSING else leaf_id
+    if pi >= Pi.V1_6:
+        file_result["sessionName"] = session.name
     result["@file"] = file_result
     answered: dict[str, Any] = _json(result)
     return answered
