@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.store import serialize_line
 
-__all__ = ["SessionShape", "generate_session", "iter_session_lines"]
+__all__ = ["SessionShape", "generate_session", "iter_session_lines", "legacy_lines"]
 
 _WORDS = [
     "parser",
@@ -301,13 +301,43 @@ def iter_session_lines(
         emitted += len(extra)
 
 
+def legacy_lines(values: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The same entries as a version 1 file: no ids or parents, kept entries named by index.
+
+    Pi's oldest files (and its two real fixtures) look like this; their entries must form
+    a single line, so pass a linear session (``branch_every=0``).
+    """
+    positions: dict[str, int] = {}
+    for position, value in enumerate(values):
+        value = dict(value)
+        if value.get("type") == "session":
+            value.pop("version", None)
+            yield value
+            continue
+        positions[value.pop("id")] = position
+        value.pop("parentId", None)
+        if value.get("type") == "compaction":
+            value["firstKeptEntryIndex"] = positions.get(value.pop("firstKeptEntryId"), 0)
+        yield value
+
+
 def generate_session(
-    path: str | os.PathLike[str], shape: SessionShape = SessionShape(), seed: int = 0
+    path: str | os.PathLike[str],
+    shape: SessionShape = SessionShape(),
+    seed: int = 0,
+    *,
+    legacy: bool = False,
 ) -> Path:
-    """Write a generated session to ``path`` (overwriting nothing: the file must not exist)."""
+    """Write a generated session to ``path`` (overwriting nothing: the file must not exist).
+
+    With ``legacy`` the file is written in Pi's version 1 format (see :func:`legacy_lines`).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    values = iter_session_lines(shape, seed)
+    if legacy:
+        values = legacy_lines(values)
     with open(target, "xb") as handle:
-        for value in iter_session_lines(shape, seed):
+        for value in values:
             handle.write(serialize_line(value))
     return target

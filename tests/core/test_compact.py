@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,6 @@ from pinb.core import (
 )
 from pinb.errors import CompactionError, NothingToCompactError
 from pinb.testing.generate import SessionShape, generate_session
-from tests.conftest import SHARED
 from tests.core.helpers import assistant, tool_result, user
 
 SMALL = CompactionSettings(reserve_tokens=2000, keep_recent_tokens=300)
@@ -120,8 +117,10 @@ def test_repeated_compactions_lose_nothing(tmp_path: Path) -> None:
     assert set(first.modified_files) <= set(second.modified_files)
 
 
-def test_split_turn_with_an_empty_prefix_cut_on_a_bash_execution(tmp_path: Path) -> None:
-    session = Session.in_memory(tmp_path)
+@pytest.mark.parametrize("pi", ["0.58", "1.6"])
+def test_a_cut_on_a_bash_execution_needs_no_prefix_summary(tmp_path: Path, pi: str) -> None:
+    """v0.58.3 splits the turn there with an empty prefix; Pi 1.x starts a turn at a bash run."""
+    session = Session.in_memory(tmp_path, pi=pi)
     session.append_message(user("start " + "y" * 800))
     session.append_message(assistant("answer " + "z" * 800))
     bash = session.append_message(
@@ -137,10 +136,9 @@ def test_split_turn_with_an_empty_prefix_cut_on_a_bash_execution(tmp_path: Path)
     )
     session.append_message(assistant("short"))
     settings = CompactionSettings(keep_recent_tokens=250)
-    prepared = prepare_compaction(session.path_to(), settings)
-    assert (
-        prepared is not None and prepared.is_split_turn and prepared.first_kept_entry_id == bash.id
-    )
+    prepared = prepare_compaction(session.path_to(), settings, pi=pi)
+    assert prepared is not None and prepared.first_kept_entry_id == bash.id
+    assert prepared.is_split_turn is (pi == "0.58")
     assert prepared.turn_prefix_messages == []
     model = RecordingModel()
     report = compact(session, ModelSummarizer(model), settings=settings)
@@ -148,8 +146,12 @@ def test_split_turn_with_an_empty_prefix_cut_on_a_bash_execution(tmp_path: Path)
     assert "Turn Context" not in report.summary
 
 
-def test_split_turn_summarizes_the_prefix_separately(tmp_path: Path) -> None:
-    session = Session.in_memory(tmp_path)
+@pytest.mark.parametrize(("pi", "limits"), [("0.58", (800, 500)), ("1.6", (None, None))])
+def test_split_turn_summarizes_the_prefix_separately(
+    tmp_path: Path, pi: str, limits: tuple[int | None, int | None]
+) -> None:
+    """Pi 1.x leaves the summary's length to the model; v0.58.3 capped it by the reserve."""
+    session = Session.in_memory(tmp_path, pi=pi)
     _conversation(session, 1, big=2000)
     session.append_message(user("second request"))
     for i in range(4):
@@ -164,7 +166,7 @@ def test_split_turn_summarizes_the_prefix_separately(tmp_path: Path) -> None:
     assert report.is_split_turn
     assert "\n\n---\n\n**Turn Context (split turn):**\n\n" in report.summary
     history, prefix = model.requests
-    assert history["max_tokens"] == 800 and prefix["max_tokens"] == 500
+    assert (history["max_tokens"], prefix["max_tokens"]) == limits
     assert "## Original Request" in prefix["messages"][0]["content"][0]["text"]
 
 
@@ -178,7 +180,7 @@ def test_model_summarizer_prompts(tmp_path: Path) -> None:
     assert prompt.startswith("<conversation>\n[User]: turn 0")
     assert "<previous-summary>" not in prompt and "## Critical Context" in prompt
     assert prompt.endswith("\n\nAdditional focus: focus on the tests")
-    assert request["max_tokens"] == math.floor(0.8 * SMALL.reserve_tokens)
+    assert request["max_tokens"] is None  # Pi 1.x: the model's own output limit
     assert request["thinking_level"] == "high"
     _conversation(session, 4)
     compact(session, ModelSummarizer(model), settings=SMALL)
@@ -214,10 +216,15 @@ def test_plan_reports_without_writing(tmp_path: Path) -> None:
     assert sum(plan.before_by_role.values()) >= sum(plan.after_by_role.values())
 
 
-@pytest.mark.parametrize("name", ["before-compaction.jsonl", "large-session.jsonl"])
-def test_extractive_summary_of_pi_fixtures(name: str, tmp_path: Path) -> None:
-    copy = tmp_path / name
-    shutil.copyfile(SHARED / "fixtures" / "pi" / name, copy)
+@pytest.mark.parametrize("legacy", [False, True], ids=["v3-branchy", "v1-legacy"])
+def test_extractive_summary_of_long_sessions(legacy: bool, tmp_path: Path) -> None:
+    shape = SessionShape(
+        entries=600,
+        main_depth=600 if legacy else 450,
+        branch_every=0 if legacy else 60,
+        compaction_every=300 if legacy else 0,
+    )
+    copy = generate_session(tmp_path / "long.jsonl", shape, seed=7, legacy=legacy)
     session = Session.open(copy)
     prepared = prepare_compaction(session.path_to(), CompactionSettings())
     assert prepared is not None
@@ -305,7 +312,8 @@ def test_navigate_with_summary_places_it_at_the_new_position(tmp_path: Path) -> 
         session, ids["a1"], summarize=True, summarizer=ExtractiveSummarizer(), label="checkpoint"
     )
     entry = report.summary_entry
-    assert entry is not None and entry.parent_id == ids["a1"] and entry.raw["fromId"] == ids["a1"]
+    assert entry is not None and entry.parent_id == ids["a1"]
+    assert entry.raw["fromId"] == ids["a3"]  # Pi 1.x records the leaf that was left
     assert entry.raw["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + "(Extractive summary")
     assert entry.raw["details"] == {"readFiles": [], "modifiedFiles": ["a.py"]}
     assert report.summarized_ids == [ids["u2"], ids["a2"], ids["r2"], ids["a3"]]
@@ -361,7 +369,7 @@ def test_branch_summary_prompt_and_replace_mode(tmp_path: Path) -> None:
     )
     prompt = model.requests[0]["messages"][0]["content"][0]["text"]
     assert (
-        prompt.endswith("</conversation>\n\nONLY THIS") and model.requests[0]["max_tokens"] == 2048
+        prompt.endswith("</conversation>\n\nONLY THIS") and model.requests[0]["max_tokens"] is None
     )
     assert (
         report.summary

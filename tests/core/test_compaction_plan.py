@@ -1,4 +1,4 @@
-"""Compaction planning: the machine-checked table of spec §13.3, and pinb's data-keeping default."""
+"""Compaction planning: the spec's machine-checked tables, for Pi v0.58.3 and Pi 1.6."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from pinb.core import CompactionSettings, find_cut_point, prepare_compaction, serialize_conversation
+from pinb.core import (
+    CompactionSettings,
+    Session,
+    find_cut_point,
+    prepare_compaction,
+    serialize_conversation,
+)
 from pinb.core.entries import Entry
 from pinb.core.fileops import FileOperations, format_file_operations
 
@@ -118,7 +124,9 @@ def _path_p() -> list[Entry]:
         (10000, "m0", None, False, [], [], [], []),
     ],
 )
+@pytest.mark.parametrize("pi", ["0.58", "1.6"])
 def test_spec_table_13_3(
+    pi: str,
     keep: int,
     first_kept: str,
     turn_start: str | None,
@@ -129,13 +137,14 @@ def test_spec_table_13_3(
     edited: list[str],
 ) -> None:
     path = _path_p()
-    cut = find_cut_point(path, 0, len(path), keep)
+    cut = find_cut_point(path, 0, len(path), keep, pi=pi)
     assert path[cut.first_kept_index].id == first_kept
     assert (path[cut.turn_start_index].id if cut.turn_start_index >= 0 else None) == turn_start
     assert cut.is_split_turn is split
-    prepared = prepare_compaction(
-        path, CompactionSettings(keep_recent_tokens=keep, legacy_range=True)
-    )
+    prepared = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep), pi=pi)
+    if pi == "1.6" and not summarize and not prefix:
+        assert prepared is None  # Pi 1.x: nothing to summarise, nothing to compact
+        return
     assert prepared is not None
     assert [p.entry.id for p in prepared.messages_to_summarize] == summarize
     assert [p.entry.id for p in prepared.turn_prefix_messages] == prefix
@@ -160,10 +169,9 @@ def _path_q() -> list[Entry]:
     return [*path, compaction, _user("u3", "k1", 10), _asst("a5", "u3", text_tokens=10)]
 
 
-def test_second_compaction_legacy_range() -> None:
-    prepared = prepare_compaction(
-        _path_q(), CompactionSettings(keep_recent_tokens=5, legacy_range=True)
-    )
+def test_second_compaction_v058_forgets_what_the_first_kept() -> None:
+    """§12.8: v0.58.3 starts after k1, so u2..a4 (kept by k1) are neither kept nor summarized."""
+    prepared = prepare_compaction(_path_q(), CompactionSettings(keep_recent_tokens=5), pi="0.58")
     assert prepared is not None
     assert prepared.first_kept_entry_id == "a5" and prepared.is_split_turn
     assert prepared.messages_to_summarize == []
@@ -171,25 +179,30 @@ def test_second_compaction_legacy_range() -> None:
     assert prepared.previous_summary == "S1"
     assert list(prepared.file_ops.read) == ["one.py"]
     nothing = prepare_compaction(
-        _path_q(), CompactionSettings(keep_recent_tokens=10_000, legacy_range=True)
+        _path_q(), CompactionSettings(keep_recent_tokens=10_000), pi="0.58"
     )
     assert nothing is not None and nothing.first_kept_entry_id == "u3" and nothing.is_empty
 
 
-def test_default_range_summarizes_what_the_previous_compaction_kept() -> None:
-    """§12.8: v0.58.3 would drop u2..a4 (kept by k1); pinb summarizes them instead."""
+def test_pi_1x_summarizes_what_the_previous_compaction_kept() -> None:
+    """Pi 1.x starts at k1's kept range: u2..a4 are summarized again with S1 given."""
     prepared = prepare_compaction(_path_q(), CompactionSettings(keep_recent_tokens=5))
     assert prepared is not None
-    assert prepared.boundary_start == 6  # u2, the previous first kept entry
+    assert prepared.first_kept_entry_id == "a5" and prepared.is_split_turn
     assert [p.entry.id for p in prepared.messages_to_summarize] == ["u2", "a3", "r2", "a4"]
-    assert prepared.previous_summary == "S1"
+    assert [p.index for p in prepared.messages_to_summarize] == [6, 7, 8, 9]  # path positions
+    assert [p.entry.id for p in prepared.turn_prefix_messages] == ["u3"]
+    assert prepared.previous_summary == "S1" and prepared.previous_compaction_index == 10
+    assert list(prepared.file_ops.read) == ["one.py"]
     assert sorted(prepared.file_ops.edited) == ["two.py"]
+    assert prepared.tokens_before == 120
+    assert prepare_compaction(_path_q(), CompactionSettings(keep_recent_tokens=10_000)) is None
 
 
-def test_nothing_to_summarize_is_nothing_to_compact_by_default() -> None:
+def test_nothing_to_summarize_is_nothing_to_compact_in_pi_1x() -> None:
     path = [_user("u1", None, 10)]
     assert prepare_compaction(path) is None
-    legacy = prepare_compaction(path, CompactionSettings(legacy_range=True))
+    legacy = prepare_compaction(path, pi="0.58")
     assert legacy is not None and legacy.first_kept_entry_id == "u1" and legacy.is_empty
     assert prepare_compaction([*_path_q()[:-2]]) is None  # leaf is a compaction
 
@@ -218,7 +231,8 @@ def test_file_lists_and_format() -> None:
     assert format_file_operations([], []) == ""
 
 
-def test_serialize_conversation_vector() -> None:
+@pytest.mark.parametrize("pi", ["0.58", "1.6"])
+def test_serialize_conversation_vector(pi: str) -> None:
     messages = [
         {"role": "user", "content": "Fix bug"},
         {
@@ -232,16 +246,66 @@ def test_serialize_conversation_vector() -> None:
         {"role": "toolResult", "content": [{"type": "text", "text": "y" * 2005}]},
         {"role": "user", "content": [{"type": "text", "text": "Ran `ls`\n```\nabc\n```"}]},
     ]
-    assert serialize_conversation(messages) == (
-        "[User]: Fix bug\n\n[Assistant thinking]: think\n\n[Assistant]: hi\n\n"
+    thinking = "[Assistant thinking]: think\n\n" if pi == "0.58" else ""  # Pi 1.x omits it
+    assert serialize_conversation(messages, pi=pi) == (
+        "[User]: Fix bug\n\n" + thinking + "[Assistant]: hi\n\n"
         '[Assistant tool calls]: read(path="a.py")\n\n[Tool result]: '
         + "y" * 2000
         + "\n\n[... 5 more characters truncated]\n\n[User]: Ran `ls`\n```\nabc\n```"
     )
 
 
+def test_pi_1x_never_cuts_a_surrogate_pair_in_a_tool_result() -> None:
+    message = {"role": "toolResult", "content": [{"type": "text", "text": "y" * 1999 + "🎉zzzzz"}]}
+    newer = serialize_conversation([message])
+    assert newer == "[Tool result]: " + "y" * 1999 + "\n\n[... 6 more characters truncated]"
+    older = serialize_conversation([message], pi="0.58")
+    assert older == "[Tool result]: " + "y" * 1999 + "\ud83c\n\n[... 6 more characters truncated]"
+
+
+def test_pi_1x_recovery_cut_summarizes_the_prompt_of_a_hidden_failed_reply() -> None:
+    """§7.2 rule 5: after an omitted failed reply, the prompt before it is not kept."""
+    session = Session.in_memory("/p")
+    for i in range(3):
+        session.append_message({"role": "user", "content": "q" * 400, "timestamp": i})
+        session.append_message(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a" * 400}],
+                "api": "x",
+                "provider": "p",
+                "model": "m",
+                "usage": USAGE,
+                "stopReason": "stop",
+                "timestamp": i,
+            }
+        )
+    prompt = session.append_message({"role": "user", "content": "big " * 100, "timestamp": 9})
+    failed = session.append_message(
+        {
+            "role": "assistant",
+            "content": [],
+            "api": "x",
+            "provider": "p",
+            "model": "m",
+            "usage": USAGE,
+            "stopReason": "error",
+            "errorMessage": "context too long",
+            "timestamp": 9,
+        }
+    )
+    session.append_context_edit(failed.id, None)
+    prepared = prepare_compaction(session.path_to(), CompactionSettings(keep_recent_tokens=50))
+    assert prepared is not None
+    assert prepared.first_kept_entry_id == failed.id
+    assert prepared.is_split_turn
+    assert [p.entry.id for p in prepared.turn_prefix_messages] == [prompt.id]
+
+
 def test_previous_first_kept_off_the_path_falls_back_to_after_the_compaction() -> None:
     path = _path_q()
     path[10] = Entry({**path[10].raw, "firstKeptEntryId": "elsewhere"})
     prepared = prepare_compaction(path, CompactionSettings(keep_recent_tokens=5))
-    assert prepared is not None and prepared.boundary_start == 11
+    assert prepared is not None
+    assert prepared.messages_to_summarize == []  # nothing of k1's range is on the path
+    assert [p.entry.id for p in prepared.turn_prefix_messages] == ["u3"]

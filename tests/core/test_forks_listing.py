@@ -23,8 +23,8 @@ from tests.conftest import SHARED
 from tests.core.helpers import assistant, user
 
 
-def _session(tmp_path: Path) -> tuple[Session, dict[str, str]]:
-    session = Session.create(tmp_path / "proj", tmp_path / "s")
+def _session(tmp_path: Path, pi: str = "1.6") -> tuple[Session, dict[str, str]]:
+    session = Session.create(tmp_path / "proj", tmp_path / "s", pi=pi)
     ids = {}
     ids["u1"] = session.append_message(user("first question")).id
     ids["a1"] = session.append_message(assistant("first answer")).id
@@ -36,8 +36,8 @@ def _session(tmp_path: Path) -> tuple[Session, dict[str, str]]:
 
 
 def test_branched_session_copies_the_path_and_labels(tmp_path: Path) -> None:
-    session, ids = _session(tmp_path)
-    fork = create_branched_session(session, ids["a1"], rechain=False)
+    session, ids = _session(tmp_path, "0.58")
+    fork = create_branched_session(session, ids["a1"])
     assert fork.path is not None and fork.path.exists()
     lines = [json.loads(line) for line in fork.path.read_text().splitlines()]
     assert lines[0]["parentSession"] == str(session.path)
@@ -47,17 +47,20 @@ def test_branched_session_copies_the_path_and_labels(tmp_path: Path) -> None:
     assert lines[3]["parentId"] == ids["a1"] and len(lines) == 4
 
 
-def test_fork_across_a_label_v0583_defect_and_pinb_fix(tmp_path: Path) -> None:
-    session, ids = _session(tmp_path)
-    broken = create_branched_session(session, ids["a2"], rechain=False)
+def test_fork_across_a_label_v0583_defect_and_pi_1x_fix(tmp_path: Path) -> None:
+    old, ids = _session(tmp_path / "old", "0.58")
+    broken = create_branched_session(old, ids["a2"])
     assert [m["content"][0]["text"] for m in broken.build_context(ids["a2"]).messages] == [
         "second",
         "second answer",
     ]
+    session, ids = _session(tmp_path / "new")
     fixed = create_branched_session(session, ids["a2"])
     texts = [m["content"][0]["text"] for m in fixed.build_context(ids["a2"]).messages]
     assert texts == ["first question", "first answer", "second", "second answer"]
     assert fixed.label(ids["u1"]) == "L-u1" and fixed.label(ids["a2"]) == "L-a2"
+    # Pi 1.x keeps the labels' own timestamps.
+    assert fixed.index.label_timestamp(ids["u1"]) == session.index.label_timestamp(ids["u1"])
 
 
 def test_fork_from_a_user_message_returns_its_text(tmp_path: Path) -> None:

@@ -10,26 +10,43 @@ from pinb.core import Session
 from pinb.core.models import (
     AssistantMessage,
     CompactionEntry,
+    ContextEditEntry,
     LabelEntry,
-    LeafEntry,
     MessageEntry,
     OtherMessage,
     SessionHeader,
+    SystemMessage,
     ToolCall,
     UnknownEntry,
     Usage,
+    UsageEntry,
     UserMessage,
     parse_entry,
     parse_message,
 )
-from tests.conftest import SHARED
+from pinb.testing.fuzz import random_session_bytes
+from tests.sessions import write_case
+
+WELL_FORMED = [
+    "linear",
+    "tools-and-files",
+    "compactions",
+    "branch-summaries",
+    "custom-entries",
+    "bash",
+    "context-edits",
+    "usage-entries",
+    "system-messages",
+    "unknown-types",
+]
 
 
-def test_every_entry_in_the_fixtures_and_vectors_validates() -> None:
-    files = [
-        *(SHARED / "fixtures" / "pi").glob("*.jsonl"),
-        *(SHARED / "spec" / "conformance" / "cases").glob("*.jsonl"),
-    ]
+def test_every_entry_of_well_formed_files_validates(tmp_path: Path) -> None:
+    files = [write_case(name, tmp_path) for name in WELL_FORMED]
+    for seed in range(10):
+        path = tmp_path / f"fuzz-{seed}.jsonl"
+        path.write_bytes(random_session_bytes(seed, 60))
+        files.append(path)
     kinds = set()
     for path in files:
         for entry in Session.open(path).entries:
@@ -42,6 +59,9 @@ def test_every_entry_in_the_fixtures_and_vectors_validates() -> None:
         "CompactionEntry",
         "ModelChangeEntry",
         "ThinkingLevelChangeEntry",
+        "UsageEntry",
+        "ContextEditEntry",
+        "UnknownEntry",
     } <= kinds
 
 
@@ -93,14 +113,21 @@ def test_pi_key_orders_and_null_rules() -> None:
     assert compaction.to_wire()["parentId"] is None
     cleared = LabelEntry(id="l", parent_id="c1", timestamp="t", target_id="e")
     assert "label" not in cleared.to_wire()
-    leaf = LeafEntry(id="x", parent_id="p", timestamp="t", target_id=None)
-    assert leaf.to_wire() == {
-        "type": "leaf",
+    omit = ContextEditEntry(id="x", parent_id="p", timestamp="t", target_id="u")
+    assert omit.to_wire() == {  # an omission is written as an explicit null, as Pi does
+        "type": "context_edit",
         "id": "x",
         "parentId": "p",
         "timestamp": "t",
-        "targetId": None,
+        "targetId": "u",
+        "replacement": None,
     }
+    usage = UsageEntry(
+        id="u", parent_id="x", timestamp="t", kind="cache_warm", provider="a", model="m", usage=Usage()
+    )
+    assert list(usage.to_wire()) == [
+        "type", "id", "parentId", "timestamp", "kind", "provider", "model", "usage"
+    ]
     header = SessionHeader(id="s", version=3, timestamp="t", cwd="/")
     assert list(header.to_wire()) == ["type", "version", "id", "timestamp", "cwd"]
     assert list(UserMessage(content="x", timestamp=1).to_wire()) == ["role", "content", "timestamp"]
@@ -118,8 +145,12 @@ def test_unknown_types_and_roles_pass_through() -> None:
         {"type": "future_thing", "id": "f", "parentId": None, "timestamp": "t", "payload": [1]}
     )
     assert isinstance(unknown, UnknownEntry) and unknown.to_wire()["payload"] == [1]
-    system = parse_message({"role": "system", "deltas": []})
-    assert isinstance(system, OtherMessage) and system.to_wire() == {"role": "system", "deltas": []}
+    other = parse_message({"role": "developer", "deltas": []})
+    assert isinstance(other, OtherMessage) and other.to_wire() == {"role": "developer", "deltas": []}
+    system = parse_message(
+        {"role": "system", "content": "", "sections": {"cwd": None}, "toolsAdded": [], "timestamp": 1}
+    )
+    assert isinstance(system, SystemMessage) and system.sections == {"cwd": None}
 
 
 def test_typed_messages_can_be_appended(tmp_path: Path) -> None:

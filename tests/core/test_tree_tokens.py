@@ -122,8 +122,8 @@ def test_tree_label_and_name_vector() -> None:
         "sp",
     ]
     assert index.label("r1") is None
-    assert index.name == "  First name "
-    assert index.name_newer is None
+    assert index.session_name("0.58") == "  First name "  # latest non-empty, as stored
+    assert index.session_name("1.6") is None  # the latest session_info clears it
     assert [e.id for e in index.children("r1")] == ["c2", "c1"]
     assert index.last_entry_id == "n2"
 
@@ -179,8 +179,17 @@ SEVEN = [
 
 
 def test_estimate_tokens_examples() -> None:
-    assert [estimate_tokens(m) for m in SEVEN] == [2, 2, 7, 1203, 2, 3, 1]
-    assert estimate_tokens(SEVEN[1], count_user_images=True) == 1202
+    assert [estimate_tokens(m, pi="0.58") for m in SEVEN] == [2, 2, 7, 1203, 2, 3, 1]
+    assert estimate_tokens(SEVEN[1], pi="0.58") == 2  # v0.58.3 ignores user images
+    assert estimate_tokens(SEVEN[1]) == 1202  # Pi 1.x counts 4800 chars for one
+    system = {
+        "role": "system",
+        "content": "abcd",
+        "sections": {"a": "12345678", "b": None},
+        "toolsAdded": [{"name": "read"}],
+    }
+    assert estimate_tokens(system) == 8  # (4 + 8 + 17) / 4
+    assert estimate_tokens(system, pi="0.58") == 0
     assert estimate_tokens({"role": "user", "content": "😀😀😀"}) == 2  # 6 UTF-16 units
     assert estimate_tokens({"role": "mystery"}) == 0
 
@@ -211,6 +220,29 @@ def test_estimate_context_tokens_examples() -> None:
         "usage": {"input": 5, "output": 6, "cacheRead": 7, "cacheWrite": 8, "totalTokens": 0},
     }
     assert estimate_context_tokens([no_total]).usage_tokens == 26
+
+
+def test_pi_1x_skips_usage_that_totals_zero() -> None:
+    """A server that reports no usage (all zeros) must not make the context look empty."""
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    messages = [
+        {"role": "user", "content": "abcd", "timestamp": 1},
+        {**SEVEN[2], "content": [], "usage": {**zero, "totalTokens": 100}, "stopReason": "stop"},
+        {"role": "user", "content": "abcdefgh", "timestamp": 1},
+        {**SEVEN[2], "content": [{"type": "text", "text": "12345678"}], "usage": zero},
+    ]
+    assert estimate_context_tokens(messages).to_wire() == {
+        "tokens": 104,
+        "usageTokens": 100,
+        "trailingTokens": 4,
+        "lastUsageIndex": 1,
+    }
+    assert estimate_context_tokens(messages, pi="0.58").to_wire() == {  # trusts the zeros
+        "tokens": 0,
+        "usageTokens": 0,
+        "trailingTokens": 0,
+        "lastUsageIndex": 3,
+    }
 
 
 def test_should_compact_threshold_is_strict() -> None:

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from pinb.core import UNSET, Session, build_session_context
-from pinb.errors import EntryNotFoundError, InvalidEntryError
-from tests.conftest import SHARED
+from pinb.errors import EntryNotFoundError, InvalidEntryError, InvalidHeaderError, UsageError
 from tests.core.helpers import assistant, tool_result, user
+from tests.sessions import write_case
 
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_new_session_is_written_at_the_first_assistant_message(tmp_path: Path) -> None:
-    session = Session.create(tmp_path / "proj", tmp_path / "sessions")
+@pytest.mark.parametrize(("pi", "written_with"), [("1.6", 3), ("0.58", 4)])
+def test_new_session_is_written_when_the_conversation_starts(
+    tmp_path: Path, pi: str, written_with: int
+) -> None:
+    """Pi 1.x writes at the first user message, v0.58.3 at the first assistant message."""
+    session = Session.create(tmp_path / "proj", tmp_path / "sessions", pi=pi)
     session.append_model_change("anthropic", "claude-sonnet-4-5")
     session.append_thinking_level_change("off")
-    session.append_message(user("hi"))
     assert session.path is not None and not session.path.exists()
+    session.append_message(user("hi"))
+    assert session.path.exists() is (written_with == 3)
     session.append_message(assistant("hello"))
     assert [line["type"] for line in _lines(session.path)] == [
         "session",
@@ -56,10 +60,16 @@ def test_entries_are_written_with_pis_key_order(tmp_path: Path) -> None:
     session.append_custom_message("note", "text", display=False)
     session.set_label(reply.id, "  good ")
     session.set_label(reply.id, None)
-    session.set_name("my\nsession ")
+    session.set_name("my\r\n\nsession ")
     session.append_compaction("S", reply.id, 1234, details={"readFiles": [], "modifiedFiles": []})
     session.branch_with_summary(reply.id, "B")
-    session.append_active_tools_change(["read"])
+    session.append_usage("cache_warm", "anthropic", "claude-sonnet-4-5", {"input": 1}, "idle")
+    session.append_context_edit(reply.id, "shorter")
+    session.append_context_edit(reply.id, None)
+    session.append_message(
+        {"role": "system", "content": "Be terse.", "sections": {"cwd": "/p"}, "timestamp": 5}
+    )
+    session.append_compaction("S2", None, 99, usage={"input": 2})
     assert session.path is not None
     orders = [list(line) for line in _lines(session.path)[3:]]
     assert orders == [
@@ -81,22 +91,78 @@ def test_entries_are_written_with_pis_key_order(tmp_path: Path) -> None:
             "details",
         ],
         ["type", "id", "parentId", "timestamp", "fromId", "summary"],
-        ["type", "id", "parentId", "timestamp", "activeToolNames"],
+        ["type", "id", "parentId", "timestamp", "kind", "provider", "model", "usage", "note"],
+        ["type", "id", "parentId", "timestamp", "targetId", "replacement"],
+        ["type", "id", "parentId", "timestamp", "targetId", "replacement"],
+        ["type", "id", "parentId", "timestamp", "message"],
+        [
+            "type",
+            "id",
+            "parentId",
+            "timestamp",
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "usage",
+            "systemMessage",
+        ],
     ]
     lines = _lines(session.path)
-    assert lines[7]["label"] == "good" and "label" not in lines[8]
+    assert lines[7]["label"] == "  good " and "label" not in lines[8]  # stored as given
     assert lines[9]["name"] == "my session"
-    assert lines[11]["parentId"] == reply.id and lines[11]["fromId"] == reply.id
+    compaction = lines[10]
+    summary = lines[11]
+    assert summary["parentId"] == reply.id and summary["fromId"] == compaction["id"]  # left leaf
+    assert lines[13]["replacement"] == {"content": [{"type": "text", "text": "shorter"}]}
+    assert lines[14]["replacement"] is None
+    retain_none = lines[16]
+    assert retain_none["firstKeptEntryId"] == retain_none["id"]
+    assert retain_none["systemMessage"] == {
+        "role": "system",
+        "content": "Be terse.",
+        "sections": {"cwd": "/p"},
+        "timestamp": retain_none["systemMessage"]["timestamp"],
+    }
     assert session.label(reply.id) is None and session.name == "my session"
 
 
-def test_root_branch_summary_uses_root_from_id(tmp_path: Path) -> None:
+def test_branch_summary_from_id_per_release(tmp_path: Path) -> None:
+    """Pi 1.x records the leaf that was left; v0.58.3 recorded the branch point."""
+    for pi, expected in (("1.6", "left"), ("0.58", "root")):
+        session = Session.in_memory(tmp_path, pi=pi)
+        left = session.append_message(user("a"))
+        entry = session.branch_with_summary(None, "S")
+        assert entry.parent_id is None
+        assert entry.raw["fromId"] == (left.id if expected == "left" else "root")
+        with pytest.raises(EntryNotFoundError):
+            session.branch_with_summary("nope", "S")
+    empty = Session.in_memory(tmp_path)
+    assert empty.branch_with_summary(None, "S").raw["fromId"] == "root"
+
+
+def test_context_edit_writer_checks(tmp_path: Path) -> None:
     session = Session.in_memory(tmp_path)
-    session.append_message(user("a"))
-    entry = session.branch_with_summary(None, "S")
-    assert entry.parent_id is None and entry.raw["fromId"] == "root"
+    question = session.append_message(user("q"))
+    session.append_model_change("openai", "gpt-5")
+    session.append_message(assistant("a"))
+    with pytest.raises(InvalidEntryError, match="must be null or contain string/array"):
+        session.append_context_edit(question.id, {"nope": 1})
     with pytest.raises(EntryNotFoundError):
-        session.branch_with_summary("nope", "S")
+        session.append_context_edit("missing", None)
+    with pytest.raises(InvalidEntryError, match="does not contribute editable model content"):
+        session.append_context_edit(session.path_to()[1].id, None)
+    session.branch(question.id)
+    side = session.append_message(user("side"))
+    session.branch(question.id)
+    with pytest.raises(InvalidEntryError, match="is not on the active branch"):
+        session.append_context_edit(side.id, None)
+    edit = session.append_context_edit(question.id, [{"type": "text", "text": "Q"}])
+    assert edit.raw["replacement"] == {"content": [{"type": "text", "text": "Q"}]}
+    assert session.build_context().messages == [{**user("q"), "content": [{"type": "text", "text": "Q"}]}]
+    old = Session.in_memory(tmp_path, pi="0.58")
+    first = old.append_message(user("q"))
+    with pytest.raises(UsageError, match=r"need Pi 1\.x"):
+        old.append_context_edit(first.id, None)
 
 
 def test_invalid_messages_are_refused(tmp_path: Path) -> None:
@@ -106,8 +172,7 @@ def test_invalid_messages_are_refused(tmp_path: Path) -> None:
 
 
 def test_appends_never_change_earlier_bytes(tmp_path: Path) -> None:
-    path = tmp_path / "copy.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
+    path = write_case("two-leaves", tmp_path)
     original = path.read_bytes()
     session = Session.open(path)
     session.append_message(user("next"))
@@ -131,17 +196,25 @@ def test_opening_a_file_without_assistant_appends_at_once(tmp_path: Path) -> Non
 
 def test_blank_file_becomes_a_new_session(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    path.write_text("\n")
+    path.write_text("")
     session = Session.open(path)
     session.append_message(user("a"))
-    assert path.read_text() == "\n"
-    session.append_message(assistant("b"))
-    assert [line["type"] for line in _lines(path)] == ["session", "message", "message"]
+    assert [line["type"] for line in _lines(path)] == ["session", "message"]
+    # v0.58.3 also took a whitespace-only file for blank; Pi 1.x refuses it, untouched.
+    spaces = tmp_path / "spaces.jsonl"
+    spaces.write_text("\n")
+    old = Session.open(spaces, pi="0.58")
+    old.append_message(user("a"))
+    old.append_message(assistant("b"))
+    assert [line["type"] for line in _lines(spaces)] == ["session", "message", "message"]
+    spaces.write_text("\n")
+    with pytest.raises(InvalidHeaderError, match="only whitespace"):
+        Session.open(spaces)
+    assert spaces.read_text() == "\n"
 
 
 def test_first_append_migrates_an_old_file_atomically_with_a_backup(tmp_path: Path) -> None:
-    path = tmp_path / "old.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v12_v1_migration.jsonl", path)
+    path = write_case("v1-legacy", tmp_path)
     original = path.read_bytes()
     session = Session.open(path)
     before = session.build_context().messages
@@ -158,8 +231,7 @@ def test_first_append_migrates_an_old_file_atomically_with_a_backup(tmp_path: Pa
 
 
 def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    path = write_case("linear", tmp_path)
     with open(path, "ab") as handle:
         handle.write(b'{"type":"message","id":"torn","parentId":"e00')
     session = Session.open(path)
@@ -172,17 +244,19 @@ def test_torn_last_line_does_not_corrupt_the_next_append(tmp_path: Path) -> None
     assert [p.kind for p in reopened.problems] == ["malformed-line"]
 
 
-def test_navigation_is_persisted_for_newer_pi_and_v0583(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", path)
+def test_navigation_is_persisted_for_pi(tmp_path: Path) -> None:
+    path = write_case("two-leaves", tmp_path)
     session = Session.open(path)
     session.branch("e0000004")
     assert session.leaf_id == "e0000004"
+    marker = _lines(path)[-1]
+    assert marker["type"] == "custom" and marker["parentId"] == "e0000004"
     reopened = Session.open(path)
     assert reopened.leaf_id == "e0000004"
     expected = [e.message for e in reopened.path_to("e0000004")]
-    # A v0.58.3 reader takes the last line (the leaf entry) as its leaf and walks up.
-    assert build_session_context(reopened.index, UNSET).messages == expected
+    # Pi takes the last line (the marker) as its leaf and walks up through it.
+    for pi in ("1.6", "0.58"):
+        assert build_session_context(reopened.index, UNSET, pi=pi).messages == expected
     assert reopened.build_context().messages == expected
     reopened.reset_leaf()
     again = Session.open(path)
@@ -203,8 +277,7 @@ def test_appending_after_navigation_creates_a_sibling(tmp_path: Path) -> None:
 
 
 def test_refresh_reads_only_what_another_process_appended(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    path = write_case("linear", tmp_path)
     watcher = Session.open(path)
     writer = Session.open(path)
     call = assistant("", tool_calls=[("c1", "read", {"path": "a.py"})])
@@ -220,27 +293,8 @@ def test_refresh_reads_only_what_another_process_appended(tmp_path: Path) -> Non
     assert len(Session.open(path).entries) == len(writer.entries) + 1
 
 
-def test_pi_written_lines_round_trip_byte_for_byte() -> None:
-    """Every line Pi wrote in the real fixtures is re-serialized by pinb to the same bytes."""
-    from pinb.core.store import serialize_line
-
-    for name in ("large-session.jsonl", "before-compaction.jsonl"):
-        path = SHARED / "fixtures" / "pi" / name
-        lines = path.read_bytes().split(b"\n")
-        session = Session.open(path)
-        header = {k: v for k, v in session.header.items() if k != "version"}
-        assert serialize_line(header) == lines[0] + b"\n"
-        for entry in session.entries:
-            if entry.type == "compaction":
-                continue  # migration legitimately replaced firstKeptEntryIndex
-            # Migration appended id/parentId (as Pi does); without them it is Pi's line.
-            original = {k: v for k, v in entry.raw.items() if k not in ("id", "parentId")}
-            assert serialize_line(original) == lines[entry.line - 1] + b"\n", entry.line
-
-
 def test_read_only_files_are_never_appended_to(tmp_path: Path) -> None:
-    path = tmp_path / "ro.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v01_linear.jsonl", path)
+    path = write_case("linear", tmp_path)
     path.chmod(0o444)
     original = path.read_bytes()
     session = Session.open(path)

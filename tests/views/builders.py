@@ -119,7 +119,7 @@ def demo_session(folder: Path, *, text: str = "", cwd: str = "/work/demo") -> De
     # Second branch from a2, with a compaction on it.
     s.branch(ids["a2"])
     ids["u3"] = s.append_message(user(f"Try a different approach {t}")).id
-    s.set_label(ids["u3"], f"alternative {t}")
+    s.set_label(ids["u3"], f"alternative {t}".strip())
     ids["a5"] = s.append_message(assistant(f"Alternative approach {t} " + "x" * 400, total=2500)).id
     ids["bash"] = s.append_message(bash(f"ls {t}", f"config.py {t}")).id
     ids["u4"] = s.append_message(user(f"Keep going {t}")).id

@@ -59,7 +59,7 @@ def test_continue_from_here_moves_the_leaf_and_updates_panels(demo: Demo, comms:
     explorer.select(demo.ids["a4"])
     explorer.continue_button.click()
     assert s.leaf_id == demo.ids["a4"]
-    assert len(s.entries) == count + 1 and s.entries[-1].type == "leaf"  # persisted as Pi does
+    assert len(s.entries) == count + 1 and s.entries[-1].is_navigation  # persisted for Pi
     assert explorer.context_panel.value != before
     assert "All tests pass" in explorer.context_panel.value
     assert f"Leaf moved to {demo.ids['a4']}" in explorer.status.value

@@ -308,7 +308,7 @@ def test_explorer_panels_escape_everything(hostile: Session, comms: list[Any]) -
         explorer.tabs.selected_index = index
     panels = [explorer.header, explorer.context_panel, explorer.tokens_panel, explorer.picture]
     for entry in hostile.entries:
-        if entry.type == "leaf":
+        if entry.is_navigation:
             continue
         explorer.select(str(entry.id))
         check_html(explorer.details.value)

@@ -1,0 +1,287 @@
+"""Random session trees with every entry kind and odd values, for differential tests.
+
+Unlike :mod:`pinb.testing.generate`, which writes realistic conversations, these files are
+small and dense: each entry hangs off a random earlier one, and they mix every entry type
+and message role of Pi 1.x (context edits, usage entries, system messages, compaction
+checkpoints, retain-none compactions) with the odd values real files hold (empty and
+missing contents, images, unparseable timestamps, duplicate ids, orphans, unknown types,
+broken lines). Comparing pinb's answers on them with Pi's own is how the test suite
+proves the core exact.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+__all__ = ["random_session_bytes"]
+
+_TEXTS = [
+    "Fix the failing test",
+    "Read app.py",
+    "Why does it crash?",
+    "😀 emoji text 𝄞",
+    "line one\nline two",
+    "",
+    "a" * 900,
+    "Run the linter and tell me what it says about src/",
+]
+_PATHS = ["app.py", "src/a.py", "README.md", "tests/test_app.py", "ümlaut.txt"]
+_TOOLS = ["read", "write", "edit", "bash", "ls", "grep"]
+
+
+class _Tree:
+    def __init__(self, rng: random.Random, *, newer: bool, odd: bool) -> None:
+        self.rng = rng
+        self.newer = newer
+        self.odd = odd
+        self.lines: list[str] = []
+        self.ids: list[str] = []
+        self.messages: list[tuple[str, str]] = []  # (id, role) of message entries
+        self.second = 0
+
+    def stamp(self) -> str:
+        self.second += self.rng.choice((1, 1, 1, 2, 0))
+        if self.odd and self.rng.random() < 0.04:
+            return self.rng.choice(["not a date", "", "2025-03-01", "2025-03-01T10:00:00+02:00"])
+        minutes, seconds = divmod(self.second, 60)
+        return f"2025-03-01T{10 + minutes // 60:02d}:{minutes % 60:02d}:{seconds:02d}.000Z"
+
+    def ms(self) -> int:
+        return 1_740_823_200_000 + self.second * 1000
+
+    def new_id(self) -> str:
+        if self.odd and self.ids and self.rng.random() < 0.03:
+            return self.rng.choice(self.ids)  # a duplicate id: the later line wins
+        return f"{self.rng.getrandbits(32):08x}"
+
+    def parent(self) -> Any:
+        if not self.ids or self.rng.random() < 0.02:
+            return None
+        if self.odd and self.rng.random() < 0.02:
+            return "ffffffff"  # an orphan
+        if self.rng.random() < 0.75:
+            return self.ids[-1]
+        return self.rng.choice(self.ids[-12:])
+
+    def emit(self, entry: dict[str, Any]) -> None:
+        self.lines.append(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+        if isinstance(entry.get("id"), str):
+            self.ids.append(entry["id"])
+
+    def content(self, *, images: bool) -> Any:
+        rng = self.rng
+        if rng.random() < 0.3:
+            return rng.choice(_TEXTS)
+        blocks: list[dict[str, Any]] = [
+            {"type": "text", "text": rng.choice(_TEXTS)} for _ in range(rng.randint(0, 2))
+        ]
+        if images and rng.random() < 0.2:
+            blocks.append({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+        return blocks
+
+    def usage(self) -> dict[str, Any]:
+        total = self.rng.choice((0, 0, 120, 900, 4_000, 40_000))
+        return {
+            "input": total,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": total,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        }
+
+    def message(self) -> dict[str, Any]:
+        rng = self.rng
+        roles = ["user", "assistant", "assistant", "toolResult", "bashExecution", "custom"]
+        if self.newer:
+            roles += ["system"]
+        role = rng.choice(roles)
+        stamp = self.ms()
+        if role == "user":
+            message: dict[str, Any] = {"role": role, "content": self.content(images=True)}
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if rng.random() < 0.3:
+                blocks.append({"type": "thinking", "thinking": rng.choice(_TEXTS)})
+            if rng.random() < 0.8:
+                blocks.append({"type": "text", "text": rng.choice(_TEXTS)})
+            for _ in range(rng.choice((0, 0, 1, 2))):
+                name = rng.choice(_TOOLS)
+                arguments = {"path": rng.choice(_PATHS)} if name != "bash" else {"command": "ls"}
+                blocks.append({"type": "toolCall", "id": "call", "name": name, "arguments": arguments})
+            message = {
+                "role": role,
+                "content": blocks,
+                "api": "anthropic-messages",
+                "provider": rng.choice(("anthropic", "openai")),
+                "model": rng.choice(("claude-sonnet-4-5", "gpt-5")),
+                "usage": self.usage(),
+                "stopReason": rng.choice(("stop", "stop", "toolUse", "length", "error", "aborted")),
+            }
+        elif role == "toolResult":
+            text = rng.choice(_TEXTS) if rng.random() < 0.8 else "x" * 1999 + "🎉" + "y" * 9
+            message = {
+                "role": role,
+                "toolCallId": "call",
+                "toolName": rng.choice(_TOOLS),
+                "content": [{"type": "text", "text": text}],
+                "isError": rng.random() < 0.1,
+            }
+            if self.newer and rng.random() < 0.1:
+                message["nestedCalls"] = {
+                    "calls": [{"name": "edit", "arguments": {"path": rng.choice(_PATHS)}}]
+                }
+        elif role == "bashExecution":
+            message = {
+                "role": role,
+                "command": "ls -la",
+                "output": rng.choice(_TEXTS),
+                "exitCode": rng.choice((0, 1, None)),
+                "cancelled": rng.random() < 0.1,
+                "truncated": False,
+                "excludeFromContext": rng.random() < 0.2,
+            }
+        elif role == "custom":
+            message = {
+                "role": role,
+                "customType": "ext",
+                "content": self.content(images=True),
+                "display": True,
+            }
+        else:
+            message = {"role": "system", "content": rng.choice(("", "Base prompt.", [{"type": "text", "text": "Rule."}]))}
+            if rng.random() < 0.6:
+                message["sections"] = {rng.choice(("cwd", "skills", "tools")): rng.choice(("/p", None, "text"))}
+            if rng.random() < 0.4:
+                message["toolsAdded"] = [{"name": rng.choice(_TOOLS), "description": "d", "parameters": {}}]
+            if rng.random() < 0.2:
+                message["toolsRemoved"] = [{"name": rng.choice(_TOOLS)}]
+        if self.newer and self.odd and role in ("user", "assistant", "toolResult") and rng.random() < 0.05:
+            message.pop("content")
+        message["timestamp"] = stamp
+        return message
+
+    def entry(self) -> None:
+        rng = self.rng
+        kinds = ["message"] * 10 + [
+            "compaction",
+            "branch_summary",
+            "custom_message",
+            "custom",
+            "label",
+            "session_info",
+            "thinking_level_change",
+            "model_change",
+        ]
+        if self.newer:
+            kinds += ["context_edit"] * 3 + ["usage"]
+        if self.odd:
+            kinds += ["leaf", "active_tools_change", "bookmark"]
+        kind = rng.choice(kinds)
+        entry_id = self.new_id()
+        # A repeated id under a parent would often close a loop Pi walks forever; as a root
+        # it only re-points the id (the later line wins), which is the case worth testing.
+        parent = None if entry_id in self.ids else self.parent()
+        base: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": self.stamp()}
+        if kind == "message":
+            message = self.message()
+            base["message"] = message
+            self.messages.append((entry_id, message["role"]))
+        elif kind == "compaction":
+            kept = rng.choice(self.ids) if self.ids and rng.random() < 0.85 else entry_id
+            base.update(summary=rng.choice(_TEXTS) or "S", firstKeptEntryId=kept, tokensBefore=rng.randint(0, 9000))
+            if rng.random() < 0.5:
+                base["details"] = {"readFiles": [rng.choice(_PATHS)], "modifiedFiles": [rng.choice(_PATHS)]}
+            if rng.random() < 0.2:
+                base["fromHook"] = True
+            if self.newer and rng.random() < 0.4:
+                base["systemMessage"] = {"role": "system", "content": "Checkpoint prompt.", "timestamp": self.ms()}
+        elif kind == "branch_summary":
+            base.update(fromId=rng.choice(self.ids) if self.ids else "root", summary=rng.choice(_TEXTS))
+            if rng.random() < 0.4:
+                base["details"] = {"readFiles": [rng.choice(_PATHS)], "modifiedFiles": []}
+        elif kind == "custom_message":
+            base = {"type": kind, "customType": "note", "content": self.content(images=True), "display": rng.random() < 0.7, **{k: v for k, v in base.items() if k != "type"}}
+            if self.newer and self.odd and rng.random() < 0.1:
+                base.pop("content")
+        elif kind == "custom":
+            base = {"type": kind, "customType": "state", "data": {"n": rng.randint(0, 9)}, **{k: v for k, v in base.items() if k != "type"}}
+        elif kind == "label":
+            base.update(targetId=rng.choice(self.ids) if self.ids else "none")
+            if rng.random() < 0.7:
+                base["label"] = rng.choice(("todo", "good", "", " spaced "))
+        elif kind == "session_info":
+            base["name"] = rng.choice(("Session A", "  padded\nname ", "", "   "))
+        elif kind == "thinking_level_change":
+            base["thinkingLevel"] = rng.choice(("off", "low", "high"))
+        elif kind == "model_change":
+            base.update(provider="openai", modelId="gpt-5")
+        elif kind == "context_edit":
+            targets = [i for i, _ in self.messages] or self.ids or ["none"]
+            target = rng.choice(targets if rng.random() < 0.85 else self.ids or targets)
+            replacement: Any = None
+            if rng.random() < 0.6:
+                replacement = {"content": rng.choice(("[edited]", [{"type": "text", "text": "edited block"}]))}
+            base.update(targetId=target, replacement=replacement)
+        elif kind == "usage":
+            base.update(kind="cache_warm", provider="anthropic", model="claude-sonnet-4-5", usage=self.usage())
+        elif kind == "leaf":
+            base["targetId"] = rng.choice(self.ids) if self.ids else None
+        elif kind == "active_tools_change":
+            base["activeToolNames"] = ["read"]
+        else:
+            base["note"] = "from another tool"
+        self.emit(base)
+        if self.odd and rng.random() < 0.02:
+            self.lines.append(rng.choice(("{broken", "[1,2]", "42", "", "   ")))
+
+
+def random_session_bytes(
+    seed: int, size: int = 40, *, newer: bool = True, odd: bool = False, version: int = 3
+) -> bytes:
+    """A random session file: ``size`` entries under one header.
+
+    Parameters
+    ----------
+    seed:
+        Makes the file reproducible.
+    newer:
+        Use Pi 1.x's entry kinds and roles too (context edits, usage, system messages).
+    odd:
+        Add duplicate ids, orphans, unknown types, unparseable timestamps, missing
+        contents and broken lines.
+    version:
+        The header's version. Version 1 files have no ids or parents (a linear legacy file
+        whose compactions name their first kept entry by index); version 2 files may use the
+        old ``hookMessage`` role.
+    """
+    rng = random.Random(seed)
+    tree = _Tree(rng, newer=newer, odd=odd)
+    header: dict[str, Any] = {"type": "session", "version": version, "id": f"fuzz-{seed}", "timestamp": "2025-03-01T10:00:00.000Z", "cwd": "/home/dev/proj"}
+    if version == 1:
+        del header["version"]
+    for _ in range(size):
+        tree.entry()
+    lines = tree.lines
+    if version == 1:
+        lines = [_legacy(line, position, rng) for position, line in enumerate(lines)]
+    elif version == 2:
+        lines = [line.replace('"role":"custom"', '"role":"hookMessage"', 1) for line in lines]
+    return ("\n".join([json.dumps(header), *lines]) + "\n").encode("utf-8")
+
+
+def _legacy(line: str, position: int, rng: random.Random) -> str:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(entry, dict):
+        return line
+    entry.pop("id", None)
+    entry.pop("parentId", None)
+    if entry.get("type") == "compaction":
+        entry.pop("firstKeptEntryId", None)
+        entry["firstKeptEntryIndex"] = rng.randint(0, max(position, 0))
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
