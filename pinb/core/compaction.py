@@ -47,12 +47,13 @@ _TURN_START_ROLES = frozenset(
 
 
 def _role(entry: Entry) -> Any:
-    message = entry.raw.get("message")
-    return message.get("role") if isinstance(message, dict) else MISSING
+    return _message_role(entry.raw.get("message"))
 
 
 def _message_role(message: Any) -> Any:
-    return message.get("role") if isinstance(message, dict) else MISSING
+    """A message's role when it is a string (files can hold anything there), else MISSING."""
+    role = message.get("role") if isinstance(message, dict) else MISSING
+    return role if isinstance(role, str) else MISSING
 
 
 def _is_cut_point_058(entry: Entry) -> bool:

@@ -126,6 +126,11 @@ class SessionContext:
         return self.edits.get(id_key(entry_id))
 
 
+def _str(value: Any) -> str | None:
+    """``value`` if it is a string: roles and types in odd files can be lists or objects."""
+    return value if isinstance(value, str) else None
+
+
 def _present(raw: dict[str, Any], out: dict[str, Any], *keys: str) -> None:
     for key in keys:
         if key in raw:
@@ -171,7 +176,7 @@ _EMPTY_LIST_ROLES = frozenset({"user", "assistant", "toolResult"})
 def _stored_message(message: Any, pi: Pi) -> Any:
     """A ``message`` entry's message; Pi 1.x reads a missing/null content as empty."""
     if pi >= Pi.V1_6 and isinstance(message, dict) and message.get("content") is None:
-        role = message.get("role")
+        role = _str(message.get("role"))
         if role == "system":
             return {**message, "content": ""}
         if role in _EMPTY_LIST_ROLES:
@@ -243,7 +248,7 @@ def apply_edit(messages: list[Any], edit: Entry | None) -> list[Any]:
     content = replacement.get("content", MISSING) if isinstance(replacement, dict) else MISSING
     result = []
     for message in messages:
-        role = message.get("role") if isinstance(message, dict) else None
+        role = _str(message.get("role")) if isinstance(message, dict) else None
         if role not in _EDITABLE_ROLES:
             result.append(message)
             continue
@@ -519,7 +524,7 @@ def convert_to_llm(messages: Sequence[Any], *, pi: PiLike | None = None) -> list
     for message in messages:
         if not isinstance(message, dict):
             continue
-        role = message.get("role")
+        role = _str(message.get("role"))
         timestamp = message.get("timestamp", MISSING)
         converted: dict[str, Any] | None
         if role in passed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -33,6 +34,20 @@ IdGenerator = Callable[[], str]
 def random_id() -> str:
     """Pi's entry id: the first 8 hex digits of a random UUID v4."""
     return uuid.uuid4().hex[:8]
+
+
+def stable_ids(seed: str) -> IdGenerator:
+    """Ids drawn from ``seed`` (a file's session id): the same file gets the same ids.
+
+    Used for the entries of version 1 files, which have none: Pi draws them at random on
+    every load, so an id printed by ``pinb tree`` could not be used again.
+    """
+    counter = iter(range(2**63))
+
+    def draw() -> str:
+        return hashlib.sha256(f"{seed}\0{next(counter)}".encode()).hexdigest()[:8]
+
+    return draw
 
 
 def new_entry_id(used: Container[object], generate: IdGenerator | None = None) -> str:
@@ -99,7 +114,8 @@ def _less_than(version: Any, bound: int) -> bool:
 def migrate_values(values: list[Any], id_generator: IdGenerator | None = None) -> bool:
     """Migrate parsed file values (header included, in file order) in place.
 
-    Version 1 → 2 gives every entry an id (one generator call per entry, in file order)
+    Version 1 → 2 gives every entry an id (one generator call per entry, in file order;
+    by default derived from the session id, so the same file always gets the same ids)
     and chains ``parentId`` to the previous entry; a compaction's numeric
     ``firstKeptEntryIndex`` (an index into ``values``) becomes ``firstKeptEntryId``.
     Version 2 → 3 renames the ``hookMessage`` role to ``custom``. Keys are added where
@@ -114,6 +130,9 @@ def migrate_values(values: list[Any], id_generator: IdGenerator | None = None) -
     if version is None or not _less_than(version, CURRENT_VERSION):
         return False
     if _less_than(version, 2):
+        if id_generator is None:
+            header = next((v for v in values if isinstance(v, dict) and v.get("type") == "session"), {})
+            id_generator = stable_ids(str(header.get("id")))
         _v1_to_v2(values, id_generator)
     _v2_to_v3(values)
     return True

@@ -261,7 +261,7 @@ _KNOWN_ROLES = frozenset(
 
 def _role_tag(value: Any) -> str:
     role = value.get("role") if isinstance(value, dict) else getattr(value, "role", None)
-    return role if role in _KNOWN_ROLES else "other"
+    return role if isinstance(role, str) and role in _KNOWN_ROLES else "other"
 
 
 AgentMessage = Annotated[

@@ -95,7 +95,7 @@ class Session(AppendMixin):
         self._flushed = flushed
         self._persist = persist and path is not None
         self._id_generator = id_generator
-        self._read_only = read_only
+        self._read_only = read_only or any(p.kind == "unknown-version" for p in problems)
         self._needs_rewrite = bool(loaded and loaded.migrated)
         self._blank_file = bool(loaded and loaded.blank)
         self._loaded = loaded
@@ -422,10 +422,11 @@ class Session(AppendMixin):
         timestamp: str | None = None,
     ) -> Entry:
         if self._read_only:
-            raise SessionFileError(
+            reason = next(
+                (p.message for p in self._index.problems if p.kind == "unknown-version"),
                 "this file did not read as a Pi session, so pinb will not write to it",
-                path=self._path,
             )
+            raise SessionFileError(reason, path=self._path)
         if self._persist and self._flushed:
             with self._locked() as (file, handle):
                 if file.has_torn_tail:

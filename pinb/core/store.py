@@ -26,7 +26,7 @@ from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, Uns
 from .entries import Entry
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
-from .wire import JS_WHITESPACE, dumps, loads
+from .wire import JS_WHITESPACE, MISSING, dumps, loads
 
 try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
     import fcntl
@@ -212,6 +212,48 @@ def split_entries(loaded: LoadedFile) -> None:
             )
         else:
             loaded.entries.append(Entry(value, item.line))
+            flaw = entry_flaw(value)
+            if flaw is not None:
+                loaded.problems.append(Problem("malformed-entry", flaw, path, item.line))
+    version = loaded.header.get("version")
+    if isinstance(version, int | float) and not isinstance(version, bool) and version > 3:
+        loaded.problems.append(
+            Problem(
+                "unknown-version",
+                f"the header says version {version}, newer than any Pi release pinb knows "
+                "(3); pinb reads it as version 3 but will not append to it",
+                path,
+                loaded.header_line,
+            )
+        )
+
+
+def entry_flaw(value: dict[str, Any]) -> str | None:
+    """What is structurally wrong with an entry that Pi would still accept, if anything.
+
+    Pi reads such lines without a word; pinb keeps them too (so contexts stay Pi's) but
+    reports each one.
+    """
+    kind = value.get("type", MISSING)
+    if not isinstance(kind, str):
+        return "entry has no string 'type'; Pi ignores it in the context"
+    entry_id = value.get("id", MISSING)
+    if entry_id is MISSING:
+        return f"{kind!r} entry has no id, so nothing can name it as a parent"
+    if not isinstance(entry_id, str):
+        return f"{kind!r} entry has a non-string id {entry_id!r}"
+    parent = value.get("parentId", MISSING)
+    if parent is MISSING:
+        return f"entry {entry_id!r} has no parentId; Pi treats it as an orphan root"
+    if parent is not None and not isinstance(parent, str):
+        return f"entry {entry_id!r} has a non-string parentId {parent!r}"
+    if kind == "message":
+        message = value.get("message")
+        if not isinstance(message, dict):
+            return f"message entry {entry_id!r} holds no message object"
+        if not isinstance(message.get("role"), str):
+            return f"message entry {entry_id!r} has no string role"
+    return None
 
 
 def read_session_file(
