@@ -12,7 +12,14 @@ from typing import Any, Final
 
 from .entries import MISSING, Entry, id_key
 from .target import DEFAULT_PI, Pi, PiLike
-from .tree import SessionIndex
+from .tree import (
+    KIND_ASSISTANT,
+    KIND_COMPACTION,
+    KIND_MESSAGE,
+    KIND_MODEL,
+    KIND_THINKING,
+    SessionIndex,
+)
 from .wire import js_date_ms, js_string, js_truthy
 
 __all__ = [
@@ -171,6 +178,10 @@ def compaction_summary_message(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 _EMPTY_LIST_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+#: Entry types that can contribute messages (everything else never does).
+_PRODUCING = frozenset({"message", "custom_message", "branch_summary", "compaction"})
 
 
 def _stored_message(message: Any, pi: Pi) -> Any:
@@ -340,31 +351,87 @@ def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:
 
 
 def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None]:
-    """Thinking level, model and the last compaction over the whole path (§5.3)."""
-    thinking_level: Any = "off"
-    model: dict[str, Any] | None = None
+    """Thinking level, model and the last compaction over the whole path (§5.3).
+
+    Each is the last one on the path, so the walk goes from the leaf up and stops
+    looking for a setting once it has found it.
+    """
+    thinking_level: Any = _NOT_FOUND
+    model: Any = _NOT_FOUND
     compaction: Entry | None = None
-    for entry in path:
-        raw = entry.raw
+    for i in range(len(path) - 1, -1, -1):
+        raw = path[i].raw
         kind = raw.get("type")
         if kind == "message":
-            message = raw.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
+            if model is _NOT_FOUND:
+                message = raw.get("message")
+                if message.__class__ is dict and message.get("role") == "assistant":
+                    model = {}
+                    if "provider" in message:
+                        model["provider"] = message["provider"]
+                    if "model" in message:
+                        model["modelId"] = message["model"]
+        elif kind == "thinking_level_change":
+            if thinking_level is _NOT_FOUND:
+                thinking_level = raw.get("thinkingLevel", MISSING)
+        elif kind == "model_change":
+            if model is _NOT_FOUND:
+                model = {}
+                _present(raw, model, "provider")
+                if "modelId" in raw:
+                    model["modelId"] = raw["modelId"]
+        elif kind == "compaction" and compaction is None:
+            compaction = path[i]
+    return (
+        "off" if thinking_level is _NOT_FOUND else thinking_level,
+        None if model is _NOT_FOUND else model,
+        compaction,
+    )
+
+
+_NOT_FOUND: Final = object()
+
+
+def _settings_at(
+    index: SessionIndex, positions: list[int]
+) -> tuple[Any, dict[str, Any] | None, Entry | None]:
+    """:func:`_settings` from the index's kind bytes: only the entries that matter are read."""
+    kinds = index.kinds
+    entries = index.entries
+    thinking_level: Any = _NOT_FOUND
+    model: Any = _NOT_FOUND
+    compaction: Entry | None = None
+    for i in reversed(positions):
+        kind = kinds[i]
+        if kind <= KIND_MESSAGE:
+            continue
+        raw = entries[i].raw
+        if kind == KIND_ASSISTANT:
+            if model is _NOT_FOUND:
+                message = raw["message"]
                 model = {}
                 if "provider" in message:
                     model["provider"] = message["provider"]
                 if "model" in message:
                     model["modelId"] = message["model"]
-        elif kind == "thinking_level_change":
-            thinking_level = raw.get("thinkingLevel", MISSING)
-        elif kind == "model_change":
-            model = {}
-            _present(raw, model, "provider")
-            if "modelId" in raw:
-                model["modelId"] = raw["modelId"]
-        elif kind == "compaction":
-            compaction = entry
-    return thinking_level, model, compaction
+        elif kind == KIND_THINKING:
+            if thinking_level is _NOT_FOUND:
+                thinking_level = raw.get("thinkingLevel", MISSING)
+        elif kind == KIND_MODEL:
+            if model is _NOT_FOUND:
+                model = {}
+                _present(raw, model, "provider")
+                if "modelId" in raw:
+                    model["modelId"] = raw["modelId"]
+        elif kind == KIND_COMPACTION and compaction is None:
+            compaction = entries[i]
+        if thinking_level is not _NOT_FOUND and model is not _NOT_FOUND and compaction:
+            break
+    return (
+        "off" if thinking_level is _NOT_FOUND else thinking_level,
+        None if model is _NOT_FOUND else model,
+        compaction,
+    )
 
 
 def _is_system(entry: Entry) -> bool:
@@ -386,12 +453,14 @@ def select_context_entries(
     compaction_key = id_key(compaction.id)
     position = next(
         i
-        for i, e in enumerate(path)
-        if e.raw.get("type") == "compaction" and id_key(e.id) == compaction_key
+        for i in range(len(path) - 1, -1, -1)
+        if path[i].raw.get("type") == "compaction" and id_key(path[i].id) == compaction_key
     )
     first_kept = compaction.raw.get("firstKeptEntryId", MISSING)
     start = position  # nothing before the compaction is kept unless first_kept is found
-    for i in range(position):
+    # Ids along a path are distinct, so the first match (Pi's) is also the last; the kept
+    # range is short, so look from the compaction back.
+    for i in range(position - 1, -1, -1):
         entry_id = path[i].raw.get("id", MISSING)
         if entry_id == first_kept and _strict_equal(entry_id, first_kept):
             start = i
@@ -430,8 +499,14 @@ def build_session_context(
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
         return SessionContext(pi=target)
-    path = index.path_from(leaf)
-    thinking_level, model, compaction = _settings(path)
+    positions = index.path_positions(leaf)
+    if positions is None:  # a parent loop, or an earlier line of a repeated id
+        path = index.path_from(leaf)
+        thinking_level, model, compaction = _settings(path)
+    else:
+        everything = index.entries
+        path = [everything[i] for i in positions]
+        thinking_level, model, compaction = _settings_at(index, positions)
     selected = select_context_entries(path, compaction, target)
 
     edits: dict[object, Entry] = {}
@@ -444,18 +519,26 @@ def build_session_context(
     sources: list[Entry] = []
     projected: list[ProjectedEntry] = []
     for position, entry in enumerate(selected):
-        if entry.raw.get("type") == "compaction" and position > 0:
+        raw = entry.raw
+        kind = raw.get("type")
+        edit = None
+        if kind == "message":
+            produced = [_stored_message(raw.get("message"), target)]
+        elif kind == "compaction" and position > 0:
             # An older compaction inside the kept range contributes nothing (§5.5).
-            produced: list[Any] = []
-            edit = None
-        else:
+            produced = []
+        elif kind.__class__ is str and kind in _PRODUCING:
             produced = entry_messages(entry, target)
-            edit = edits.get(id_key(entry.raw.get("id", MISSING))) if edits else None
+        else:
+            produced = []
+        if edits:
+            edit = edits.get(id_key(raw.get("id", MISSING)))
             if edit is not None:
                 produced = apply_edit(produced, edit)
         projected.append(ProjectedEntry(entry, produced, edit))
-        messages.extend(produced)
-        sources.extend([entry] * len(produced))
+        if produced:
+            messages.extend(produced)
+            sources.extend([entry] * len(produced))
 
     return SessionContext(
         messages=messages,

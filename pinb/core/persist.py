@@ -91,9 +91,7 @@ class SessionFile:
             except ValueError:
                 pass
         problems: list[Problem] = []
-        parsed = parse_lines(
-            consumed.decode("utf-8", errors="replace"), self.path, self.newlines + 1, problems
-        )
+        parsed = parse_lines(consumed, self.path, self.newlines + 1, problems)
         self.offset += len(consumed)
         self.newlines += consumed.count(b"\n")
         if consumed:

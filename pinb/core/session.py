@@ -26,6 +26,7 @@ from ..errors import (
 from .appends import AppendMixin
 from .context import UNSET, SessionContext, build_session_context
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
+from .gc import gc_paused
 from .migrate import (
     CURRENT_VERSION,
     IdGenerator,
@@ -37,7 +38,13 @@ from .migrate import (
 from .models import parse_entry
 from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
 from .persist import SessionFile
-from .store import LoadedFile, is_valid_header, read_session_file, serialize_line, split_entries
+from .store import (
+    LoadedFile,
+    is_valid_header,
+    read_session_file,
+    serialize_line,
+    split_entries,
+)
 from .target import Pi, PiLike
 from .tree import Problem, SessionIndex, TreeNode
 
@@ -143,8 +150,9 @@ class Session(AppendMixin):
             The file uses Pi's experimental version 4 layout.
         """
         file_path = Path(path)
-        loaded = read_session_file(file_path, strict=strict, pi=pi)
-        return cls._from_loaded(loaded, id_generator=id_generator)
+        with gc_paused():
+            loaded = read_session_file(file_path, strict=strict, pi=pi)
+            return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
     def _from_loaded(cls, loaded: LoadedFile, *, id_generator: IdGenerator | None) -> Session:

@@ -26,7 +26,7 @@ from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, Uns
 from .entries import Entry
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
-from .wire import JS_WHITESPACE, MISSING, dumps, loads
+from .wire import JS_WHITESPACE, MISSING, dumps, loads, loads_line
 
 try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
     import fcntl
@@ -115,25 +115,58 @@ def is_v4_header(value: Any) -> bool:
 
 
 def parse_lines(
-    text: str, path: Path | None, first_line: int, problems: list[Problem]
+    data: bytes, path: Path | None, first_line: int, problems: list[Problem]
 ) -> list[ParsedLine]:
-    """Parse ``\\n``-separated JSON lines; blank lines skipped, bad ones reported."""
+    """Parse ``\\n``-separated JSON lines (UTF-8 bytes); blank lines skipped, bad ones reported.
+
+    A line is blank when JavaScript's ``trim`` leaves nothing (a lone byte-order mark
+    included). An object line goes straight to the fast parser; anything else, or what it
+    refuses, is decoded and parsed by the exact one.
+    """
     parsed: list[ParsedLine] = []
+    append = parsed.append
     line_no = first_line - 1
-    for line in text.split("\n"):
+    for line in data.split(b"\n"):
         line_no += 1
-        if not line.strip(JS_WHITESPACE):
+        if line[:1] == b"{":
+            try:
+                append(ParsedLine(loads_line(line), line_no))
+                continue
+            except (ValueError, RecursionError):
+                pass
+        text = line.decode("utf-8", errors="replace")
+        if not text.strip(JS_WHITESPACE):
             continue
         try:
-            value = loads(line)
+            value = loads(text)
         except (ValueError, RecursionError) as exc:
             reason = str(exc).split(":")[0] if isinstance(exc, ValueError) else "nested too deep"
             problems.append(
                 Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
             )
             continue
-        parsed.append(ParsedLine(value, line_no))
+        append(ParsedLine(value, line_no))
     return parsed
+
+
+#: JSON's own whitespace: what JavaScript's ``trim`` removes that can sit around a line.
+_ASCII_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def _js_trim_bytes(data: bytes) -> tuple[bytes, int]:
+    """``data`` trimmed as JavaScript trims its text, and how many line breaks went first.
+
+    Fast when the text starts with ``{`` and ends with ``}`` after ASCII spaces (always,
+    for files Pi wrote); otherwise the text is decoded and trimmed exactly.
+    """
+    stripped = data.strip(_ASCII_SPACE)
+    if (stripped[:1] == b"{" and stripped[-1:] == b"}") or not stripped:
+        leading = len(data) - len(data.lstrip(_ASCII_SPACE))
+        return stripped, data.count(b"\n", 0, leading)
+    text = data.decode("utf-8", errors="replace")
+    trimmed = text.strip(JS_WHITESPACE)
+    leading = len(text) - len(text.lstrip(JS_WHITESPACE))
+    return trimmed.encode("utf-8", errors="surrogatepass"), text.count("\n", 0, leading)
 
 
 def parse_session_bytes(
@@ -141,26 +174,23 @@ def parse_session_bytes(
 ) -> LoadedFile:
     """Parse a whole session file's bytes with Pi's rules (no migration, no validation)."""
     target = Pi.resolve(pi)
-    text = data.decode("utf-8", errors="replace")
     loaded = LoadedFile(path=path, size=len(data), pi=target)
     if target >= Pi.V1_6:
         loaded.blank = not data
-        loaded.values = parse_lines(text, path, 1, loaded.problems)
+        loaded.values = parse_lines(data, path, 1, loaded.problems)
         first = loaded.values[0].value if loaded.values else None
         if data and not is_valid_header(first):
-            loaded.refused = _refusal(text)
+            loaded.refused = _refusal(data.decode("utf-8", errors="replace"))
     else:
-        stripped = text.strip(JS_WHITESPACE)
+        stripped, skipped_lines = _js_trim_bytes(data)
         loaded.blank = not stripped
         if stripped:
-            leading = len(text) - len(text.lstrip(JS_WHITESPACE))
-            first_line = text.count("\n", 0, leading) + 1
-            loaded.values = parse_lines(stripped, path, first_line, loaded.problems)
+            loaded.values = parse_lines(stripped, path, skipped_lines + 1, loaded.problems)
     loaded.ends_with_newline = not data or data.endswith(b"\n")
     loaded.complete_size = len(data)
     if not loaded.ends_with_newline:
         tail_start = data.rfind(b"\n") + 1
-        last_line = text.count("\n") + 1
+        last_line = data.count(b"\n") + 1
         if loaded.problems and loaded.problems[-1].line == last_line:
             # The unterminated last line did not parse: a torn write (crash mid-append).
             torn = loaded.problems.pop()
@@ -212,6 +242,14 @@ def split_entries(loaded: LoadedFile) -> None:
             )
         else:
             loaded.entries.append(Entry(value, item.line))
+            # The common shape, checked inline; anything else gets the full diagnosis.
+            if (
+                value.get("type").__class__ is str
+                and value.get("id").__class__ is str
+                and (value.get("parentId").__class__ is str or value.get("parentId", 0) is None)
+                and (value["type"] != "message" or _has_role(value.get("message")))
+            ):
+                continue
             flaw = entry_flaw(value)
             if flaw is not None:
                 loaded.problems.append(Problem("malformed-entry", flaw, path, item.line))
@@ -226,6 +264,10 @@ def split_entries(loaded: LoadedFile) -> None:
                 loaded.header_line,
             )
         )
+
+
+def _has_role(message: Any) -> bool:
+    return message.__class__ is dict and message.get("role").__class__ is str
 
 
 def entry_flaw(value: dict[str, Any]) -> str | None:

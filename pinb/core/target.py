@@ -28,6 +28,10 @@ class Pi(enum.Enum):
     V0_58 = "0.58.3"
     V1_6 = "1.6.0"
 
+    def __init__(self, value: str) -> None:
+        # Compared in hot loops: keep the release order as a plain tuple on the member.
+        self.rank = tuple(int(part) for part in value.split("."))
+
     @classmethod
     def resolve(cls, value: PiLike | None) -> Pi:
         """The release named by ``value``; ``None`` means today's Pi.
@@ -51,19 +55,15 @@ class Pi(enum.Enum):
             raise ValueError(f"unknown Pi release {value!r}: pinb follows {known}")
         return found
 
-    @property
-    def order(self) -> tuple[int, ...]:
-        return tuple(int(part) for part in self.value.split("."))
-
     def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Pi):
+        if other.__class__ is not Pi:
             return NotImplemented
-        return self.order >= other.order
+        return self.rank >= other.rank
 
     def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Pi):
+        if other.__class__ is not Pi:
             return NotImplemented
-        return self.order < other.order
+        return self.rank < other.rank
 
     def __str__(self) -> str:
         return f"Pi {self.value}"

@@ -7,16 +7,35 @@ orphans, duplicate ids) is reported through :class:`Problem` records instead of 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .entries import MISSING, Entry, id_key
+from .gc import gc_paused as _gc_paused
 from .target import Pi, PiLike
 from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = ["Problem", "SessionIndex", "TreeNode", "v8_sort"]
+
+#: Parent positions: a root (``null`` or empty parent), and a parent not (yet) found by id.
+NO_PARENT = -1
+UNRESOLVED = -2
+
+#: Entry kinds as the walks need them, one byte per entry.
+KIND_OTHER = 0
+KIND_MESSAGE = 1
+KIND_ASSISTANT = 2
+KIND_THINKING = 3
+KIND_MODEL = 4
+KIND_COMPACTION = 5
+_KIND_CODES = {
+    "thinking_level_change": KIND_THINKING,
+    "model_change": KIND_MODEL,
+    "compaction": KIND_COMPACTION,
+}
 
 
 @dataclass(frozen=True)
@@ -39,13 +58,20 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-@dataclass
 class TreeNode:
     """A node of :meth:`SessionIndex.tree`: an entry, its resolved label, sorted children."""
 
-    entry: Entry
-    label: str | None = None
-    children: list[TreeNode] = field(default_factory=list)
+    __slots__ = ("children", "entry", "label")
+
+    def __init__(
+        self, entry: Entry, label: str | None = None, children: list[TreeNode] | None = None
+    ) -> None:
+        self.entry = entry
+        self.label = label
+        self.children: list[TreeNode] = children if children is not None else []
+
+    def __repr__(self) -> str:
+        return f"TreeNode({self.entry!r}, label={self.label!r}, children={len(self.children)})"
 
     def walk(self, depth: int = 0) -> Iterator[tuple[TreeNode, int]]:
         """Pre-order ``(node, depth)`` pairs; iterative, so deep trees do not recurse.
@@ -148,28 +174,70 @@ class SessionIndex:
         self._name_latest_truthy: Any = None
         self._name_latest: Any = None
         self._children: dict[object, list[Entry]] | None = None
-        for entry in entries:
-            self.add(entry)
+        # Walks follow positions, not ids: parent positions and entry kinds are kept in
+        # flat arrays, so a 60,000-deep path costs milliseconds instead of chasing dicts.
+        self._position: dict[object, int] = {}
+        self._parents = array("q")
+        self.kinds = bytearray()
+        self._stale_parents = False
+        self.extend(entries)
 
     # -- building -------------------------------------------------------------------------
 
+    def extend(self, entries: Iterable[Entry]) -> None:
+        """Index the next entries of the file, in order (the bulk form of :meth:`add`)."""
+        by_id = self.by_id
+        position = self._position
+        parents = self._parents
+        kinds = self.kinds
+        append = self.entries.append
+        added: list[Entry] = []
+        for entry in entries:
+            raw = entry.raw
+            entry_id = raw.get("id", MISSING)
+            key = entry_id if entry_id.__class__ is str else id_key(entry_id)
+            if key in by_id:
+                self._report_duplicate(entry, by_id[key])
+                self._stale_parents = True  # entries naming this id now mean the later one
+            at = len(self.entries)
+            append(entry)
+            by_id[key] = entry
+            position[key] = at
+            parent = raw.get("parentId", MISSING)
+            if parent.__class__ is str:
+                parents.append(position.get(parent, UNRESOLVED) if parent else NO_PARENT)
+            else:
+                parents.append(NO_PARENT if parent is None else UNRESOLVED)
+            kind = raw.get("type")
+            if kind == "message":
+                message = raw.get("message")
+                is_assistant = message.__class__ is dict and message.get("role") == "assistant"
+                kinds.append(KIND_ASSISTANT if is_assistant else KIND_MESSAGE)
+            else:
+                kinds.append(_KIND_CODES.get(kind, KIND_OTHER) if kind.__class__ is str else 0)
+                if kind == "label" or kind == "session_info":
+                    self._replay(raw, kind)
+            added.append(entry)
+        if self._children is not None:
+            for entry in added:
+                self._children.setdefault(id_key(entry.parent_id), []).append(entry)
+
+    def _report_duplicate(self, entry: Entry, previous: Entry) -> None:
+        self.problems.append(
+            Problem(
+                "duplicate-id",
+                f"entry id {entry.id!r} repeats line {previous.line}; the later line wins",
+                self.path,
+                entry.line,
+            )
+        )
+
     def add(self, entry: Entry) -> None:
         """Index one more entry (the next line of the file)."""
-        key = id_key(entry.id)
-        previous = self.by_id.get(key)
-        if previous is not None:
-            self.problems.append(
-                Problem(
-                    "duplicate-id",
-                    f"entry id {entry.id!r} repeats line {previous.line}; the later line wins",
-                    self.path,
-                    entry.line,
-                )
-            )
-        self.entries.append(entry)
-        self.by_id[key] = entry
-        raw = entry.raw
-        kind = raw.get("type")
+        self.extend([entry])
+
+    def _replay(self, raw: dict[str, Any], kind: str) -> None:
+        """Labels and the session name, replayed in file order as Pi does."""
         if kind == "label":
             target = id_key(raw.get("targetId", MISSING))
             label = raw.get("label")
@@ -182,8 +250,6 @@ class SessionIndex:
             self._name_latest = name
             if js_truthy(name):
                 self._name_latest_truthy = name
-        if self._children is not None:
-            self._children.setdefault(id_key(entry.parent_id), []).append(entry)
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -217,22 +283,76 @@ class SessionIndex:
 
     def path_from(self, start: Entry) -> list[Entry]:
         """The root-to-``start`` path of an entry object (see :meth:`path_to`)."""
-        by_id = self.by_id
-        current: Entry | None = start
+        positions = self.path_positions(start)
+        if positions is None:
+            return self._path_with_cycle(start)
+        entries = self.entries
+        return [entries[i] for i in positions]
+
+    def path_positions(self, start: Entry) -> list[int] | None:
+        """Positions (in file order) of the root-to-``start`` path.
+
+        ``None`` when the walk goes round a loop, or ``start`` is an earlier line of a
+        repeated id (which no id leads to); :meth:`path_from` then walks the objects.
+        """
+        if self._stale_parents:
+            self._rebuild_parents()
+        raw = start.raw
+        entry_id = raw.get("id", MISSING)
+        key = entry_id if entry_id.__class__ is str else id_key(entry_id)
+        at = self._position.get(key, NO_PARENT)
+        walk: list[int] = []
+        if at < 0 or self.entries[at] is not start:
+            return None  # an earlier line of a repeated id: only the object walk reaches it
+        parents = self._parents
+        append = walk.append
+        limit = len(parents) + 1  # a longer walk must have gone round a loop
+        while at >= 0:
+            append(at)
+            parent = parents[at]
+            if parent == UNRESOLVED:
+                parent = self._resolve_parent(at)
+            at = parent
+            if len(walk) > limit:
+                return None
+        walk.reverse()
+        return walk
+
+    def _resolve_parent(self, at: int) -> int:
+        """The position of an entry's parent found by id (a later line, an odd id)."""
+        parent = self.entries[at].raw.get("parentId")
+        found = self._position.get(id_key(parent), NO_PARENT) if js_truthy(parent) else NO_PARENT
+        if found >= 0:
+            self._parents[at] = found
+        return found
+
+    def _rebuild_parents(self) -> None:
+        """Point every parent at the entry its id means now (after a duplicate id)."""
+        position = self._position
+        for at, entry in enumerate(self.entries):
+            parent = entry.raw.get("parentId", MISSING)
+            if parent.__class__ is str:
+                self._parents[at] = position.get(parent, UNRESOLVED) if parent else NO_PARENT
+            else:
+                self._parents[at] = NO_PARENT if parent is None else UNRESOLVED
+        self._stale_parents = False
+
+    def _path_with_cycle(self, start: Entry) -> list[Entry]:
+        """The walk of :meth:`path_from` over objects, stopping at the first entry met twice.
+
+        Slow on purpose: only parent loops and shadowed duplicate lines come here.
+        """
         path: list[Entry] = []
         seen: set[int] = set()
+        current: Entry | None = start
         while current is not None:
-            marker = id(current)
-            if marker in seen:
+            if id(current) in seen:
                 self._report_cycle(current)
                 break
-            seen.add(marker)
+            seen.add(id(current))
             path.append(current)
             parent = current.raw.get("parentId")
-            if parent.__class__ is str:  # the common case, kept fast for deep paths
-                current = by_id.get(parent) if parent else None
-            else:
-                current = by_id.get(id_key(parent)) if js_truthy(parent) else None
+            current = self.by_id.get(id_key(parent)) if js_truthy(parent) else None
         path.reverse()
         return path
 
@@ -301,6 +421,53 @@ class SessionIndex:
         would walk forever; pinb cuts the link that closes it (reported as a ``cycle``), so
         the tree is always finite.
         """
+        with _gc_paused():
+            if len(self._position) == len(self.entries):
+                return self._tree_by_position()
+            return self._tree_by_id()
+
+    def _tree_by_position(self) -> list[TreeNode]:
+        """The tree of a file whose ids are all distinct: one node per line, found by position."""
+        if self._stale_parents:
+            self._rebuild_parents()
+        entries = self.entries
+        position = self._position
+        nodes = [TreeNode(entry) for entry in entries]
+        for key, (label, _, _) in self._labels.items():
+            at = position.get(key)
+            if at is not None:
+                nodes[at].label = label
+        parents = self._parents
+        empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
+        roots: list[TreeNode] = []
+        for at, node in enumerate(nodes):
+            parent = parents[at]
+            if parent >= 0:
+                if parent == at:
+                    roots.append(node)  # its own parent
+                else:
+                    nodes[parent].children.append(node)
+                continue
+            raw = entries[at].raw
+            value = raw.get("parentId", MISSING)
+            if parent == NO_PARENT and not (empty_id is not None and value == ""):
+                roots.append(node)
+                continue
+            if value is None or _same(value, raw.get("id", MISSING)):
+                roots.append(node)
+                continue
+            found = position.get(id_key(value))
+            if found is None:
+                roots.append(node)  # an orphan
+            else:
+                nodes[found].children.append(node)
+        for node in nodes:
+            if len(node.children) > 1:
+                node.children = v8_sort(node.children)
+        return roots
+
+    def _tree_by_id(self) -> list[TreeNode]:
+        """The tree as Pi builds it, node per id: for files that repeat ids."""
         nodes: dict[object, TreeNode] = {}
         for entry in self.entries:
             key = id_key(entry.id)
@@ -361,13 +528,20 @@ class SessionIndex:
 
     def orphans(self) -> list[Entry]:
         """Entries whose parent id names no entry (their context starts at them)."""
-        return [
-            e
-            for e in self.entries
-            if e.parent_id is not None
-            and not _same(e.parent_id, e.id)
-            and id_key(e.parent_id) not in self.by_id
-        ]
+        by_id = self.by_id
+        found = []
+        for e in self.entries:
+            raw = e.raw
+            parent = raw.get("parentId", MISSING)
+            if parent is None:
+                continue
+            if parent.__class__ is str:
+                if parent in by_id or parent == raw.get("id"):
+                    continue
+            elif _same(parent, e.id) or id_key(parent) in by_id:
+                continue
+            found.append(e)
+        return found
 
 
 def _same(a: object, b: object) -> bool:

@@ -13,6 +13,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
@@ -27,6 +28,7 @@ __all__ = [
     "js_trim",
     "js_truthy",
     "loads",
+    "loads_line",
     "parse_js_date",
     "utf16_len",
     "utf16_truncate",
@@ -78,6 +80,29 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 def loads(text: str) -> Any:
     """Parse one JSON text as ``JSON.parse`` would (no ``NaN``/``Infinity`` literals)."""
     return _decoder.decode(text)
+
+
+_fast_loads: Callable[[bytes], Any] | None
+try:  # An optional, much faster parser; every line it refuses goes to the exact one.
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is in the notebook extra
+    _fast_loads = None
+
+
+def loads_line(line: bytes) -> Any:
+    """Parse one line of a session file (UTF-8 bytes) as ``JSON.parse`` would.
+
+    With orjson installed it parses first; it refuses exactly the lines where it would
+    differ from ``JSON.parse`` — lone surrogates, ``1e400``, invalid UTF-8, deep nesting —
+    and those go through :func:`loads`. (Integers beyond 64 bits come back as doubles,
+    which is what JavaScript makes of them too.)
+    """
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(line)
+        except ValueError:
+            pass
+    return _decoder.decode(line.decode("utf-8", errors="replace"))
 
 
 def utf16_len(text: str) -> int:

@@ -159,3 +159,32 @@ def test_reading_never_writes_even_without_a_final_newline(tmp_path: Path) -> No
         {"type": "text", "text": "next"}
     ]
     assert os.path.getsize(path) == len(before) + 1 + len(lines[-2]) + 1
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"a":"\\ud83d"}',  # a lone surrogate: JSON.parse keeps it
+        '{"a":"\\ud83d\\ude00 ü"}',
+        '{"a":1e400}',  # Infinity in JavaScript
+        '{"a":NaN}',  # refused by JSON.parse
+        '{"a":1,"a":2,"b":3}',
+        '{"a":12345678901234567890123}',  # beyond 64 bits: a double, as in JavaScript
+        '{"a":-0,"b":0.1,"c":9007199254740993}',
+        '\ufeff{"a":1}',  # a byte-order mark is not JSON whitespace
+        '{"a":1}\r',
+        '{"a":"\u2028\u2029"}',
+        "[" * 3000 + "]" * 3000,
+        '{"a":"\\u0000"}',
+    ],
+)
+def test_the_fast_line_parser_reads_as_json_parse(line: str) -> None:
+    from pinb.core.wire import dumps, loads, loads_line
+
+    try:
+        exact = dumps(loads(line))
+    except (ValueError, RecursionError) as exc:
+        with pytest.raises(type(exc)):
+            loads_line(line.encode("utf-8", "surrogatepass"))
+        return
+    assert dumps(loads_line(line.encode("utf-8", "surrogatepass"))) == exact
