@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, UsageError
 from .context import UNSET, SessionContext, current_system_message
 from .entries import Entry
 from .migrate import new_entry_id
-from .models import WireModel, parse_message
 from .paths import iso_now
 from .target import Pi
 from .tree import SessionIndex
 from .wire import js_date_ms, js_trim
+
+if TYPE_CHECKING:
+    from .models import WireModel
 
 __all__ = ["AppendMixin"]
 
@@ -55,13 +57,18 @@ class AppendMixin:
         A dict is written with its own key order (Pi keeps the producer's order); it is
         validated first unless ``validate=False``.
         """
-        wire = message.to_wire() if isinstance(message, WireModel) else message
-        if validate and not isinstance(message, WireModel):
+        if not isinstance(message, dict):
+            return self._write({"type": "message", "message": message.to_wire()})
+        if validate:
+            from .models import parse_message  # pydantic loads on the first typed check
+
             try:
-                parse_message(wire)
+                parse_message(message)
             except ValueError as exc:
-                raise InvalidEntryError(f"invalid {wire.get('role')!r} message: {exc}") from exc
-        return self._write({"type": "message", "message": wire})
+                raise InvalidEntryError(
+                    f"invalid {message.get('role')!r} message: {exc}"
+                ) from exc
+        return self._write({"type": "message", "message": message})
 
     def append_thinking_level_change(self, thinking_level: str) -> Entry:
         return self._write({"type": "thinking_level_change", "thinkingLevel": thinking_level})

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .models import EntryModel, parse_entry
 from .wire import MISSING
+
+if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
+    from .models import EntryModel
 
 __all__ = ["MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
 
@@ -93,6 +95,8 @@ class Entry:
     def model(self) -> EntryModel:
         """The typed, validated model of this entry (computed once, on first use)."""
         if self._model is None:
+            from .models import parse_entry
+
             self._model = parse_entry(self.raw)
         return self._model
 

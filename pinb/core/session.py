@@ -35,7 +35,6 @@ from .migrate import (
     new_entry_id,
     new_session_id,
 )
-from .models import parse_entry
 from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
 from .persist import SessionFile
 from .store import (
@@ -472,6 +471,8 @@ class Session(AppendMixin):
         else:
             raw = {"type": kind, **base, **{k: v for k, v in fields.items() if k != "type"}}
         if kind != "message":
+            from .models import parse_entry  # pydantic loads on the first typed check
+
             try:
                 parse_entry(raw)
             except ValueError as exc:
