@@ -99,8 +99,16 @@ def node_binary(root: Path | None = None) -> Path:
 
 
 def _installed(root: Path, digest: str) -> bool:
+    # The stamp says which lock was installed; the package folders that it is still there.
     stamp = root / _STAMP
-    return stamp.is_file() and stamp.read_text().strip() == digest
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == digest
+        and all(
+            (root / "node_modules" / name / "package.json").is_file()
+            for name in PI_PACKAGES.values()
+        )
+    )
 
 
 def ensure_installed(root: Path | None = None) -> Path:
