@@ -1,4 +1,4 @@
-"""Fixtures for every test: no test touches the real home, and no API key leaks in."""
+"""Fixtures for every test: no test touches the real home, no API key leaks in; the real Pi as a reference."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.pi.reference import InstallError, PiReference, ensure_installed
 
 #: The read-only reference material beside the repository (spec, vectors, Pi fixtures).
 SHARED = Path(os.environ.get("PINB_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
@@ -52,3 +54,31 @@ def shared_stays_untouched() -> Iterator[None]:
     yield
     after = snapshot()
     assert after == before, f"tests changed files under {SHARED}"
+
+
+@pytest.fixture(scope="session")
+def pi_install() -> Path:
+    """The pinned Pi packages, installed into .cache/pi on first use.
+
+    Fails (never skips) when npm is missing or the install breaks: a suite that silently
+    loses its reference would pass for the wrong reason.
+    """
+    try:
+        return ensure_installed()
+    except InstallError as exc:
+        message = str(exc)
+    pytest.fail(message, pytrace=False)  # outside `except`: no chained traceback
+
+
+@pytest.fixture(scope="session")
+def pi16(pi_install: Path) -> Iterator[PiReference]:
+    """Pi 1.6.0 (today's Pi) as a reference, one harness process per test session."""
+    with PiReference("1.6.0", pi_install) as reference:
+        yield reference
+
+
+@pytest.fixture(scope="session")
+def pi058(pi_install: Path) -> Iterator[PiReference]:
+    """Pi v0.58.3 (the old target) as a reference, one harness process per test session."""
+    with PiReference("0.58.3", pi_install) as reference:
+        yield reference
