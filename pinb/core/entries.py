@@ -41,12 +41,21 @@ class Entry:
         1-based physical line number in the file, or ``None`` for entries not yet on disk.
     """
 
-    __slots__ = ("_model", "line", "raw")
+    __slots__ = ("_model", "line", "raw", "value")
 
     def __init__(self, raw: dict[str, Any], line: int | None = None) -> None:
         self.raw = raw
         self.line = line
         self._model: EntryModel | None = None
+        #: The line's JSON value when it is not an object (``raw`` is then ``{}``).
+        self.value: Any = raw
+
+    @classmethod
+    def from_value(cls, value: Any, line: int | None = None) -> Entry:
+        """A line whose JSON is not an object: Pi keeps it as an entry with no fields."""
+        entry = cls({}, line)
+        entry.value = value
+        return entry
 
     @property
     def type(self) -> str:

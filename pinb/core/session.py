@@ -43,6 +43,7 @@ from .store import (
     read_session_file,
     serialize_line,
     split_entries,
+    value_entry,
 )
 from .target import Pi, PiLike
 from .tree import Problem, SessionIndex, TreeNode
@@ -482,7 +483,7 @@ class Session(AppendMixin):
     def _all_lines(self, *extra: Entry) -> list[bytes]:
         entries = [*self._index.entries, *extra]
         lines = [serialize_line(self._header)]
-        lines.extend(serialize_line(e.raw) for e in entries)
+        lines.extend(serialize_line(e.value) for e in entries)
         for number, entry in enumerate(entries, start=2):
             entry.line = number
         return lines
@@ -545,9 +546,14 @@ class Session(AppendMixin):
         new_entries: list[Entry] = []
         for item in parsed:
             value = item.value
-            if not isinstance(value, dict) or value.get("type") == "session":
-                kind = "duplicate-header" if isinstance(value, dict) else "not-an-entry"
-                problems.append(Problem(kind, "line ignored", self._path, item.line))
+            if not isinstance(value, dict):
+                entry = value_entry(value, item.line, self._pi, self._path, problems)
+                if entry is not None:
+                    self._index.add(entry)
+                    new_entries.append(entry)
+                continue
+            if value.get("type") == "session":
+                problems.append(Problem("duplicate-header", "line ignored", self._path, item.line))
                 continue
             entry = Entry(value, item.line)
             self._index.add(entry)

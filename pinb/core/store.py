@@ -26,7 +26,7 @@ from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, Uns
 from .entries import Entry
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
-from .wire import JS_WHITESPACE, MISSING, dumps, loads, loads_line
+from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
 
 try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
     import fcntl
@@ -177,7 +177,14 @@ def parse_session_bytes(
     loaded = LoadedFile(path=path, size=len(data), pi=target)
     if target >= Pi.V1_6:
         loaded.blank = not data
-        loaded.values = parse_lines(data, path, 1, loaded.problems)
+        values = parse_lines(data, path, 1, loaded.problems)
+        # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
+        loaded.values = [item for item in values if item.value.__class__ is dict or js_truthy(item.value)]
+        for item in values if len(loaded.values) != len(values) else ():
+            if not (item.value.__class__ is dict or js_truthy(item.value)):
+                loaded.problems.append(
+                    Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, item.line)
+                )
         first = loaded.values[0].value if loaded.values else None
         if data and not is_valid_header(first):
             loaded.refused = _refusal(data.decode("utf-8", errors="replace"))
@@ -228,14 +235,9 @@ def split_entries(loaded: LoadedFile) -> None:
     for item in loaded.values[1:]:
         value = item.value
         if not isinstance(value, dict):
-            loaded.problems.append(
-                Problem(
-                    "not-an-entry",
-                    "line skipped: a JSON value that is not an object",
-                    path,
-                    item.line,
-                )
-            )
+            entry = value_entry(value, item.line, loaded.pi, path, loaded.problems)
+            if entry is not None:
+                loaded.entries.append(entry)
         elif value.get("type") == "session":
             loaded.problems.append(
                 Problem("duplicate-header", "repeated session header ignored", path, item.line)
@@ -264,6 +266,29 @@ def split_entries(loaded: LoadedFile) -> None:
                 loaded.header_line,
             )
         )
+
+
+def value_entry(
+    value: Any, line: int, pi: Pi, path: Path | None, problems: list[Problem]
+) -> Entry | None:
+    """What Pi makes of a line whose JSON is not an object, reported as a problem.
+
+    Pi keeps it as an entry without fields: an inert node that still counts, and becomes
+    the leaf when it is the last line. Pi 1.x drops falsy values (``0``, ``""``,
+    ``false``); ``null`` is dropped here in both releases (it makes v0.58.3 throw).
+    """
+    if value is None or (pi >= Pi.V1_6 and not js_truthy(value)):
+        problems.append(Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line))
+        return None
+    problems.append(
+        Problem(
+            "not-an-entry",
+            "a JSON value that is not an object; kept as an empty entry, as Pi does",
+            path,
+            line,
+        )
+    )
+    return Entry.from_value(value, line)
 
 
 def _has_role(message: Any) -> bool:

@@ -239,13 +239,8 @@ REFUSED = {"__error__": "Error: Session file is not a valid pi session: <path>"}
 
 def _refused(query: dict[str, Any]) -> dict[str, Any]:
     """Every value of a case whose file the Pi release refuses to open is Pi's error."""
-    result: dict[str, Any] = {}
-    for leaf_query in query.get("leaves", []):
-        commands = leaf_query.get("cmds") or _LEAF_COMMANDS
-        result[leaf_query["key"]] = {command: REFUSED for command in commands}
-    tree_key = "treeFlat" if query.get("tree") == "flat" else "tree"
-    keys = (tree_key, "migrate", "branch", "entryCount", "leafId", "sessionName")
-    result["@file"] = {key: REFUSED for key in keys}
+    result: dict[str, Any] = {leaf["key"]: REFUSED for leaf in query.get("leaves", [])}
+    result["@file"] = REFUSED
     return result
 
 
