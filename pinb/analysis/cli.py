@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from ..cliout import say, write
+
 __all__ = ["add_parser"]
 
 
@@ -68,27 +70,29 @@ def cmd_search(args: argparse.Namespace) -> int:
             }
             for hit in hits
         ]
-        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        say(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
     if not hits:
         where = "" if args.all else " in this folder's sessions (try --all)"
-        print(f"no sessions match {args.text!r}{where}")
+        say(f"no sessions match {args.text!r}{where}")
         return 1
-    print(repr(hits))
+    say(repr(hits))
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``pinb export FILE --html|--md|--ipynb [-o OUT] [--leaf ID] [--tree]``."""
+    from ..cli import open_session_file
     from ..core.context import UNSET
     from .export import write_export
 
     leaf = args.leaf if args.leaf is not None else UNSET
-    text = write_export(args.file, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
+    session = open_session_file(args.file)
+    text = write_export(session, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
     if args.output is None:
-        sys.stdout.write(text)
+        write(text)
     else:
-        print(f"wrote {args.output}", file=sys.stderr)
+        say(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
@@ -107,10 +111,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         results = import_codex(args.src, cwd=args.cwd, out_dir=args.out_dir)
     for result in results:
         if not result.created:
-            print(f"already imported: {result.source} -> {result.path}")
+            say(f"already imported: {result.source} -> {result.path}")
             continue
         skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
-        print(
+        say(
             f"imported {result.source} -> {result.path} ({result.entries} entries"
             f"{'; not carried over: ' + skipped if skipped else ''})"
         )
