@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+from ..cliout import say
 from ..errors import PinbError
 from .records import KINDS, SAVE_KINDS, MemoryRecord
 from .store import MemoryStore
@@ -36,23 +37,27 @@ def _line(record: MemoryRecord) -> str:
 
 def _print_records(records: list[MemoryRecord], args: argparse.Namespace, out: IO[str]) -> None:
     if getattr(args, "json", False):
-        print(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False), file=out)
+        say(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False), file=out)
         return
     if not records:
-        print("(no memories)", file=out)
+        say("(no memories)", file=out)
     for record in records:
-        print(_line(record), file=out)
+        say(_line(record), file=out)
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", action="append", choices=KINDS, help="only this kind (repeatable)")
+    parser.add_argument(
+        "--kind", action="append", choices=KINDS, help="only this kind (repeatable)"
+    )
     parser.add_argument("--tag", action="append", help="only records with this tag (repeatable)")
     parser.add_argument("--limit", type=int, help="at most this many records")
     parser.add_argument("--json", action="store_true", help="records as JSON")
 
 
 def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
-    memory.add_argument("--db", help="memory database (default <agentDir>/memory/pinb-memory.sqlite)")
+    memory.add_argument(
+        "--db", help="memory database (default <agentDir>/memory/pinb-memory.sqlite)"
+    )
     memory.add_argument("--cwd", help="project folder (default: the current directory)")
     sub = memory.add_subparsers(dest="memory_command", metavar="COMMAND")
 
@@ -75,7 +80,9 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
     forget.add_argument("--reason", required=True)
 
     inject = sub.add_parser("inject", help="recalled notes in new sessions' system prompt")
-    inject.add_argument("state", nargs="?", choices=("on", "off", "status", "preview"), default="status")
+    inject.add_argument(
+        "state", nargs="?", choices=("on", "off", "status", "preview"), default="status"
+    )
     inject.add_argument("--limit", type=int, help="notes injected (when turning on)")
 
     promote = sub.add_parser("promote", help="accept an observation as a note")
@@ -144,11 +151,11 @@ def _rm(args: argparse.Namespace, out: IO[str]) -> int:
     for file in args.files:
         if args.dry_run:
             forks = find_forks(file)
-            print(f"would move {file} to the trash", file=out)
+            say(f"would move {file} to the trash", file=out)
             for fork in forks:
-                print(f"would relink fork {fork}", file=out)
+                say(f"would relink fork {fork}", file=out)
             continue
-        print(remove_session(file, store=store).summary(), file=out)
+        say(remove_session(file, store=store).summary(), file=out)
     return 0
 
 
@@ -169,8 +176,11 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
         )
         _print_records(records, args, out)
     elif command == "save":
-        record = store.save(" ".join(args.text), project=project, kind=args.kind, tags=args.tag)
-        print(f"saved #{record.id} ({record.kind})", file=out)
+        record, created = store.save_once(
+            " ".join(args.text), project=project, kind=args.kind, tags=args.tag
+        )
+        verb = "saved" if created else "already saved as"
+        say(f"{verb} #{record.id} ({record.kind})", file=out)
     elif command == "recall":
         records = store.recall(
             " ".join(args.query),
@@ -182,13 +192,15 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
         _print_records(records, args, out)
     elif command == "forget":
         record = store.forget(args.id, args.reason, project=project)
-        print(f"forgot #{record.id}: {record.deleted_reason}", file=out)
+        say(f"forgot #{record.id}: {record.deleted_reason}", file=out)
     elif command == "promote":
         record = store.promote(args.id, args.kind, text=args.text, project=project)
-        print(f"promoted #{record.id} to {record.kind}", file=out)
+        say(f"promoted #{record.id} to {record.kind}", file=out)
     elif command == "edit":
-        record = store.edit(args.id, text=args.text, kind=args.kind, tags=args.tags, project=project)
-        print(_line(record), file=out)
+        record = store.edit(
+            args.id, text=args.text, kind=args.kind, tags=args.tags, project=project
+        )
+        say(_line(record), file=out)
     elif command == "inject":
         return _inject(store, project, args, out)
     return 0
@@ -203,11 +215,11 @@ def _inject(store: MemoryStore, project: str, args: argparse.Namespace, out: IO[
         from .inject import memory_prompt_section
 
         section = memory_prompt_section(store, project, force=True, strict=True)
-        print(section or "(no notes to inject)", file=out)
+        say(section or "(no notes to inject)", file=out)
         return 0
     state = "on" if settings.enabled else "off"
     cap = f", up to {settings.limit} notes" if settings.limit else ""
-    print(f"memory injection is {state} for this project{cap}", file=out)
+    say(f"memory injection is {state} for this project{cap}", file=out)
     return 0
 
 
@@ -222,7 +234,7 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
             return _rm(args, stream)
         return _memory(args, stream)
     except PinbError as exc:
-        print(f"pinb: {exc}", file=sys.stderr)
+        say(f"pinb: {exc}", file=sys.stderr)
         return 1
 
 
@@ -237,6 +249,6 @@ def memory_command(argv: Sequence[str], *, out: IO[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
     except argparse.ArgumentError as exc:
-        print(f"pinb memory: {exc}", file=sys.stderr)
+        say(f"pinb memory: {exc}", file=sys.stderr)
         return 2
     return run(args, out=out)

@@ -297,7 +297,9 @@ def remove_session(
     try:
         shutil.move(source, target)
     except OSError as exc:
-        raise SessionRemovalError(f"could not move the file to the trash: {exc}", path=source) from exc
+        raise SessionRemovalError(
+            f"could not move the file to the trash: {exc}", path=source
+        ) from exc
     backup = source.with_name(source.name + ".pre-v3.bak")
     if backup.exists():
         with contextlib.suppress(OSError):
