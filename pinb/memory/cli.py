@@ -1,4 +1,4 @@
-"""``pinb memory ...`` and ``pinb rm FILE`` on the command line (argparse, no IPython)."""
+"""``pinb memory ...``, ``pinb rm FILE`` and ``pinb restore`` on the command line (no IPython)."""
 
 from __future__ import annotations
 
@@ -98,11 +98,22 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
 
     rm = sub.add_parser("rm", help="remove a session file (same as `pinb rm`)")
     _fill_rm_parser(rm)
+    restore = sub.add_parser(
+        "restore", help="bring a removed session back (same as `pinb restore`)"
+    )
+    _fill_restore_parser(restore)
 
 
 def _fill_rm_parser(rm: argparse.ArgumentParser) -> None:
     rm.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl file(s)")
     rm.add_argument("--dry-run", action="store_true", help="show what would change")
+
+
+def _fill_restore_parser(restore: argparse.ArgumentParser) -> None:
+    restore.add_argument(
+        "names", nargs="*", metavar="NAME", help="original path, trash path, or session id"
+    )
+    restore.add_argument("--list", action="store_true", help="show what is in the trash")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -130,6 +141,14 @@ def add_parser(subparsers: Any) -> None:
     )
     _fill_rm_parser(rm)
     rm.set_defaults(func=run, memory_entry="rm")
+    restore = subparsers.add_parser(
+        "restore",
+        help="bring a session removed with `pinb rm` back from the trash",
+        description="Move a removed session back to where it was and point the forks that "
+        "`pinb rm` relinked at it again. Without a name (or with --list), list the trash.",
+    )
+    _fill_restore_parser(restore)
+    restore.set_defaults(func=run, memory_entry="restore")
 
 
 def build_parser(prog: str = "pinb memory") -> argparse.ArgumentParser:
@@ -145,17 +164,38 @@ def _store(args: argparse.Namespace) -> MemoryStore:
 
 
 def _rm(args: argparse.Namespace, out: IO[str]) -> int:
-    from .sessions import find_forks, remove_session
+    from ..core.paths import sessions_root
+    from .sessions import find_forks, inside, remove_session
 
     store = _store(args) if getattr(args, "db", None) else None
     for file in args.files:
         if args.dry_run:
-            forks = find_forks(file)
             say(f"would move {file} to the trash", file=out)
-            for fork in forks:
-                say(f"would relink fork {fork}", file=out)
+            for fork in find_forks(file):
+                if inside(fork, [sessions_root()]):
+                    say(f"would relink fork {fork}", file=out)
+                else:
+                    say(f"would leave fork {fork} as is (outside the sessions folder)", file=out)
             continue
         say(remove_session(file, store=store).summary(), file=out)
+    return 0
+
+
+def _restore(args: argparse.Namespace, out: IO[str]) -> int:
+    from .restore import removed_sessions, restore_session
+
+    if args.list or not args.names:
+        entries = removed_sessions()
+        if not entries:
+            say("the trash is empty", file=out)
+        for entry in entries:
+            say(
+                f"{entry.removed_at[:19]}  {entry.original_path}  (in {entry.trash_path})", file=out
+            )
+        return 0
+    store = _store(args) if getattr(args, "db", None) else None
+    for name in args.names:
+        say(restore_session(name, store=store).summary(), file=out)
     return 0
 
 
@@ -163,6 +203,8 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
     command = args.memory_command or "list"
     if command == "rm":
         return _rm(args, out)
+    if command == "restore":
+        return _restore(args, out)
     store = _store(args)
     project = store.ensure_project(args.cwd)
     if command == "list":
@@ -230,8 +272,11 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     """
     stream = out if out is not None else sys.stdout
     try:
-        if getattr(args, "memory_entry", "memory") == "rm":
+        entry = getattr(args, "memory_entry", "memory")
+        if entry == "rm":
             return _rm(args, stream)
+        if entry == "restore":
+            return _restore(args, stream)
         return _memory(args, stream)
     except PinbError as exc:
         say(f"pinb: {exc}", file=sys.stderr)
