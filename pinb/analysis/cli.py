@@ -99,6 +99,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """``pinb import claude|codex SRC [--cwd DIR] [-o DIR]``."""
     from .importers import import_claude, import_codex
+    from .importers._pi import subagent_files
 
     if args.format == "claude":
         results = import_claude(
@@ -109,13 +110,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     else:
         results = import_codex(args.src, cwd=args.cwd, out_dir=args.out_dir)
+    failed = 0
     for result in results:
+        if result.error is not None:
+            failed += 1
+            say(f"not imported: {result.error}", file=sys.stderr)
+            continue
         if not result.created:
             say(f"already imported: {result.source} -> {result.path}")
-            continue
-        skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
-        say(
-            f"imported {result.source} -> {result.path} ({result.entries} entries"
-            f"{'; not carried over: ' + skipped if skipped else ''})"
-        )
-    return 0
+        else:
+            skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
+            say(
+                f"imported {result.source} -> {result.path} ({result.entries} entries"
+                f"{'; not carried over: ' + skipped if skipped else ''})"
+            )
+        for note in result.notes:
+            say(f"  note: {note}")
+    if args.format == "claude" and not args.include_sidechains:
+        left = len(subagent_files(args.src))
+        if left:
+            say(f"note: {left} sub-agent transcript(s) left out; --include-sidechains imports them")
+    return 1 if failed else 0
