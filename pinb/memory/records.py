@@ -215,7 +215,7 @@ def normalize_tags(tags: str | Iterable[str] | None) -> tuple[str, ...]:
     if tags is None:
         return ()
     items = re.split(r"[,\s]+", tags) if isinstance(tags, str) else list(tags)
-    out = {re.sub(r"\s+", "-", str(t).strip().lower()).lstrip("#") for t in items}
+    out = {re.sub(r"\s+", "-", _valid(str(t)).strip().lower()).lstrip("#") for t in items}
     return tuple(sorted(t for t in out if t))
 
 
@@ -242,9 +242,15 @@ def normal_text(text: str) -> str:
 
 
 def check_text(text: str) -> str:
+    """The note's text, stripped; a lone surrogate (from undecodable command-line bytes or
+    JSON) becomes U+FFFD, since SQLite stores only valid UTF-8."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidMemoryError("a memory needs some text")
-    return text.strip()
+    return _valid(text.strip())
+
+
+def _valid(text: str) -> str:
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 #: The ``records`` table's columns, in :class:`MemoryRecord` order.

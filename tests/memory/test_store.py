@@ -308,3 +308,10 @@ def test_saving_the_same_text_twice_keeps_one_note(store: MemoryStore) -> None:
     assert store.save("Use nox for tests", project="q").id != first.id
     store.forget(first.id, "changed our mind", project="p")
     assert store.save("Use nox for tests", project="p").id != first.id
+
+
+def test_text_that_is_not_valid_unicode_is_stored_readably(store: MemoryStore) -> None:
+    # Undecodable command-line bytes arrive as lone surrogates, which SQLite refuses.
+    record = store.save("bad \udcff bytes", project="p", tags=["t\udcff"])
+    assert record.text == "bad \ufffd bytes" and record.tags == ("t\ufffd",)
+    assert [r.id for r in store.recall("bytes", project="p")] == [record.id]
