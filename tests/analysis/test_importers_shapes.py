@@ -410,3 +410,46 @@ def test_a_folder_import_goes_on_past_an_odd_file(tmp_path: Path) -> None:
     results = import_codex(rollouts, out_dir=tmp_path / "o2")
     errors = {r.source.name: r.error for r in results}
     assert errors[good.name] is None and "no Codex rollout items" in str(errors[bad.name])
+
+
+def test_odd_values_are_counted_not_crashed_on(tmp_path: Path) -> None:
+    deep = '{"type":"user","uuid":"u0","message":' + "[" * 100_000 + "]" * 100_000 + "}"
+    claude = [
+        {"type": "user", "uuid": {"x": 1}, "parentUuid": ["a"], "message": "str"},
+        {"type": "user", "uuid": "u1", "parentUuid": "u0", "cwd": CWD, "sessionId": SID,
+         "message": {"role": "user", "content": 5}, "timestamp": 123},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "bad",
+         "message": {"id": ["x"], "content": [{"type": "tool_use", "id": {"x": 1}, "name": None, "input": "s"}]}},
+        {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": None, "content": {"x": 1}}, {"type": "image", "source": "x"}]}},
+        {"type": "ai-title", "aiTitle": {"x": 1}},
+    ]  # fmt: skip
+    src = tmp_path / f"{SID}.jsonl"
+    src.write_text(deep + "\n" + "".join(json.dumps(r) + "\n" for r in claude) + "[1]\n")
+    [result] = import_claude(src, out_dir=tmp_path / "a")
+    assert (
+        result.skipped["unreadable line"] == 1 and result.skipped["user line without a uuid"] == 1
+    )
+    assert len(Session.open(result.path).build_context().messages) == 4
+    codex = [
+        {"type": "session_meta", "payload": {"id": {"x": 1}, "cwd": ["x"], "timestamp": 5}},
+        {"type": "response_item", "payload": {"type": "reasoning", "summary": "x", "content": 5}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": None, "arguments": "{bad", "call_id": ["x"]}},
+        {"type": "compacted", "payload": {"message": None, "replacement_history": [5, None, {"item": 5}]}},
+        {"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 1e9}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": "plain"}},
+    ]  # fmt: skip
+    [result] = import_codex(_jsonl(tmp_path / "r.jsonl", codex), cwd="/p", out_dir=tmp_path / "c")
+    session = Session.open(result.path)
+    assert session.cwd == "/p" and _texts(session.build_context().messages)[-1] == "plain"
+
+
+def test_two_transcripts_never_share_a_session(tmp_path: Path) -> None:
+    # Lines copied from another session keep its sessionId: the file's own name decides.
+    other = "11111111-2222-4333-8444-555555555555"
+    one, two = Claude(), Claude()
+    one.user("first file")
+    two.user("second file")
+    a = import_claude(_jsonl(tmp_path / f"{SID}.jsonl", one.lines), out_dir=tmp_path / "o")[0]
+    b = import_claude(_jsonl(tmp_path / f"{other}.jsonl", two.lines), out_dir=tmp_path / "o")[0]
+    assert a.created and b.created and a.session_id != b.session_id

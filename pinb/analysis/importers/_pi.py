@@ -107,7 +107,7 @@ def read_lines(path: Path, skipped: dict[str, int]) -> list[dict[str, Any]]:
                 continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
                 skipped["unreadable line"] = skipped.get("unreadable line", 0) + 1
                 continue
             if isinstance(value, dict):
@@ -282,6 +282,14 @@ class Converter:
 
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def as_int(value: Any) -> int:

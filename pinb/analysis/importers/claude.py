@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from ._pi import (
     ImportResult,
     as_dict,
     as_int,
+    as_str,
     assistant_message,
     file_time,
     find_imported,
@@ -89,6 +91,7 @@ def _claude_usage(record: dict[str, Any]) -> dict[str, Any]:
 
 
 _MESSAGE_KINDS = ("user", "assistant", "system")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _TITLE_KINDS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 
 
@@ -176,7 +179,7 @@ class _Claude(Converter):
         summaries: list[tuple[str, Any]] = []
         for record in self.records:
             kind = record.get("type")
-            found.session_id = found.session_id or str(record.get("sessionId") or "")
+            found.session_id = found.session_id or as_str(record.get("sessionId")) or ""
             if isinstance(record.get("agentId"), str):
                 found.agent_id = found.agent_id or record["agentId"]
             if kind in _TITLE_KINDS and isinstance(record.get(_TITLE_KINDS[kind]), str):
@@ -208,7 +211,9 @@ class _Claude(Converter):
             kind, uid = record.get("type"), record.get("uuid")
             if kind in _TITLE_KINDS or kind == "summary":
                 continue  # read by survey()
-            if kind not in _MESSAGE_KINDS or not isinstance(uid, str):
+            if kind in _MESSAGE_KINDS and not isinstance(uid, str):
+                self.skip(f"{kind} line without a uuid")
+            elif kind not in _MESSAGE_KINDS:
                 self.skip(str(kind) if kind is not None else "line without a type")
             elif uid in self.ids or self.by_uuid.get(uid) is not record:
                 self.skip("duplicate line")
@@ -400,7 +405,10 @@ def _import_one(
                                parent_session=parent,
                                origin={"agentId": agent, "parentSessionId": found.session_id})  # fmt: skip
     else:
-        source_id = found.session_id or path.stem
+        # Claude Code names a transcript after its session; the name wins should a file hold
+        # lines copied from another session (so two files never share one Pi session).
+        named = _UUID.fullmatch(path.stem) is not None
+        source_id = path.stem if named else found.session_id or path.stem
         result = builder.write(path, "claude-code", source_id, where, created, out_dir)
     result.skipped = converter.skipped
     result.notes = notes

@@ -15,6 +15,8 @@ from ._pi import (
     ImportResult,
     as_dict,
     as_int,
+    as_list,
+    as_str,
     assistant_message,
     file_time,
     is_folder,
@@ -133,7 +135,7 @@ class _Codex(Converter):
                 kind, payload = "response_item", record
             if not isinstance(payload, dict):
                 if "id" in record and kind is None:  # early rollouts: a bare meta line
-                    source_id = source_id or record.get("id")
+                    source_id = source_id or as_str(record.get("id"))
                     created = created or iso_or_none(record.get("timestamp"))
                 else:
                     self.skip(str(kind) if kind is not None else "line of unknown shape")
@@ -142,12 +144,12 @@ class _Codex(Converter):
             self.stamp = stamp = iso(when, self.stamp or created)
             if kind == "session_meta":
                 # The first one is this rollout's own (a fork may repeat its parent's after it).
-                source_id = source_id or payload.get("id")
-                cwd = cwd or payload.get("cwd")
+                source_id = source_id or as_str(payload.get("id"))
+                cwd = cwd or as_str(payload.get("cwd"))
                 created = created or iso_or_none(payload.get("timestamp")) or when
             elif kind == "turn_context":
                 self.turn_context(payload, stamp)
-                cwd = cwd or payload.get("cwd")
+                cwd = cwd or as_str(payload.get("cwd"))
             elif kind == "response_item":
                 self.response_item(payload, stamp)
             elif kind == "compacted":
@@ -234,8 +236,10 @@ class _Codex(Converter):
         elif kind == "message" and role == "assistant":
             self.assistant_part(stamp, _codex_text(item.get("content")))
         elif kind == "reasoning":
-            texts = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
-            texts += [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
+            parts = [*as_list(item.get("summary")), *as_list(item.get("content"))]
+            texts = [
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
             text, secret = "\n\n".join(filter(None, texts)), item.get("encrypted_content")
             block = (
                 thinking_block(text)
