@@ -453,3 +453,60 @@ def test_two_transcripts_never_share_a_session(tmp_path: Path) -> None:
     a = import_claude(_jsonl(tmp_path / f"{SID}.jsonl", one.lines), out_dir=tmp_path / "o")[0]
     b = import_claude(_jsonl(tmp_path / f"{other}.jsonl", two.lines), out_dir=tmp_path / "o")[0]
     assert a.created and b.created and a.session_id != b.session_id
+
+
+def _source_chain_texts(lines: list[dict[str, Any]]) -> list[str]:
+    """User and assistant texts on the chain ending at the file's last conversation line."""
+    by_uuid = {r["uuid"]: r for r in lines if "uuid" in r}
+    current = next((r for r in reversed(lines) if "uuid" in r), None)
+    texts: list[str] = []
+    while current is not None:
+        if current["type"] in ("user", "assistant"):
+            content = current["message"]["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            texts += [b["text"] for b in blocks if b.get("type") == "text"]
+            texts += [b["content"] for b in blocks if b.get("type") == "tool_result"]
+        current = by_uuid.get(current.get("parentUuid"))
+    return texts[::-1]
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_claude_any_shape_keeps_the_source_chain_in_context(tmp_path: Path, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    cc = Claude()
+    answers: list[str] = []
+    for turn in range(rng.randint(3, 12)):
+        if answers and rng.random() < 0.2:
+            cc.last = rng.choice(answers)  # a rewind: a new branch from an earlier answer
+        for _ in range(rng.randint(0, 2)):
+            rng.choice([cc.attachment, cc.progress])()
+        cc.user(f"question {seed}.{turn}")
+        if rng.random() < 0.5:  # a tool call, written over two lines of one response
+            msg_id = f"msg_{seed}_{turn}"
+            cc.assistant([{"type": "text", "text": f"calling {turn}"}], msg_id)
+            cc.assistant(
+                [{"type": "tool_use", "id": f"t{turn}", "name": "Read", "input": {}}], msg_id
+            )
+            cc.progress(f"t{turn}")
+            cc.user(
+                [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": f"result {turn}"}]
+            )
+        answers.append(cc.say(f"answer {seed}.{turn}"))
+        if rng.random() < 0.3:
+            cc.lines.append({"type": "file-history-snapshot", "messageId": "m", "snapshot": {}})
+    lines = list(cc.lines)
+    for _ in range(rng.randint(0, 4)):  # some children listed before their parents
+        i = rng.randrange(len(lines) - 1)
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    expected = _source_chain_texts(cc.lines)
+    [result] = import_claude(_jsonl(tmp_path / f"{SID}.jsonl", lines), out_dir=tmp_path / "o")
+    got = " | ".join(_texts_and_results(Session.open(result.path).build_context().messages))
+    missing = [text for text in expected if text not in got]
+    assert missing == [], (seed, missing)
+    assert "parent missing (made a root)" not in result.skipped
+
+
+def _texts_and_results(messages: list[dict[str, Any]]) -> list[str]:
+    return [t for t in _texts(messages) if t]

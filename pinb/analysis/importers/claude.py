@@ -173,10 +173,16 @@ class _Claude(Converter):
             yield from reversed(chain)
 
     def survey(self) -> _Found:
-        """Ids, titles, the working directory and the leaf, read in file order."""
+        """Ids, titles, the working directory and the leaf, read in file order.
+
+        The leaf is the last line in file order that no other line hangs on: normally the
+        file's last line, and still the conversation's end when a child was listed first.
+        """
         found = _Found()
         titles: dict[str, str] = {}
         summaries: list[tuple[str, Any]] = []
+        links = [v for r in self.records for v in (_source_parent(r), r.get("parentUuid"))]
+        parents = {v for v in links if isinstance(v, str)}
         for record in self.records:
             kind = record.get("type")
             found.session_id = found.session_id or as_str(record.get("sessionId")) or ""
@@ -191,7 +197,7 @@ class _Claude(Converter):
             if isinstance(record.get("cwd"), str) and not found.cwd:
                 found.cwd = record["cwd"]
             found.created = found.created or iso_or_none(record.get("timestamp"))
-            if self.subagent or not record.get("isSidechain"):
+            if (self.subagent or not record.get("isSidechain")) and record["uuid"] not in parents:
                 found.leaf = record
         # Claude Code also writes summaries of other sessions; ours name a line in this file.
         own = [text for text, leaf in summaries if leaf in self.by_uuid]
