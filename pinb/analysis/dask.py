@@ -192,7 +192,8 @@ def _sessions_only(
         raise UsageError(f"errors must be 'raise', 'warn' or 'skip', not {errors!r}")
     kept: list[str] = []
     left_out: list[tuple[str, str]] = []
-    for path in map(os.fspath, paths):
+    for item in paths:
+        path = os.fspath(item)
         reason = _not_a_session(path)
         if reason is None:
             kept.append(path)

@@ -217,10 +217,10 @@ class _Claude(Converter):
             kind, uid = record.get("type"), record.get("uuid")
             if kind in _TITLE_KINDS or kind == "summary":
                 continue  # read by survey()
-            if kind in _MESSAGE_KINDS and not isinstance(uid, str):
-                self.skip(f"{kind} line without a uuid")
-            elif kind not in _MESSAGE_KINDS:
+            if kind not in _MESSAGE_KINDS:
                 self.skip(str(kind) if kind is not None else "line without a type")
+            elif not isinstance(uid, str):
+                self.skip(f"{kind} line without a uuid")
             elif uid in self.ids or self.by_uuid.get(uid) is not record:
                 self.skip("duplicate line")
             elif record.get("isSidechain") and not self.include_sidechains:

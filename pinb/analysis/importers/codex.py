@@ -177,7 +177,7 @@ class _Codex(Converter):
         compaction keeps nothing verbatim, so those items are written again after it.
         """
         self.flush()
-        summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        summary = as_str(payload.get("message")) or ""
         history = payload.get("replacement_history")
         kept: list[dict[str, Any]] = []
         encrypted = False
