@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import __version__
+from .cliout import quiet_stdout, say
 from .core import (
     UNSET,
     ExtractiveSummarizer,
@@ -21,10 +26,11 @@ from .core import (
     plan_compaction,
     tokens_by_role,
 )
+from .core.entries import MISSING
 from .core.listing import SessionInfo
 from .core.paths import sessions_dir_for
 from .core.tree import TreeNode
-from .errors import PinbError, UsageError
+from .errors import NothingToCompactError, PinbError, SessionFileError, UsageError
 from .render.graph import entry_preview as render_preview
 
 __all__ = ["main"]
@@ -72,7 +78,16 @@ def message_preview(message: Any) -> str:
 
 def entry_preview(entry: Any) -> str:
     """``role-or-type: preview`` of an entry for tree listings."""
-    return f"{entry.role or entry.type or '?'}: {render_preview(entry, _PREVIEW)}"
+    message = entry.message if entry.type == "message" else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "toolCall" for b in content
+    ):
+        # Tool arguments are cut here with an ellipsis, so a cut path never looks whole.
+        text = message_preview(message)
+    else:
+        text = render_preview(entry, _PREVIEW)
+    return f"{entry.role or entry.type or '?'}: {text}"
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -87,14 +102,14 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd())
     )
     if args.json:
-        print(json.dumps([_info_json(i) for i in infos], ensure_ascii=False, indent=1))
+        say(json.dumps([_info_json(i) for i in infos], ensure_ascii=False, indent=1))
         return 0
     if not infos:
-        print("no sessions" + ("" if args.all else " for this folder (try --all)"))
+        say("no sessions" + ("" if args.all else " for this folder (try --all)"))
         return 0
     for info in infos:
         title = info.name or info.first_message
-        print(
+        say(
             f"{info.modified:%Y-%m-%d %H:%M}  {info.message_count:5d} msgs  "
             f"{_one_line(title, 50):50}  {info.path}"
         )
@@ -109,8 +124,45 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
     return data
 
 
+def open_session_file(file: str) -> Session:
+    """Open a session file for a command, refusing what is not one.
+
+    Only regular files are read (a FIFO or ``/dev/zero`` would block or never end), and an
+    empty file is refused: Pi would write a new session into it, but showing or exporting
+    it would invent an id and a working directory.
+    """
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as exc:
+        raise SessionFileError(exc.strerror or str(exc), path=file) from exc
+    if stat.S_ISDIR(mode):
+        raise SessionFileError("is a folder, not a session file", path=file)
+    if not stat.S_ISREG(mode):
+        raise SessionFileError("not a regular file; pinb reads session files only", path=file)
+    session = Session.open(file)
+    loaded = session.loaded
+    if loaded is not None and loaded.blank:
+        raise SessionFileError("empty file: no session header, nothing to show", path=file)
+    return session
+
+
 def _open(args: argparse.Namespace) -> Session:
-    return Session.open(args.file)
+    return open_session_file(args.file)
+
+
+def _legacy_notice(session: Session) -> None:
+    """Say (on stderr) when the file predates version 3: its ids are pinb's, not the file's."""
+    loaded = session.loaded
+    before = loaded.version_before if loaded is not None else None
+    if before is None:
+        return
+    version = 1 if before is MISSING else before
+    if isinstance(version, int) and not isinstance(version, bool) and version < 3:
+        say(
+            f"note: {session.path} is a legacy version {version} session, read as version 3 "
+            "(the file is upgraded only when something is appended)",
+            file=sys.stderr,
+        )
 
 
 def _leaf(args: argparse.Namespace, session: Session) -> Any:
@@ -123,6 +175,7 @@ def _leaf(args: argparse.Namespace, session: Session) -> Any:
 
 def _cmd_tree(args: argparse.Namespace) -> int:
     session = _open(args)
+    _legacy_notice(session)
     active = {id(e) for e in session.path_to()}
     for root in session.tree():
         _print_tree(root, session, active)
@@ -141,7 +194,7 @@ def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
         marker = "*" if id(entry) in active else " "
         leaf = "  ← leaf" if entry.id == session.leaf_id else ""
         label = f" [{node.label}]" if node.label else ""
-        print(f"{marker} {indent}{entry.id}{label} {entry_preview(entry)}{leaf}")
+        say(f"{marker} {indent}{entry.id}{label} {entry_preview(entry)}{leaf}")
         children = [c for c in node.children if c.entry.type != "leaf"]
         child_indent = indent + "  " if len(children) > 1 else indent
         stack.extend((child, child_indent) for child in reversed(children))
@@ -149,25 +202,26 @@ def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
 
 def _print_problems(session: Session) -> None:
     for problem in session.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        say(f"warning: {problem}", file=sys.stderr)
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
     session = _open(args)
+    _legacy_notice(session)
     context = session.build_context(_leaf(args, session))
     messages = convert_to_llm(context.messages) if args.llm else context.messages
     if args.json:
         payload: Any = messages if args.llm else context.to_wire()
-        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        say(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
     model = context.model or {}
-    print(
+    say(
         f"{len(messages)} messages · model {model.get('provider', '?')}/{model.get('modelId', '?')}"
         f" · thinking {context.thinking_level}"
     )
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else "?"
-        print(f"[{role}] {message_preview(message)}")
+        say(f"[{role}] {message_preview(message)}")
     _print_problems(session)
     return 0
 
@@ -178,14 +232,14 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
     estimate = estimate_context_tokens(context.messages)
     by_role = tokens_by_role(context.messages)
     if args.json:
-        print(json.dumps({"estimate": estimate.to_wire(), "byRole": by_role}, indent=1))
+        say(json.dumps({"estimate": estimate.to_wire(), "byRole": by_role}, indent=1))
         return 0
-    print(f"context tokens: {estimate.tokens}")
-    print(f"  from the last reported usage: {estimate.usage_tokens}")
-    print(f"  estimated after it:           {estimate.trailing_tokens}")
-    print("estimate by role (chars/4):")
+    say(f"context tokens: {estimate.tokens}")
+    say(f"  from the last reported usage: {estimate.usage_tokens}")
+    say(f"  estimated after it:           {estimate.trailing_tokens}")
+    say("estimate by role (chars/4):")
     for role, tokens in sorted(by_role.items(), key=lambda kv: -kv[1]):
-        print(f"  {role:18} {tokens:8d}")
+        say(f"  {role:18} {tokens:8d}")
     return 0
 
 
@@ -195,18 +249,24 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     if args.plan:
         if args.leaf is not None and args.leaf not in session:
             raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
-        report = plan_compaction(session, settings, leaf_id=args.leaf if args.leaf else UNSET)
-        if args.json:
-            print(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
+        try:
+            report = plan_compaction(session, settings, leaf_id=args.leaf if args.leaf else UNSET)
+        except NothingToCompactError as exc:
+            # "Nothing to compact" answers the question --plan asks: not an error.
+            if args.json:
+                say(json.dumps({"nothingToCompact": True, "reason": str(exc)}, indent=1))
+            else:
+                say(str(exc))
             return 0
-        print(
-            f"would summarize {len(report.summarized_ids)} entries and keep {len(report.kept_ids)}"
-        )
-        print(
+        if args.json:
+            say(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
+            return 0
+        say(f"would summarize {len(report.summarized_ids)} entries and keep {len(report.kept_ids)}")
+        say(
             f"first kept entry: {report.first_kept_entry_id}"
             + (" (splits a turn)" if report.is_split_turn else "")
         )
-        print(
+        say(
             f"context: {report.tokens_before} tokens now (Pi's count); kept part ≈ {report.tokens_after}"
         )
         _print_files(report.read_files, report.modified_files)
@@ -217,10 +277,10 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         )
     report = compact(session, ExtractiveSummarizer(), args.instructions, settings)
     if args.json:
-        print(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
+        say(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
         return 0
     assert report.entry is not None
-    print(
+    say(
         f"appended compaction {report.entry.id}: summarized {len(report.summarized_ids)} entries, "
         f"kept {len(report.kept_ids)}; ≈{report.estimated_before} → {report.tokens_after} tokens"
     )
@@ -247,9 +307,9 @@ def _report_json(report: Any) -> dict[str, Any]:
 
 def _print_files(read_files: list[str], modified_files: list[str]) -> None:
     if read_files:
-        print("read:     " + ", ".join(read_files))
+        say("read:     " + ", ".join(read_files))
     if modified_files:
-        print("modified: " + ", ".join(modified_files))
+        say("modified: " + ", ".join(modified_files))
 
 
 def _cmd_goto(args: argparse.Namespace) -> int:
@@ -264,14 +324,12 @@ def _cmd_goto(args: argparse.Namespace) -> int:
         instructions=args.instructions,
         label=args.label,
     )
-    print(f"leaf: {report.old_leaf_id} → {report.new_leaf_id}")
+    say(f"leaf: {report.old_leaf_id} → {report.new_leaf_id}")
     if report.summary_entry is not None:
-        print(
-            f"branch summary {report.summary_entry.id} covers {len(report.summarized_ids)} entries"
-        )
+        say(f"branch summary {report.summary_entry.id} covers {len(report.summarized_ids)} entries")
     if report.editor_text is not None:
-        print("text of the selected message (to send again):")
-        print(report.editor_text)
+        say("text of the selected message (to send again):")
+        say(report.editor_text)
     return 0
 
 
@@ -282,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pinb", description="Pi coding agent sessions: list, inspect, compact, branch."
     )
+    parser.add_argument("--version", action="version", version=f"pinb {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     ls = sub.add_parser("ls", help="list sessions of this folder (or all projects)")
@@ -337,17 +396,42 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``pinb`` command; 0 on success, 2 on bad input, never a traceback.
+
+    Set ``PINB_DEBUG=1`` to see the traceback of an unexpected error.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
         return result
-    except (PinbError, OSError) as exc:
-        message = str(exc) if isinstance(exc, PinbError) else f"{exc.strerror}: {exc.filename}"
-        print(f"pinb: {message}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # pragma: no cover - piping into head
+    except BrokenPipeError:
+        # The reader stopped early (``pinb tree F | head -1``): what it read is the answer.
+        quiet_stdout()
         return 0
+    except KeyboardInterrupt:
+        return 130
+    except PinbError as exc:
+        _error(str(exc))
+        return 2
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        _error(f"{exc.strerror or exc}{where}")
+        return 2
+    except Exception as exc:
+        if os.environ.get("PINB_DEBUG"):
+            raise
+        _error(
+            f"internal error ({type(exc).__name__}: {exc}); this is a pinb bug, please report it"
+            " (PINB_DEBUG=1 shows the traceback)"
+        )
+        return 3
+
+
+def _error(message: str) -> None:
+    with contextlib.suppress(BrokenPipeError):
+        say(f"pinb: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

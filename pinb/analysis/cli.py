@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from ..cliout import say, write
+
 __all__ = ["add_parser"]
 
 
@@ -68,33 +70,36 @@ def cmd_search(args: argparse.Namespace) -> int:
             }
             for hit in hits
         ]
-        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        say(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
     if not hits:
         where = "" if args.all else " in this folder's sessions (try --all)"
-        print(f"no sessions match {args.text!r}{where}")
+        say(f"no sessions match {args.text!r}{where}")
         return 1
-    print(repr(hits))
+    say(repr(hits))
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``pinb export FILE --html|--md|--ipynb [-o OUT] [--leaf ID] [--tree]``."""
+    from ..cli import open_session_file
     from ..core.context import UNSET
     from .export import write_export
 
     leaf = args.leaf if args.leaf is not None else UNSET
-    text = write_export(args.file, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
+    session = open_session_file(args.file)
+    text = write_export(session, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
     if args.output is None:
-        sys.stdout.write(text)
+        write(text)
     else:
-        print(f"wrote {args.output}", file=sys.stderr)
+        say(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``pinb import claude|codex SRC [--cwd DIR] [-o DIR]``."""
     from .importers import import_claude, import_codex
+    from .importers._pi import subagent_files
 
     if args.format == "claude":
         results = import_claude(
@@ -105,13 +110,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     else:
         results = import_codex(args.src, cwd=args.cwd, out_dir=args.out_dir)
+    failed = 0
     for result in results:
-        if not result.created:
-            print(f"already imported: {result.source} -> {result.path}")
+        if result.error is not None:
+            failed += 1
+            say(f"not imported: {result.error}", file=sys.stderr)
             continue
-        skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
-        print(
-            f"imported {result.source} -> {result.path} ({result.entries} entries"
-            f"{'; not carried over: ' + skipped if skipped else ''})"
-        )
-    return 0
+        if not result.created:
+            say(f"already imported: {result.source} -> {result.path}")
+        else:
+            skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
+            say(
+                f"imported {result.source} -> {result.path} ({result.entries} entries"
+                f"{'; not carried over: ' + skipped if skipped else ''})"
+            )
+        for note in result.notes:
+            say(f"  note: {note}")
+    if args.format == "claude" and not args.include_sidechains:
+        left = len(subagent_files(args.src))
+        if left:
+            say(f"note: {left} sub-agent transcript(s) left out; --include-sidechains imports them")
+    return 1 if failed else 0

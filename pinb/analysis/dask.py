@@ -1,13 +1,23 @@
-"""Many session files as dask bags and dataframes, files grouped into partitions."""
+"""Many session files as dask bags and dataframes, files grouped into partitions.
+
+Every reader treats a file that is not a Pi session the same way, before any task runs:
+``errors="warn"`` (the default) leaves it out with one warning naming it, ``"skip"``
+leaves it out silently, ``"raise"`` stops with an error naming it. A stray ``.jsonl`` in
+a sessions folder therefore never stops one reader while another only warns.
+"""
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..errors import PinbError, UsageError
+from ..core.store import is_valid_header
+from ..core.wire import JS_WHITESPACE, loads
+from ..errors import PinbError, SessionFileError, UsageError
 from .frames import (
     COMPACTION_COLUMNS,
     ENTRY_COLUMNS,
@@ -42,6 +52,13 @@ __all__ = [
 
 #: What one row stands for.
 Kind = Literal["entries", "messages", "tool_calls", "compactions", "sessions"]
+#: What to do with a file that is not a Pi session (see the module docstring).
+Errors = Literal["raise", "warn", "skip"]
+
+log = logging.getLogger("pinb.analysis")
+
+#: Bytes read to find a file's header line.
+_HEADER_BYTES = 1 << 20
 
 #: Default bytes of session files per partition. One file per partition costs a task per
 #: file, which dominates for typical (small) sessions; see ``benchmarks/bench_listing.py``.
@@ -141,10 +158,53 @@ def _group_rows(kind: str, errors: str, files: Iterable[str]) -> list[dict[str, 
     for name in files:
         try:
             rows.extend(build(name))
-        except (PinbError, OSError, ValueError):
+        except (PinbError, OSError, ValueError) as exc:
+            # Headers were checked when the graph was built; this file changed or broke since.
             if errors == "raise":
                 raise
+            log.warning("%s: left out: %s", name, exc)
     return rows
+
+
+def _not_a_session(path: str) -> str | None:
+    """Why ``path`` is not a Pi session file (``None`` when its first line is a header)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_HEADER_BYTES)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    for raw in data.split(b"\n"):
+        line = raw.decode("utf-8", errors="replace").strip(JS_WHITESPACE)
+        if not line:
+            continue
+        try:
+            value = loads(line)
+        except (ValueError, RecursionError):
+            return "not a Pi session: the first line is not JSON"
+        return None if is_valid_header(value) else "not a Pi session: no session header"
+    return "not a Pi session: empty file"
+
+
+def _sessions_only(
+    paths: Sequence[os.PathLike[str] | str], errors: str, stacklevel: int
+) -> list[str]:
+    if errors not in ("raise", "warn", "skip"):
+        raise UsageError(f"errors must be 'raise', 'warn' or 'skip', not {errors!r}")
+    kept: list[str] = []
+    left_out: list[tuple[str, str]] = []
+    for item in paths:
+        path = os.fspath(item)
+        reason = _not_a_session(path)
+        if reason is None:
+            kept.append(path)
+        elif errors == "raise":
+            raise SessionFileError(f"{reason} (errors='warn' or 'skip' leaves it out)", path=path)
+        else:
+            left_out.append((path, reason))
+    if left_out and errors == "warn":
+        example = f"{left_out[0][0]}: {left_out[0][1]}"
+        warnings.warn(f"{len(left_out)} file(s) left out, e.g. {example}", stacklevel=stacklevel)
+    return kept
 
 
 def _group_frame(kind: str, errors: str, files: Sequence[str]) -> pd.DataFrame:
@@ -156,10 +216,16 @@ def _groups(
     files_per_partition: int | None,
     partition_bytes: int,
     npartitions: int | None,
+    errors: str,
+    caller_depth: int,
 ) -> list[list[str]]:
-    paths = session_paths(source)
-    if not paths:
+    found = session_paths(source)
+    if not found:
         raise UsageError(f"no session files found for {source!r}")
+    # The warning points at the user's call: this frame, the reader(s), then the caller.
+    paths = _sessions_only(found, errors, caller_depth + 2)
+    if not paths:
+        raise UsageError(f"none of the {len(found)} file(s) found for {source!r} is a Pi session")
     return partition_files(
         paths,
         files_per_partition=files_per_partition,
@@ -175,7 +241,7 @@ def read_bag(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> db.Bag:
     """A dask bag of row dicts (the same keys as the pandas frames; times in Unix ms).
 
@@ -188,8 +254,9 @@ def read_bag(
     files_per_partition, partition_bytes, npartitions:
         How files are grouped (:func:`partition_files`).
     errors:
-        ``"raise"`` (default) fails on a file that is not a Pi session; ``"skip"`` leaves
-        it out.
+        A file that is not a Pi session: ``"warn"`` (default) leaves it out with a
+        warning, ``"skip"`` leaves it out silently, ``"raise"`` raises
+        :class:`~pinb.errors.SessionFileError` naming it. Checked before any task runs.
 
     Examples
     --------
@@ -199,7 +266,9 @@ def read_bag(
     import dask.bag as dbag
 
     _check_kind(kind)
-    groups = _groups(source, files_per_partition, partition_bytes, npartitions)
+    groups = _groups(
+        source, files_per_partition, partition_bytes, npartitions, errors, caller_depth=2
+    )
     bag = dbag.from_sequence(groups, npartitions=len(groups))  # type: ignore[no-untyped-call]
     rows = functools.partial(_partition_rows, kind, errors)
     return cast("db.Bag", bag.map_partitions(rows))
@@ -225,7 +294,9 @@ def _read_frame(
     import dask.dataframe as ddf
 
     _check_kind(kind)
-    groups = _groups(source, files_per_partition, partition_bytes, npartitions)
+    groups = _groups(
+        source, files_per_partition, partition_bytes, npartitions, errors, caller_depth=3
+    )
     meta = to_frame([], _COLUMNS[kind])
     loader = functools.partial(_group_frame, kind, errors)
     frame = ddf.from_map(  # type: ignore[no-untyped-call]
@@ -240,7 +311,7 @@ def read_entries(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> dd.DataFrame:
     """Entries of many files as a dask DataFrame with the columns of ``entries_frame``.
 
@@ -262,7 +333,7 @@ def read_messages(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> dd.DataFrame:
     """Messages (every branch) with the columns of ``messages_frame``."""
     return _read_frame(
@@ -276,7 +347,7 @@ def read_tool_calls(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> dd.DataFrame:
     """Tool calls with their results, the columns of ``tool_calls_frame``."""
     return _read_frame(
@@ -290,7 +361,7 @@ def read_compactions(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> dd.DataFrame:
     """Compaction entries with the columns of ``compactions_frame``."""
     return _read_frame(
@@ -304,12 +375,11 @@ def read_sessions(
     files_per_partition: int | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: Errors = "warn",
 ) -> dd.DataFrame:
     """One row per session with the columns of ``sessions_frame`` (unsorted).
 
-    Files without a valid header are left out, as in ``sessions_frame``; other read
-    errors follow ``errors``.
+    Files that are not sessions follow ``errors``, as in every reader of this module.
     """
     return _read_frame(
         "sessions", source, files_per_partition, partition_bytes, npartitions, errors

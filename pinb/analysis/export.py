@@ -1,4 +1,13 @@
-"""Export a session branch or its whole tree as standalone HTML, Markdown, or a Jupyter notebook."""
+"""Export a session branch or its whole tree as standalone HTML, Markdown, or a Jupyter notebook.
+
+One escape policy for the three formats, since session text is untrusted: every string
+from the file reaches HTML only through :func:`_esc`, and Markdown (the ``.md`` export
+and the notebook's Markdown cells) only through :func:`_md_text` / :func:`_md_inline` /
+:func:`_md_code`, which leave no live HTML and no script link (``javascript:``,
+``vbscript:``, ``data:``); images are embedded only as well-formed base64 of common
+image types. Values of any JSON type are accepted where text is expected, and lone
+surrogates (valid JSON, unencodable) become U+FFFD.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +18,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from ..core import Session
 from ..core.context import UNSET
 from ..core.entries import MISSING, Entry
 from ..core.wire import parse_js_date
-from ..errors import EntryNotFoundError, UsageError
+from ..errors import EntryNotFoundError, SessionFileError, UsageError
+from ..fileout import replace_file
 from .frames import message_text
 
 __all__ = ["export_html", "export_ipynb", "export_markdown", "write_export"]
@@ -47,8 +56,41 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;bo
 """
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A link scheme that runs code or carries a document; the colon is what makes it one.
+_SCRIPT_SCHEME = re.compile(r"(?i)\b(javascript|vbscript)(\s*):")
+_DATA_LINK = re.compile(r"(?i)(\]\(\s*|\]:\s*)(data|file)(\s*):")
+
+
+def _clean(text: str) -> str:
+    """Text every encoder accepts: a lone surrogate becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _str(value: object) -> str:
+    """Any JSON value as text (a label may be an object, content a number)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _blocks(content: object) -> list[dict[str, Any]]:
+    """The content blocks of a message (none when content is a string, number...)."""
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _message(entry: Entry) -> dict[str, Any]:
+    message = entry.message
+    return message if isinstance(message, dict) else {}
+
+
 def _esc(value: object) -> str:
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+    return html.escape(_str(value), quote=True)
 
 
 def _short(text: str, width: int = 80) -> str:
@@ -57,15 +99,19 @@ def _short(text: str, width: int = 80) -> str:
 
 
 def _time(entry: Entry) -> str:
-    ms = parse_js_date(entry.timestamp)
+    stamp = entry.timestamp
+    ms = parse_js_date(stamp) if isinstance(stamp, str) else None
     if ms is None:
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a date outside what Python can show
+        return ""
 
 
 def _title(session: Session) -> str:
     if session.name:
-        return session.name
+        return _short(_str(session.name), 200)
     for entry in session.entries:
         if entry.role == "user":
             text = message_text(entry.message)
@@ -125,25 +171,23 @@ def _tree_order(session: Session) -> Iterator[tuple[Entry, int]]:
 def _preview(entry: Entry) -> str:
     raw = entry.raw
     if entry.type == "message":
-        message = entry.message or {}
+        message = _message(entry)
         text = message_text(message)
         calls = [
-            b.get("name")
-            for b in message.get("content") or []
-            if isinstance(b, dict) and b.get("type") == "toolCall"
+            b.get("name") for b in _blocks(message.get("content")) if b.get("type") == "toolCall"
         ]
         if calls and not text:
             text = "→ " + ", ".join(str(c) for c in calls)
         return f"{entry.role}: {_short(text, 70)}"
     if entry.type == "compaction":
-        return f"compaction ({raw.get('tokensBefore')} tokens before)"
+        return f"compaction ({_str(raw.get('tokensBefore'))} tokens before)"
     if entry.type == "branch_summary":
-        return f"branch summary: {_short(str(raw.get('summary', '')), 60)}"
+        return f"branch summary: {_short(_str(raw.get('summary', '')), 60)}"
     if entry.type == "model_change":
-        return f"model → {raw.get('provider')}/{raw.get('modelId')}"
+        return f"model → {_str(raw.get('provider'))}/{_str(raw.get('modelId'))}"
     if entry.type == "thinking_level_change":
-        return f"thinking → {raw.get('thinkingLevel')}"
-    return entry.type or "(no type)"
+        return f"thinking → {_str(raw.get('thinkingLevel'))}"
+    return _str(entry.type) or "(no type)"
 
 
 # -- HTML -----------------------------------------------------------------------------------
@@ -154,9 +198,7 @@ def _html_blocks(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return f"<pre>{_esc(content)}</pre>"
     parts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
+    for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
             parts.append(f"<pre>{_esc(block.get('text', ''))}</pre>")
@@ -176,20 +218,28 @@ def _html_blocks(message: dict[str, Any]) -> str:
 
 def _html_image(block: dict[str, Any]) -> str:
     mime, data = block.get("mimeType"), block.get("data")
-    # Only well-formed base64 of common image types is embedded; nothing else can reach src.
-    if isinstance(mime, str) and _SAFE_MIME.fullmatch(mime) and isinstance(data, str):
-        if _BASE64.fullmatch(data):
-            return f"<img alt='image' src='data:{mime};base64,{_esc(data)}'>"
+    if _safe_image(mime, data):
+        return f"<img alt='image' src='data:{mime};base64,{_esc(data)}'>"
     return "<p><i>[image]</i></p>"
+
+
+def _safe_image(mime: object, data: object) -> bool:
+    """Only well-formed base64 of common image types is embedded; nothing else reaches src."""
+    return (
+        isinstance(mime, str)
+        and _SAFE_MIME.fullmatch(mime) is not None
+        and isinstance(data, str)
+        and _BASE64.fullmatch(data) is not None
+    )
 
 
 def _html_body(entry: Entry) -> str:
     raw = entry.raw
     if entry.type == "message":
-        message = entry.message or {}
+        message = _message(entry)
         role = message.get("role")
         if role == "bashExecution":
-            text = f"$ {message.get('command', '')}\n{message.get('output', '')}"
+            text = f"$ {_str(message.get('command', ''))}\n{_str(message.get('output', ''))}"
             return f"<pre>{_esc(text)}</pre>"
         body = _html_blocks(message)
         if message.get("errorMessage"):
@@ -219,7 +269,7 @@ def _html_article(item: _Item, index: int) -> str:
             f"<article id='{item.anchor}' class='{' '.join(classes)}'>"
             f"{_esc(_preview(entry))} <small>{_esc(_time(entry))}</small></article>"
         )
-    message = entry.message or {}
+    message = _message(entry)
     heading = (
         f"{_esc(role)}{note} <small>#{index} · {_esc(_time(entry))} · {_esc(entry.id)}"
         f"{' · ' + _esc(message['model']) if message.get('model') else ''}</small>"
@@ -270,7 +320,7 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
         f" · leaf {_esc(items[-1].entry.id if items else '-')}"
     )
     heading = "All entries" if whole_tree else "Context path"
-    return (
+    return _clean(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -285,9 +335,22 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
 # -- Markdown -------------------------------------------------------------------------------
 
 
-def _md_text(text: str) -> str:
-    """Message text for Markdown: formatting kept, raw HTML neutralised."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _md_text(value: object) -> str:
+    """Message text for Markdown: formatting kept, raw HTML and script links neutralised.
+
+    ``&``, ``<`` and ``>`` become entities, so no tag or autolink survives. A
+    ``javascript:`` or ``vbscript:`` scheme (and ``data:``/``file:`` as a link target) gets
+    a zero-width space before its colon: the text reads the same, but a link made of it is
+    a harmless relative one. Entities cannot smuggle the colon back, since ``&`` is escaped.
+    """
+    text = _str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _SCRIPT_SCHEME.sub("\\1\\2\u200b:", text)
+    return _DATA_LINK.sub("\\1\\2\\3\u200b:", text)
+
+
+def _md_inline(value: object) -> str:
+    """Like :func:`_md_text`, on one line (for headings, where a newline would end them)."""
+    return _md_text(" ".join(_str(value).split()))
 
 
 def _fence(text: str, info: str = "") -> str:
@@ -299,23 +362,21 @@ def _fence(text: str, info: str = "") -> str:
 def _md_message(entry: Entry) -> list[str]:
     raw = entry.raw
     if entry.type in ("compaction", "branch_summary"):
-        return [_md_text(str(raw.get("summary", "")))]
-    message = entry.message if entry.type == "message" else {"content": raw.get("content")}
-    message = message or {}
+        return [_md_text(raw.get("summary", ""))]
+    message = _message(entry) if entry.type == "message" else {"content": raw.get("content")}
     if message.get("role") == "bashExecution":
-        return [_fence(f"$ {message.get('command', '')}\n{message.get('output', '')}", "console")]
+        command, output = _str(message.get("command", "")), _str(message.get("output", ""))
+        return [_fence(f"$ {command}\n{output}", "console")]
     content = message.get("content")
-    if isinstance(content, str):
+    if not isinstance(content, list):
         return [_md_text(content)]
     parts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
+    for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
-            parts.append(_md_text(str(block.get("text", ""))))
+            parts.append(_md_text(block.get("text", "")))
         elif kind == "thinking":
-            body = "(redacted)" if block.get("redacted") else str(block.get("thinking", ""))
+            body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
             parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
         elif kind == "toolCall":
             args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
@@ -323,12 +384,13 @@ def _md_message(entry: Entry) -> list[str]:
         elif kind == "image":
             parts.append("*[image]*")
     if message.get("errorMessage"):
-        parts.append(f"**Error:** {_md_text(str(message['errorMessage']))}")
+        parts.append(f"**Error:** {_md_text(message['errorMessage'])}")
     return parts
 
 
 def _md_code(value: object) -> str:
-    return str(value).replace("`", "'")
+    """Text for inside a one-backtick code span: no backtick, no line break to end it early."""
+    return " ".join(_str(value).replace("`", "'").split())
 
 
 def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False) -> str:
@@ -338,7 +400,7 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     become entities); tool arguments and outputs are fenced code blocks.
     """
     _, items = _select(session, leaf, whole_tree)
-    lines = [f"# {_md_text(_title(session))}", ""]
+    lines = [f"# {_md_inline(_title(session))}", ""]
     lines.append(f"- session: `{_md_code(session.id)}`")
     lines.append(f"- cwd: `{_md_code(session.cwd)}`")
     lines.append(f"- entries: {len(session.entries)}, shown: {len(items)}")
@@ -347,7 +409,7 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     for index, item in enumerate(items, start=1):
         entry = item.entry
         if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
-            lines += [f"*{_md_text(_preview(entry))}*", ""]
+            lines += [f"*{_md_inline(_preview(entry))}*", ""]
             previous = entry
             continue
         role = entry.role or entry.type
@@ -356,19 +418,18 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
             extra = " · summarized"
         if whole_tree and previous is not None and entry.parent_id != previous.id:
             extra += f" · ↳ branch from `{_md_code(entry.parent_id)}`"
-        model = (entry.message or {}).get("model")
+        model = _message(entry).get("model")
+        error = " (error)" if _message(entry).get("isError") else ""
+        lines.append(f"## {index}. {_md_inline(role)}{error}")
         lines.append(
-            f"## {index}. {role}{' (error)' if (entry.message or {}).get('isError') else ''}"
-        )
-        lines.append(
-            f"*{_time(entry)} · `{_md_code(entry.id)}`{' · ' + _md_text(str(model)) if model else ''}"
+            f"*{_time(entry)} · `{_md_code(entry.id)}`{' · ' + _md_inline(model) if model else ''}"
             f"{extra}*"
         )
         lines.append("")
         for part in _md_message(entry):
             lines += [part, ""]
         previous = entry
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return _clean("\n".join(lines).rstrip("\n") + "\n")
 
 
 # -- Jupyter notebook -----------------------------------------------------------------------
@@ -387,10 +448,10 @@ def _result_outputs(message: dict[str, Any] | None) -> list[dict[str, Any]]:
     if text:
         name = "stderr" if message.get("isError") else "stdout"
         outputs.append({"output_type": "stream", "name": name, "text": _source(text)})
-    for block in message.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "image":
+    for block in _blocks(message.get("content")):
+        if block.get("type") == "image":
             mime, data = block.get("mimeType"), block.get("data")
-            if isinstance(mime, str) and _SAFE_MIME.fullmatch(mime) and isinstance(data, str):
+            if _safe_image(mime, data):
                 outputs.append(
                     {"output_type": "display_data", "data": {mime: data}, "metadata": {}}
                 )
@@ -425,7 +486,7 @@ def export_ipynb(
         )
 
     markdown(
-        f"# {_md_text(_title(session))}\n\nsession `{_md_code(session.id)}` · "
+        f"# {_md_inline(_title(session))}\n\nsession `{_md_code(session.id)}` · "
         f"cwd `{_md_code(session.cwd)}`"
     )
     paired: set[str] = set()
@@ -441,9 +502,9 @@ def export_ipynb(
         text_parts = [
             p for p in _md_message(entry) if not p.startswith("**Tool call**")
         ]  # tool calls become code cells below
-        markdown(f"**{role}** · {_time(entry)}\n\n" + "\n\n".join(text_parts))
-        for block in (message or {}).get("content") or []:
-            if not (isinstance(block, dict) and block.get("type") == "toolCall"):
+        markdown(f"**{_md_inline(role)}** · {_time(entry)}\n\n" + "\n\n".join(text_parts))
+        for block in _blocks((message or {}).get("content")):
+            if block.get("type") != "toolCall":
                 continue
             call_id = str(block.get("id"))
             args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
@@ -456,7 +517,10 @@ def export_ipynb(
                     "id": f"c{len(cells)}",
                     "metadata": {"pinb": {"tool": block.get("name"), "toolCallId": call_id}},
                     "execution_count": None,
-                    "source": _source(f"# tool call: {block.get('name')}\n{args}"),
+                    # One comment line: a name holding a line break must not start code.
+                    "source": _source(
+                        f"# tool call: {' '.join(_str(block.get('name')).split())}\n{args}"
+                    ),
                     "outputs": _result_outputs(result),
                 }
             )
@@ -485,6 +549,11 @@ def write_export(
     """
     if not isinstance(session, Session):
         session = Session.open(session)
+        if session.loaded is not None and session.loaded.blank:
+            # Pi would start a new session in it; exporting it would invent an id and a cwd.
+            raise SessionFileError(
+                "empty file: no session header, nothing to export", path=session.path
+            )
     leaf = UNSET if leaf is None or leaf is MISSING else leaf
     if fmt == "html":
         text = export_html(session, leaf=leaf, whole_tree=whole_tree)
@@ -492,9 +561,19 @@ def write_export(
         text = export_markdown(session, leaf=leaf, whole_tree=whole_tree)
     elif fmt == "ipynb":
         notebook = export_ipynb(session, leaf=leaf, whole_tree=whole_tree)
-        text = json.dumps(notebook, ensure_ascii=False, indent=1) + "\n"
+        text = _clean(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n")
     else:
         raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
     if out is not None:
-        Path(out).write_text(text, encoding="utf-8")
+        if session.path is not None and _same_file(session.path, out):
+            raise UsageError(f"{out}: is the session being exported; choose another output file")
+        # Never truncate the old file first: a failure leaves it as it was.
+        replace_file(out, text.encode("utf-8"))
     return text
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

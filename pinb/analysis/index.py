@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import html
+import logging
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -126,6 +128,16 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+log = logging.getLogger("pinb.analysis")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str | None) -> str | None:
+    """Text SQLite can store: a lone surrogate (valid JSON, unencodable) becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value) if value is not None else None
+
+
 def _scan(folder: Path, depth: int) -> dict[str, tuple[int, int]]:
     """``{path: (size, mtime_ns)}`` of ``*.jsonl`` files ``depth`` folders below ``folder``."""
     found: dict[str, tuple[int, int]] = {}
@@ -138,6 +150,10 @@ def _scan(folder: Path, depth: int) -> dict[str, tuple[int, int]]:
             if item.is_dir():
                 found.update(_scan(Path(item.path), depth - 1))
         elif item.name.endswith(".jsonl") and item.is_file():
+            if _SURROGATE.search(item.path):
+                # A name that is not valid UTF-8 cannot be a key of the index; say so, once.
+                log.warning("%r: file name is not valid UTF-8; not listed", item.path)
+                continue
             try:
                 st = item.stat()
             except OSError:
@@ -322,19 +338,19 @@ class SessionCatalog:
                 path,
                 size,
                 mtime,
-                info.id,
-                info.cwd,
-                info.name,
-                info.parent_session_path,
+                _text(info.id),
+                _text(info.cwd),
+                _text(info.name),
+                _text(info.parent_session_path),
                 _ts(info.created),
                 _ts(info.modified),
                 info.message_count,
-                info.first_message,
+                _text(info.first_message),
             ),
         )
         db.execute(
             "INSERT INTO texts(rowid, name, body) VALUES (?, ?, ?)",
-            (cursor.lastrowid, info.name or "", info.all_messages_text),
+            (cursor.lastrowid, _text(info.name) or "", _text(info.all_messages_text)),
         )
 
     # -- queries --------------------------------------------------------------------------

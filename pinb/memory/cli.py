@@ -1,4 +1,4 @@
-"""``pinb memory ...`` and ``pinb rm FILE`` on the command line (argparse, no IPython)."""
+"""``pinb memory ...``, ``pinb rm FILE`` and ``pinb restore`` on the command line (no IPython)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+from ..cliout import say
 from ..errors import PinbError
 from .records import KINDS, SAVE_KINDS, MemoryRecord
 from .store import MemoryStore
@@ -36,23 +37,27 @@ def _line(record: MemoryRecord) -> str:
 
 def _print_records(records: list[MemoryRecord], args: argparse.Namespace, out: IO[str]) -> None:
     if getattr(args, "json", False):
-        print(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False), file=out)
+        say(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False), file=out)
         return
     if not records:
-        print("(no memories)", file=out)
+        say("(no memories)", file=out)
     for record in records:
-        print(_line(record), file=out)
+        say(_line(record), file=out)
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", action="append", choices=KINDS, help="only this kind (repeatable)")
+    parser.add_argument(
+        "--kind", action="append", choices=KINDS, help="only this kind (repeatable)"
+    )
     parser.add_argument("--tag", action="append", help="only records with this tag (repeatable)")
     parser.add_argument("--limit", type=int, help="at most this many records")
     parser.add_argument("--json", action="store_true", help="records as JSON")
 
 
 def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
-    memory.add_argument("--db", help="memory database (default <agentDir>/memory/pinb-memory.sqlite)")
+    memory.add_argument(
+        "--db", help="memory database (default <agentDir>/memory/pinb-memory.sqlite)"
+    )
     memory.add_argument("--cwd", help="project folder (default: the current directory)")
     sub = memory.add_subparsers(dest="memory_command", metavar="COMMAND")
 
@@ -75,7 +80,9 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
     forget.add_argument("--reason", required=True)
 
     inject = sub.add_parser("inject", help="recalled notes in new sessions' system prompt")
-    inject.add_argument("state", nargs="?", choices=("on", "off", "status", "preview"), default="status")
+    inject.add_argument(
+        "state", nargs="?", choices=("on", "off", "status", "preview"), default="status"
+    )
     inject.add_argument("--limit", type=int, help="notes injected (when turning on)")
 
     promote = sub.add_parser("promote", help="accept an observation as a note")
@@ -91,11 +98,22 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
 
     rm = sub.add_parser("rm", help="remove a session file (same as `pinb rm`)")
     _fill_rm_parser(rm)
+    restore = sub.add_parser(
+        "restore", help="bring a removed session back (same as `pinb restore`)"
+    )
+    _fill_restore_parser(restore)
 
 
 def _fill_rm_parser(rm: argparse.ArgumentParser) -> None:
     rm.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl file(s)")
     rm.add_argument("--dry-run", action="store_true", help="show what would change")
+
+
+def _fill_restore_parser(restore: argparse.ArgumentParser) -> None:
+    restore.add_argument(
+        "names", nargs="*", metavar="NAME", help="original path, trash path, or session id"
+    )
+    restore.add_argument("--list", action="store_true", help="show what is in the trash")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -123,6 +141,14 @@ def add_parser(subparsers: Any) -> None:
     )
     _fill_rm_parser(rm)
     rm.set_defaults(func=run, memory_entry="rm")
+    restore = subparsers.add_parser(
+        "restore",
+        help="bring a session removed with `pinb rm` back from the trash",
+        description="Move a removed session back to where it was and point the forks that "
+        "`pinb rm` relinked at it again. Without a name (or with --list), list the trash.",
+    )
+    _fill_restore_parser(restore)
+    restore.set_defaults(func=run, memory_entry="restore")
 
 
 def build_parser(prog: str = "pinb memory") -> argparse.ArgumentParser:
@@ -138,17 +164,38 @@ def _store(args: argparse.Namespace) -> MemoryStore:
 
 
 def _rm(args: argparse.Namespace, out: IO[str]) -> int:
-    from .sessions import find_forks, remove_session
+    from ..core.paths import sessions_root
+    from .sessions import find_forks, inside, remove_session
 
     store = _store(args) if getattr(args, "db", None) else None
     for file in args.files:
         if args.dry_run:
-            forks = find_forks(file)
-            print(f"would move {file} to the trash", file=out)
-            for fork in forks:
-                print(f"would relink fork {fork}", file=out)
+            say(f"would move {file} to the trash", file=out)
+            for fork in find_forks(file):
+                if inside(fork, [sessions_root()]):
+                    say(f"would relink fork {fork}", file=out)
+                else:
+                    say(f"would leave fork {fork} as is (outside the sessions folder)", file=out)
             continue
-        print(remove_session(file, store=store).summary(), file=out)
+        say(remove_session(file, store=store).summary(), file=out)
+    return 0
+
+
+def _restore(args: argparse.Namespace, out: IO[str]) -> int:
+    from .restore import removed_sessions, restore_session
+
+    if args.list or not args.names:
+        entries = removed_sessions()
+        if not entries:
+            say("the trash is empty", file=out)
+        for entry in entries:
+            say(
+                f"{entry.removed_at[:19]}  {entry.original_path}  (in {entry.trash_path})", file=out
+            )
+        return 0
+    store = _store(args) if getattr(args, "db", None) else None
+    for name in args.names:
+        say(restore_session(name, store=store).summary(), file=out)
     return 0
 
 
@@ -156,6 +203,8 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
     command = args.memory_command or "list"
     if command == "rm":
         return _rm(args, out)
+    if command == "restore":
+        return _restore(args, out)
     store = _store(args)
     project = store.ensure_project(args.cwd)
     if command == "list":
@@ -169,8 +218,11 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
         )
         _print_records(records, args, out)
     elif command == "save":
-        record = store.save(" ".join(args.text), project=project, kind=args.kind, tags=args.tag)
-        print(f"saved #{record.id} ({record.kind})", file=out)
+        record, created = store.save_once(
+            " ".join(args.text), project=project, kind=args.kind, tags=args.tag
+        )
+        verb = "saved" if created else "already saved as"
+        say(f"{verb} #{record.id} ({record.kind})", file=out)
     elif command == "recall":
         records = store.recall(
             " ".join(args.query),
@@ -182,13 +234,15 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
         _print_records(records, args, out)
     elif command == "forget":
         record = store.forget(args.id, args.reason, project=project)
-        print(f"forgot #{record.id}: {record.deleted_reason}", file=out)
+        say(f"forgot #{record.id}: {record.deleted_reason}", file=out)
     elif command == "promote":
         record = store.promote(args.id, args.kind, text=args.text, project=project)
-        print(f"promoted #{record.id} to {record.kind}", file=out)
+        say(f"promoted #{record.id} to {record.kind}", file=out)
     elif command == "edit":
-        record = store.edit(args.id, text=args.text, kind=args.kind, tags=args.tags, project=project)
-        print(_line(record), file=out)
+        record = store.edit(
+            args.id, text=args.text, kind=args.kind, tags=args.tags, project=project
+        )
+        say(_line(record), file=out)
     elif command == "inject":
         return _inject(store, project, args, out)
     return 0
@@ -203,11 +257,11 @@ def _inject(store: MemoryStore, project: str, args: argparse.Namespace, out: IO[
         from .inject import memory_prompt_section
 
         section = memory_prompt_section(store, project, force=True, strict=True)
-        print(section or "(no notes to inject)", file=out)
+        say(section or "(no notes to inject)", file=out)
         return 0
     state = "on" if settings.enabled else "off"
     cap = f", up to {settings.limit} notes" if settings.limit else ""
-    print(f"memory injection is {state} for this project{cap}", file=out)
+    say(f"memory injection is {state} for this project{cap}", file=out)
     return 0
 
 
@@ -218,11 +272,14 @@ def run(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     """
     stream = out if out is not None else sys.stdout
     try:
-        if getattr(args, "memory_entry", "memory") == "rm":
+        entry = getattr(args, "memory_entry", "memory")
+        if entry == "rm":
             return _rm(args, stream)
+        if entry == "restore":
+            return _restore(args, stream)
         return _memory(args, stream)
     except PinbError as exc:
-        print(f"pinb: {exc}", file=sys.stderr)
+        say(f"pinb: {exc}", file=sys.stderr)
         return 1
 
 
@@ -237,6 +294,6 @@ def memory_command(argv: Sequence[str], *, out: IO[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
     except argparse.ArgumentError as exc:
-        print(f"pinb memory: {exc}", file=sys.stderr)
+        say(f"pinb memory: {exc}", file=sys.stderr)
         return 2
     return run(args, out=out)

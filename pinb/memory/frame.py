@@ -63,9 +63,7 @@ def memory_frame(
     import pandas as pd  # lazily: pinb.memory works without pandas
 
     store = store if store is not None else MemoryStore()
-    records = store.records(
-        project, include_deleted=include_deleted, all_projects=all_projects
-    )
+    records = store.records(project, include_deleted=include_deleted, all_projects=all_projects)
     records.sort(key=lambda r: r.id)
     rows = [
         (

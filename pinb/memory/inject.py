@@ -36,7 +36,8 @@ _PREAMBLE = (
 )
 # Injected notes go first by kind: what the user wants, then what was decided.
 _KIND_ORDER = {
-    kind: rank for rank, kind in enumerate(("preference", "decision", "architecture", "fact", "note"))
+    kind: rank
+    for rank, kind in enumerate(("preference", "decision", "architecture", "fact", "note"))
 }
 _MARKER = re.compile(r"<\s*/?\s*recalled_memory", re.IGNORECASE)
 
@@ -155,9 +156,7 @@ def with_memory(
     The arguments after ``system_prompt`` are those of :func:`memory_prompt_section`;
     when injection is off (or the memory cannot be read) the prompt comes back unchanged.
     """
-    section = memory_prompt_section(
-        store, project, query=query, limit=limit, max_chars=max_chars
-    )
+    section = memory_prompt_section(store, project, query=query, limit=limit, max_chars=max_chars)
     if not section:
         return system_prompt
     return f"{system_prompt.rstrip()}\n\n{section}\n" if system_prompt.strip() else section + "\n"

@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..core.compaction import serialize_conversation
 from ..core.context import convert_to_llm
-from .records import SAVE_KINDS, MemoryRecord
+from .records import SAVE_KINDS, MemoryRecord, normal_text
 from .store import MemoryStore
 
 __all__ = [
@@ -175,10 +175,6 @@ def _summarize(summarizer: Any, text: str, instructions: str, max_tokens: int) -
     return answer
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
 def observe(
     messages: Sequence[dict[str, Any]] | str,
     summarizer: Summarizer | Any,
@@ -236,12 +232,12 @@ def observe(
             return result
         store = store if store is not None else MemoryStore()
         pid = project if project is not None else store.ensure_project(cwd)
-        known = {_normal(r.text) for r in store.records(pid)}
+        known = {normal_text(r.text) for r in store.records(pid)}
         for note in result.proposed:
-            if _normal(note.text) in known:
+            if normal_text(note.text) in known:
                 result.duplicates += 1
                 continue
-            known.add(_normal(note.text))
+            known.add(normal_text(note.text))
             record = store.save(
                 note.text,
                 project=pid,

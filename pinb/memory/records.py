@@ -1,4 +1,4 @@
-"""Memory values: record kinds, the record dataclass, errors, project ids, tags, query text."""
+"""Memory values: record kinds, the record dataclass, the table layout, errors, project ids, tags."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ __all__ = [
     "MemoryStoreError",
     "default_db_path",
     "fts_query",
+    "normal_text",
     "normalize_tags",
     "project_id",
     "translate_errors",
@@ -41,6 +42,7 @@ KINDS = ("fact", "preference", "decision", "architecture", "note", "observation"
 SAVE_KINDS = KINDS[:-1]
 #: The database file inside ``<agentDir>/memory/``.
 DB_FILE_NAME = "pinb-memory.sqlite"
+
 
 class MemoryStoreError(PinbError):
     """The memory database cannot be used as asked.
@@ -194,7 +196,9 @@ def project_id(cwd: str | os.PathLike[str] | None = None) -> str:
     >>> len(project_id("/tmp"))
     16
     """
-    resolved = os.path.normcase(os.path.realpath(os.fspath(cwd if cwd is not None else os.getcwd())))
+    resolved = os.path.normcase(
+        os.path.realpath(os.fspath(cwd if cwd is not None else os.getcwd()))
+    )
     return hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -211,7 +215,7 @@ def normalize_tags(tags: str | Iterable[str] | None) -> tuple[str, ...]:
     if tags is None:
         return ()
     items = re.split(r"[,\s]+", tags) if isinstance(tags, str) else list(tags)
-    out = {re.sub(r"\s+", "-", str(t).strip().lower()).lstrip("#") for t in items}
+    out = {re.sub(r"\s+", "-", _valid(str(t)).strip().lower()).lstrip("#") for t in items}
     return tuple(sorted(t for t in out if t))
 
 
@@ -232,10 +236,21 @@ def check_kind(kind: str, allowed: Sequence[str] = KINDS) -> str:
     return kind
 
 
+def normal_text(text: str) -> str:
+    """A note's text for spotting the same note twice: case and spacing ignored."""
+    return " ".join(text.casefold().split())
+
+
 def check_text(text: str) -> str:
+    """The note's text, stripped; a lone surrogate (from undecodable command-line bytes or
+    JSON) becomes U+FFFD, since SQLite stores only valid UTF-8."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidMemoryError("a memory needs some text")
-    return text.strip()
+    return _valid(text.strip())
+
+
+def _valid(text: str) -> str:
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 #: The ``records`` table's columns, in :class:`MemoryRecord` order.
@@ -243,6 +258,52 @@ COLUMNS = (
     "id", "project", "kind", "text", "tags", "proposed_kind", "source_session", "source_entry",
     "source_deleted_at", "created_at", "updated_at", "deleted_at", "deleted_reason",
 )  # fmt: skip
+
+#: Version of the database layout (SQLite ``user_version``).
+SCHEMA_VERSION = 1
+
+#: The database layout, run once on a new file.
+SCHEMA = f"""
+CREATE TABLE projects (id TEXT PRIMARY KEY, cwd TEXT, inject INTEGER NOT NULL DEFAULT 0,
+    inject_limit INTEGER, updated_at TEXT NOT NULL);
+CREATE TABLE records (id INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ({", ".join(repr(k) for k in KINDS)})),
+    text TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '', proposed_kind TEXT,
+    source_session TEXT, source_entry TEXT, source_deleted_at TEXT,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT, deleted_reason TEXT);
+CREATE INDEX records_by_project ON records (project, deleted_at);
+CREATE INDEX records_by_source ON records (source_session);
+CREATE VIRTUAL TABLE records_fts USING fts5 (text, tags, content='records', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2');
+CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN INSERT INTO records_fts
+    (records_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
+CREATE TRIGGER records_au AFTER UPDATE OF text, tags ON records BEGIN INSERT INTO records_fts
+    (records_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
+    INSERT INTO records_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+CREATE TABLE history (record_id INTEGER NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL,
+    kind TEXT, text TEXT, tags TEXT, detail TEXT);
+CREATE INDEX history_by_record ON history (record_id);
+CREATE TABLE embeddings (record_id INTEGER NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (record_id, model));
+PRAGMA user_version = {SCHEMA_VERSION}
+"""
+
+
+def same_note(conn: sqlite3.Connection, project: str, kind: str, body: str) -> MemoryRecord | None:
+    """The record of ``project`` and ``kind``, not forgotten, whose text is ``body`` (as
+    :func:`normal_text` sees it), if any."""
+    wanted = normal_text(body)
+    rows = conn.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM records WHERE project = ? AND kind = ? "
+        "AND deleted_at IS NULL ORDER BY id",
+        (project, kind),
+    )
+    for row in rows:
+        if normal_text(row["text"]) == wanted:
+            return record_from_row(row)
+    return None
 
 
 def record_from_row(row: sqlite3.Row, score: float | None = None) -> MemoryRecord:

@@ -1,4 +1,4 @@
-"""Removing a session safely: to the trash, with forks relinked to its parent and memory updated."""
+"""Removing a session safely (to the trash, forks relinked, memory flagged) and restoring it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from typing import Any
 
 from ..core.paths import agent_dir, iso_now, sessions_root
 from ..core.store import (
-    atomic_write_lines,
     is_valid_header,
     locked_append,
     parse_session_bytes,
@@ -24,6 +23,7 @@ from ..core.store import (
 from ..core.target import Pi
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import SessionFileError
+from ..fileout import replace_file
 from .records import default_db_path
 
 __all__ = [
@@ -60,6 +60,9 @@ class RemovedSession:
         its forks now name instead.
     relinked:
         Session files whose header was rewritten.
+    left_alone:
+        Forks found beside the file but outside the folders searched (the sessions
+        folder by default): pinb does not rewrite files there, so they still name it.
     memory_marked:
         Memory records citing the session, now flagged as having lost their source.
     memory_error:
@@ -71,6 +74,7 @@ class RemovedSession:
     trash_path: Path
     parent_session: str | None
     relinked: list[Path] = field(default_factory=list)
+    left_alone: list[Path] = field(default_factory=list)
     memory_marked: int = 0
     memory_error: str | None = None
 
@@ -80,6 +84,8 @@ class RemovedSession:
         target = self.parent_session or "no parent (field removed)"
         for child in self.relinked:
             lines.append(f"Relinked fork {child} -> {target}")
+        for child in self.left_alone:
+            lines.append(f"Fork {child} is outside the sessions folder: left as it was")
         if self.memory_marked:
             lines.append(f"{self.memory_marked} memory record(s) now cite a deleted session")
         if self.memory_error:
@@ -92,7 +98,7 @@ def trash_dir() -> Path:
     return agent_dir() / "trash"
 
 
-def _first_value(path: Path) -> Any:
+def first_value(path: Path) -> Any:
     """The first JSON value of a file, read as Pi reads it (blank and bad lines skipped)."""
     try:
         with open(path, "rb") as handle:
@@ -121,18 +127,26 @@ def _names_file(reference: str, target: Path, base: Path) -> bool:
     )
 
 
-def _session_files(roots: Iterable[Path], skip: Path) -> Iterator[Path]:
+def _session_files(roots: Iterable[Path], skip: Path, *, recursive: bool = True) -> Iterator[Path]:
     seen: set[str] = set()
     for root in roots:
         if not root.is_dir():
             continue
-        for path in sorted(root.rglob("*.jsonl")):
+        found = root.rglob("*.jsonl") if recursive else root.glob("*.jsonl")
+        for path in sorted(found):
             key = os.path.realpath(path)
             if key in seen or path.is_relative_to(skip):
                 continue
             seen.add(key)
             if path.is_file():
                 yield path
+
+
+def inside(path: Path, folders: Iterable[Path]) -> bool:
+    """Whether ``path`` sits in one of ``folders`` (its own name is not resolved, so a
+    symlink kept in the sessions folder counts as inside it)."""
+    here = os.path.join(os.path.realpath(path.parent), path.name)
+    return any(here.startswith(os.path.join(os.path.realpath(f), "")) for f in folders)
 
 
 def find_forks(
@@ -148,20 +162,28 @@ def find_forks(
     path:
         The parent session file.
     roots:
-        Folders searched recursively for ``*.jsonl`` files; default the sessions root
-        and the parent's own folder.
+        Folders searched recursively for ``*.jsonl`` files; default the sessions root.
+        The parent's own folder is searched too, but never below it: a session kept in
+        ``~/notes`` must not make pinb read all of ``~/notes``.
     exclude:
         A folder never searched; default the trash folder.
     """
     target = Path(path)
     folders = [Path(r) for r in roots] if roots is not None else [sessions_root()]
-    folders.append(target.parent)
-    forks: list[Path] = []
     skip = Path(exclude) if exclude is not None else trash_dir()
-    for candidate in _session_files(folders, skip):
+    candidates = [
+        *_session_files(folders, skip),
+        *_session_files([target.parent], skip, recursive=False),
+    ]
+    forks: list[Path] = []
+    seen: set[str] = set()
+    for candidate in candidates:
+        if os.path.realpath(candidate) in seen:
+            continue
+        seen.add(os.path.realpath(candidate))
         if os.path.realpath(candidate) == os.path.realpath(target):
             continue
-        header = _first_value(candidate)
+        header = first_value(candidate)
         if not is_valid_header(header):
             continue
         parent = header.get("parentSession")
@@ -206,7 +228,8 @@ def relink_parent(
             lines[first.line - 1] = old[: max(start, 0)] + serialize_line(header)[:-1] + end
             if os.path.getsize(file_path) != len(data):
                 continue  # someone appended while we read: read again
-            atomic_write_lines(file_path, [b"\n".join(lines)])
+            # Mode and symlink kept: a private 0600 fork stays private, a link stays a link.
+            replace_file(file_path, b"\n".join(lines))
             return header
     raise SessionRemovalError(
         "the file kept changing while its header was being rewritten; try again", path=file_path
@@ -281,7 +304,12 @@ def remove_session(
     parent = parent if isinstance(parent, str) and parent else None
     trash_folder = Path(trash) if trash is not None else trash_dir()
     relinked: list[Path] = []
+    left_alone: list[Path] = []
+    searched = [Path(r) for r in roots] if roots is not None else [sessions_root()]
     for fork in find_forks(source, roots, exclude=trash_folder):
+        if not inside(fork, searched):
+            left_alone.append(fork)  # beside a file kept outside the sessions folder
+            continue
         new_parent = parent
         if new_parent is not None and _names_file(new_parent, fork, source.parent):
             new_parent = None  # never make a session its own parent
@@ -299,7 +327,9 @@ def remove_session(
     try:
         shutil.move(source, target)
     except OSError as exc:
-        raise SessionRemovalError(f"could not move the file to the trash: {exc}", path=source) from exc
+        raise SessionRemovalError(
+            f"could not move the file to the trash: {exc}", path=source
+        ) from exc
     backup = source.with_name(source.name + ".pre-v3.bak")
     if backup.exists():
         with contextlib.suppress(OSError):
@@ -311,7 +341,7 @@ def remove_session(
         "relinked": [str(p) for p in relinked],
     }
     target.with_name(target.name + ".removed.json").write_text(json.dumps(note, indent=2) + "\n")
-    result = RemovedSession(source, target, parent, relinked)
+    result = RemovedSession(source, target, parent, relinked, left_alone)
     _mark_memory(result, store)
     return result
 

@@ -15,8 +15,9 @@ from typing import Any, Literal
 from ..core.paths import iso_now
 from .records import (
     COLUMNS,
-    KINDS,
     SAVE_KINDS,
+    SCHEMA,
+    SCHEMA_VERSION,
     Embedder,
     InjectionSettings,
     InvalidMemoryError,
@@ -32,6 +33,7 @@ from .records import (
     normalize_tags,
     project_id,
     record_from_row,
+    same_note,
     sql_filters,
     translate_errors,
     with_score,
@@ -40,35 +42,6 @@ from .records import (
 __all__ = ["SCHEMA_VERSION", "MemoryStore"]
 
 log = logging.getLogger("pinb.memory")
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = f"""
-CREATE TABLE projects (id TEXT PRIMARY KEY, cwd TEXT, inject INTEGER NOT NULL DEFAULT 0,
-    inject_limit INTEGER, updated_at TEXT NOT NULL);
-CREATE TABLE records (id INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ({", ".join(repr(k) for k in KINDS)})),
-    text TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '', proposed_kind TEXT,
-    source_session TEXT, source_entry TEXT, source_deleted_at TEXT,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT, deleted_reason TEXT);
-CREATE INDEX records_by_project ON records (project, deleted_at);
-CREATE INDEX records_by_source ON records (source_session);
-CREATE VIRTUAL TABLE records_fts USING fts5 (text, tags, content='records', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
-CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN INSERT INTO records_fts
-    (records_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
-CREATE TRIGGER records_au AFTER UPDATE OF text, tags ON records BEGIN INSERT INTO records_fts
-    (records_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
-    INSERT INTO records_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
-CREATE TABLE history (record_id INTEGER NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL,
-    kind TEXT, text TEXT, tags TEXT, detail TEXT);
-CREATE INDEX history_by_record ON history (record_id);
-CREATE TABLE embeddings (record_id INTEGER NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL,
-    PRIMARY KEY (record_id, model));
-PRAGMA user_version = {SCHEMA_VERSION}
-"""
 
 _COLUMNS = ", ".join(COLUMNS)
 
@@ -151,7 +124,7 @@ class MemoryStore:
                     )
                 if version == 0:
                     statement = ""
-                    for line in _SCHEMA.splitlines(keepends=True):
+                    for line in SCHEMA.splitlines(keepends=True):
                         statement += line
                         if sqlite3.complete_statement(statement):
                             conn.execute(statement)
@@ -224,7 +197,11 @@ class MemoryStore:
 
     # -- records --------------------------------------------------------------------------
 
-    def save(
+    def save(self, text: str, **fields: Any) -> MemoryRecord:
+        """Store a note and return it; as :meth:`save_once`, without the ``created`` flag."""
+        return self.save_once(text, **fields)[0]
+
+    def save_once(
         self,
         text: str,
         *,
@@ -234,8 +211,8 @@ class MemoryStore:
         source_session: str | os.PathLike[str] | None = None,
         source_entry: str | None = None,
         proposed_kind: str | None = None,
-    ) -> MemoryRecord:
-        """Store a new note and return it.
+    ) -> tuple[MemoryRecord, bool]:
+        """Store a new note; return it and ``True`` (or the same note and ``False``).
 
         Parameters
         ----------
@@ -249,6 +226,9 @@ class MemoryStore:
             The session file and entry id the note came from, when any.
         proposed_kind:
             For an ``observation``: the kind it would be promoted to.
+
+        A note of the same kind whose text differs only in case and spacing, not forgotten,
+        in the same project, is not stored twice: it gets the new tags and is returned.
 
         Raises
         ------
@@ -265,11 +245,29 @@ class MemoryStore:
         now = iso_now()
         source = os.path.abspath(os.fspath(source_session)) if source_session else None
         with self._transaction(write=True) as conn:
+            same = same_note(conn, pid, kind, body)
+            if same is not None:
+                merged = " ".join(normalize_tags([*same.tags, *normalize_tags(tags)]))
+                conn.execute(
+                    "UPDATE records SET tags = ?, updated_at = ? WHERE id = ?",
+                    (merged, now, same.id),
+                )
+                row = conn.execute(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (same.id,))
+                return record_from_row(row.fetchone()), False
             cursor = conn.execute(
                 "INSERT INTO records (project, kind, text, tags, proposed_kind, source_session, "
                 "source_entry, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (pid, kind, body, " ".join(normalize_tags(tags)), proposed_kind, source,
-                 source_entry, now, now),
+                (
+                    pid,
+                    kind,
+                    body,
+                    " ".join(normalize_tags(tags)),
+                    proposed_kind,
+                    source,
+                    source_entry,
+                    now,
+                    now,
+                ),
             )
             record_id = cursor.lastrowid
             row = conn.execute(
@@ -281,7 +279,7 @@ class MemoryStore:
                 self._store_vectors([record])
             except Exception as exc:  # the note is saved; the vector is filled in at recall
                 log.warning("%s: embedding memory #%s failed: %s", self._path, record.id, exc)
-        return record
+        return record, True
 
     def get(self, record_id: int, *, project: str | None = None) -> MemoryRecord:
         """The record ``record_id`` (forgotten ones included).
@@ -578,18 +576,23 @@ class MemoryStore:
             (row["id"], iso_now(), action, row["kind"], row["text"], row["tags"], detail),
         )
 
-    def mark_source_deleted(self, session_path: str | os.PathLike[str]) -> int:
+    def mark_source_deleted(
+        self, session_path: str | os.PathLike[str], *, restored: bool = False
+    ) -> int:
         """Flag every record citing ``session_path`` as having lost its source; the count.
 
-        The records keep their text and the path they cite.
+        The records keep their text and the path they cite. ``restored=True`` clears the
+        flag again (the session came back from the trash).
         """
         raw = os.fspath(session_path)
-        spellings = {raw, os.path.abspath(raw), os.path.realpath(raw)}
-        now = iso_now()
+        spellings = sorted({raw, os.path.abspath(raw), os.path.realpath(raw)})
+        marks = ", ".join("?" * len(spellings))
+        if restored:
+            sql = "UPDATE records SET source_deleted_at = NULL WHERE source_deleted_at IS NOT NULL"
+            params: list[Any] = []
+        else:
+            sql = "UPDATE records SET source_deleted_at = ? WHERE source_deleted_at IS NULL"
+            params = [iso_now()]
         with self._transaction(write=True) as conn:
-            cursor = conn.execute(
-                f"UPDATE records SET source_deleted_at = ? WHERE source_deleted_at IS NULL "
-                f"AND source_session IN ({', '.join('?' * len(spellings))})",
-                [now, *sorted(spellings)],
-            )
+            cursor = conn.execute(f"{sql} AND source_session IN ({marks})", [*params, *spellings])
             return cursor.rowcount

@@ -127,7 +127,7 @@ class MemorySaveTool(_MemoryTool):
             "tags": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Optional short keywords, e.g. [\"ci\", \"deploy\"].",
+                "description": 'Optional short keywords, e.g. ["ci", "deploy"].',
             },
         },
         "required": ["text"],
@@ -144,7 +144,7 @@ class MemorySaveTool(_MemoryTool):
         session = context.session
         path = getattr(session, "path", None)
         entry_id = context.extra.get("entry_id", getattr(session, "leaf_id", None))
-        record = self.store.save(
+        record, created = self.store.save_once(
             text,
             project=self._project(context),
             kind=kind,
@@ -152,8 +152,9 @@ class MemorySaveTool(_MemoryTool):
             source_session=path,
             source_entry=entry_id if isinstance(entry_id, str) and path else None,
         )
+        said = "Saved" if created else "Already saved as"
         return ToolResult.text(
-            f"Saved memory #{record.id} ({record.kind}).", details=_record_details(record)
+            f"{said} memory #{record.id} ({record.kind}).", details=_record_details(record)
         )
 
 

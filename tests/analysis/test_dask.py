@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import distributed
 import pandas as pd
@@ -11,7 +13,7 @@ import pytest
 
 from pinb.analysis import dask as pdask
 from pinb.analysis.frames import entries_frame, sessions_frame, tool_calls_frame
-from pinb.errors import UsageError
+from pinb.errors import SessionFileError, UsageError
 
 from .conftest import CASES, PI_FIXTURES, build_demo
 
@@ -92,15 +94,44 @@ def test_bag_of_rows_on_a_local_cluster(client: distributed.Client) -> None:
     assert roles["assistant"] == int((frames.role == "assistant").sum())
 
 
-def test_errors_raise_or_skip(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "reader",
+    [
+        pdask.read_entries,
+        pdask.read_messages,
+        pdask.read_tool_calls,
+        pdask.read_compactions,
+        pdask.read_sessions,
+        lambda source, **kw: pdask.read_bag(source, "entries", **kw),
+    ],
+)
+def test_every_reader_treats_a_stray_file_alike(tmp_path: Path, reader: Any) -> None:
+    # One non-session file used to stop read_entries but vanish silently from read_sessions.
     good, _ = build_demo(tmp_path)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"not": "a session"}\n')
-    with pytest.raises(Exception, match="not a Pi session"):
-        pdask.read_entries([good, bad]).compute(scheduler="sync")
-    frame = pdask.read_entries([good, bad], errors="skip").compute(scheduler="sync")
-    assert len(frame) == len(entries_frame(good))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.warns(UserWarning, match="2 file\\(s\\) left out"):
+        warned = reader(tmp_path).compute(scheduler="sync")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        skipped = reader(tmp_path, errors="skip").compute(scheduler="sync")
+    alone = reader(good).compute(scheduler="sync")
+    assert len(warned) == len(skipped) == len(alone) > 0
+    with pytest.raises(SessionFileError, match=r"bad\.jsonl: not a Pi session"):
+        reader([good, bad], errors="raise")  # before any task runs
+
+
+def test_no_session_at_all_or_bad_arguments(tmp_path: Path) -> None:
+    good, _ = build_demo(tmp_path / "ok")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"not": "a session"}\n')
     with pytest.raises(UsageError, match="no session files"):
         pdask.read_entries(tmp_path / "nothing-here")
+    with pytest.raises(UsageError, match="none of the 1 file"):
+        pdask.read_entries(bad, errors="skip")
+    with pytest.raises(UsageError, match="errors must be"):
+        pdask.read_entries(good, errors="ignore")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="unknown kind"):
         pdask.read_bag(good, "bogus")  # type: ignore[arg-type]

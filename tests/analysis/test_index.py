@@ -113,3 +113,16 @@ def test_a_damaged_index_is_rebuilt() -> None:
     assert [h.path for h in search("delta")] == [path]
     with SessionCatalog() as catalog:
         assert catalog.rebuild().updated == 1
+
+
+def test_odd_text_and_odd_file_names_do_not_stop_ls_or_search(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    folder = _project("odd")
+    path = _chat(folder, "hi \ud83d there", "a lone surrogate above")
+    (folder / os.fsdecode(b"\xff-not-utf8.jsonl")).write_bytes(path.read_bytes())
+    [info] = list_indexed(folder)
+    assert info.path == path and info.first_message == "hi \ufffd there"
+    [hit] = search("there", folder)
+    assert hit.path == path and "«there»" in hit.snippet
+    assert "not valid UTF-8" in caplog.text

@@ -75,3 +75,15 @@ def test_rm_moves_to_trash(write_session, capsys) -> None:
     assert "Moved" in out and not parent.exists()
     assert _pinb(["rm", str(parent)]) == 1
     assert "no such session file" in capsys.readouterr().err
+
+
+def test_saving_twice_says_it_is_already_saved(
+    project_dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cwd = str(project_dirs[0])
+    assert _pinb(["memory", "--cwd", cwd, "save", "Use", "nox"]) == 0
+    assert capsys.readouterr().out.strip() == "saved #1 (note)"
+    assert _pinb(["memory", "--cwd", cwd, "save", "use", "NOX"]) == 0
+    assert capsys.readouterr().out.strip() == "already saved as #1 (note)"
+    assert _pinb(["memory", "--cwd", cwd, "list", "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [1]

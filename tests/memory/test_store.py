@@ -104,7 +104,9 @@ def test_tags_are_searched_too(store: MemoryStore) -> None:
 
 def test_recall_ties_are_broken_by_id(store: MemoryStore) -> None:
     _filler(store, "p")
-    ids = [store.save("flaky test in the parser", project="p").id for _ in range(3)]
+    # The same text under three kinds: three records (one kind would be one note) that tie.
+    kinds = ("note", "fact", "decision")
+    ids = [store.save("flaky test in the parser", project="p", kind=k).id for k in kinds]
     first = [r.id for r in store.recall("flaky parser", project="p")]
     assert first == ids
     assert [r.id for r in store.recall("flaky parser", project="p")] == first
@@ -292,3 +294,24 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         texts = {r.text for r in records if r.tags == (tag,)}
         assert texts == {f"note {i} from writer {tag}" for i in range(count)}
     assert len(MemoryStore(db).recall("writer", project="shared", limit=100)) == 2 * count
+
+
+def test_saving_the_same_text_twice_keeps_one_note(store: MemoryStore) -> None:
+    first, created = store.save_once("Use nox for tests", project="p", tags=["ci"])
+    assert created
+    again, created = store.save_once("  use NOX   for tests ", project="p", tags=["tooling"])
+    assert not created and again.id == first.id
+    assert again.text == "Use nox for tests" and again.tags == ("ci", "tooling")
+    assert [r.id for r in store.records("p")] == [first.id]
+    # Another kind, another project, or a forgotten note: a new record each time.
+    assert store.save("Use nox for tests", project="p", kind="decision").id != first.id
+    assert store.save("Use nox for tests", project="q").id != first.id
+    store.forget(first.id, "changed our mind", project="p")
+    assert store.save("Use nox for tests", project="p").id != first.id
+
+
+def test_text_that_is_not_valid_unicode_is_stored_readably(store: MemoryStore) -> None:
+    # Undecodable command-line bytes arrive as lone surrogates, which SQLite refuses.
+    record = store.save("bad \udcff bytes", project="p", tags=["t\udcff"])
+    assert record.text == "bad \ufffd bytes" and record.tags == ("t\ufffd",)
+    assert [r.id for r in store.recall("bytes", project="p")] == [record.id]

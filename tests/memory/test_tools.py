@@ -54,6 +54,10 @@ def test_save_recall_forget_through_execute(
     assert details["sourceEntryId"] == session.leaf_id
     record = store.get(details["id"])
     assert record.project == project_id(cwd) and record.source_entry == session.leaf_id
+    again = tools["memory_save"].execute(
+        {"text": "releases are cut from main", "kind": "decision"}, context
+    )
+    assert _text(again) == f"Already saved as memory #{record.id} (decision)."
 
     recalled = tools["memory_recall"].execute({"query": "how are releases cut?"}, context)
     assert not recalled.is_error

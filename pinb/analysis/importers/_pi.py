@@ -1,4 +1,10 @@
-"""The Pi side of the importers: entries built with explicit parents, Pi-shaped messages."""
+"""The Pi side of the importers: entries built with explicit parents, Pi-shaped messages.
+
+Every file an import writes is named here (:func:`destination`): from the source's own
+timestamp and id, so importing the same transcript again finds the file it wrote before
+(and never writes a second file with the same session id), and checked, so no name taken
+from a transcript can reach outside the destination folder.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,10 @@ from typing import Any
 
 from ...core.migrate import new_entry_id
 from ...core.paths import session_file_name, sessions_dir_for
-from ...core.store import atomic_write_lines, serialize_line
+from ...core.store import serialize_line
 from ...core.wire import parse_js_date
 from ...errors import PinbError
+from ...fileout import write_new_file
 
 _NAMESPACE = uuid.UUID("5b1f3c1e-7d0a-4c55-9a53-2f6e8a1d0b42")
 _ZERO_COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
@@ -42,6 +49,11 @@ class ImportResult:
     skipped:
         Source lines not carried over, by kind (duplicates of other lines, sidechains,
         unreadable lines...), so nothing disappears unnoticed.
+    notes:
+        Other things worth saying (a sub-agent whose parent session was not found...).
+    error:
+        Why this transcript of a folder was not imported (``path`` is then the source and
+        nothing was written); the other files of the folder still are.
     """
 
     source: Path
@@ -50,13 +62,36 @@ class ImportResult:
     created: bool
     entries: int
     skipped: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
 
 
-def iso(value: Any) -> str:
-    """A timestamp as JavaScript's ``toISOString`` prints it (now when unreadable)."""
+def iso_or_none(value: Any) -> str | None:
+    """A timestamp as JavaScript's ``toISOString`` prints it, or ``None`` when unreadable."""
     ms = parse_js_date(value) if isinstance(value, str) else None
-    when = datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else datetime.now(UTC)
+    if ms is None:
+        return None
+    try:
+        when = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):  # a year Python cannot show
+        return None
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso(value: Any, fallback: str | None = None) -> str:
+    """:func:`iso_or_none`, else ``fallback`` (a time from the source), else the Unix epoch.
+
+    Never the current time: a converted file must come out the same on every import.
+    """
+    return iso_or_none(value) or fallback or "1970-01-01T00:00:00.000Z"
+
+
+def file_time(path: Path) -> str:
+    """The source file's modification time: the last resort for a transcript with no date."""
+    try:
+        return iso(datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat())
+    except (OSError, OverflowError, ValueError):
+        return iso(None)
 
 
 def epoch_ms(text: str) -> int:
@@ -72,7 +107,7 @@ def read_lines(path: Path, skipped: dict[str, int]) -> list[dict[str, Any]]:
                 continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
                 skipped["unreadable line"] = skipped.get("unreadable line", 0) + 1
                 continue
             if isinstance(value, dict):
@@ -107,19 +142,92 @@ class Builder:
         return entry
 
     def write(
-        self, source: Path, fmt: str, source_id: str, cwd: str, created: str, out_dir: Path | None
+        self,
+        source: Path,
+        fmt: str,
+        source_id: str,
+        cwd: str,
+        created: str,
+        out_dir: Path | None,
+        *,
+        parent_session: str | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> ImportResult:
-        session_id = str(uuid.uuid5(_NAMESPACE, f"{fmt}:{source_id}"))
-        origin = {"format": fmt, "path": str(source), "sessionId": source_id}
-        header = {"type": "session", "version": 3, "id": session_id, "timestamp": created,
-                  "cwd": cwd, "metadata": {"importedFrom": origin}}  # fmt: skip
-        folder = out_dir if out_dir is not None else sessions_dir_for(cwd)
-        path = folder / session_file_name(created, session_id)
-        if path.exists():
-            return ImportResult(source, path, session_id, False, len(self.entries))
+        """Write the entries under a new header, unless this source was imported before."""
+        session_id = pi_session_id(fmt, source_id)
+        folder = import_folder(source, cwd, out_dir)
+        existing = find_imported(folder, session_id)
+        if existing is not None:
+            return ImportResult(source, existing, session_id, False, len(self.entries))
+        path = destination(folder, session_file_name(created, session_id), source)
+        meta = {"format": fmt, "path": str(source), "sessionId": source_id, **(origin or {})}
+        header: dict[str, Any] = {"type": "session", "version": 3, "id": session_id,
+                                  "timestamp": created, "cwd": cwd}  # fmt: skip
+        if parent_session is not None:
+            header["parentSession"] = parent_session
+        header["metadata"] = {"importedFrom": meta}
         lines = [serialize_line(header), *(serialize_line(e) for e in self.entries)]
-        atomic_write_lines(path, lines, exclusive=True)
+        try:
+            write_new_file(path, b"".join(lines))
+        except FileExistsError:  # another import of the same source got there first
+            return ImportResult(source, path, session_id, False, len(self.entries))
         return ImportResult(source, path, session_id, True, len(self.entries))
+
+
+def pi_session_id(fmt: str, source_id: str) -> str:
+    """The Pi session id of an imported transcript: the same for the same source, always."""
+    return str(uuid.uuid5(_NAMESPACE, f"{fmt}:{source_id}"))
+
+
+def find_imported(folder: Path, session_id: str) -> Path | None:
+    """The file an earlier import wrote for ``session_id`` in ``folder``, if any.
+
+    Looked up by id, whatever the time in its name, so a source whose date was read
+    differently by an older pinb is still recognised.
+    """
+    if not folder.is_dir():
+        return None
+    found = sorted(folder.glob(f"*_{session_id}.jsonl"))
+    return found[0] if found else None
+
+
+def _check_name(name: str, source: Path, what: str) -> None:
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or len(os.fsencode(name)) > 255
+    ):
+        shown = name if len(name) <= 80 else name[:79] + "…"
+        raise ImportFormatError(
+            f"{source}: the {what} {shown!r} cannot be a file name here; "
+            "pass --cwd or -o to choose where the session goes"
+        )
+
+
+def import_folder(source: Path, cwd: str, out_dir: Path | None) -> Path:
+    """The folder an import writes into: ``out_dir``, or Pi's folder for ``cwd``."""
+    if out_dir is not None:
+        return out_dir
+    if not cwd or "\0" in cwd:
+        raise ImportFormatError(
+            f"{source}: no usable working directory in the transcript; pass --cwd or -o"
+        )
+    folder = sessions_dir_for(cwd)
+    _check_name(folder.name, source, "working directory")
+    return folder
+
+
+def destination(folder: Path, name: str, source: Path) -> Path:
+    """``folder / name``, refused unless ``name`` is one plain file name inside ``folder``."""
+    _check_name(name, source, "file name")
+    path = folder / name
+    inside = os.path.join(os.path.realpath(folder), "")
+    if not os.path.realpath(path).startswith(inside):
+        raise ImportFormatError(f"{source}: {name!r} would be written outside {folder}")
+    return path
 
 
 def pi_usage(
@@ -152,6 +260,7 @@ class Converter:
     """What both converters share: the entries being built, skip counts, tool names."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.skipped: dict[str, int] = {}
         self.records = read_lines(path, self.skipped)
         self.builder = Builder(str(path))
@@ -173,6 +282,14 @@ class Converter:
 
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def as_int(value: Any) -> int:
@@ -208,18 +325,57 @@ def out_dir_path(out_dir: str | os.PathLike[str] | None) -> Path | None:
     return Path(out_dir) if out_dir is not None else None
 
 
-def transcript_files(source: str | os.PathLike[str], fmt: str) -> list[Path]:
-    """The transcripts meant by ``source``: a file, or the matching files below a folder."""
+def is_subagent_file(path: Path, root: Path | None = None) -> bool:
+    """A Claude Code sub-agent transcript: ``agent-*.jsonl`` (2.0) or under ``subagents/`` (2.1).
+
+    With ``root``, only folders below it count (a ``subagents`` folder above is not a sign).
+    """
+    parts = path.relative_to(root).parts if root is not None else path.parts
+    return path.name.startswith("agent-") or "subagents" in parts[:-1]
+
+
+def subagent_files(source: str | os.PathLike[str]) -> list[Path]:
+    """The Claude Code sub-agent transcripts below a folder (none for a single file)."""
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.rglob("*.jsonl") if p.is_file() and is_subagent_file(p, path))
+
+
+def transcript_files(
+    source: str | os.PathLike[str], fmt: str, *, subagents: bool = False
+) -> list[Path]:
+    """The transcripts meant by ``source``: a file, or the matching files below a folder.
+
+    Claude Code sub-agent files are included only with ``subagents``, after the main
+    transcripts (so each one's parent session exists by the time it is linked).
+    """
     path = Path(source).expanduser()
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise ImportFormatError(f"{path}: no such file or folder")
     if fmt == "codex":
-        found = sorted(path.rglob("rollout-*.jsonl"))
+        found = sorted(p for p in path.rglob("rollout-*.jsonl") if p.is_file())
     else:
-        found = sorted(p for p in path.rglob("*.jsonl")
-                       if not p.name.startswith("agent-") and "subagents" not in p.parts)  # fmt: skip
+        every = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        found = [p for p in every if not is_subagent_file(p, path)]
+        if subagents:
+            found += [p for p in every if is_subagent_file(p, path)]
+        elif not found and every:
+            raise ImportFormatError(
+                f"{path}: only Claude Code sub-agent transcripts here; "
+                "import them with --include-sidechains"
+            )
     if not found:
         raise ImportFormatError(f"{path}: no {fmt} transcripts found in this folder")
     return found
+
+
+def not_imported(path: Path, exc: ImportFormatError) -> ImportResult:
+    """The result for one file of a folder that could not be imported (the rest go on)."""
+    return ImportResult(path, path, "", False, 0, error=str(exc))
+
+
+def is_folder(source: str | os.PathLike[str]) -> bool:
+    return Path(source).expanduser().is_dir()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +15,17 @@ from ._pi import (
     ImportResult,
     as_dict,
     as_int,
+    as_str,
     assistant_message,
+    file_time,
+    find_imported,
+    import_folder,
+    is_folder,
     iso,
+    iso_or_none,
+    not_imported,
     out_dir_path,
+    pi_session_id,
     pi_usage,
     result_message,
     stop_reason,
@@ -79,55 +90,162 @@ def _claude_usage(record: dict[str, Any]) -> dict[str, Any]:
     return usage
 
 
+_MESSAGE_KINDS = ("user", "assistant", "system")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_TITLE_KINDS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
+
+
+def _source_parent(record: dict[str, Any]) -> Any:
+    """The uuid a line hangs on; a compact boundary's logical parent is the line before it."""
+    if record.get("subtype") == "compact_boundary" and isinstance(
+        record.get("logicalParentUuid"), str
+    ):
+        return record["logicalParentUuid"]
+    return record.get("parentUuid")
+
+
+@dataclass
+class _Found:
+    """What a transcript says about itself, besides its messages."""
+
+    session_id: str = ""
+    agent_id: str | None = None
+    cwd: str = ""
+    created: str | None = None
+    title: str | None = None
+    leaf: dict[str, Any] | None = None  # the last line of the conversation, in file order
+
+
 class _Claude(Converter):
-    """One Claude Code transcript converted line by line (file order keeps parents first)."""
+    """One Claude Code transcript, converted parents first.
+
+    Lines are converted in file order, except that a line's ancestors (by ``parentUuid``)
+    always come before it: real files can list a child before its parent. A line that is
+    not converted (``attachment``, ``progress``, a left-out sidechain...) is walked
+    through, so its children hang on its nearest converted ancestor and the conversation
+    stays one chain.
+    """
 
     def __init__(self, path: Path, include_sidechains: bool) -> None:
         super().__init__(path)
         self.include_sidechains = include_sidechains
-        self.ids: dict[str, str | None] = {}  # source uuid -> Pi entry id its children hang on
+        self.ids: dict[str, str | None] = {}  # converted uuid -> Pi entry id its children hang on
+        self.by_uuid: dict[str, dict[str, Any]] = {}
         self.by_message_id: dict[str, dict[str, Any]] = {}
-        self.known = {r["uuid"] for r in self.records if isinstance(r.get("uuid"), str)}
-
-    def parent_of(self, record: dict[str, Any]) -> str | None:
-        parent = record.get("parentUuid")
-        if record.get("subtype") == "compact_boundary" and record.get("logicalParentUuid"):
-            parent = record["logicalParentUuid"]
-        if not isinstance(parent, str):
-            return None
-        if parent not in self.ids and parent not in self.known:
-            self.skip("parent missing (made a root)")
-        return self.ids.get(parent)
-
-    def run(self) -> tuple[str, str, str, str | None]:
-        source_id = cwd = created = title = None
-        summaries: list[tuple[str, str]] = []
+        self.last_stamp: str | None = None
         for record in self.records:
+            uid = record.get("uuid")
+            if isinstance(uid, str):
+                self.by_uuid.setdefault(uid, record)
+            if record.get("type") == "assistant":
+                # Every call's name up front: a result listed before its call still gets it.
+                content = as_dict(record.get("message")).get("content")
+                _claude_assistant_blocks(content, self.tool_names)
+        lines = [r for r in self.records if r.get("type") in _MESSAGE_KINDS and "uuid" in r]
+        self.subagent = bool(lines) and all(r.get("isSidechain") for r in lines)
+
+    def pi_parent(self, record: dict[str, Any], *, count: bool = True) -> str | None:
+        """The Pi entry ``record`` hangs on: its parent's, walking up through lines left out."""
+        parent, seen = _source_parent(record), set()
+        while isinstance(parent, str):
+            if parent in self.ids:
+                return self.ids[parent]
+            above = self.by_uuid.get(parent)
+            if above is None or parent in seen:
+                if count:
+                    self.skip("parent missing (made a root)" if above is None else "parent cycle")
+                return None
+            seen.add(parent)
+            parent = _source_parent(above)
+        return None
+
+    def ordered(self) -> Iterator[dict[str, Any]]:
+        """The lines in file order, each one's ancestors moved before it."""
+        emitted: set[int] = set()
+        for record in self.records:
+            chain: list[dict[str, Any]] = []
+            current: dict[str, Any] | None = record
+            while current is not None and id(current) not in emitted:
+                emitted.add(id(current))  # also guards against cycles
+                chain.append(current)
+                parent = _source_parent(current)
+                current = self.by_uuid.get(parent) if isinstance(parent, str) else None
+            yield from reversed(chain)
+
+    def survey(self) -> _Found:
+        """Ids, titles, the working directory and the leaf, read in file order.
+
+        The leaf is the last line in file order that no other line hangs on: normally the
+        file's last line, and still the conversation's end when a child was listed first.
+        """
+        found = _Found()
+        titles: dict[str, str] = {}
+        summaries: list[tuple[str, Any]] = []
+        links = [v for r in self.records for v in (_source_parent(r), r.get("parentUuid"))]
+        parents = {v for v in links if isinstance(v, str)}
+        for record in self.records:
+            kind = record.get("type")
+            found.session_id = found.session_id or as_str(record.get("sessionId")) or ""
+            if isinstance(record.get("agentId"), str):
+                found.agent_id = found.agent_id or record["agentId"]
+            if kind in _TITLE_KINDS and isinstance(record.get(_TITLE_KINDS[kind]), str):
+                titles[kind] = record[_TITLE_KINDS[kind]]  # the latest of each kind wins
+            elif kind == "summary" and isinstance(record.get("summary"), str):
+                summaries.append((record["summary"], record.get("leafUuid")))
+            if not isinstance(record.get("uuid"), str):
+                continue
+            if isinstance(record.get("cwd"), str) and not found.cwd:
+                found.cwd = record["cwd"]
+            found.created = found.created or iso_or_none(record.get("timestamp"))
+            if (self.subagent or not record.get("isSidechain")) and record["uuid"] not in parents:
+                found.leaf = record
+        # Claude Code also writes summaries of other sessions; ours name a line in this file.
+        own = [text for text, leaf in summaries if leaf in self.by_uuid]
+        found.title = (
+            titles.get("custom-title") or titles.get("ai-title") or (own[-1] if own else None)
+        )
+        return found
+
+    def run(self) -> _Found:
+        found = self.survey()
+        if self.subagent and not self.include_sidechains:
+            raise ImportFormatError(
+                f"{self.path}: a Claude Code sub-agent transcript (only sidechain lines); "
+                "import it with --include-sidechains, as a fork linked to its parent session"
+            )
+        for record in self.ordered():
             kind, uid = record.get("type"), record.get("uuid")
-            source_id = source_id or record.get("sessionId")
-            if kind == "summary" and isinstance(record.get("summary"), str):
-                summaries.append((record["summary"], str(record.get("leafUuid"))))
-            elif kind == "custom-title" and isinstance(record.get("customTitle"), str):
-                title = record["customTitle"]
-            elif kind not in ("user", "assistant", "system") or not isinstance(uid, str):
-                self.skip(str(kind))
+            if kind in _TITLE_KINDS or kind == "summary":
+                continue  # read by survey()
+            if kind not in _MESSAGE_KINDS:
+                self.skip(str(kind) if kind is not None else "line without a type")
+            elif not isinstance(uid, str):
+                self.skip(f"{kind} line without a uuid")
+            elif uid in self.ids or self.by_uuid.get(uid) is not record:
+                self.skip("duplicate line")
             elif record.get("isSidechain") and not self.include_sidechains:
-                self.ids[uid] = None
                 self.skip("sidechain")
             else:
-                cwd = cwd or record.get("cwd")
-                created = created or record.get("timestamp")
-                self.ids[uid] = self.convert(record, kind, self.parent_of(record))
-        if title is None:
-            # Claude Code also writes summaries of other sessions; ours name a leaf in this file.
-            own = [text for text, leaf in summaries if leaf in self.known]
-            title = own[-1] if own else None
+                self.ids[uid] = self.convert(record, kind, self.pi_parent(record))
         if not self.builder.entries:
-            raise ImportFormatError("no Claude Code messages found (is this a transcript?)")
-        return str(source_id or ""), str(cwd or ""), iso(created), title
+            raise ImportFormatError(
+                f"{self.path}: no Claude Code messages found (is this a transcript?)"
+            )
+        return found
+
+    def leaf_id(self, found: _Found) -> str | None:
+        """The Pi entry standing for the source's last line (walking up if it was left out)."""
+        leaf = found.leaf
+        if leaf is None:
+            return None
+        uid = leaf.get("uuid")
+        if isinstance(uid, str) and uid in self.ids:
+            return self.ids[uid]
+        return self.pi_parent(leaf, count=False)
 
     def convert(self, record: dict[str, Any], kind: str, parent: str | None) -> str | None:
-        stamp = iso(record.get("timestamp"))
+        stamp = iso(record.get("timestamp"), self.last_stamp)
+        self.last_stamp = stamp
         message = as_dict(record.get("message"))
         if kind == "system":
             if record.get("subtype") == "compact_boundary":
@@ -209,11 +327,16 @@ def import_claude(
 ) -> list[ImportResult]:
     """Import Claude Code transcripts (``~/.claude/projects/*/*.jsonl``) as Pi sessions.
 
-    The ``uuid``/``parentUuid`` tree is kept (rewinds stay branches); an assistant
+    The ``uuid``/``parentUuid`` tree is kept (rewinds stay branches), converted parents
+    first; lines that are not messages (``attachment``, ``progress``...) are counted in
+    ``skipped`` and walked through, so the conversation stays connected. An assistant
     response written over several lines sharing ``message.id`` becomes one assistant
     message; ``tool_use``/``tool_result`` blocks become tool calls and ``toolResult``
     messages; a compact boundary and its summary become a ``compaction`` entry that keeps
     nothing verbatim, as Claude Code does. Other system lines become ``custom`` entries.
+    The session's name (``custom-title``, else ``ai-title``, else its own ``summary``)
+    becomes a ``session_info`` entry. The last entry written stands for the source's last
+    line, so Pi opens the session where Claude Code left it.
 
     Parameters
     ----------
@@ -225,8 +348,10 @@ def import_claude(
     out_dir:
         Folder for the new files (default: Pi's folder for the cwd).
     include_sidechains:
-        Also carry over sub-agent (``isSidechain``) lines; by default they are counted in
-        ``skipped`` and left out.
+        Also carry over sub-agent lines: ``isSidechain`` lines of a main transcript, and
+        sub-agent files (``agent-*.jsonl``, ``subagents/``), each imported as a session of
+        its own whose header ``parentSession`` names its parent's imported file. By
+        default sidechain lines are counted in ``skipped`` and sub-agent files left out.
 
     Returns
     -------
@@ -236,18 +361,95 @@ def import_claude(
     Raises
     ------
     ImportFormatError
-        A file holds no Claude Code messages.
+        A file holds no Claude Code messages, or only sub-agent lines without
+        ``include_sidechains``. In a folder, such a file gets a result with ``error`` set
+        instead, and the other files are still imported.
     """
-    results = []
-    for path in transcript_files(source, "claude"):
-        converter = _Claude(path, include_sidechains)
-        source_id, found_cwd, created, title = converter.run()
-        builder = converter.builder
-        if title:
-            last = builder.entries[-1]
-            builder.add("session_info", last["id"], last["timestamp"], name=" ".join(title.split()))
-        result = builder.write(path, "claude-code", source_id or path.stem, cwd or found_cwd,
-                               created, out_dir_path(out_dir))  # fmt: skip
-        result.skipped = converter.skipped
-        results.append(result)
+    results: list[ImportResult] = []
+    done: dict[Path, ImportResult] = {}
+    options = (cwd, out_dir_path(out_dir), include_sidechains)
+    folder = is_folder(source)
+    for path in transcript_files(source, "claude", subagents=include_sidechains):
+        try:
+            _import_one(path, options, results, done)
+        except ImportFormatError as exc:
+            if not folder:
+                raise
+            results.append(not_imported(path, exc))  # one odd file must not stop the rest
     return results
+
+
+_Options = tuple[str | None, Path | None, bool]
+
+
+def _import_one(
+    path: Path, options: _Options, results: list[ImportResult], done: dict[Path, ImportResult]
+) -> ImportResult:
+    key = Path(os.path.abspath(path))
+    if key in done:
+        return done[key]
+    cwd, out_dir, include_sidechains = options
+    converter = _Claude(path, include_sidechains)
+    found = converter.run()
+    builder = converter.builder
+    leaf = converter.leaf_id(found)
+    last = builder.entries[-1]
+    if found.title:
+        builder.add("session_info", leaf, last["timestamp"], name=" ".join(found.title.split()))
+    elif leaf is not None and leaf != last["id"]:
+        builder.add(
+            "leaf", leaf, last["timestamp"], targetId=leaf
+        )  # the leaf on load is the last entry
+    where = cwd or found.cwd
+    created = found.created or file_time(path)
+    notes: list[str] = []
+    if converter.subagent:
+        agent = found.agent_id or path.stem.removeprefix("agent-")
+        source_id = f"{found.session_id or path.stem}/agent-{agent}"
+        parent = _parent_file(path, found, options, results, done, notes)
+        result = builder.write(path, "claude-code", source_id, where, created, out_dir,
+                               parent_session=parent,
+                               origin={"agentId": agent, "parentSessionId": found.session_id})  # fmt: skip
+    else:
+        # Claude Code names a transcript after its session; the name wins should a file hold
+        # lines copied from another session (so two files never share one Pi session).
+        named = _UUID.fullmatch(path.stem) is not None
+        source_id = path.stem if named else found.session_id or path.stem
+        result = builder.write(path, "claude-code", source_id, where, created, out_dir)
+    result.skipped = converter.skipped
+    result.notes = notes
+    done[key] = result
+    results.append(result)
+    return result
+
+
+def _parent_file(
+    path: Path,
+    found: _Found,
+    options: _Options,
+    results: list[ImportResult],
+    done: dict[Path, ImportResult],
+    notes: list[str],
+) -> str | None:
+    """The imported file of a sub-agent's parent session, importing the parent if need be."""
+    if not found.session_id:
+        notes.append("no session id in the sub-agent transcript: not linked to a parent")
+        return None
+    cwd, out_dir, _ = options
+    folder = import_folder(path, cwd or found.cwd, out_dir)
+    imported = find_imported(folder, pi_session_id("claude-code", found.session_id))
+    if imported is None:
+        # 2.0 keeps agent-*.jsonl beside the main transcript, 2.1 in <session id>/subagents/.
+        name = f"{found.session_id}.jsonl"
+        beside = [path.parent / name, path.parent.parent.parent / name]
+        main = next((p for p in beside if p.is_file() and p != path), None)
+        if main is None:
+            notes.append(f"parent session {found.session_id} not found: not linked to it")
+            return None
+        try:
+            imported = _import_one(main, options, results, done).path
+        except ImportFormatError as exc:
+            notes.append(f"its parent session could not be imported ({exc}): not linked to it")
+            return None
+        notes.append(f"its parent session {main} was imported with it")
+    return os.path.abspath(imported)

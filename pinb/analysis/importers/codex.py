@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,14 @@ from ._pi import (
     ImportResult,
     as_dict,
     as_int,
+    as_list,
+    as_str,
     assistant_message,
+    file_time,
+    is_folder,
     iso,
+    iso_or_none,
+    not_imported,
     out_dir_path,
     pi_usage,
     result_message,
@@ -29,8 +36,15 @@ from ._pi import (
 
 __all__ = ["import_codex"]
 
-_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
-                     "<INSTRUCTIONS>", "<user_shell_command>", "<skill>")  # fmt: skip
+# Text Codex adds to the conversation itself (never typed by the user); compared lower-cased.
+_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
+                     "<instructions>", "<user_shell_command>", "<skill>", "<turn_aborted>",
+                     "<permissions instructions>")  # fmt: skip
+# How Codex's own compaction starts the summary it puts back into the history.
+_SUMMARY_PREFIX = "Another language model started to solve this problem"
+_ROLLOUT_NAME = re.compile(
+    r"rollout-(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})-(?P<id>[0-9a-fA-F-]{36})\.jsonl"
+)
 _EFFORT = {"none": "off", "minimal": "minimal", "low": "low", "medium": "medium", "high": "high",
            "xhigh": "xhigh"}  # fmt: skip
 _RESPONSE_TYPES = {"message", "reasoning", "function_call", "function_call_output",
@@ -89,6 +103,7 @@ class _Codex(Converter):
         self.model: str | None = None
         self.effort: str | None = None
         self.context_tokens = 0
+        self.stamp: str | None = None  # the latest time read, for lines that carry none
 
     def add(self, kind: str, stamp: str, **fields: Any) -> str:
         self.flush()
@@ -120,37 +135,89 @@ class _Codex(Converter):
                 kind, payload = "response_item", record
             if not isinstance(payload, dict):
                 if "id" in record and kind is None:  # early rollouts: a bare meta line
-                    source_id, created = record.get("id"), record.get("timestamp")
+                    source_id = source_id or as_str(record.get("id"))
+                    created = created or iso_or_none(record.get("timestamp"))
                 else:
-                    self.skip(str(kind))
+                    self.skip(str(kind) if kind is not None else "line of unknown shape")
                 continue
-            stamp = iso(record.get("timestamp") or payload.get("timestamp") or created)
+            when = iso_or_none(record.get("timestamp")) or iso_or_none(payload.get("timestamp"))
+            self.stamp = stamp = iso(when, self.stamp or created)
             if kind == "session_meta":
-                source_id, cwd = payload.get("id", source_id), payload.get("cwd", cwd)
-                created = payload.get("timestamp") or record.get("timestamp")
+                # The first one is this rollout's own (a fork may repeat its parent's after it).
+                source_id = source_id or as_str(payload.get("id"))
+                cwd = cwd or as_str(payload.get("cwd"))
+                created = created or iso_or_none(payload.get("timestamp")) or when
             elif kind == "turn_context":
                 self.turn_context(payload, stamp)
-                cwd = cwd or payload.get("cwd")
+                cwd = cwd or as_str(payload.get("cwd"))
             elif kind == "response_item":
                 self.response_item(payload, stamp)
             elif kind == "compacted":
-                self.flush()
-                summary = str(payload.get("message", ""))
-                self.leaf = self.compaction(self.leaf, stamp, summary, self.context_tokens,
-                                            {"source": "codex"})  # fmt: skip
-                self.turns = []
+                self.compacted(payload, stamp)
             elif kind == "event_msg":
                 self.event(payload)
             else:
                 self.skip(str(kind))
         self.flush()
         if not self.builder.entries:
-            raise ImportFormatError("no Codex rollout items found (is this a rollout file?)")
+            raise ImportFormatError(
+                f"{self.path}: no Codex rollout items found (is this a rollout file?)"
+            )
         last = self.builder.entries[-1]
         if self.leaf != last["id"]:
             # A rollback at the end: record where the conversation stands (as core does).
             self.builder.add("leaf", self.leaf, last["timestamp"], targetId=self.leaf)
-        return str(source_id or ""), str(cwd or ""), iso(created)
+        return str(source_id or ""), str(cwd or ""), created or _name_time(self.path)
+
+    def compacted(self, payload: dict[str, Any], stamp: str) -> None:
+        """A compaction; with ``replacement_history``, the history Codex kept comes after it.
+
+        Newer Codex writes the whole history it continues from (the user messages it kept,
+        the question being answered, an encrypted summary) instead of a summary text; Pi's
+        compaction keeps nothing verbatim, so those items are written again after it.
+        """
+        self.flush()
+        summary = as_str(payload.get("message")) or ""
+        history = payload.get("replacement_history")
+        kept: list[dict[str, Any]] = []
+        encrypted = False
+        for raw in history if isinstance(history, list) else []:
+            item = as_dict(raw)
+            item = as_dict(item.get("item")) if "type" not in item else item  # an envelope
+            text = "\n".join(
+                p["text"] for p in _codex_text(item.get("content")) if p["type"] == "text"
+            )
+            kind = item.get("type")
+            if (
+                kind == "message"
+                and item.get("role") == "user"
+                and text.strip()
+                and (text.startswith(_SUMMARY_PREFIX) or text.strip() == summary.strip())
+            ):
+                summary = summary or text  # the summary itself: carried by the compaction
+            elif kind in ("compaction", "compaction_summary"):
+                encrypted = True  # readable only by the model
+            elif kind == "ghost_snapshot":
+                self.skip("compacted/ghost_snapshot")
+            else:
+                kept.append(item)
+        if not summary:
+            summary = (
+                "(Codex compacted the conversation here; its summary was kept encrypted for "
+                "the model, so only the messages below were carried over.)"
+                if encrypted
+                else "(Codex compacted the conversation here without a summary.)"
+            )
+        details = (
+            {"source": "codex", "keptItems": len(kept)}
+            if history is not None
+            else {"source": "codex"}
+        )
+        self.leaf = self.compaction(self.leaf, stamp, summary, self.context_tokens, details)
+        self.turns = []
+        for item in kept:
+            self.response_item(item, stamp)
+        self.flush()
 
     def turn_context(self, payload: dict[str, Any], stamp: str) -> None:
         model, effort = payload.get("model"), payload.get("effort")
@@ -163,11 +230,16 @@ class _Codex(Converter):
 
     def response_item(self, item: dict[str, Any], stamp: str) -> None:
         kind, role = item.get("type"), item.get("role")
-        if kind == "message" and role == "assistant":
+        if kind == "message" and not _codex_text(item.get("content")):
+            # Nothing Pi can show (no text, no image): counted, never an empty message.
+            self.skip("response_item/message without content")
+        elif kind == "message" and role == "assistant":
             self.assistant_part(stamp, _codex_text(item.get("content")))
         elif kind == "reasoning":
-            texts = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
-            texts += [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
+            parts = [*as_list(item.get("summary")), *as_list(item.get("content"))]
+            texts = [
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
             text, secret = "\n\n".join(filter(None, texts)), item.get("encrypted_content")
             block = (
                 thinking_block(text)
@@ -186,14 +258,16 @@ class _Codex(Converter):
             )
         elif kind == "message":
             parts = _codex_text(item.get("content"))
-            first = next((p["text"] for p in parts if p["type"] == "text"), "").lstrip()
+            first = next((p["text"] for p in parts if p["type"] == "text"), "").lstrip().lower()
             if role == "user" and not first.startswith(_CONTEXT_PREFIXES):
                 self.turns.append(self.add("message", stamp, message=user_message(parts, stamp)))
             else:  # instructions and environment context: kept, but not as conversation
                 data = {"role": role, "content": parts}
                 self.add("custom", stamp, customType="codex/context", data=data)
         else:
-            self.skip(f"response_item/{kind}")
+            self.skip(
+                f"response_item/{kind}" if kind is not None else "response_item without a type"
+            )
 
     def tool_call(self, item: dict[str, Any]) -> dict[str, Any]:
         kind = item.get("type")
@@ -255,21 +329,47 @@ def import_codex(
     message (usage from the ``token_count`` event); ``function_call_output`` becomes a
     ``toolResult``; ``turn_context`` model and effort changes become ``model_change`` and
     ``thinking_level_change`` entries; a ``compacted`` item becomes a ``compaction`` entry
-    (the summary replaces the history); a thread rollback moves the leaf back, so the
-    rolled-back turns remain as an abandoned branch. Environment and instruction messages
-    become ``custom`` entries (never sent to a model); ``event_msg`` lines that repeat
-    response items are counted in ``skipped``.
+    (the summary replaces the history), followed by the items of its
+    ``replacement_history`` when newer Codex wrote one (what it kept: user messages, the
+    question being answered); a thread rollback moves the leaf back, so the rolled-back
+    turns remain as an abandoned branch. Environment and instruction messages (and the
+    ``<turn_aborted>`` notes Codex injects) become ``custom`` entries, never sent to a
+    model; ``event_msg`` lines that repeat response items, and lines of unknown shape,
+    are counted in ``skipped``. The file is named from the rollout's own time and id.
 
     Parameters and results as in :func:`import_claude`.
     """
     results = []
+    folder = is_folder(source)
     for path in transcript_files(source, "codex"):
-        converter = _Codex(path)
-        source_id, found_cwd, created = converter.run()
-        digest = source_id or hashlib.sha1(str(path).encode()).hexdigest()
-        result = converter.builder.write(
-            path, "codex", digest, cwd or found_cwd, created, out_dir_path(out_dir)
-        )
-        result.skipped = converter.skipped
-        results.append(result)
+        try:
+            results.append(_import_rollout(path, cwd, out_dir_path(out_dir)))
+        except ImportFormatError as exc:
+            if not folder:
+                raise
+            results.append(not_imported(path, exc))  # one odd file must not stop the rest
     return results
+
+
+def _import_rollout(path: Path, cwd: str | None, out_dir: Path | None) -> ImportResult:
+    converter = _Codex(path)
+    source_id, found_cwd, created = converter.run()
+    match = _ROLLOUT_NAME.fullmatch(path.name)
+    # The rollout's own id names the session; a nameless one is known by its path.
+    digest = source_id or (match and match["id"]) or hashlib.sha1(str(path).encode()).hexdigest()
+    result = converter.builder.write(path, "codex", digest, cwd or found_cwd, created, out_dir)
+    result.skipped = converter.skipped
+    return result
+
+
+def _name_time(path: Path) -> str:
+    """The time in a rollout's file name (Codex's local time), else the file's own time.
+
+    Only for a rollout none of whose lines has a readable timestamp: never "now", so the
+    same rollout always gets the same file name.
+    """
+    match = _ROLLOUT_NAME.fullmatch(path.name)
+    if match is None:
+        return file_time(path)
+    day, hour, minute, second = match.group(1, 2, 3, 4)
+    return iso(f"{day}T{hour}:{minute}:{second}Z", file_time(path))
