@@ -189,13 +189,13 @@ def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
     while stack:
         node, indent = stack.pop()
         entry = node.entry
-        if entry.type == "leaf":
+        if entry.is_navigation:
             continue
         marker = "*" if id(entry) in active else " "
         leaf = "  ← leaf" if entry.id == session.leaf_id else ""
         label = f" [{node.label}]" if node.label else ""
         say(f"{marker} {indent}{entry.id}{label} {entry_preview(entry)}{leaf}")
-        children = [c for c in node.children if c.entry.type != "leaf"]
+        children = [c for c in node.children if not c.entry.is_navigation]
         child_indent = indent + "  " if len(children) > 1 else indent
         stack.extend((child, child_indent) for child in reversed(children))
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.pi.reference import InstallError, PiReference, ensure_installed
-
-#: The read-only reference material beside the repository (spec, vectors, Pi fixtures).
-SHARED = Path(os.environ.get("PINB_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
 
 _KEY_VARIABLES = (
     "OPENAI_API_KEY",
@@ -33,27 +29,6 @@ def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     for name in _KEY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     return agent
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"shared reference folder not found at {SHARED} (set PINB_SHARED_DIR)")
-    return SHARED
-
-
-@pytest.fixture(scope="session", autouse=True)
-def shared_stays_untouched() -> Iterator[None]:
-    """Fail loudly if any test wrote into the shared reference folder."""
-    def snapshot() -> dict[str, tuple[int, int]]:
-        return {
-            str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in SHARED.rglob("*") if p.is_file()
-        }
-
-    before = snapshot()
-    yield
-    after = snapshot()
-    assert after == before, f"tests changed files under {SHARED}"
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 
 from pinb.cli import main
-from tests.conftest import SHARED
-
-VECTORS = SHARED / "spec" / "pi-vectors"
+from tests.samples import CASE_FILES, LEGACY
 
 
 def test_context_json_is_pis_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["context", str(VECTORS / "v03_compaction_kept.jsonl"), "--json"]) == 0
+    assert main(["context", str(CASE_FILES["kept-span-compaction"]), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"messages", "thinkingLevel", "model"}
     assert payload["messages"][0]["role"] == "compactionSummary"
@@ -24,21 +22,21 @@ def test_context_json_is_pis_shape(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_context_llm_and_leaf(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
-        main(["context", str(VECTORS / "v02_two_leaves.jsonl"), "--leaf", "e0000004", "--llm"]) == 0
+        main(["context", str(CASE_FILES["two-leaves"]), "--leaf", "e0000004", "--llm"]) == 0
     )
     out = capsys.readouterr().out
     assert "Use quicksort" in out and "mergesort done" not in out.lower()
 
 
 def test_tree_marks_the_active_path(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tree", str(VECTORS / "v02_two_leaves.jsonl")]) == 0
+    assert main(["tree", str(CASE_FILES["two-leaves"])]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("*") and lines[-1].endswith("← leaf")
     assert any(line.startswith("  ") and "Use quicksort" in line for line in lines)
 
 
 def test_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tokens", str(SHARED / "fixtures" / "pi" / "large-session.jsonl"), "--json"]) == 0
+    assert main(["tokens", str(LEGACY["large-session.jsonl"]), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["estimate"]["tokens"] > 0 and "toolResult" in data["byRole"]
 
@@ -58,7 +56,7 @@ def test_ls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["context", "/no/such/file.jsonl"], "No such file"),
-        (["context", str(VECTORS / "v01_linear.jsonl"), "--leaf", "zzz"], "no entry with id"),
+        (["context", str(CASE_FILES["linear"]), "--leaf", "zzz"], "no entry with id"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(
@@ -105,7 +103,7 @@ def test_goto_with_offline_summary(tmp_path: Path, capsys: pytest.CaptureFixture
     import shutil
 
     path = tmp_path / "v02.jsonl"
-    shutil.copyfile(VECTORS / "v02_two_leaves.jsonl", path)
+    shutil.copyfile(CASE_FILES["two-leaves"], path)
     assert main(["goto", str(path), "e0000003", "--summarize", "--offline"]) == 0
     out = capsys.readouterr().out
     assert "Use quicksort" in out and "branch summary" in out

@@ -13,9 +13,8 @@ import pytest
 
 import pinb
 from pinb.cli import main
-from tests.conftest import SHARED
+from tests.samples import CASE_FILES
 
-VECTORS = SHARED / "spec" / "pi-vectors"
 _HEADER = {"type": "session", "version": 3, "id": "s-robust", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/tmp"}  # fmt: skip
 
 
@@ -127,16 +126,16 @@ def test_cut_tool_arguments_end_with_an_ellipsis(
 
 
 @pytest.mark.parametrize(
-    ("vector", "version"), [("v12_v1_migration.jsonl", 1), ("v13_v2_hookmessage.jsonl", 2)]
+    ("case", "version"), [("v1-legacy", 1), ("v2-hook-message", 2)]
 )
 def test_legacy_files_are_named_as_such(
-    vector: str, version: int, capsys: pytest.CaptureFixture[str]
+    case: str, version: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for command in ("tree", "context"):
-        assert main([command, str(VECTORS / vector)]) == 0
+        assert main([command, str(CASE_FILES[case])]) == 0
         err = capsys.readouterr().err
-        assert f"legacy version {version} session" in err and str(VECTORS / vector) in err
-    assert main(["tree", str(VECTORS / "v01_linear.jsonl")]) == 0
+        assert f"legacy version {version} session" in err and str(CASE_FILES[case]) in err
+    assert main(["tree", str(CASE_FILES["linear"])]) == 0
     assert "legacy" not in capsys.readouterr().err
 
 

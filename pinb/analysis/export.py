@@ -146,10 +146,10 @@ def _select(session: Session, leaf: Any, whole_tree: bool) -> tuple[list[_Item],
             _Item(entry, anchors[id(entry)], id(entry) in on_path, id(entry) in in_context, level)
         )
     if whole_tree:
-        items = [item for item in tree if item.entry.type != "leaf"]
+        items = [item for item in tree if not item.entry.is_navigation]
     else:
         items = [_Item(e, anchors[id(e)], True, id(e) in in_context) for e in context.path]
-        items = [item for item in items if item.entry.type != "leaf"]
+        items = [item for item in items if not item.entry.is_navigation]
     return tree, items
 
 
@@ -302,7 +302,7 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
     shown = {item.anchor for item in items}
     tree_rows = []
     for item in tree:
-        if item.entry.type == "leaf":
+        if item.entry.is_navigation:
             continue
         label = session.label(item.entry.id)
         text = _esc(_short(_preview(item.entry), 90))

@@ -371,7 +371,7 @@ class SessionCatalog:
             f"SELECT s.*, {text_column} FROM sessions s"  # a fixed column choice
             " LEFT JOIN texts t ON t.rowid = s.rowid"
             " WHERE s.is_session = 1 AND s.path >= ? AND s.path < ?"
-            " ORDER BY s.modified DESC",
+            " ORDER BY s.modified DESC, s.path DESC",
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
         return [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]

@@ -11,7 +11,7 @@ from typing import Any
 
 from .paths import sessions_root
 from .store import is_valid_header, parse_session_bytes
-from .wire import js_date_ms, js_truthy
+from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = [
     "SessionInfo",
@@ -115,9 +115,9 @@ def _read(path: Path, mtime: float) -> SessionInfo | None:
             continue
         kind = entry.get("type")
         if kind == "session_info":
+            # Pi 1.x: the latest session_info decides, even when it clears the name.
             value = entry.get("name")
-            if isinstance(value, str) and value.strip():
-                name = value.strip()
+            name = (js_trim(value) or None) if isinstance(value, str) else None
             continue
         if kind != "message":
             continue
@@ -160,7 +160,10 @@ def _read(path: Path, mtime: float) -> SessionInfo | None:
 
 
 def _sorted(infos: Iterable[SessionInfo | None]) -> list[SessionInfo]:
-    return sorted((i for i in infos if i is not None), key=lambda i: i.modified, reverse=True)
+    """Most recently active first; ties by path, last first (a stable, repeatable order)."""
+    return sorted(
+        (i for i in infos if i is not None), key=lambda i: (i.modified, str(i.path)), reverse=True
+    )
 
 
 def list_sessions(folder: str | os.PathLike[str]) -> list[SessionInfo]:

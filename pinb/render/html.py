@@ -63,9 +63,12 @@ def escape(value: object) -> str:
     return _html.escape(clean_text(value), quote=True)
 
 
-def shorten(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut)."""
-    flat = " ".join(text.split())
+def shorten(text: object, limit: int) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut).
+
+    Any value is accepted: files can hold a number or an object where text belongs.
+    """
+    flat = " ".join(clean_text(text).split())
     if len(flat) <= limit:
         return flat
     return flat[: max(0, limit - 1)].rstrip() + "…"

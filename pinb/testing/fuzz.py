@@ -39,6 +39,7 @@ class _Tree:
         self.lines: list[str] = []
         self.ids: list[str] = []
         self.messages: list[tuple[str, str]] = []  # (id, role) of message entries
+        self.calls: list[tuple[str, str]] = []  # (call id, tool) not yet answered
         self.second = 0
 
     def stamp(self) -> str:
@@ -110,7 +111,9 @@ class _Tree:
             for _ in range(rng.choice((0, 0, 1, 2))):
                 name = rng.choice(_TOOLS)
                 arguments = {"path": rng.choice(_PATHS)} if name != "bash" else {"command": "ls"}
-                blocks.append({"type": "toolCall", "id": "call", "name": name, "arguments": arguments})
+                call_id = f"call_{rng.getrandbits(24):06x}"
+                self.calls.append((call_id, name))
+                blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
             message = {
                 "role": role,
                 "content": blocks,
@@ -122,10 +125,11 @@ class _Tree:
             }
         elif role == "toolResult":
             text = rng.choice(_TEXTS) if rng.random() < 0.8 else "x" * 1999 + "🎉" + "y" * 9
+            call_id, tool = self.calls.pop(0) if self.calls else ("call", rng.choice(_TOOLS))
             message = {
                 "role": role,
-                "toolCallId": "call",
-                "toolName": rng.choice(_TOOLS),
+                "toolCallId": call_id,
+                "toolName": tool,
                 "content": [{"type": "text", "text": text}],
                 "isError": rng.random() < 0.1,
             }

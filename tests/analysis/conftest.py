@@ -1,4 +1,4 @@
-"""Fixtures for the analysis tests: hand-built Pi sessions and the shared real files."""
+"""Fixtures for the analysis tests: hand-built Pi sessions and the project's sample files."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from pinb.core import Session
-from tests.conftest import SHARED
+from tests.samples import LEGACY, TREES
 
-PI_FIXTURES = sorted((SHARED / "fixtures" / "pi").glob("*.jsonl"))
-CASES = sorted((SHARED / "spec" / "conformance" / "cases").glob("*.jsonl"))
+#: Long legacy sessions standing in for Pi's own (named after Pi's two real fixtures).
+PI_FIXTURES = sorted(LEGACY.values())
+#: Random trees, a version 1 and a version 2 file among them.
+CASES = TREES
 SCRIPT = "<script>alert('x')</script>"
 
 

@@ -75,14 +75,14 @@ def test_html_is_escaped_and_shows_tree_and_path(hostile: Session) -> None:
 
 
 def test_html_of_a_branch_and_the_whole_tree() -> None:
-    case = next(p for p in CASES if p.name == "193.jsonl")
+    case = next(p for p in CASES if p.name == "legacy-v2.jsonl")
     session = Session.open(case)
     path_page = _parse(export_html(session))
     tree_page = _parse(export_html(session, whole_tree=True))
     articles = lambda p: sum(1 for tag, _ in p.tags if tag == "article")  # noqa: E731
-    visible = [e for e in session.entries if e.type != "leaf"]
+    visible = [e for e in session.entries if not e.is_navigation]
     assert articles(tree_page) == len(visible)
-    assert articles(path_page) == len([e for e in session.path_to() if e.type != "leaf"])
+    assert articles(path_page) == len([e for e in session.path_to() if not e.is_navigation])
     summarized = [
         a for t, a in path_page.tags if t == "article" and "summarized" in (a.get("class") or "")
     ]
@@ -93,7 +93,7 @@ def test_html_of_a_branch_and_the_whole_tree() -> None:
     )
     leaf = session.entries[5].id
     one = _parse(export_html(session, leaf=leaf))
-    assert articles(one) == len([e for e in session.path_to(leaf) if e.type != "leaf"])
+    assert articles(one) == len([e for e in session.path_to(leaf) if not e.is_navigation])
     with pytest.raises(EntryNotFoundError):
         export_html(session, leaf="nope")
 

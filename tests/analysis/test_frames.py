@@ -143,7 +143,7 @@ def test_sessions_frame_of_the_conformance_cases() -> None:
         row = frame.set_index("path").loc[str(path)]
         assert row["entries"] == len(session.entries)
         assert row["compactions"] == sum(e.type == "compaction" for e in session.entries)
-        leaves = sum(1 for e in session.entries if not session.children(e.id) and e.type != "leaf")
+        leaves = sum(1 for e in session.entries if not session.children(e.id) and not e.is_navigation)
         assert row["leaves"] == leaves
 
 

@@ -234,7 +234,7 @@ def test_codex_rollout_with_rollbacks_becomes_a_tree(tmp_path: Path) -> None:
     # The last rollback leaves the conversation at the compaction: a leaf entry says so.
     compaction = next(e for e in session.entries if e.type == "compaction")
     assert compaction.raw["tokensBefore"] == 1500
-    assert session.entries[-1].type == "leaf" and session.leaf_id == compaction.id
+    assert session.entries[-1].is_navigation and session.leaf_id == compaction.id
     context = session.build_context()
     assert [m["role"] for m in context.messages] == ["compactionSummary"]
     assert context.messages[0]["summary"] == "Summary: listed files, kept a.py"

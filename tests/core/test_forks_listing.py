@@ -19,8 +19,8 @@ from pinb.core.listing import (
     read_session_info,
 )
 from pinb.errors import InvalidEntryError
-from tests.conftest import SHARED
 from tests.core.helpers import assistant, user
+from tests.samples import CASE_FILES, LEGACY
 
 
 def _session(tmp_path: Path, pi: str = "1.6") -> tuple[Session, dict[str, str]]:
@@ -89,7 +89,7 @@ def test_clone_copies_up_to_the_leaf(tmp_path: Path) -> None:
 
 def test_fork_from_another_project_copies_everything(tmp_path: Path) -> None:
     source = tmp_path / "src.jsonl"
-    shutil.copyfile(SHARED / "spec" / "pi-vectors" / "v02_two_leaves.jsonl", source)
+    shutil.copyfile(CASE_FILES["two-leaves"], source)
     new = fork_from(source, tmp_path / "other", sessions_dir=tmp_path / "out")
     assert new.cwd == str(tmp_path / "other") and new.parent_session == str(source.resolve())
     assert [e.raw for e in new.entries] == [e.raw for e in Session.open(source).entries]
@@ -129,8 +129,12 @@ def test_listing_all_projects_and_most_recent(tmp_path: Path, isolated_agent_dir
     assert Session.continue_recent(tmp_path / "c").entries == []
 
 
-def test_info_of_a_pi_fixture() -> None:
-    info = read_session_info(SHARED / "fixtures" / "pi" / "large-session.jsonl")
+def test_info_of_a_long_legacy_session() -> None:
+    path = LEGACY["large-session.jsonl"]
+    info = read_session_info(path)
     assert info is not None
-    assert info.cwd == "/Users/badlogic/workspaces/pi-mono"
-    assert info.message_count == 453 + 373 + 88
+    assert info.cwd == "/home/dev/project"
+    lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    assert info.message_count == sum(1 for line in lines if line["type"] == "message")
+    first_user = next(line["message"] for line in lines if line.get("message", {}).get("role") == "user")
+    assert info.first_message == first_user["content"][0]["text"]

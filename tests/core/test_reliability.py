@@ -157,10 +157,12 @@ def test_fuzzed_lines_never_crash_and_every_bad_line_is_reported(
         for p in session.problems
         if p.kind in ("malformed-line", "torn-line", "not-an-entry", "duplicate-header")
     }
+    # Non-object JSON lines are kept as inert entries (as Pi keeps them) and reported too.
+    odd = {p.line for p in session.problems if p.kind == "not-an-entry"}
     good = {e.line for e in session.entries}
     content_lines = {i + 2 for i, line in enumerate(body.split("\n")) if line.strip(JS_WHITESPACE)}
     assert good | bad == content_lines
-    assert not good & bad
+    assert good & bad <= odd
 
 
 def test_a_process_killed_while_holding_the_lock_releases_it(tmp_path: Path) -> None:

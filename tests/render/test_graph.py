@@ -10,11 +10,11 @@ import pytest
 from pinb.core import Session, estimate_tokens
 from pinb.core.context import entry_to_message
 from pinb.render.graph import build_graph, entry_preview, node_key, to_networkx, tool_tokens
-from tests.conftest import SHARED
+from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import demo_session
 
-VECTORS = sorted((SHARED / "spec" / "pi-vectors").glob("*.jsonl"))
-FIXTURES = sorted((SHARED / "fixtures" / "pi").glob("*.jsonl"))
+VECTORS = [*CASE_FILES.values(), *TREES]
+FIXTURES = list(LEGACY.values())
 
 
 def test_demo_graph_annotations(tmp_path: Path) -> None:

@@ -21,12 +21,10 @@ from pinb.views import (
     TreeView,
     session_mimebundle,
 )
-from tests.conftest import SHARED
+from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import Demo, demo_session, long_chain_session
 
-PI_FILES = sorted((SHARED / "spec" / "pi-vectors").glob("*.jsonl")) + sorted(
-    (SHARED / "fixtures" / "pi").glob("*.jsonl")
-)
+PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
 
 def _check_bundle(bundle: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ...core.entries import NAVIGATE_TYPE
 from ...core.migrate import new_entry_id
 from ...core.paths import session_file_name, sessions_dir_for
 from ...core.store import serialize_line
@@ -140,6 +141,15 @@ class Builder:
         entry = self.make(kind, parent, timestamp, **fields)
         self.entries.append(entry)
         return entry
+
+    def resume_at(self, leaf: str, timestamp: str) -> dict[str, Any]:
+        """Make ``leaf`` the leaf on load: an inert marker under it, as ``Session.branch`` writes.
+
+        Pi resumes at the last line of a file and walks up from it.
+        """
+        return self.add(
+            "custom", leaf, timestamp, customType=NAVIGATE_TYPE, data={"targetId": leaf}
+        )
 
     def write(
         self,

@@ -397,9 +397,7 @@ def _import_one(
     if found.title:
         builder.add("session_info", leaf, last["timestamp"], name=" ".join(found.title.split()))
     elif leaf is not None and leaf != last["id"]:
-        builder.add(
-            "leaf", leaf, last["timestamp"], targetId=leaf
-        )  # the leaf on load is the last entry
+        builder.resume_at(leaf, last["timestamp"])
     where = cwd or found.cwd
     created = found.created or file_time(path)
     notes: list[str] = []

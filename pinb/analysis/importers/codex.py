@@ -164,9 +164,9 @@ class _Codex(Converter):
                 f"{self.path}: no Codex rollout items found (is this a rollout file?)"
             )
         last = self.builder.entries[-1]
-        if self.leaf != last["id"]:
+        if self.leaf is not None and self.leaf != last["id"]:
             # A rollback at the end: record where the conversation stands (as core does).
-            self.builder.add("leaf", self.leaf, last["timestamp"], targetId=self.leaf)
+            self.builder.resume_at(self.leaf, last["timestamp"])
         return str(source_id or ""), str(cwd or ""), created or _name_time(self.path)
 
     def compacted(self, payload: dict[str, Any], stamp: str) -> None:
