@@ -259,7 +259,8 @@ def test_pinb_reads_pi_forks_and_branched_copies(pi16: PiReference, tmp_path: Pa
 def _run_pi(
     reference: PiReference, agent_dir: Path, cwd: Path, session: Path, prompt: str
 ) -> subprocess.CompletedProcess[str]:
-    argv = reference.cli_argv() + [
+    argv = [
+        *reference.cli_argv(),
         "-p", "--session", str(session), "--model", "loop/loop-model", "--offline",
         "--no-tools", "--no-extensions", "--no-skills", "--no-context-files",
         "--no-prompt-templates", prompt,
