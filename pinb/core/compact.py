@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import EntryNotFoundError, NothingToCompactError, UsageError
+from .accounting import estimated_by_role
 from .branching import (
     BRANCH_SUMMARY_PREAMBLE,
     NO_CONTENT_SUMMARY,
@@ -22,7 +23,7 @@ from .branching import (
     prepare_branch_entries,
 )
 from .compaction import CompactionPreparation, prepare_compaction, serialize_conversation
-from .context import UNSET, convert_to_llm
+from .context import UNSET, SessionContext, convert_to_llm
 from .fileops import format_file_operations
 from .forks import user_text
 from .paths import agent_dir
@@ -35,9 +36,7 @@ from .tokens import (
     context_tokens_of_usage,
     estimate_context_tokens,
     estimate_projected_tokens,
-    estimate_tokens,
     should_compact,
-    tokens_by_role,
 )
 from .wire import js_date_ms
 
@@ -77,7 +76,7 @@ def plan_compaction(
 ) -> CompactionReport:
     """What a compaction would summarize and keep, without writing anything.
 
-    The report's ``tokens_after`` counts the kept messages only (the summary is not
+    The report's ``estimated_after`` counts the kept messages only (the summary is not
     written yet).
 
     Raises
@@ -88,23 +87,23 @@ def plan_compaction(
     settings = settings or CompactionSettings()
     prepared = _prepare(session, settings, leaf_id)
     context = session.build_context(leaf_id)
-    before = context.messages
     kept_entries = {id(e) for e in prepared.kept_entries}
-    kept = [
-        m
-        for m, source in zip(context.messages, context.sources, strict=True)
-        if id(source) in kept_entries and source.type != "compaction"
-    ]
+    kept = SessionContext(
+        messages=[
+            m
+            for m, source in zip(context.messages, context.sources, strict=True)
+            if id(source) in kept_entries and source.type != "compaction"
+        ],
+        pi=session.pi,
+    )
     read_files, modified_files = prepared.file_ops.file_lists()
-    pi = session.pi
     return CompactionReport(
         entry=None,
         summary="",
         first_kept_entry_id=str(prepared.first_kept_entry_id),
         tokens_before=prepared.tokens_before,
-        tokens_after=sum(estimate_tokens(m, pi=pi) for m in kept),
-        before_by_role=tokens_by_role(before, pi=pi),
-        after_by_role=tokens_by_role(kept, pi=pi),
+        before_by_role=estimated_by_role(context),
+        after_by_role=estimated_by_role(kept),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),
@@ -156,7 +155,7 @@ def compact(
     """
     settings = settings or CompactionSettings()
     prepared = _prepare(session, settings, UNSET)
-    before = session.build_context().messages
+    before = session.build_context()
     previous = prepared.previous_summary if prepared.has_previous_summary else None
     if not isinstance(previous, str):
         previous = None if previous is None else str(previous)
@@ -201,17 +200,15 @@ def compact(
         prepared.tokens_before,
         details={"readFiles": read_files, "modifiedFiles": modified_files},
     )
-    after = session.build_context().messages
     return CompactionReport(
         entry=entry,
         summary=summary,
         first_kept_entry_id=str(prepared.first_kept_entry_id),
         tokens_before=prepared.tokens_before,
-        # Usage reported on kept assistant messages describes the pre-compaction context,
-        # so the size after is the estimate of the messages themselves.
-        tokens_after=sum(estimate_tokens(m, pi=pi) for m in after),
-        before_by_role=tokens_by_role(before, pi=pi),
-        after_by_role=tokens_by_role(after, pi=pi),
+        # One measure on both sides: usage reported on kept assistant messages describes
+        # the old context, so before and after are both chars/4 estimates.
+        before_by_role=estimated_by_role(before),
+        after_by_role=estimated_by_role(session.build_context()),
         summarized_ids=_ids(
             [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
         ),

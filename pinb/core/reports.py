@@ -22,12 +22,13 @@ class CompactionReport:
         The summary text stored in the entry (file lists included).
     first_kept_entry_id:
         First entry kept verbatim.
-    tokens_before / tokens_after:
-        ``tokens_before`` is what Pi stores (the last reported usage plus estimates);
-        ``tokens_after`` is the chars/4 estimate of the new context (usage numbers on kept
-        messages describe the old context, so they are not used).
+    tokens_before:
+        What Pi records in the entry (``tokensBefore``: the last reported usage plus an
+        estimate of later messages, or the estimate alone). Shown as recorded; compare
+        :attr:`estimated_before` with :attr:`estimated_after` instead.
     before_by_role / after_by_role:
-        Estimated tokens (chars/4) per message role before and after; compare these two.
+        chars/4 estimates per message role of the context before and after (one measure
+        on both sides: usage reported on kept messages describes the old context).
     summarized_ids / kept_ids / after_ids:
         Path entries that went into the summary, that stay verbatim, and (for the views)
         entries appended after the compaction later.
@@ -45,7 +46,6 @@ class CompactionReport:
     summary: str
     first_kept_entry_id: str
     tokens_before: int
-    tokens_after: int
     before_by_role: dict[str, int] = field(default_factory=dict)
     after_by_role: dict[str, int] = field(default_factory=dict)
     summarized_ids: list[str] = field(default_factory=list)
@@ -60,13 +60,23 @@ class CompactionReport:
 
     @property
     def estimated_before(self) -> int:
-        """Chars/4 estimate of the context before (comparable with ``tokens_after``)."""
+        """chars/4 estimate of the context before."""
         return sum(self.before_by_role.values())
 
     @property
+    def estimated_after(self) -> int:
+        """chars/4 estimate of the context after (of the kept part, for a plan)."""
+        return sum(self.after_by_role.values())
+
+    @property
     def tokens_saved(self) -> int:
-        """Estimated tokens removed from the context."""
-        return self.estimated_before - self.tokens_after
+        """Estimated tokens removed from the context (same measure on both sides)."""
+        return self.estimated_before - self.estimated_after
+
+    @property
+    def tokens_after(self) -> int:
+        """Alias of :attr:`estimated_after`."""
+        return self.estimated_after
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from ..views import CompactionView

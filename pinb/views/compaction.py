@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import Entry, Session, SessionContext, tokens_by_role
+from ..core import Entry, Session, SessionContext
+from ..core.accounting import estimated_by_role
 from ..core.reports import CompactionReport
 from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
 from ..render.html import escape, markdown_to_html, mimebundle, table, wrap
@@ -45,15 +46,13 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     first = session.get(first_kept) if isinstance(first_kept, str) else None
     tokens_before = raw.get("tokensBefore")
     previous = next((e for e in reversed(before.path) if e.type == "compaction"), None)
-    after_by_role = tokens_by_role(after.messages)
     return CompactionReport(
         entry=entry,
         summary=str(raw.get("summary", "")),
         first_kept_entry_id=str(first_kept) if first_kept is not None else "",
         tokens_before=tokens_before if isinstance(tokens_before, int) else 0,
-        tokens_after=sum(after_by_role.values()),
-        before_by_role=tokens_by_role(before.messages),
-        after_by_role=after_by_role,
+        before_by_role=estimated_by_role(before),
+        after_by_role=estimated_by_role(after),
         summarized_ids=summarized,
         kept_ids=kept,
         after_ids=after_ids,
@@ -142,8 +141,8 @@ class CompactionView:
 
     def to_html(self) -> str:
         r = self.report
-        saved = r.tokens_before - r.tokens_after
-        share = f" ({saved / r.tokens_before:.0%})" if r.tokens_before else ""
+        saved = r.tokens_saved  # the same measure (chars/4) on both sides
+        share = f" ({saved / r.estimated_before:.0%})" if r.estimated_before else ""
         facts = [
             ("reason", r.reason),
             ("summarizer", r.summarizer or "—"),
@@ -172,8 +171,9 @@ class CompactionView:
             files += f"<h4>{escape(title)} ({len(names)})</h4><ul>{items}</ul>" if names else ""
         parts = [
             f"<h3>Compaction {escape(self.entry_id or '(dry run)')}</h3>",
-            f"<div><b>{r.tokens_before:,}</b> tokens before → <b>{r.tokens_after:,}</b> after · "
-            f"saved {saved:,}{share}</div>",
+            f"<div>estimated (chars/4): <b>{r.estimated_before:,}</b> tokens before → "
+            f"<b>{r.estimated_after:,}</b> after · saved {saved:,}{share} · "
+            f"Pi recorded tokensBefore {r.tokens_before:,}</div>",
             bars,
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),

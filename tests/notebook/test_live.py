@@ -14,7 +14,9 @@ PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=al
 
 def _events() -> list[object]:
     entry = Entry({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {}})
-    report = CompactionReport(None, PAYLOAD, "x", 10, 5, reason="threshold")
+    report = CompactionReport(
+        None, PAYLOAD, "x", 10, before_by_role={"user": 10}, after_by_role={"user": 5}, reason="threshold"
+    )
     return [
         TurnStart(1),
         ModelEvent(ThinkingDelta(0, PAYLOAD)),

@@ -134,7 +134,6 @@ def test_compaction_view_from_report_and_errors(demo: Demo) -> None:
         summary="# Sum",
         first_kept_entry_id="k",
         tokens_before=1000,
-        tokens_after=100,
         before_by_role={"user": 600, "assistant": 400},
         after_by_role={"compactionSummary": 100},
         summarized_ids=["a", "b"],

@@ -254,7 +254,6 @@ def test_reports_and_lists_escape_everything() -> None:
         summary=TEXT,
         first_kept_entry_id=PAYLOADS[2],
         tokens_before=10,
-        tokens_after=5,
         before_by_role={PAYLOADS[1]: 10},
         after_by_role={PAYLOADS[0]: 5},
         summarized_ids=PAYLOADS,
