@@ -20,12 +20,11 @@ from .core import (
     Session,
     compact,
     convert_to_llm,
-    estimate_context_tokens,
     load_compaction_settings,
     navigate,
     plan_compaction,
-    tokens_by_role,
 )
+from .core.accounting import context_usage
 from .core.entries import MISSING
 from .core.listing import SessionInfo
 from .core.paths import sessions_dir_for
@@ -226,20 +225,39 @@ def _cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str | None]:
+    """The context window: ``--window``, else the registry's entry for the session's model."""
+    if args.window:
+        return args.window, "setting"
+    model = context.model or {}
+    provider, model_id = model.get("provider"), model.get("modelId")
+    if not (isinstance(provider, str) and isinstance(model_id, str)):
+        return None, None
+    from .llm.registry import default_registry  # only here: the LLM layer is heavier
+
+    try:
+        info = default_registry().info(f"{provider}/{model_id}")
+    except PinbError:
+        return None, None
+    return (info.context_window, "model registry") if info.context_window else (None, None)
+
+
 def _cmd_tokens(args: argparse.Namespace) -> int:
     session = _open(args)
     context = session.build_context(_leaf(args, session))
-    estimate = estimate_context_tokens(context.messages)
-    by_role = tokens_by_role(context.messages)
+    window, source = _window(args, context)
+    usage = context_usage(
+        context, window=window, window_source=source,
+        settings=load_compaction_settings(session.cwd or None),
+    )  # fmt: skip
     if args.json:
-        say(json.dumps({"estimate": estimate.to_wire(), "byRole": by_role}, indent=1))
+        say(json.dumps(usage.to_dict(), indent=1))
         return 0
-    say(f"context tokens: {estimate.tokens}")
-    say(f"  from the last reported usage: {estimate.usage_tokens}")
-    say(f"  estimated after it:           {estimate.trailing_tokens}")
-    say("estimate by role (chars/4):")
-    for role, tokens in sorted(by_role.items(), key=lambda kv: -kv[1]):
-        say(f"  {role:18} {tokens:8d}")
+    say(f"context: {usage.describe()}")
+    say(f"chars/4 estimate of all {usage.messages:,} messages: {usage.estimated_tokens:,}, by role:")
+    width = max((len(role) for role in usage.by_role), default=4)
+    for role, tokens in sorted(usage.by_role.items(), key=lambda kv: -kv[1]):
+        say(f"  {role:{width}}  {tokens:>10,}")
     return 0
 
 
@@ -363,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     tokens = sub.add_parser("tokens", help="token estimate of the context at a leaf")
     tokens.add_argument("file")
     tokens.add_argument("--leaf")
+    tokens.add_argument("--window", type=int, help="the model's context window, in tokens")
     tokens.add_argument("--json", action="store_true")
     tokens.set_defaults(func=_cmd_tokens)
 

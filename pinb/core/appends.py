@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, UsageError
 from .context import UNSET, SessionContext, current_system_message
-from .entries import Entry
+from .entries import ARCHIVE_TYPE, Entry
 from .migrate import new_entry_id
 from .paths import iso_now
 from .target import Pi
@@ -242,6 +242,27 @@ class AppendMixin:
         if label is not None:
             fields["label"] = label
         return self._write(fields)
+
+    def archive(self, entry_id: str, note: str | None = None) -> Entry:
+        """Archive the branch that starts at ``entry_id``: pinb's views hide it.
+
+        Nothing is deleted or changed: an inert ``custom`` entry (``pinb.archive``) records
+        it, appended at the leaf as Pi appends labels, so Pi ignores it and resumes where it
+        was. :meth:`unarchive` reverses it; :attr:`archived` lists what is archived.
+        """
+        if entry_id not in self._index:
+            raise EntryNotFoundError(entry_id)
+        data: dict[str, Any] = {"targetId": entry_id, "archived": True}
+        if note:
+            data["note"] = note
+        return self._write({"type": "custom", "customType": ARCHIVE_TYPE, "data": data})
+
+    def unarchive(self, entry_id: str) -> Entry:
+        """Show an archived branch again (another marker; the first one stays in the file)."""
+        if entry_id not in self._index.archived:
+            raise InvalidEntryError(f"entry {entry_id} is not archived")
+        data = {"targetId": entry_id, "archived": False}
+        return self._write({"type": "custom", "customType": ARCHIVE_TYPE, "data": data})
 
     def set_name(self, name: str) -> Entry:
         """Name the session with a ``session_info`` entry, as Pi writes it.

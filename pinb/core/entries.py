@@ -9,10 +9,12 @@ from .wire import MISSING
 if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
     from .models import EntryModel
 
-__all__ = ["MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
+__all__ = ["ARCHIVE_TYPE", "MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
 
 #: ``customType`` of the inert entry pinb appends to record a move of the leaf.
 NAVIGATE_TYPE = "pinb.navigate"
+#: ``customType`` of the inert entry that archives (or restores) a branch in pinb's views.
+ARCHIVE_TYPE = "pinb.archive"
 
 
 def id_key(value: object) -> object:

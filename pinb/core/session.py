@@ -326,6 +326,11 @@ class Session(AppendMixin):
         return name if isinstance(name, str) else None
 
     @property
+    def archived(self) -> dict[Any, Entry]:
+        """Branches archived with :meth:`archive` (hidden in pinb's views): id → marker."""
+        return self._index.archived
+
+    @property
     def labels(self) -> dict[Any, str]:
         return self._index.labels
 

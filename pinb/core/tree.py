@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .entries import MISSING, Entry, id_key
+from .entries import ARCHIVE_TYPE, MISSING, Entry, id_key
 from .gc import gc_paused as _gc_paused
 from .target import Pi, PiLike
 from .wire import js_date_ms, js_trim, js_truthy
@@ -171,6 +171,7 @@ class SessionIndex:
         self.by_id: dict[object, Entry] = {}
         self.problems: list[Problem] = []
         self._labels: dict[object, tuple[Any, Any, Any]] = {}
+        self._archived: dict[object, Entry] = {}
         self._name_latest_truthy: Any = None
         self._name_latest: Any = None
         self._children: dict[object, list[Entry]] | None = None
@@ -217,6 +218,8 @@ class SessionIndex:
                 kinds.append(_KIND_CODES.get(kind, KIND_OTHER) if kind.__class__ is str else 0)
                 if kind == "label" or kind == "session_info":
                     self._replay(raw, kind)
+                elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
+                    self._replay_archive(entry)
             added.append(entry)
         if self._children is not None:
             for entry in added:
@@ -235,6 +238,22 @@ class SessionIndex:
     def add(self, entry: Entry) -> None:
         """Index one more entry (the next line of the file)."""
         self.extend([entry])
+
+    def _replay_archive(self, entry: Entry) -> None:
+        """pinb's archive markers, replayed in file order: the latest for a target wins."""
+        data = entry.raw.get("data")
+        if not isinstance(data, dict):
+            return
+        target = id_key(data.get("targetId", MISSING))
+        if data.get("archived") is False:
+            self._archived.pop(target, None)
+        else:
+            self._archived[target] = entry
+
+    @property
+    def archived(self) -> dict[Any, Entry]:
+        """Branches archived in pinb's views: target id → the marker that archived it."""
+        return {entry.raw["data"].get("targetId"): entry for entry in self._archived.values()}
 
     def _replay(self, raw: dict[str, Any], kind: str) -> None:
         """Labels and the session name, replayed in file order as Pi does."""

@@ -301,3 +301,27 @@ def test_read_only_files_are_never_appended_to(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="read-only"):
         session.append_message(user("x"))
     assert path.read_bytes() == original
+
+
+def test_archiving_a_branch_is_recorded_reversibly_and_inert_for_pi(tmp_path: Path) -> None:
+    session = Session.create(tmp_path, tmp_path / "s")
+    root = session.append_message(user("question"))
+    dead = session.append_message(assistant("a wrong turn"))
+    session.branch(root.id)
+    alive = session.append_message(assistant("the right answer"))
+    before = session.build_context().messages
+    assert session.path is not None
+    bytes_before = session.path.read_bytes()
+    marker = session.archive(dead.id, note="wrong turn")
+    assert session.path.read_bytes().startswith(bytes_before)  # nothing else touched
+    assert session.archived == {dead.id: marker}
+    assert session.build_context().messages == before  # invisible to the model
+    assert marker.parent_id == alive.id and session.leaf_id == marker.id
+    assert marker.raw["data"] == {"targetId": dead.id, "archived": True, "note": "wrong turn"}
+    reopened = Session.open(session.path)
+    assert set(reopened.archived) == {dead.id}
+    reopened.unarchive(dead.id)
+    assert reopened.archived == {}
+    assert Session.open(session.path).archived == {}
+    with pytest.raises(InvalidEntryError):
+        reopened.unarchive(dead.id)
