@@ -15,6 +15,7 @@ from .target import DEFAULT_PI, Pi, PiLike
 from .tree import (
     KIND_ASSISTANT,
     KIND_COMPACTION,
+    KIND_EDIT,
     KIND_MESSAGE,
     KIND_MODEL,
     KIND_THINKING,
@@ -37,6 +38,7 @@ __all__ = [
     "current_system_message",
     "entry_messages",
     "entry_to_message",
+    "extend_context",
     "select_context_entries",
 ]
 
@@ -115,6 +117,10 @@ class SessionContext:
     compaction: Entry | None = None
     path: list[Entry] = field(default_factory=list)
     pi: Pi = DEFAULT_PI
+    #: How many ``context_edit`` entries the path holds (anywhere on it).
+    branch_edits: int = 0
+    #: ``convert_to_llm(messages)``, kept once computed and extended with the context.
+    llm: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def to_wire(self) -> dict[str, Any]:
         """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
@@ -125,8 +131,26 @@ class SessionContext:
         return data
 
     def to_llm(self) -> list[dict[str, Any]]:
-        """:func:`convert_to_llm` of these messages."""
-        return convert_to_llm(self.messages, pi=self.pi)
+        """:func:`convert_to_llm` of these messages (computed once, then kept)."""
+        if self.llm is None:
+            self.llm = convert_to_llm(self.messages, pi=self.pi)
+        return self.llm
+
+    def copy(self) -> SessionContext:
+        """A context of its own: new lists, the same message objects."""
+        return SessionContext(
+            messages=list(self.messages),
+            thinking_level=self.thinking_level,
+            model=dict(self.model) if self.model is not None else None,
+            sources=list(self.sources),
+            entries=list(self.entries),
+            edits=dict(self.edits),
+            compaction=self.compaction,
+            path=list(self.path),
+            pi=self.pi,
+            branch_edits=self.branch_edits,
+            llm=list(self.llm) if self.llm is not None else None,
+        )
 
     def edit_of(self, entry_id: object) -> Entry | None:
         """The ``context_edit`` in effect for ``entry_id``, if any."""
@@ -350,19 +374,23 @@ def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:
     return leaf
 
 
-def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None]:
-    """Thinking level, model and the last compaction over the whole path (§5.3).
+def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None, int]:
+    """Thinking level, model and the last compaction over the whole path (§5.3), and the
+    number of context edits on it.
 
-    Each is the last one on the path, so the walk goes from the leaf up and stops
+    Each setting is the last one on the path, so the walk goes from the leaf up and stops
     looking for a setting once it has found it.
     """
     thinking_level: Any = _NOT_FOUND
     model: Any = _NOT_FOUND
     compaction: Entry | None = None
+    edits = 0
     for i in range(len(path) - 1, -1, -1):
         raw = path[i].raw
         kind = raw.get("type")
-        if kind == "message":
+        if kind == "context_edit":
+            edits += 1
+        elif kind == "message":
             if model is _NOT_FOUND:
                 message = raw.get("message")
                 if message.__class__ is dict and message.get("role") == "assistant":
@@ -386,6 +414,7 @@ def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry 
         "off" if thinking_level is _NOT_FOUND else thinking_level,
         None if model is _NOT_FOUND else model,
         compaction,
+        edits,
     )
 
 
@@ -394,16 +423,20 @@ _NOT_FOUND: Final = object()
 
 def _settings_at(
     index: SessionIndex, positions: list[int]
-) -> tuple[Any, dict[str, Any] | None, Entry | None]:
+) -> tuple[Any, dict[str, Any] | None, Entry | None, int]:
     """:func:`_settings` from the index's kind bytes: only the entries that matter are read."""
     kinds = index.kinds
     entries = index.entries
     thinking_level: Any = _NOT_FOUND
     model: Any = _NOT_FOUND
     compaction: Entry | None = None
+    edits = 0
     for i in reversed(positions):
         kind = kinds[i]
         if kind <= KIND_MESSAGE:
+            continue
+        if kind == KIND_EDIT:
+            edits += 1
             continue
         raw = entries[i].raw
         if kind == KIND_ASSISTANT:
@@ -425,12 +458,11 @@ def _settings_at(
                     model["modelId"] = raw["modelId"]
         elif kind == KIND_COMPACTION and compaction is None:
             compaction = entries[i]
-        if thinking_level is not _NOT_FOUND and model is not _NOT_FOUND and compaction:
-            break
     return (
         "off" if thinking_level is _NOT_FOUND else thinking_level,
         None if model is _NOT_FOUND else model,
         compaction,
+        edits,
     )
 
 
@@ -502,11 +534,11 @@ def build_session_context(
     positions = index.path_positions(leaf)
     if positions is None:  # a parent loop, or an earlier line of a repeated id
         path = index.path_from(leaf)
-        thinking_level, model, compaction = _settings(path)
+        thinking_level, model, compaction, branch_edits = _settings(path)
     else:
         everything = index.entries
         path = [everything[i] for i in positions]
-        thinking_level, model, compaction = _settings_at(index, positions)
+        thinking_level, model, compaction, branch_edits = _settings_at(index, positions)
     selected = select_context_entries(path, compaction, target)
 
     edits: dict[object, Entry] = {}
@@ -550,7 +582,58 @@ def build_session_context(
         compaction=compaction,
         path=path,
         pi=target,
+        branch_edits=branch_edits,
     )
+
+
+def extend_context(context: SessionContext, entry: Entry) -> bool:
+    """Extend, in place, a context built at ``entry``'s parent by ``entry`` as the new leaf.
+
+    This is what an append does to the context of the leaf, without walking the path
+    again (a long session's agent turn stays cheap). Returns ``False`` when ``entry``
+    changes more than the end of the context (a compaction, a context edit, or an entry an
+    earlier edit names): rebuild then.
+    """
+    raw = entry.raw
+    kind = raw.get("type")
+    if kind == "compaction" or kind == "context_edit":
+        return False
+    if context.edits and id_key(raw.get("id", MISSING)) in context.edits:
+        return False
+    pi = context.pi
+    produced: list[Any]
+    if kind == "message":
+        message = raw.get("message")
+        if message.__class__ is dict and message.get("role") == "assistant":
+            model: dict[str, Any] = {}
+            if "provider" in message:
+                model["provider"] = message["provider"]
+            if "model" in message:
+                model["modelId"] = message["model"]
+            context.model = model
+        produced = [_stored_message(message, pi)]
+    elif kind == "thinking_level_change":
+        context.thinking_level = raw.get("thinkingLevel", MISSING)
+        produced = []
+    elif kind == "model_change":
+        model = {}
+        _present(raw, model, "provider")
+        if "modelId" in raw:
+            model["modelId"] = raw["modelId"]
+        context.model = model
+        produced = []
+    elif kind.__class__ is str and kind in _PRODUCING:
+        produced = entry_messages(entry, pi)
+    else:
+        produced = []
+    context.path.append(entry)
+    context.entries.append(ProjectedEntry(entry, produced, None))
+    if produced:
+        context.messages.extend(produced)
+        context.sources.extend([entry] * len(produced))
+        if context.llm is not None:
+            context.llm.extend(convert_to_llm(produced, pi=pi))
+    return True
 
 
 def _strict_equal(a: object, b: object) -> bool:

@@ -24,7 +24,7 @@ from ..errors import (
     SessionFileError,
 )
 from .appends import AppendMixin
-from .context import UNSET, SessionContext, build_session_context
+from .context import UNSET, SessionContext, build_session_context, extend_context
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .gc import gc_paused
 from .migrate import (
@@ -109,6 +109,9 @@ class Session(AppendMixin):
         self._file = SessionFile(path, loaded) if path is not None else None
         self._leaf_id: Any = self._resume_leaf()
         self._check_leaf()
+        # The context at the current leaf, extended on each append (see build_context).
+        self._context: SessionContext | None = None
+        self._context_generation = 0
 
     # -- construction ---------------------------------------------------------------------
 
@@ -392,6 +395,15 @@ class Session(AppendMixin):
         :func:`~pinb.core.context.build_session_context`.
         """
         leaf = self._leaf_id if leaf_id is UNSET else leaf_id
+        own = leaf is self._leaf_id or (leaf == self._leaf_id and leaf is not None)
+        if own and options.get("pi", self._pi) is self._pi and len(options) <= 1:
+            # The leaf's context is kept and extended by appends: a long session's turn
+            # does not walk its whole path again. Callers get a copy of their own.
+            if self._context is None or self._context_generation != self._index.generation:
+                self._context = build_session_context(self._index, leaf, pi=self._pi)
+                self._context.to_llm()  # kept converted too, and extended the same way
+                self._context_generation = self._index.generation
+            return self._context.copy()
         options.setdefault("pi", self._pi)
         return build_session_context(self._index, leaf, **options)
 
@@ -422,6 +434,7 @@ class Session(AppendMixin):
             marker = {"type": "custom", "customType": NAVIGATE_TYPE, "data": {"targetId": target}}
             self._write(marker, parent=target, move_leaf=False)
         self._leaf_id = target
+        self._context = None
 
     # -- writing --------------------------------------------------------------------------
 
@@ -461,8 +474,17 @@ class Session(AppendMixin):
                 self._flush(entry)  # raises before anything changes in memory
             self._index.add(entry)
         if move_leaf:
-            self._leaf_id = entry.id
+            self._follow(entry)
         return entry
+
+    def _follow(self, entry: Entry) -> None:
+        """Move the leaf to a new child of the leaf, extending the kept context with it."""
+        context = self._context
+        if context is not None and not (
+            entry.parent_id == self._leaf_id and extend_context(context, entry)
+        ):
+            self._context = None
+        self._leaf_id = entry.id
 
     def _make_entry(
         self, fields: dict[str, Any], parent: Any, entry_id: str | None, timestamp: str | None
@@ -566,6 +588,7 @@ class Session(AppendMixin):
         self._index.problems.extend(problems)
         if follow and was_at_end and new_entries:
             self._leaf_id = self._resume_leaf()
+            self._context = None
         return new_entries
 
     def _resume_leaf(self) -> Any:

@@ -31,10 +31,12 @@ KIND_ASSISTANT = 2
 KIND_THINKING = 3
 KIND_MODEL = 4
 KIND_COMPACTION = 5
+KIND_EDIT = 6
 _KIND_CODES = {
     "thinking_level_change": KIND_THINKING,
     "model_change": KIND_MODEL,
     "compaction": KIND_COMPACTION,
+    "context_edit": KIND_EDIT,
 }
 
 
@@ -181,6 +183,8 @@ class SessionIndex:
         self._parents = array("q")
         self.kinds = bytearray()
         self._stale_parents = False
+        #: Grows when a repeated id re-points existing parent links (paths may change).
+        self.generation = 0
         self.extend(entries)
 
     # -- building -------------------------------------------------------------------------
@@ -200,6 +204,7 @@ class SessionIndex:
             if key in by_id:
                 self._report_duplicate(entry, by_id[key])
                 self._stale_parents = True  # entries naming this id now mean the later one
+                self.generation += 1
             at = len(self.entries)
             append(entry)
             by_id[key] = entry
