@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Session, convert_to_llm
-from ..core.compact import compact, compaction_due
 from ..core.compaction import prepare_compaction
+from ..core.operations import compact, compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings

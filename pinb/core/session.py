@@ -625,7 +625,7 @@ class Session(AppendMixin):
                 )
             )
 
-    # -- conveniences over pinb.core.forks / pinb.core.compact -------------------------------
+    # -- conveniences over pinb.core.forks / pinb.core.operations -------------------------------
 
     def fork(
         self, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
@@ -646,14 +646,14 @@ class Session(AppendMixin):
     def compact(
         self, summarizer: Any, instructions: str | None = None, settings: Any = None
     ) -> Any:
-        """Compact the active path; see :func:`pinb.core.compact.compact`."""
-        from .compact import compact
+        """Compact the active path; see :func:`pinb.core.operations.compact`."""
+        from .operations import compact
 
         return compact(self, summarizer, instructions, settings)
 
     def navigate(self, target_id: str, **options: Any) -> Any:
-        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.compact.navigate`."""
-        from .compact import navigate
+        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.operations.navigate`."""
+        from .operations import navigate
 
         return navigate(self, target_id, **options)
 
