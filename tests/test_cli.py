@@ -43,7 +43,7 @@ def test_tokens_tell_one_story(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["tokens"] > 0 and data["measure"] in ("usage+estimate", "estimate")
     assert sum(data["byRole"].values()) == data["estimatedTokens"] and "toolResult" in data["byRole"]
     assert data["window"] == 200000 and data["windowSource"] == "setting"
-    assert data["threshold"] == 200000 - 16384 and 0 < data["share"]
+    assert data["threshold"] == 200000 - 16384 and data["share"] > 0
     assert main(["tokens", path, "--window", "200000"]) == 0
     out = capsys.readouterr().out
     assert f"{data['tokens']:,} tokens (" in out and "of a 200,000 window (setting)" in out
