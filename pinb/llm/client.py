@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import json
 import logging
+import math
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -176,6 +179,19 @@ class _Outcome:
     retry_after: float | None = None
     aborted: bool = False
     stop_reason: str = "stop"
+    dropped: bool = False  # the connection ended early (not an error the server sent)
+
+
+#: Words of a server that rejected the request itself: sending it again cannot help, even
+#: when the status says 500 (llama-cpp-python answers a schema error with a 500).
+_REQUEST_REJECTED = re.compile(
+    r"validation error|validationerror|invalid request|invalid_request|unprocessable"
+    r"|field required|input should be|is not valid under|jinja|template",
+    re.IGNORECASE,
+)
+#: A dropped stream before any reply is read as an overflow when the request was at least
+#: this share of the window (servers like llama-cpp-python fail inside the stream).
+DROP_OVERFLOW_SHARE = 0.85
 
 
 def normalize_thinking_level(level: str | None) -> str:
@@ -273,6 +289,7 @@ class HTTPChatModel(ChatModelBase):
         tools: list[ToolSpec],
         max_tokens: int | None,
         thinking_level: str,
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -294,18 +311,35 @@ class HTTPChatModel(ChatModelBase):
         tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         thinking_level: str = "off",
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:
-        """The JSON body this model would send (after the §5.6 transform)."""
+        """The JSON body this model would send (after the §5.6 transform).
+
+        ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool's name (small
+        local models rarely call a tool unless asked to); ``None`` sends nothing.
+        """
         prepared = transform_messages(
             messages, self.info, normalize_tool_id=self._normalize_tool_id
         )
+        specs = [ToolSpec.coerce(t) for t in tools or ()]
         return self._body(
             prepared,
             system_prompt=system_prompt,
-            tools=[ToolSpec.coerce(t) for t in tools or ()],
+            tools=specs,
             max_tokens=max_tokens,
             thinking_level=normalize_thinking_level(thinking_level),
+            tool_choice=tool_choice if specs else None,
         )
+
+    def with_retry(self, retry: RetryPolicy) -> HTTPChatModel:
+        """A copy of this model with another retry policy (same server, key and window).
+
+        The agent uses ``RetryPolicy(max_retries=0)``: like Pi, it retries failed turns
+        itself, so each failure is saved once and shown once.
+        """
+        clone = copy.copy(self)
+        clone.retry = retry
+        return clone
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -330,6 +364,7 @@ class HTTPChatModel(ChatModelBase):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Stream one response: deltas, maybe `Retry` notices, then `Usage` and `Done`.
 
@@ -346,8 +381,11 @@ class HTTPChatModel(ChatModelBase):
                 tools=tools,
                 max_tokens=max_tokens,
                 thinking_level=thinking_level,
+                tool_choice=tool_choice,
             )
         )
+        # chars/4 of the whole request, as pinb estimates tokens everywhere else
+        prompt_tokens = math.ceil(len(payload.decode("utf-8", "replace")) / 4)
         guard = _Guard(token)
         log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
         attempt = 0
@@ -365,7 +403,13 @@ class HTTPChatModel(ChatModelBase):
                 if outcome.error is None:
                     message = builder.finish(outcome.stop_reason)
                     break
+                if outcome.dropped and not builder.content_started:
+                    self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
+                if outcome.retryable and is_context_overflow(
+                    {"stopReason": "error", "errorMessage": error}
+                ):
+                    outcome.retryable = False  # the same prompt cannot fit the next time
                 attempt += 1
                 too_long = (
                     outcome.retry_after is not None
@@ -378,7 +422,9 @@ class HTTPChatModel(ChatModelBase):
                     and not too_long
                 ):
                     delay = self.retry.delay(attempt, outcome.retry_after)
-                    log.warning(
+                    # The Retry event is what users see; a log line at warning level would
+                    # print the same news a second time, in other words.
+                    log.info(
                         "%s: %s; retrying in %.1f s (retry %d of %d)",
                         self.info.spec,
                         error,
@@ -406,8 +452,31 @@ class HTTPChatModel(ChatModelBase):
         finally:
             guard.close()
         yield Usage(message["usage"])
-        status = outcome.status if message["stopReason"] == "error" else None
-        yield Done(message, is_context_overflow(message, self.info.context_window), status)
+        failed = message["stopReason"] == "error"
+        overflow = is_context_overflow(message, self.info.context_window)
+        yield Done(
+            message,
+            overflow,
+            outcome.status if failed else None,
+            retryable=(outcome.retryable and not overflow) if failed else None,
+            retry_after=outcome.retry_after if failed else None,
+            usage_reported=builder.usage_reported,
+        )
+
+    def _judge_drop(self, outcome: _Outcome, prompt_tokens: int) -> None:
+        """A stream that died before the first byte of a reply, after a large request.
+
+        llama-cpp-python checks the prompt's size only once the stream has started, and
+        then just closes the connection. Sending the same request again would fail the
+        same way, so a drop of a request near the window is reported as an overflow.
+        """
+        window = self.info.context_window
+        if window and prompt_tokens >= DROP_OVERFLOW_SHARE * window:
+            outcome.error = (
+                f"{outcome.error}. The request (about {prompt_tokens:,} tokens) probably "
+                f"exceeds the context window ({window:,} tokens)"
+            )
+            outcome.retryable = False
 
     async def _attempt(
         self, payload: bytes, builder: MessageBuilder, guard: _Guard, outcome: _Outcome
@@ -463,12 +532,21 @@ class HTTPChatModel(ChatModelBase):
         except httpx.TimeoutException as exc:
             outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
             outcome.retryable = True
+        except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
+            # Our side could not even form the request (a bad header value, a bad URL):
+            # the same request would fail again.
+            outcome.error = f"The request could not be sent ({type(exc).__name__}): {exc}"
+            outcome.retryable = False
         except httpx.TransportError as exc:
             outcome.error = f"Connection error ({type(exc).__name__}): {exc}"
             outcome.retryable = True
+            outcome.dropped = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
         except StreamProtocolError as exc:
+            # A cut connection, a stream without its end marker or a garbled chunk: a
+            # glitch between us and the server that a new request usually gets past.
             outcome.error = str(exc)
-            outcome.retryable = str(exc).startswith("Connection lost")
+            outcome.retryable = True
+            outcome.dropped = str(exc).startswith("Connection lost")
         except ProviderStreamError as exc:
             outcome.error = str(exc)
             outcome.retryable = exc.retryable
@@ -490,5 +568,7 @@ class HTTPChatModel(ChatModelBase):
         should = response.headers.get("x-should-retry")
         if should in ("true", "false"):
             outcome.retryable = should == "true"
+        elif _REQUEST_REJECTED.search(outcome.error):
+            outcome.retryable = False
         else:
             outcome.retryable = status in RETRYABLE_STATUS or status >= 500
