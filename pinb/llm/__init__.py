@@ -20,6 +20,7 @@ from pinb.llm.client import DEFAULT_TIMEOUT, HTTPChatModel
 from pinb.llm.credentials import ENV_API_KEYS, Secret, find_api_key
 from pinb.llm.errors import (
     ContextOverflowError,
+    InvalidCredentialsError,
     LLMError,
     MissingCredentialsError,
     ProviderHTTPError,
@@ -77,6 +78,7 @@ __all__ = [
     "ContextOverflowError",
     "Done",
     "HTTPChatModel",
+    "InvalidCredentialsError",
     "LLMError",
     "MessageBuilder",
     "MissingCredentialsError",

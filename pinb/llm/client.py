@@ -20,7 +20,7 @@ from pinb import __version__
 from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
-from pinb.llm.credentials import Secret, redact
+from pinb.llm.credentials import Secret, redact, sanitize_key
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
@@ -249,10 +249,13 @@ class HTTPChatModel(ChatModelBase):
     ):
         self.info = info
         self.base_url = base_url.rstrip("/")
-        self._api_key = (
-            api_key if isinstance(api_key, Secret) or api_key is None else Secret(api_key)
-        )
-        self._extra_headers = {k: Secret(v) for k, v in (headers or {}).items()}
+        raw_key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+        # Checked here too, so a model built by hand cannot put a broken key on the wire
+        # (httpx would then quote the key in its error).
+        self._api_key = Secret(sanitize_key(raw_key, "the api_key argument")) if raw_key else None
+        self._extra_headers = {
+            k: Secret(sanitize_key(v, f"the {k!r} header")) for k, v in (headers or {}).items()
+        }
         self.compat = compat or OpenAICompat()
         self.transport = transport
         self.retry = retry or RetryPolicy()
