@@ -105,10 +105,15 @@ def test_a_cell_edits_a_file_through_tools(
 
 
 def test_auto_compaction_at_a_small_window(shell: InteractiveShell, server: LLMServer) -> None:
-    for i in range(4):
+    for i in range(3):
         server.reply(f"answer {i} " + "w" * 1500, usage={"input": 900 * (i + 1), "output": 400})
+    server.reply("## Goal\nthe summary")  # written after the third cell passed the threshold
+    server.reply("answer 3", usage={"input": 900, "output": 4})
     for i in range(4):
-        shell.run_cell_magic("pi", "--model loop/tiny --no-tools", f"question {i} " + "q" * 600)
+        reply = shell.run_cell_magic(
+            "pi", "--model loop/tiny --no-tools", f"question {i} " + "q" * 600
+        )
+        assert isinstance(reply, AssistantReply) and reply.text.startswith(f"answer {i}")
     session = Session.open(_session_file(shell))
     compactions = [e for e in session.entries if e.type == "compaction"]
     assert compactions, "the context passed the threshold of the 4000-token window"
