@@ -180,6 +180,7 @@ class _Outcome:
     aborted: bool = False
     stop_reason: str = "stop"
     dropped: bool = False  # the connection ended early (not an error the server sent)
+    sse_events: int = 0  # events received in this attempt's stream
 
 
 #: Words of a server that rejected the request itself: sending it again cannot help, even
@@ -400,6 +401,26 @@ class HTTPChatModel(ChatModelBase):
                 ) as events:
                     async for event in events:
                         yield event
+                if outcome.dropped and outcome.sse_events == 0 and self.streaming:
+                    # Not one event: llama-cpp-python ends the stream this way when the
+                    # prompt does not fit, and says why only when asked without streaming.
+                    log.info("%s: empty stream; asking again without streaming", self.info.spec)
+                    plain = copy.copy(self)
+                    plain.streaming = False
+                    body = plain.build_body(
+                        messages,
+                        system_prompt=system_prompt,
+                        tools=tools,
+                        max_tokens=max_tokens,
+                        thinking_level=thinking_level,
+                        tool_choice=tool_choice,
+                    )
+                    outcome = _Outcome()
+                    async with contextlib.aclosing(
+                        plain._attempt(_dumps(body), builder, guard, outcome)
+                    ) as events:
+                        async for event in events:
+                            yield event
                 if outcome.aborted:
                     message = builder.finish("aborted", ABORTED_MESSAGE)
                     break
@@ -512,6 +533,7 @@ class HTTPChatModel(ChatModelBase):
                 except StopAsyncIteration:
                     break
                 for sse in parser.feed(chunk):
+                    outcome.sse_events += 1
                     for event in decoder.feed(sse):
                         yield event
                     guard.check()
@@ -519,6 +541,7 @@ class HTTPChatModel(ChatModelBase):
                         break
             if not decoder.complete:
                 for sse in parser.close():
+                    outcome.sse_events += 1
                     for event in decoder.feed(sse):
                         yield event
             if not decoder.complete:

@@ -18,7 +18,6 @@ queued the server answers ``418`` with a message saying so (never retried).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import sys
@@ -127,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if owner.context_window and wire == "openai":
             tokens = prompt_tokens(body)
-            if tokens >= owner.context_window and self._overflow(tokens, owner):
+            if tokens >= owner.context_window:
+                self._overflow(tokens, owner, streaming=bool(body.get("stream")))
                 return
         reply = owner._next()
         if reply is None:
@@ -169,31 +169,32 @@ class _Handler(BaseHTTPRequestHandler):
         except (_Dropped, ConnectionError, OSError):
             self.close_connection = True
 
-    def _overflow(self, tokens: int, owner: LLMServer) -> bool:
+    def _overflow(self, tokens: int, owner: LLMServer, *, streaming: bool) -> None:
         """Answer a prompt larger than the window the way ``owner.overflow_style`` says."""
-        text = f"Requested tokens ({tokens}) exceed context window of {owner.context_window}"
+        window = owner.context_window
         if owner.overflow_style == "status":
-            body = self._error_body(
-                "openai",
-                "invalid_request_error",
-                "the request exceeds the available context size, try increasing it",
+            message = "the request exceeds the available context size, try increasing it"
+            self._json(400, self._error_body("openai", "invalid_request_error", message))
+            return
+        if owner.overflow_style == "drop" and not streaming:
+            # llama-cpp-python says what went wrong only to a request without streaming.
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {tokens} tokens. Please reduce the length of the messages or "
+                "completion."
             )
-            self._json(400, body)
-            return True
+            self._json(400, self._error_body("openai", "invalid_request_error", message))
+            return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        self.wfile.flush()
         if owner.overflow_style == "sse_error":
+            text = f"Requested tokens ({tokens}) exceed context window of {window}"
             payload = {"error": {"message": text, "type": "internal_server_error", "code": 500}}
             self._chunk(f"data: {json.dumps(payload)}\n\n".encode())
-            self._chunk(b"")
-        else:  # "drop": the connection closes before any event
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
-            self.close_connection = True
-        return True
+        # "drop": llama-cpp-python's stream of an oversized prompt ends with no event at all
+        self._chunk(b"")
 
     @staticmethod
     def _error_body(wire: str, etype: str, message: str) -> dict[str, Any]:
@@ -291,8 +292,9 @@ class LLMServer:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
         #: How an overflow is answered: ``"status"`` (400 with llama.cpp's wording),
-        #: ``"sse_error"`` (an error event in a 200 stream, as llama-cpp-python does) or
-        #: ``"drop"`` (the connection closes before any event).
+        #: ``"sse_error"`` (an error event in a 200 stream) or ``"drop"`` (what
+        #: llama-cpp-python 0.3 does: a 200 stream that ends before any event, and a 400
+        #: naming the window to the same request without streaming).
         self.overflow_style = overflow_style
         #: Which server's window endpoint to offer: ``"llamacpp"`` (``/props``),
         #: ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``) or ``None``.
