@@ -258,7 +258,7 @@ class Agent:
             if self.config.tool_choice and specs and not run.answered:
                 options["tool_choice"] = self.config.tool_choice
             final: Done | None = None
-            async for event in model.astream(
+            async for model_event in model.astream(
                 messages,
                 system_prompt=system_prompt,
                 tools=specs or None,
@@ -267,10 +267,10 @@ class Agent:
                 cancel=token,
                 **options,
             ):
-                if isinstance(event, Done):
-                    final = event
+                if isinstance(model_event, Done):
+                    final = model_event
                 else:
-                    yield ModelEvent(event)
+                    yield ModelEvent(model_event)
             assert final is not None, "a model stream must end with Done"
             message = final.message
             entry = session.append_message(message, validate=False)
@@ -293,11 +293,11 @@ class Agent:
                     yield EntrySaved(result_entry)
                 if stop_reason == "error" and not token.cancelled:
                     retry: bool | None = None
-                    async for event in self._recover(run, final, entry, closed, token):
-                        if isinstance(event, bool):
-                            retry = event
+                    async for step in self._recover(run, final, entry, closed, token):
+                        if isinstance(step, bool):
+                            retry = step
                         else:
-                            yield event
+                            yield step
                     if retry:
                         continue
                 elif closed:

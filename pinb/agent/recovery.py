@@ -83,7 +83,11 @@ async def pause(delay: float, token: CancelToken, policy: RetryPolicy) -> bool:
     """Wait ``delay`` seconds with ``policy.sleep``; False as soon as ``token`` is cancelled."""
     loop = asyncio.get_running_loop()
     cancelled = asyncio.Event()
-    remove = token.add_callback(lambda: loop.call_soon_threadsafe(cancelled.set))
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(cancelled.set)
+
+    remove = token.add_callback(wake)
     sleeper = asyncio.ensure_future(policy.sleep(delay))
     watcher = asyncio.ensure_future(cancelled.wait())
     try:
@@ -108,7 +112,7 @@ def results_for_unrun_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         reason = str(message.get("errorMessage") or "the reply failed").splitlines()[0][:300]
         text = f"Not run: the reply failed before the call was complete ({reason})"
-    results = []
+    results: list[dict[str, Any]] = []
     for block in message.get("content") or ():
         if isinstance(block, dict) and block.get("type") == "toolCall":
             results.append(

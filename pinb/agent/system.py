@@ -49,7 +49,8 @@ def system_patch(
     ``sections``, ``timestamp``, ``toolsAdded``, ``toolsRemoved``.
     """
     current = current_system_message(messages) or {}
-    before = current.get("sections") if isinstance(current.get("sections"), dict) else {}
+    raw_sections = current.get("sections")
+    before: dict[str, Any] = raw_sections if isinstance(raw_sections, dict) else {}
     patch: dict[str, Any] = {n: t for n, t in sections.items() if before.get(n) != t}
     patch.update({name: None for name in before if name not in sections})
     declared = {t.get("name"): t for t in current.get("toolsAdded") or () if isinstance(t, Mapping)}

@@ -92,7 +92,8 @@ def _openai_models(client: httpx.Client, root: str, model_id: str) -> int | None
     )
     if chosen is None:
         return None
-    meta = chosen.get("meta") if isinstance(chosen.get("meta"), dict) else {}
+    raw_meta = chosen.get("meta")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     for value in (
         chosen.get("max_model_len"),  # vLLM
         chosen.get("context_length"),

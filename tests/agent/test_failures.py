@@ -107,7 +107,7 @@ def test_a_tool_run_survives_a_stream_cut_mid_reply(
         ServerReply(text="Noted the milk for you."),
     ]
     cut = ServerReply(**{**replies[cut_request].__dict__, "chunk_size": 3, "disconnect_after": 4})
-    script = replies[:cut_request] + [cut] + replies[cut_request:]
+    script = [*replies[:cut_request], cut, *replies[cut_request:]]
     server.add(*script)
     session = Session.create(tmp_path, tmp_path / "s")
     note, sleeps = Note(), Sleeps()
@@ -265,7 +265,9 @@ def test_overflow_compacts_and_retries_once_with_pi_16s_file_shape(tmp_path: Pat
             agent.prompt(f"question {i}")
         server.reply("short answer")
         end = agent.prompt("one more question")
-        assert end.stop_reason == "stop" and end.final_message["content"][0]["text"] == "short answer"  # type: ignore[index]
+        assert (
+            end.stop_reason == "stop" and end.final_message["content"][0]["text"] == "short answer"
+        )  # type: ignore[index]
         tail = _shape(session)[-5:]
         assert tail == ["user", "assistant:error", "context_edit", "compaction", "assistant:stop"]
 
@@ -285,7 +287,9 @@ def test_an_aborted_batch_answers_the_calls_that_never_started(tmp_path: Path, s
     note = Note(on_call=lambda: token.cancel("stop"))
     end = _agent(session, _model(server), [note]).prompt("go", cancel=token)
     assert end.stop_reason == "aborted"
-    results = {e.message["toolCallId"]: e.message for e in session.entries if e.role == "toolResult"}  # type: ignore[index]
+    results = {
+        e.message["toolCallId"]: e.message for e in session.entries if e.role == "toolResult"
+    }  # type: ignore[index]
     assert results["c1"]["content"][0]["text"] == "noted first"
     assert results["c2"]["content"][0]["text"] == "Operation aborted"
 

@@ -23,7 +23,9 @@ def _fresh_discoveries() -> Iterator[None]:
 
 def _local(server: LLMServer, spec: str = "llamacpp/smol", **options):
     options.setdefault("retry", RetryPolicy(max_retries=0))
-    return get_model(spec, base_url=server.openai_base_url, registry=ModelRegistry(False), **options)
+    return get_model(
+        spec, base_url=server.openai_base_url, registry=ModelRegistry(False), **options
+    )
 
 
 def _complete(model, messages=None, **options):
@@ -193,7 +195,11 @@ def test_a_cut_inside_tool_arguments_keeps_the_partial_call(server) -> None:
     ("choice", "openai_value", "anthropic_value"),
     [
         ("required", "required", {"type": "any"}),
-        ("read", {"type": "function", "function": {"name": "read"}}, {"type": "tool", "name": "read"}),
+        (
+            "read",
+            {"type": "function", "function": {"name": "read"}},
+            {"type": "tool", "name": "read"},
+        ),
     ],
 )
 def test_tool_choice(make_model, server, choice, openai_value, anthropic_value) -> None:

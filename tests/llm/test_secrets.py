@@ -117,7 +117,7 @@ def test_a_key_in_auth_json_or_models_json_is_checked_too(tmp_path, monkeypatch)
     path.write_text(json.dumps({"openai": {"type": "api_key", "key": KEY + "\n"}}))
     assert find_api_key("openai", auth_path=path).reveal() == KEY
     path.write_text(json.dumps({"openai": {"type": "api_key", "key": "sk-ü" + KEY}}))
-    with pytest.raises(InvalidCredentialsError, match="auth.json"):
+    with pytest.raises(InvalidCredentialsError, match=r"auth\.json"):
         find_api_key("openai", auth_path=path)
     monkeypatch.setenv("MY_BOX_KEY", "sk-\x07" + KEY)
     with pytest.raises(InvalidCredentialsError, match="MY_BOX_KEY"):

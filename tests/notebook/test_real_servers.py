@@ -111,9 +111,7 @@ def test_a_local_server_needs_no_file_and_brings_its_window(shell, monkeypatch) 
         with capture_output() as captured:
             shell.run_line_magic("pi", "model llamacpp/smol")
             for i in range(8):
-                reply = shell.run_cell_magic(
-                    "pi", "--no-tools", f"question {i} " + "q" * 800
-                )
+                reply = shell.run_cell_magic("pi", "--no-tools", f"question {i} " + "q" * 800)
                 assert isinstance(reply, AssistantReply), i
     finally:
         server.stop()
