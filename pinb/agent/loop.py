@@ -502,7 +502,7 @@ class Agent:
         try:
             report = await self._compact(reason, self._settings())
         except Exception as exc:  # a summary request that failed leaves the session as it was
-            log.warning("automatic compaction (%s) failed: %s", reason, exc)
+            log.info("automatic compaction (%s) failed: %s", reason, exc)
             yield Notice(f"automatic compaction failed: {exc}")
             return
         if report is not None:
