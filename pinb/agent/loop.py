@@ -430,7 +430,6 @@ class Agent:
         for edit in hide(self.session, [entry, *results]):
             yield EntrySaved(edit)
         delay = policy.delay(run.retries, final.retry_after)
-        delay = min(delay, policy.max_delay) if final.retry_after is None else delay
         yield RetryScheduled(run.retries, policy.max_retries, delay, error)
         yield await pause(delay, token, policy)
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-import inspect
 import json
 import logging
 import math
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import httpx
 
@@ -22,6 +20,8 @@ from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
 from pinb.llm.credentials import Secret, redact, sanitize_key
 from pinb.llm.errors import StreamProtocolError
+from pinb.llm.guard import Guard as _Guard
+from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -54,8 +54,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
 
-T = TypeVar("T")
-
 
 class ProviderStreamError(Exception):
     """An error event inside an otherwise healthy stream (e.g. Anthropic ``overloaded_error``)."""
@@ -63,61 +61,6 @@ class ProviderStreamError(Exception):
     def __init__(self, message: str, *, retryable: bool):
         self.retryable = retryable
         super().__init__(message)
-
-
-class _Aborted(Exception):
-    pass
-
-
-class _Guard:
-    """Turns a `CancelToken` into a cancellation of the await we are parked in.
-
-    Only our own awaits are armed, so a consumer awaiting something else between two
-    events is never cancelled by us; the flag is checked when it comes back.
-    """
-
-    def __init__(self, token: CancelToken):
-        self.token = token
-        self._loop = asyncio.get_running_loop()
-        self._task: asyncio.Task[Any] | None = asyncio.current_task()
-        self._armed = False
-        self._fired = False
-        self._remove = token.add_callback(self._on_cancel)
-
-    def _on_cancel(self) -> None:
-        with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to interrupt
-            self._loop.call_soon_threadsafe(self._fire)
-
-    def _fire(self) -> None:
-        if self._armed and not self._fired and self._task is not None:
-            self._fired = True
-            self._task.cancel()
-
-    def check(self) -> None:
-        if self.token.cancelled:
-            raise _Aborted
-
-    async def run(self, awaitable: Awaitable[T]) -> T:
-        if self.token.cancelled:
-            if inspect.iscoroutine(awaitable):
-                awaitable.close()
-            raise _Aborted
-        self._task = asyncio.current_task()
-        self._armed = True
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._fired:
-                self._fired = False
-                if self._task is not None:
-                    self._task.uncancel()
-                raise _Aborted from None
-            raise
-        finally:
-            self._armed = False
-
-    def close(self) -> None:
-        self._remove()
 
 
 class StreamDecoder:
