@@ -277,7 +277,10 @@ class LiveRun:
     def add(self, event: AgentEvent) -> None:
         self.transcript.add(event)
         now = time.monotonic()
-        if now >= self._next:
+        # A retry's wait or a tool's run may last seconds with no event after it: such
+        # news is shown at once, not at the next (throttled) update.
+        urgent = isinstance(event, RetryScheduled | Notice | CompactionDone | ToolStart | ToolEnd)
+        if now >= self._next or urgent:
             self._show()
             spent = time.monotonic() - now
             # An update that took long waits proportionally longer for the next one, so
