@@ -468,8 +468,15 @@ class Agent:
                 return
             reason = "compacting the conversation could not make room for it"
         # Hide the whole run, so the next prompt meets the context that worked before.
-        for edit in hide(session, self._run_entries(run)):
-            yield EntrySaved(edit)
+        if can_hide(session):
+            for edit in hide(session, self._run_entries(run)):
+                yield EntrySaved(edit)
+        else:  # v0.58.3 has no context edits: continue from before the prompt instead
+            parent = run.user_entry.parent_id
+            if isinstance(parent, str) and parent:
+                session.branch(parent)
+            else:
+                session.reset_leaf()
         run.error = (
             f"Context overflow: {reason}. This prompt and its replies were left out of the "
             "context, so the next cell works; shorten or split the prompt, or use a model "

@@ -22,6 +22,7 @@ from ..core import Session
 from ..core.entries import Entry
 from ..core.paths import agent_dir
 from ..core.target import Pi
+from ..errors import PinbError
 from ..llm.retry import RetryPolicy, is_retryable_error
 from ..llm.types import CancelToken, Done
 
@@ -147,5 +148,8 @@ def hide(session: Session, entries: Iterable[Entry]) -> list[Entry]:
         edit = context.edit_of(entry.id)
         if not editable or (edit is not None and edit.raw.get("replacement") is None):
             continue
-        saved.append(session.append_context_edit(str(entry.id), None))
+        try:
+            saved.append(session.append_context_edit(str(entry.id), None))
+        except PinbError as exc:  # hiding is a courtesy to the next request, never fatal
+            log.info("could not hide entry %s: %s", entry.id, exc)
     return saved

@@ -322,3 +322,17 @@ def test_tool_choice_goes_with_the_first_request_only(tmp_path: Path, server: LL
     _agent(session, _model(server), [Note()], tool_choice="required").prompt("note x")
     first, second = (r.body for r in server.requests)
     assert first["tool_choice"] == "required" and "tool_choice" not in second
+
+
+def test_a_v058_session_steps_back_instead_of_hiding(tmp_path: Path) -> None:
+    with LLMServer(context_window=2000, overflow_style="sse_error") as server:
+        session = Session.create(tmp_path, tmp_path / "s", pi="0.58")
+        agent = _agent(session, _model(server))
+        server.reply("hello back")
+        agent.prompt("hello")
+        assert agent.prompt("word " * 3000).stop_reason == "error"
+        server.reply("still here")
+        assert agent.prompt("there?").stop_reason == "stop"
+    kinds = {e.type for e in Session.open(session.path, pi="0.58").entries}
+    assert "context_edit" not in kinds and not any(e.role == "system" for e in session.entries)
+    assert "word word" not in json.dumps(server.requests[-1].body)
