@@ -314,3 +314,17 @@ def test_interpolated_values_say_where_they_were_cut(shell) -> None:
             shell.run_cell_magic("pi", "--no-tools", "see {big}")
     sent = server.requests[-1].body["messages"][-1]["content"]
     assert "[cut: 200 of 10,000 characters shown]" in sent and len(sent) == 4 + 200
+
+
+def test_without_a_spec_a_local_server_is_found_with_a_short_model_id(shell, monkeypatch) -> None:
+    for name in ("OLLAMA_HOST", "OLLAMA_BASE_URL", "LMSTUDIO_BASE_URL", "VLLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    server = _local_server(monkeypatch, context_window=4096, window_endpoint="llamacpp")
+    try:
+        with capture_output() as captured:
+            shell.run_line_magic("pi", "model")
+    finally:
+        server.stop()
+    # llama-cpp-python lists the GGUF file's path as the model id
+    assert server.model_id.startswith("/models/")
+    assert captured.stdout.startswith("llamacpp/loopback-135M.Q4_1 · window 4,096")
