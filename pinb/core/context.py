@@ -121,6 +121,8 @@ class SessionContext:
     branch_edits: int = 0
     #: ``convert_to_llm(messages)``, kept once computed and extended with the context.
     llm: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    #: The same without system messages (for requests that send the prompt up front).
+    llm_plain: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def to_wire(self) -> dict[str, Any]:
         """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
@@ -130,11 +132,19 @@ class SessionContext:
         data["model"] = self.model
         return data
 
-    def to_llm(self) -> list[dict[str, Any]]:
-        """:func:`convert_to_llm` of these messages (computed once, then kept)."""
+    def to_llm(self, *, system: bool = True) -> list[dict[str, Any]]:
+        """:func:`convert_to_llm` of these messages (computed once, then kept).
+
+        With ``system=False`` system messages are left out: for a request that sends the
+        replayed system prompt in front instead (see :func:`current_system_message`).
+        """
         if self.llm is None:
             self.llm = convert_to_llm(self.messages, pi=self.pi)
-        return self.llm
+        if system:
+            return self.llm
+        if self.llm_plain is None:
+            self.llm_plain = [m for m in self.llm if m.get("role") != "system"]
+        return self.llm_plain
 
     def copy(self) -> SessionContext:
         """A context of its own: new lists, the same message objects."""
@@ -150,6 +160,7 @@ class SessionContext:
             pi=self.pi,
             branch_edits=self.branch_edits,
             llm=list(self.llm) if self.llm is not None else None,
+            llm_plain=list(self.llm_plain) if self.llm_plain is not None else None,
         )
 
     def edit_of(self, entry_id: object) -> Entry | None:
@@ -632,7 +643,10 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
         context.messages.extend(produced)
         context.sources.extend([entry] * len(produced))
         if context.llm is not None:
-            context.llm.extend(convert_to_llm(produced, pi=pi))
+            converted = convert_to_llm(produced, pi=pi)
+            context.llm.extend(converted)
+            if context.llm_plain is not None:
+                context.llm_plain.extend(m for m in converted if m.get("role") != "system")
     return True
 
 

@@ -257,11 +257,20 @@ class Done:
     ``"aborted"`` and ``errorMessage`` set. ``overflow`` tells whether the message
     reports a context overflow (see `pinb.llm.is_context_overflow`); ``status_code`` is
     the HTTP status of a failed request, when there was one.
+
+    ``retryable`` is the adapter's own verdict on a failure (``None``: it has none, the
+    caller judges by the error text, as Pi does); ``retry_after`` is the wait a server
+    asked for, in seconds. ``usage_reported`` is False when the server sent no token
+    counts (llama.cpp ignores ``stream_options``): the message then holds Pi's zero usage
+    and callers estimate instead.
     """
 
     message: dict[str, Any]
     overflow: bool = False
     status_code: int | None = None
+    retryable: bool | None = None
+    retry_after: float | None = None
+    usage_reported: bool = True
 
     @property
     def stop_reason(self) -> str:
@@ -370,6 +379,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Stream events for one model response."""
         ...
@@ -383,6 +393,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Synchronous `astream` (works inside a running event loop too)."""
         ...
@@ -396,6 +407,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:
@@ -411,6 +423,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:

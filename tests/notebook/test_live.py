@@ -72,3 +72,23 @@ def test_live_run_updates_one_display_and_hides_the_final_answer() -> None:
     final = live.transcript.text()
     assert "**bold**" not in final  # the answer is the cell's value, not repeated here
     assert "bash" in final and len(shown) > 2
+
+
+def test_a_retry_is_shown_at_once_not_at_the_next_throttled_update() -> None:
+    from pinb.agent.events import RetryScheduled
+
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, obj: RunTranscript) -> None:
+            shown.append(obj.text())
+
+    def display(obj: RunTranscript, display_id: bool = False) -> Handle:
+        shown.append(obj.text())
+        return Handle()
+
+    live = LiveRun(display, interval=60)  # nothing else would be shown for a minute
+    live.add(TurnStart(1))
+    live.add(ModelEvent(TextDelta(0, "partial")))
+    live.add(RetryScheduled(1, 3, 8.0, "Connection lost\nsecond line"))
+    assert shown[-1].endswith("· retrying in 8 s (retry 1 of 3): Connection lost")
