@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core import Session
 from ..core.compaction import prepare_compaction
-from ..core.context import SessionContext, current_system_message
+from ..core.context import SessionContext
 from ..core.entries import Entry
 from ..core.operations import compact, compaction_due
 from ..core.reports import CompactionReport
@@ -359,7 +359,7 @@ class Agent:
         """
         messages = context.to_llm(system=False)  # kept by the session, extended per append
         if can_hide(self.session):
-            return messages, prompt_text(context.messages)
+            return messages, prompt_text(context.system_message())
         return messages, self._system_prompt()
 
     def _system_prompt(self) -> str:
@@ -381,7 +381,7 @@ class Agent:
             append=self.config.append_system_prompt,
         )
         patch = system_patch(
-            self.session.build_context().messages, sections, tool_declarations(self.tools)
+            self.session.build_context().system_message(), sections, tool_declarations(self.tools)
         )
         if patch is None:
             return []
@@ -390,7 +390,7 @@ class Agent:
     def _estimate_usage(self, context: SessionContext, message: dict[str, Any]) -> dict[str, Any]:
         """chars/4 of what was sent and what came back, for a reply without usage."""
         pi = context.pi
-        system = current_system_message(context.messages)
+        system = context.system_message()
         sent = estimate_tokens(system, pi=pi) if system is not None else 0
         sent += sum(
             estimate_tokens(m, pi=pi)

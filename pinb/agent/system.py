@@ -14,8 +14,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.context import current_system_message
-
 __all__ = ["prompt_text", "system_patch", "tool_declarations"]
 
 
@@ -37,18 +35,20 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def system_patch(
-    messages: Sequence[Any],
+    current: Mapping[str, Any] | None,
     sections: Mapping[str, str],
     tools: Sequence[Mapping[str, Any]],
     *,
     now_ms: int | None = None,
 ) -> dict[str, Any] | None:
-    """The system message to append so that ``messages`` replay to these sections and tools.
+    """The system message to append so that the branch's prompt becomes these sections and tools.
 
-    ``None`` when the replay already matches. Key order is Pi's: ``role``, ``content``,
-    ``sections``, ``timestamp``, ``toolsAdded``, ``toolsRemoved``.
+    ``current`` is the branch's replayed system message
+    (:meth:`~pinb.core.context.SessionContext.system_message`). ``None`` when it already
+    matches. Key order is Pi's: ``role``, ``content``, ``sections``, ``timestamp``,
+    ``toolsAdded``, ``toolsRemoved``.
     """
-    current = current_system_message(messages) or {}
+    current = current or {}
     raw_sections = current.get("sections")
     before: dict[str, Any] = raw_sections if isinstance(raw_sections, dict) else {}
     patch: dict[str, Any] = {n: t for n, t in sections.items() if before.get(n) != t}
@@ -73,13 +73,12 @@ def system_patch(
     return message
 
 
-def prompt_text(messages: Sequence[Any]) -> str:
-    """The prompt the replayed system messages give: content, then each section's text.
+def prompt_text(current: Mapping[str, Any] | None) -> str:
+    """The prompt a replayed system message gives: content, then each section's text.
 
     Sent in front of the conversation: the providers pinb speaks to take the system prompt
     there, and a model sees the current prompt once instead of a history of patches.
     """
-    current = current_system_message(messages)
     if current is None:
         return ""
     content = current.get("content")

@@ -123,6 +123,7 @@ class SessionContext:
     llm: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     #: The same without system messages (for requests that send the prompt up front).
     llm_plain: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _system: Any = field(default=MISSING, repr=False, compare=False)
 
     def to_wire(self) -> dict[str, Any]:
         """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
@@ -146,6 +147,12 @@ class SessionContext:
             self.llm_plain = [m for m in self.llm if m.get("role") != "system"]
         return self.llm_plain
 
+    def system_message(self) -> dict[str, Any] | None:
+        """:func:`current_system_message` of these messages (computed once, then kept)."""
+        if self._system is MISSING:
+            self._system = current_system_message(self.messages)
+        return self._system  # type: ignore[no-any-return]
+
     def copy(self) -> SessionContext:
         """A context of its own: new lists, the same message objects."""
         return SessionContext(
@@ -161,6 +168,7 @@ class SessionContext:
             branch_edits=self.branch_edits,
             llm=list(self.llm) if self.llm is not None else None,
             llm_plain=list(self.llm_plain) if self.llm_plain is not None else None,
+            _system=self._system,
         )
 
     def edit_of(self, entry_id: object) -> Entry | None:
@@ -642,6 +650,11 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
     if produced:
         context.messages.extend(produced)
         context.sources.extend([entry] * len(produced))
+        if context._system is not MISSING and any(
+            m.__class__ is dict and m.get("role") == "system" for m in produced
+        ):
+            # The prompt changed (rare: its first request, a new tool): replay it again.
+            context._system = current_system_message(context.messages)
         if context.llm is not None:
             converted = convert_to_llm(produced, pi=pi)
             context.llm.extend(converted)

@@ -401,7 +401,9 @@ class Session(AppendMixin):
             # does not walk its whole path again. Callers get a copy of their own.
             if self._context is None or self._context_generation != self._index.generation:
                 self._context = build_session_context(self._index, leaf, pi=self._pi)
-                self._context.to_llm(system=False)  # kept converted, and extended the same way
+                # Kept converted, with its replayed prompt, and extended the same way.
+                self._context.to_llm(system=False)
+                self._context.system_message()
                 self._context_generation = self._index.generation
             return self._context.copy()
         options.setdefault("pi", self._pi)

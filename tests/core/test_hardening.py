@@ -234,3 +234,20 @@ def test_the_kept_context_of_the_leaf_always_equals_a_fresh_build(seed: int) -> 
         assert kept.to_wire() == fresh.to_wire(), f"seed {seed} step {step}"
         assert [id(e) for e in kept.sources] == [id(e) for e in fresh.sources]
         assert kept.to_llm() == fresh.to_llm()
+
+
+def test_the_kept_context_follows_system_messages() -> None:
+    from pinb.core.context import current_system_message
+
+    session = Session.in_memory("/p")
+    session.append_message(user("hi"))
+    assert session.build_context().system_message() is None
+    for step in range(3):
+        session.append_message(
+            {"role": "system", "content": "", "sections": {f"s{step}": "x"}, "timestamp": step},
+            validate=False,
+        )
+        session.append_message(assistant("ok"))
+        kept = session.build_context()
+        assert kept.system_message() == current_system_message(kept.messages)
+        assert kept.to_llm(system=False) == [m for m in kept.to_llm() if m["role"] != "system"]
