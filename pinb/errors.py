@@ -18,9 +18,11 @@ The tree::
     │   ├── StreamProtocolError            a stream that does not follow its wire format
     │   ├── ContextOverflowError           the prompt does not fit the model's window
     │   ├── MissingCredentialsError        no API key: names the variable to set (env_var)
+    │   ├── InvalidCredentialsError        a key no HTTP header can carry (names the source)
     │   ├── UnknownProviderError           a provider pinb does not know
     │   └── UnsupportedApiError            a wire protocol pinb does not speak
     ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
+    ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
     └── UsageError                         bad command-line or magic arguments
 
 In a notebook a ``PinbError`` renders as one clear line instead of a traceback
