@@ -101,16 +101,15 @@ def _read(path: Path, mtime: float) -> SessionInfo | None:
         loaded = parse_session_bytes(path.read_bytes(), path)
     except OSError:
         return None
-    if not loaded.values or not is_valid_header(loaded.values[0].value):
+    if not loaded.values or not is_valid_header(loaded.values[0]):
         return None
-    header = loaded.values[0].value
+    header = loaded.values[0]
     name: str | None = None
     message_count = 0
     first_message: str | None = None
     all_texts: list[str] = []
     latest = 0
-    for item in loaded.values[1:]:
-        entry = item.value
+    for entry in loaded.values[1:]:
         if not isinstance(entry, dict):
             continue
         kind = entry.get("type")

@@ -159,7 +159,7 @@ class Session(AppendMixin):
 
     @classmethod
     def _from_loaded(cls, loaded: LoadedFile, *, id_generator: IdGenerator | None) -> Session:
-        values = [item.value for item in loaded.values]
+        values = loaded.values
         valid = bool(values) and is_valid_header(values[0])
         if valid:
             loaded.version_before = values[0].get("version", MISSING)
@@ -567,24 +567,23 @@ class Session(AppendMixin):
         if not parsed and not problems:
             return []
         # A torn line reported at open that has since been completed is no longer a problem.
-        completed = {item.line for item in parsed}
+        completed = {line for _, line in parsed}
         self._index.problems[:] = [
             p for p in self._index.problems if not (p.kind == "torn-line" and p.line in completed)
         ]
         was_at_end = self._leaf_id == self._resume_leaf()
         new_entries: list[Entry] = []
-        for item in parsed:
-            value = item.value
+        for value, line in parsed:
             if not isinstance(value, dict):
-                entry = value_entry(value, item.line, self._pi, self._path, problems)
+                entry = value_entry(value, line, self._pi, self._path, problems)
                 if entry is not None:
                     self._index.add(entry)
                     new_entries.append(entry)
                 continue
             if value.get("type") == "session":
-                problems.append(Problem("duplicate-header", "line ignored", self._path, item.line))
+                problems.append(Problem("duplicate-header", "line ignored", self._path, line))
                 continue
-            entry = Entry(value, item.line)
+            entry = Entry(value, line)
             self._index.add(entry)
             new_entries.append(entry)
         self._index.problems.extend(problems)
