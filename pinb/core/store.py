@@ -109,14 +109,20 @@ def is_v4_header(value: Any) -> bool:
 
 
 def parse_lines(
-    data: bytes, path: Path | None, first_line: int, problems: list[Problem]
+    data: bytes,
+    path: Path | None,
+    first_line: int,
+    problems: list[Problem],
+    *,
+    drop_falsy: bool = False,
 ) -> tuple[list[Any], list[int]]:
     """Parse ``\\n``-separated JSON lines (UTF-8 bytes); blank lines skipped, bad ones reported.
 
     Returns the values and, in a list of the same length, their line numbers. A line is
     blank when JavaScript's ``trim`` leaves nothing (a lone byte-order mark included). An
     object line goes straight to the fast parser; anything else, or what it refuses, is
-    decoded and parsed by the exact one.
+    decoded and parsed by the exact one. With ``drop_falsy`` (Pi 1.x's reader) a line whose
+    JSON is ``null``, ``0``, ``""`` or ``false`` is dropped too, and reported.
     """
     values: list[Any] = []
     numbers: list[int] = []
@@ -140,6 +146,11 @@ def parse_lines(
             reason = str(exc).split(":")[0] if isinstance(exc, ValueError) else "nested too deep"
             problems.append(
                 Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
+            )
+            continue
+        if drop_falsy and not js_truthy(value):
+            problems.append(
+                Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line_no)
             )
             continue
         append(value)
@@ -175,16 +186,8 @@ def parse_session_bytes(
     loaded = LoadedFile(path=path, size=len(data), pi=target)
     if target >= Pi.V1_6:
         loaded.blank = not data
-        values, numbers = parse_lines(data, path, 1, loaded.problems)
-        if not all(v.__class__ is dict or js_truthy(v) for v in values):
-            # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
-            kept = [i for i, v in enumerate(values) if v.__class__ is dict or js_truthy(v)]
-            for i in sorted(set(range(len(values))) - set(kept)):
-                loaded.problems.append(
-                    Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, numbers[i])
-                )
-            values = [values[i] for i in kept]
-            numbers = [numbers[i] for i in kept]
+        # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
+        values, numbers = parse_lines(data, path, 1, loaded.problems, drop_falsy=True)
         loaded.values, loaded.lines = values, numbers
         first = values[0] if values else None
         if data and not is_valid_header(first):
@@ -251,18 +254,7 @@ def split_entries(loaded: LoadedFile) -> None:
                 Problem("duplicate-header", "repeated session header ignored", path, numbers[position])
             )
             continue
-        append(Entry(value, numbers[position]))
-        # The common shape, checked inline; anything else gets the full diagnosis.
-        if (
-            kind.__class__ is str
-            and value.get("id").__class__ is str
-            and (value.get("parentId").__class__ is str or value.get("parentId", 0) is None)
-            and (kind != "message" or _has_role(value.get("message")))
-        ):
-            continue
-        flaw = entry_flaw(value)
-        if flaw is not None:
-            loaded.problems.append(Problem("malformed-entry", flaw, path, numbers[position]))
+        append(Entry(value, numbers[position]))  # the index reports a malformed one
     version = loaded.header.get("version")
     if isinstance(version, int | float) and not isinstance(version, bool) and version > 3:
         loaded.problems.append(
@@ -297,10 +289,6 @@ def value_entry(
         )
     )
     return Entry.from_value(value, line)
-
-
-def _has_role(message: Any) -> bool:
-    return message.__class__ is dict and message.get("role").__class__ is str
 
 
 def entry_flaw(value: dict[str, Any]) -> str | None:

@@ -182,6 +182,7 @@ class SessionIndex:
         self._position: dict[object, int] = {}
         self._parents = array("q")
         self.kinds = bytearray()
+        self._unresolved: list[int] = []  # positions whose parent was not found when added
         self._stale_parents = False
         #: Grows when a repeated id re-points existing parent links (paths may change).
         self.generation = 0
@@ -190,13 +191,19 @@ class SessionIndex:
     # -- building -------------------------------------------------------------------------
 
     def extend(self, entries: Iterable[Entry]) -> None:
-        """Index the next entries of the file, in order (the bulk form of :meth:`add`)."""
+        """Index the next entries of the file, in order (the bulk form of :meth:`add`).
+
+        Structurally wrong entries (no id, no parent, a message without a role, ...) are
+        reported as ``malformed-entry`` problems here, where the fields are read anyway.
+        """
         by_id = self.by_id
         position = self._position
         parents = self._parents
         kinds = self.kinds
+        unresolved = self._unresolved
         append = self.entries.append
-        added: list[Entry] = []
+        at = len(self.entries)
+        first = at
         for entry in entries:
             raw = entry.raw
             entry_id = raw.get("id", MISSING)
@@ -205,30 +212,54 @@ class SessionIndex:
                 self._report_duplicate(entry, by_id[key])
                 self._stale_parents = True  # entries naming this id now mean the later one
                 self.generation += 1
-            at = len(self.entries)
             append(entry)
             by_id[key] = entry
             position[key] = at
             parent = raw.get("parentId", MISSING)
             if parent.__class__ is str:
-                parents.append(position.get(parent, UNRESOLVED) if parent else NO_PARENT)
+                found = position.get(parent, UNRESOLVED) if parent else NO_PARENT
+                if found == UNRESOLVED:
+                    unresolved.append(at)  # a later line, or no line: an orphan
+                parents.append(found)
+                sound = entry_id.__class__ is str
             else:
+                sound = parent is None and entry_id.__class__ is str
+                if parent is not None:
+                    unresolved.append(at)
                 parents.append(NO_PARENT if parent is None else UNRESOLVED)
             kind = raw.get("type")
             if kind == "message":
                 message = raw.get("message")
-                is_assistant = message.__class__ is dict and message.get("role") == "assistant"
-                kinds.append(KIND_ASSISTANT if is_assistant else KIND_MESSAGE)
+                if message.__class__ is dict:
+                    role = message.get("role")
+                    kinds.append(KIND_ASSISTANT if role == "assistant" else KIND_MESSAGE)
+                    sound = sound and role.__class__ is str
+                else:
+                    kinds.append(KIND_MESSAGE)
+                    sound = False
             else:
-                kinds.append(_KIND_CODES.get(kind, KIND_OTHER) if kind.__class__ is str else 0)
-                if kind == "label" or kind == "session_info":
-                    self._replay(raw, kind)
-                elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
-                    self._replay_archive(entry)
-            added.append(entry)
+                if kind.__class__ is str:
+                    kinds.append(_KIND_CODES.get(kind, KIND_OTHER))
+                    if kind == "label" or kind == "session_info":
+                        self._replay(raw, kind)
+                    elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
+                        self._replay_archive(entry)
+                else:
+                    kinds.append(KIND_OTHER)
+                    sound = False
+            if not sound and entry.value is raw:
+                self._report_flaw(entry)
+            at += 1
         if self._children is not None:
-            for entry in added:
+            for entry in self.entries[first:]:
                 self._children.setdefault(id_key(entry.parent_id), []).append(entry)
+
+    def _report_flaw(self, entry: Entry) -> None:
+        from .store import entry_flaw  # the full diagnosis, only for the odd entry
+
+        flaw = entry_flaw(entry.raw)
+        if flaw is not None:
+            self.problems.append(Problem("malformed-entry", flaw, self.path, entry.line))
 
     def _report_duplicate(self, entry: Entry, previous: Entry) -> None:
         self.problems.append(
@@ -554,7 +585,9 @@ class SessionIndex:
         """Entries whose parent id names no entry (their context starts at them)."""
         by_id = self.by_id
         found = []
-        for e in self.entries:
+        # Only an entry whose parent was not there when it was added can be an orphan.
+        for at in self._unresolved:
+            e = self.entries[at]
             raw = e.raw
             parent = raw.get("parentId", MISSING)
             if parent is None:
