@@ -95,9 +95,11 @@ class SessionContext:
     sources:
         For each message, the entry it came from (the compaction entry for its summary and
         its system checkpoint).
+    selected:
+        The path entries the context is built from, in order (Pi's ``buildContextEntries``).
     entries:
-        The selected entries in order, each with the messages it contributes (Pi's
-        projection); entries that contribute nothing are included.
+        The same, each with the messages it contributes after edits (Pi's projection);
+        entries that contribute nothing are included. Built on first use.
     edits:
         The ``context_edit`` entries in effect, by the id of the entry they edit.
     compaction:
@@ -112,7 +114,7 @@ class SessionContext:
     thinking_level: Any = "off"
     model: dict[str, Any] | None = None
     sources: list[Entry] = field(default_factory=list)
-    entries: list[ProjectedEntry] = field(default_factory=list)
+    selected: list[Entry] = field(default_factory=list)
     edits: dict[object, Entry] = field(default_factory=dict)
     compaction: Entry | None = None
     path: list[Entry] = field(default_factory=list)
@@ -124,6 +126,30 @@ class SessionContext:
     #: The same without system messages (for requests that send the prompt up front).
     llm_plain: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     _system: Any = field(default=MISSING, repr=False, compare=False)
+    _entries: list[ProjectedEntry] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def entries(self) -> list[ProjectedEntry]:
+        """Each selected entry with the messages it contributes (see the class docstring)."""
+        if self._entries is None:
+            self._entries = self._project()
+        return self._entries
+
+    def _project(self) -> list[ProjectedEntry]:
+        # Messages are in selection order, each tagged with its source entry.
+        sources, messages, edits = self.sources, self.messages, self.edits
+        projected = []
+        at = 0
+        for position, entry in enumerate(self.selected):
+            produced = []
+            while at < len(sources) and sources[at] is entry:
+                produced.append(messages[at])
+                at += 1
+            edit = None
+            if edits and not (position > 0 and entry.raw.get("type") == "compaction"):
+                edit = edits.get(id_key(entry.raw.get("id", MISSING)))
+            projected.append(ProjectedEntry(entry, produced, edit))
+        return projected
 
     def to_wire(self) -> dict[str, Any]:
         """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
@@ -160,7 +186,7 @@ class SessionContext:
             thinking_level=self.thinking_level,
             model=dict(self.model) if self.model is not None else None,
             sources=list(self.sources),
-            entries=list(self.entries),
+            selected=list(self.selected),
             edits=dict(self.edits),
             compaction=self.compaction,
             path=list(self.path),
@@ -169,6 +195,7 @@ class SessionContext:
             llm=list(self.llm) if self.llm is not None else None,
             llm_plain=list(self.llm_plain) if self.llm_plain is not None else None,
             _system=self._system,
+            _entries=list(self._entries) if self._entries is not None else None,
         )
 
     def edit_of(self, entry_id: object) -> Entry | None:
@@ -568,35 +595,37 @@ def build_session_context(
 
     messages: list[Any] = []
     sources: list[Entry] = []
-    projected: list[ProjectedEntry] = []
+    append_message = messages.append
+    append_source = sources.append
+    newer = target >= Pi.V1_6
     for position, entry in enumerate(selected):
         raw = entry.raw
         kind = raw.get("type")
-        edit = None
-        if kind == "message":
-            produced = [_stored_message(raw.get("message"), target)]
-        elif kind == "compaction" and position > 0:
-            # An older compaction inside the kept range contributes nothing (§5.5).
-            produced = []
-        elif kind.__class__ is str and kind in _PRODUCING:
-            produced = entry_messages(entry, target)
-        else:
-            produced = []
+        if kind == "message" and not edits:  # the common case, kept lean
+            message = raw.get("message")
+            if newer and message.__class__ is dict and message.get("content") is None:
+                message = _stored_message(message, target)
+            append_message(message)
+            append_source(entry)
+            continue
+        if kind == "compaction" and position > 0:
+            continue  # an older compaction inside the kept range contributes nothing (§5.5)
+        if kind.__class__ is not str or kind not in _PRODUCING:
+            continue
+        produced = entry_messages(entry, target)
         if edits:
             edit = edits.get(id_key(raw.get("id", MISSING)))
             if edit is not None:
                 produced = apply_edit(produced, edit)
-        projected.append(ProjectedEntry(entry, produced, edit))
-        if produced:
-            messages.extend(produced)
-            sources.extend([entry] * len(produced))
+        messages.extend(produced)
+        sources.extend([entry] * len(produced))
 
     return SessionContext(
         messages=messages,
         thinking_level=thinking_level,
         model=model,
         sources=sources,
-        entries=projected,
+        selected=selected,
         edits=edits,
         compaction=compaction,
         path=path,
@@ -646,7 +675,9 @@ def extend_context(context: SessionContext, entry: Entry) -> bool:
     else:
         produced = []
     context.path.append(entry)
-    context.entries.append(ProjectedEntry(entry, produced, None))
+    context.selected.append(entry)
+    if context._entries is not None:
+        context._entries.append(ProjectedEntry(entry, produced, None))
     if produced:
         context.messages.extend(produced)
         context.sources.extend([entry] * len(produced))

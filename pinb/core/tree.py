@@ -362,13 +362,15 @@ class SessionIndex:
         parents = self._parents
         append = walk.append
         limit = len(parents) + 1  # a longer walk must have gone round a loop
+        steps = 0
         while at >= 0:
             append(at)
             parent = parents[at]
-            if parent == UNRESOLVED:
+            if parent < NO_PARENT:
                 parent = self._resolve_parent(at)
             at = parent
-            if len(walk) > limit:
+            steps += 1
+            if steps > limit:
                 return None
         walk.reverse()
         return walk
