@@ -256,7 +256,9 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
         say(json.dumps(usage.to_dict(), indent=1))
         return 0
     say(f"context: {usage.describe()}")
-    say(f"chars/4 estimate of all {usage.messages:,} messages: {usage.estimated_tokens:,}, by role:")
+    say(
+        f"chars/4 estimate of all {usage.messages:,} messages: {usage.estimated_tokens:,}, by role:"
+    )
     width = max((len(role) for role in usage.by_role), default=4)
     for role, tokens in sorted(usage.by_role.items(), key=lambda kv: -kv[1]):
         say(f"  {role:{width}}  {tokens:>10,}")

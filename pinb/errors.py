@@ -31,6 +31,7 @@ In a notebook a ``PinbError`` renders as one clear line instead of a traceback
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -61,8 +62,8 @@ class SessionFileError(SessionError):
         self.path = Path(path) if path is not None else None
         self.line = line
         where = ""
-        if self.path is not None:
-            where = f"{self.path}"
+        if path is not None:
+            where = os.fspath(path)  # as given: a URL such as s3://b/k.jsonl stays whole
             if line is not None:
                 where += f":{line}"
             where += ": "

@@ -383,7 +383,7 @@ def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
         if text:
             texts.append(text)
         patch = message.get("sections")
-        for name, value in (patch.items() if isinstance(patch, dict) else ()):
+        for name, value in patch.items() if isinstance(patch, dict) else ():
             if value is None:
                 sections.pop(name, None)
             else:

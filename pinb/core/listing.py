@@ -19,6 +19,7 @@ __all__ = [
     "list_sessions",
     "most_recent_session",
     "read_session_info",
+    "session_info_from_bytes",
 ]
 
 
@@ -98,9 +99,16 @@ def read_session_info(path: str | os.PathLike[str]) -> SessionInfo | None:
 
 def _read(path: Path, mtime: float) -> SessionInfo | None:
     try:
-        loaded = parse_session_bytes(path.read_bytes(), path)
+        data = path.read_bytes()
     except OSError:
         return None
+    return session_info_from_bytes(data, path, mtime)
+
+
+def session_info_from_bytes(data: bytes, path: Path, mtime: float) -> SessionInfo | None:
+    """The :class:`SessionInfo` of a file's bytes (``mtime`` in seconds is the fallback
+    ``modified``), or ``None`` when they are not a Pi session."""
+    loaded = parse_session_bytes(data, path)
     if not loaded.values or not is_valid_header(loaded.values[0]):
         return None
     header = loaded.values[0]

@@ -40,6 +40,7 @@ from .persist import SessionFile
 from .store import (
     LoadedFile,
     is_valid_header,
+    load_session_bytes,
     read_session_file,
     serialize_line,
     split_entries,
@@ -158,6 +159,39 @@ class Session(AppendMixin):
             return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        *,
+        source: str | None = None,
+        pi: PiLike | None = None,
+        id_generator: IdGenerator | None = None,
+        strict: bool = True,
+    ) -> Session:
+        """A session parsed from a session file's bytes, kept in memory.
+
+        For files that do not live on a local disk (object storage, an archive, a
+        notebook upload). The session has no path: what is appended stays in memory.
+
+        Parameters
+        ----------
+        data:
+            The whole file.
+        source:
+            Where the bytes came from (``"s3://bucket/2026/a.jsonl"``), named by errors.
+        pi, id_generator, strict:
+            As for :meth:`open`.
+
+        Raises
+        ------
+        InvalidHeaderError, UnsupportedVersionError
+            As for :meth:`open`.
+        """
+        with gc_paused():
+            loaded = load_session_bytes(data, None, strict=strict, pi=pi, source=source)
+            return cls._from_loaded(loaded, id_generator=id_generator)
+
+    @classmethod
     def _from_loaded(cls, loaded: LoadedFile, *, id_generator: IdGenerator | None) -> Session:
         values = loaded.values
         valid = bool(values) and is_valid_header(values[0])
@@ -167,9 +201,7 @@ class Session(AppendMixin):
         split_entries(loaded)
         if loaded.header is None:
             # Blank file (a new session will be written into it) or, non-strict, unreadable.
-            header = _new_header(
-                os.getcwd(), session_id=None, parent_session=None, pi=loaded.pi
-            )
+            header = _new_header(os.getcwd(), session_id=None, parent_session=None, pi=loaded.pi)
             return cls(
                 header,
                 path=loaded.path,

@@ -37,6 +37,7 @@ __all__ = [
     "LoadedFile",
     "atomic_write_lines",
     "is_valid_header",
+    "load_session_bytes",
     "locked_append",
     "parse_lines",
     "parse_session_bytes",
@@ -150,7 +151,12 @@ def parse_lines(
             continue
         if drop_falsy and not js_truthy(value):
             problems.append(
-                Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line_no)
+                Problem(
+                    "not-an-entry",
+                    "line skipped: a JSON value that is not an object",
+                    path,
+                    line_no,
+                )
             )
             continue
         append(value)
@@ -251,7 +257,9 @@ def split_entries(loaded: LoadedFile) -> None:
         kind = value.get("type")
         if kind == "session":
             loaded.problems.append(
-                Problem("duplicate-header", "repeated session header ignored", path, numbers[position])
+                Problem(
+                    "duplicate-header", "repeated session header ignored", path, numbers[position]
+                )
             )
             continue
         append(Entry(value, numbers[position]))  # the index reports a malformed one
@@ -278,7 +286,9 @@ def value_entry(
     ``false``); ``null`` is dropped here in both releases (it makes v0.58.3 throw).
     """
     if value is None or (pi >= Pi.V1_6 and not js_truthy(value)):
-        problems.append(Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line))
+        problems.append(
+            Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line)
+        )
         return None
     problems.append(
         Problem(
@@ -341,24 +351,37 @@ def read_session_file(
         When the file does not exist.
     """
     file_path = Path(path)
-    data = file_path.read_bytes()
-    loaded = parse_session_bytes(data, file_path, pi=pi)
+    return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi)
+
+
+def load_session_bytes(
+    data: bytes,
+    path: Path | None = None,
+    *,
+    strict: bool = True,
+    pi: PiLike | None = None,
+    source: str | None = None,
+) -> LoadedFile:
+    """:func:`read_session_file` for bytes already read; errors name ``source`` (or ``path``)."""
+    loaded = parse_session_bytes(data, path, pi=pi)
+    where: str | Path | None = source if source is not None else path
     first = loaded.values[0] if loaded.values else None
     first_line = loaded.lines[0] if loaded.lines else None
     if strict and first is not None and is_v4_header(first):
         raise UnsupportedVersionError(
             "this is Pi's experimental version 4 session layout, which pinb does not read; "
             "open it with a Pi release that writes it",
-            path=file_path,
+            path=where,
             line=first_line,
         )
     if strict and not loaded.blank and (first is None or not is_valid_header(first)):
-        line = first_line
-        reason = loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
+        reason = (
+            loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
+        )
         raise InvalidHeaderError(
             f"not a Pi session: {reason}; the file was left untouched",
-            path=file_path,
-            line=line,
+            path=where,
+            line=first_line,
         )
     return loaded
 

@@ -72,7 +72,8 @@ _HOMES = {
     **dict.fromkeys(("MEMORY_COLUMNS", "memory_frame"), "frame"),
     **dict.fromkeys(("memory_prompt_section", "with_memory"), "inject"),
     **dict.fromkeys(
-        ("MemoryObserver", "ObservationResult", "Summarizer", "observe", "parse_notes"), "observation"
+        ("MemoryObserver", "ObservationResult", "Summarizer", "observe", "parse_notes"),
+        "observation",
     ),
     **dict.fromkeys(
         (
