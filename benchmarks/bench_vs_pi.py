@@ -93,7 +93,9 @@ def files(fixtures: Path | None) -> dict[str, Path]:
         ),
         "synthetic 100k entries": (
             "synthetic-100000.jsonl",
-            SessionShape(entries=100_000, main_depth=60_000, compaction_every=5000, branch_every=60),
+            SessionShape(
+                entries=100_000, main_depth=60_000, compaction_every=5000, branch_every=60
+            ),
             False,
         ),
     }

@@ -252,7 +252,7 @@ class Agent:
                 break
             yield TurnStart(turn)
             model = self._request_model()  # per turn: an overflow may have taught a window
-            context = session.build_context()
+            context = session.current_context()
             messages, system_prompt = self._request(context)
             options: dict[str, Any] = {}
             if self.config.tool_choice and specs and not run.answered:
@@ -357,7 +357,8 @@ class Agent:
         (what providers without mid-conversation system messages need, and what every
         provider pinb speaks accepts).
         """
-        messages = context.to_llm(system=False)  # kept by the session, extended per append
+        # The session keeps this list and extends it on append: the request gets its own.
+        messages = list(context.to_llm(system=False))
         if can_hide(self.session):
             return messages, prompt_text(context.system_message())
         return messages, self._system_prompt()
@@ -381,7 +382,7 @@ class Agent:
             append=self.config.append_system_prompt,
         )
         patch = system_patch(
-            self.session.build_context().system_message(), sections, tool_declarations(self.tools)
+            self.session.current_context().system_message(), sections, tool_declarations(self.tools)
         )
         if patch is None:
             return []
@@ -490,7 +491,7 @@ class Agent:
     def _record_model_and_thinking(self) -> list[Any]:
         """``model_change`` / ``thinking_level_change`` entries when they differ (§10.4)."""
         session = self.session
-        context = session.build_context()
+        context = session.current_context()
         info = self.model.info
         saved = []
         current = context.model or {}

@@ -238,7 +238,7 @@ def compaction_due(
     settings = settings or CompactionSettings()
     if not settings.enabled or not context_window:
         return False
-    context = session.build_context()  # the leaf's kept context: no walk of the path
+    context = session.current_context()  # kept by the session: no walk of the path
     last = next((e for e in reversed(context.path) if e.role == "assistant"), None)
     if last is None:
         return False

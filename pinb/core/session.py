@@ -429,17 +429,24 @@ class Session(AppendMixin):
         leaf = self._leaf_id if leaf_id is UNSET else leaf_id
         own = leaf is self._leaf_id or (leaf == self._leaf_id and leaf is not None)
         if own and options.get("pi", self._pi) is self._pi and len(options) <= 1:
-            # The leaf's context is kept and extended by appends: a long session's turn
-            # does not walk its whole path again. Callers get a copy of their own.
-            if self._context is None or self._context_generation != self._index.generation:
-                self._context = build_session_context(self._index, leaf, pi=self._pi)
-                # Kept converted, with its replayed prompt, and extended the same way.
-                self._context.to_llm(system=False)
-                self._context.system_message()
-                self._context_generation = self._index.generation
-            return self._context.copy()
+            return self.current_context().copy()  # the kept context; callers get their own
         options.setdefault("pi", self._pi)
         return build_session_context(self._index, leaf, **options)
+
+    def current_context(self) -> SessionContext:
+        """The context at the current leaf, kept by the session and extended on append.
+
+        Shared, not copied, so reading it costs nothing however long the path: read it,
+        never change it (:meth:`build_context` gives a context of your own). A long
+        session's turn does not walk its whole path again.
+        """
+        if self._context is None or self._context_generation != self._index.generation:
+            self._context = build_session_context(self._index, self._leaf_id, pi=self._pi)
+            # Kept converted, with its replayed prompt, and extended the same way.
+            self._context.to_llm(system=False)
+            self._context.system_message()
+            self._context_generation = self._index.generation
+        return self._context
 
     # -- navigation -----------------------------------------------------------------------
 
