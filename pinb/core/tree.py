@@ -489,38 +489,39 @@ class SessionIndex:
             self._rebuild_parents()
         entries = self.entries
         position = self._position
+        parents = self._parents
         nodes = [TreeNode(entry) for entry in entries]
+        roots: list[TreeNode] = []
+        shared: list[list[TreeNode]] = []  # children lists that need sorting
+        empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
+        for at, parent in enumerate(parents):
+            if parent < 0:
+                raw = entries[at].raw
+                value = raw.get("parentId", MISSING)
+                if parent == NO_PARENT and not (empty_id is not None and value == ""):
+                    roots.append(nodes[at])
+                    continue
+                if value is None or _same(value, raw.get("id", MISSING)):
+                    roots.append(nodes[at])
+                    continue
+                found = position.get(id_key(value))
+                if found is None:
+                    roots.append(nodes[at])  # an orphan
+                    continue
+                parent = found
+            elif parent == at:
+                roots.append(nodes[at])  # its own parent
+                continue
+            children = nodes[parent].children
+            children.append(nodes[at])
+            if len(children) == 2:
+                shared.append(children)
+        for children in shared:
+            children[:] = v8_sort(children)
         for key, (label, _, _) in self._labels.items():
             at = position.get(key)
             if at is not None:
                 nodes[at].label = label
-        parents = self._parents
-        empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
-        roots: list[TreeNode] = []
-        for at, node in enumerate(nodes):
-            parent = parents[at]
-            if parent >= 0:
-                if parent == at:
-                    roots.append(node)  # its own parent
-                else:
-                    nodes[parent].children.append(node)
-                continue
-            raw = entries[at].raw
-            value = raw.get("parentId", MISSING)
-            if parent == NO_PARENT and not (empty_id is not None and value == ""):
-                roots.append(node)
-                continue
-            if value is None or _same(value, raw.get("id", MISSING)):
-                roots.append(node)
-                continue
-            found = position.get(id_key(value))
-            if found is None:
-                roots.append(node)  # an orphan
-            else:
-                nodes[found].children.append(node)
-        for node in nodes:
-            if len(node.children) > 1:
-                node.children = v8_sort(node.children)
         return roots
 
     def _tree_by_id(self) -> list[TreeNode]:
