@@ -519,9 +519,9 @@ class SessionIndex:
         for children in shared:
             children[:] = v8_sort(children)
         for key, (label, _, _) in self._labels.items():
-            at = position.get(key)
-            if at is not None:
-                nodes[at].label = label
+            labelled = position.get(key)
+            if labelled is not None:
+                nodes[labelled].label = label
         return roots
 
     def _tree_by_id(self) -> list[TreeNode]:
