@@ -228,17 +228,9 @@ def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str | N
     """The context window: ``--window``, else the registry's entry for the session's model."""
     if args.window:
         return args.window, "setting"
-    model = context.model or {}
-    provider, model_id = model.get("provider"), model.get("modelId")
-    if not (isinstance(provider, str) and isinstance(model_id, str)):
-        return None, None
-    from .llm.registry import default_registry  # only here: the LLM layer is heavier
+    from .llm.registry import window_of  # only here: the LLM layer is heavier
 
-    try:
-        info = default_registry().info(f"{provider}/{model_id}")
-    except PinbError:
-        return None, None
-    return (info.context_window, "model registry") if info.context_window else (None, None)
+    return window_of(context.model)
 
 
 def _cmd_tokens(args: argparse.Namespace) -> int:

@@ -442,7 +442,9 @@ class Agent:
         if learned and learned < info.context_window:
             # The server said how large its window is: plan for that from now on.
             with contextlib.suppress(AttributeError):  # a model with read-only info
-                self.model.info = dataclasses.replace(info, context_window=learned)
+                self.model.info = dataclasses.replace(
+                    info, context_window=learned, window_source="server"
+                )
             yield Notice(f"the server's context window is {learned:,} tokens; using that")
         window = self.model.info.context_window
         for edit in hide(session, failed):

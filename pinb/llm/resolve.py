@@ -152,6 +152,8 @@ def resolve_model(
     }
     if cost is not None:
         changes["cost"] = cost if isinstance(cost, ModelCost) else ModelCost(**dict(cost))
+    if context_window is not None:
+        changes["window_source"] = "setting"
     if changes:
         info = dataclasses.replace(info, **changes)
     try:
@@ -177,7 +179,7 @@ def resolve_model(
     if discover:
         window = discover_context_window(url, info.id, provider=info.provider)
         if window:
-            info = dataclasses.replace(info, context_window=window)
+            info = dataclasses.replace(info, context_window=window, window_source="server")
     key = find_api_key(
         config.name,
         env_vars=config.env_keys,

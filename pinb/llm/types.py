@@ -78,6 +78,10 @@ class ModelInfo:
         Display name.
     known:
         False when the id was not in the registry and defaults were used.
+    window_source:
+        Where ``context_window`` came from: ``"setting"`` (given by the caller),
+        ``"server"`` (asked of a local server), or empty: the registry's entry when
+        ``known``, else the provider's default (see :attr:`window_origin`).
     """
 
     provider: str
@@ -90,6 +94,15 @@ class ModelInfo:
     input: tuple[str, ...] = ("text",)
     name: str = ""
     known: bool = True
+    window_source: str = ""
+
+    @property
+    def window_origin(self) -> str:
+        """How the window was found, for labels: setting, server, model registry, or
+        ``provider default`` (a guess for a model the registry does not list)."""
+        if self.window_source:
+            return self.window_source
+        return "model registry" if self.known else "provider default"
 
     @property
     def spec(self) -> str:

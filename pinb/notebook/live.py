@@ -18,6 +18,7 @@ from ..agent.events import (
     ToolStart,
     TurnStart,
 )
+from ..core.accounting import ContextUsage
 from ..errors import PinbError
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..render.html import escape, markdown_to_html, mimebundle, wrap
@@ -345,11 +346,20 @@ class AssistantReply:
         plain-text form is then the footer alone, not the answer a second time.
     """
 
-    def __init__(self, end: AgentEnd, session_path: Any = None, *, printed: bool = False) -> None:
+    def __init__(
+        self,
+        end: AgentEnd,
+        session_path: Any = None,
+        *,
+        printed: bool = False,
+        context: ContextUsage | None = None,
+    ) -> None:
         self.end = end
         self.message = end.final_message
         self.session_path = session_path
         self.printed = printed
+        #: How full the context is after the run (the same account as ``%pi context``).
+        self.context = context
 
     @property
     def text(self) -> str:
@@ -363,15 +373,26 @@ class AssistantReply:
         return self.end.stop_reason
 
     def _footer(self) -> str:
+        """Two labelled figures: what this run was billed, and how full the context is.
+
+        They measure different things: a run of several requests sends the context each
+        time, so its billed input can be many times the context's size.
+        """
         usage = self.end.usage
         mark = "~" if self.end.usage_estimated else ""
-        parts = [f"in {mark}{int(usage['input']):,}", f"out {mark}{int(usage['output']):,}"]
+        requests = len(self.end.messages)
+        billed = [f"input {mark}{int(usage['input']):,}", f"output {mark}{int(usage['output']):,}"]
         if usage["cacheRead"] or usage["cacheWrite"]:
-            parts.append(f"cache {int(usage['cacheRead']):,}/{int(usage['cacheWrite']):,}")
-        parts.append(f"${usage['cost']:.4f}")
-        footer = "tokens " + " · ".join(parts)
+            billed.append(
+                f"cache read {int(usage['cacheRead']):,} / write {int(usage['cacheWrite']):,}"
+            )
+        billed.append(f"${usage['cost']:.4f}")
+        plural = "request" if requests == 1 else "requests"
+        footer = f"this run ({requests} {plural}): " + " · ".join(billed)
         if self.end.usage_estimated:
             footer += " (estimated: the server reported no usage)"
+        if self.context is not None:
+            footer += f"\ncontext now: {self.context.describe()}"
         if self.end.stop_reason not in ("stop", "toolUse"):
             footer = (
                 f"[{self.end.stop_reason}{': ' + self.end.error if self.end.error else ''}] "
@@ -386,7 +407,9 @@ class AssistantReply:
         plain = self._footer() if self.printed else f"{self.text}\n\n{self._footer()}".strip()
         html = wrap(
             markdown_to_html(self.text)
-            + f"<div class='pinb-note' style='color:#777;font-size:90%'>{escape(self._footer())}</div>",
+            + "<div class='pinb-note' style='color:#777;font-size:90%'>"
+            + "<br>".join(escape(line) for line in self._footer().splitlines())
+            + "</div>",
             "pinb-reply",
         )
         return mimebundle(plain, html=html, include=include, exclude=exclude)

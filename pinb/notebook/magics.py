@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import os
 import shlex
@@ -30,6 +31,7 @@ from ..core import (
     load_compaction_settings,
     navigate,
 )
+from ..core.accounting import ContextUsage, context_usage
 from ..core.forks import clone_session, fork_session
 from ..core.listing import list_all_sessions, list_sessions
 from ..errors import EntryNotFoundError, PinbError, UsageError
@@ -97,6 +99,11 @@ class PiMagics(Magics):
         config=True
     )
     auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+    context_window = Int(
+        0,
+        help="the model's context window in tokens, for runs, views and compaction; "
+        "0: the model's own (the registry's, or what a local server reports)",
+    ).tag(config=True)
     tool_choice = Unicode(
         "",
         help="auto, required, none or a tool name, sent with each prompt's first request "
@@ -143,6 +150,12 @@ class PiMagics(Magics):
         if self._model is None or wanted != self._model_spec:
             self._model = choose_model(wanted, base_urls=self.base_urls)
             self._model_spec = wanted
+        info = self._model.info
+        if self.context_window and info.context_window != self.context_window:
+            with contextlib.suppress(AttributeError):  # a model with read-only info
+                self._model.info = dataclasses.replace(
+                    info, context_window=self.context_window, window_source="setting"
+                )
         return self._model
 
     def _settings(self) -> CompactionSettings:
@@ -152,6 +165,33 @@ class PiMagics(Magics):
 
             settings = replace(settings, enabled=False)
         return settings
+
+    def _window(self, session: Session, model: ChatModel | None = None) -> tuple[int | None, str]:
+        """The context window every view and run uses, and where it came from.
+
+        ``%config PiMagics.context_window``, else the model in use (the registry's entry
+        or what its server reported), else the registry's entry for the model the session
+        recorded; unknown otherwise (no view assumes one).
+        """
+        if self.context_window:
+            return self.context_window, "setting"
+        model = model or self._model
+        if model is not None:
+            return model.info.context_window, model.info.window_origin
+        from ..llm.registry import window_of
+
+        return window_of(session.current_context().model)
+
+    def _context_usage(self, session: Session, model: ChatModel | None = None) -> ContextUsage:
+        """The context's size by Pi's measure, with the window and threshold in force."""
+        window, source = self._window(session, model)
+        settings = self._settings()
+        if model is not None or self._model is not None:
+            info = (model or self._model).info  # type: ignore[union-attr]
+            settings = settings.for_model(info.provider, info.id)
+        return context_usage(
+            session.build_context(), window=window, window_source=source, settings=settings
+        )
 
     def _fitted(self, model: ChatModel | None) -> CompactionSettings:
         """The settings a model's runs use: its override, fitted to its window.
@@ -294,7 +334,9 @@ class PiMagics(Magics):
         assert end is not None
         if end.stop_reason == "error":
             raise RunFailedError(end, session.path)
-        return AssistantReply(end, session.path, printed=terminal)
+        return AssistantReply(
+            end, session.path, printed=terminal, context=self._context_usage(session, model)
+        )
 
     # -- %pi ------------------------------------------------------------------------------
 

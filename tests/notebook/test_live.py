@@ -15,7 +15,13 @@ PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=al
 def _events() -> list[object]:
     entry = Entry({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {}})
     report = CompactionReport(
-        None, PAYLOAD, "x", 10, before_by_role={"user": 10}, after_by_role={"user": 5}, reason="threshold"
+        None,
+        PAYLOAD,
+        "x",
+        10,
+        before_by_role={"user": 10},
+        after_by_role={"user": 5},
+        reason="threshold",
     )
     return [
         TurnStart(1),
@@ -27,7 +33,10 @@ def _events() -> list[object]:
         ToolStart("c1", "bash", {"command": PAYLOAD}),
         ToolEnd("c1", "bash", ToolResult.text(PAYLOAD, is_error=True), entry),
         CompactionDone(report),
-        AgentEnd("stop", [{"role": "assistant", "content": [{"type": "text", "text": PAYLOAD}], "usage": {}}]),
+        AgentEnd(
+            "stop",
+            [{"role": "assistant", "content": [{"type": "text", "text": PAYLOAD}], "usage": {}}],
+        ),
     ]
 
 

@@ -86,10 +86,15 @@ def test_a_cell_edits_a_file_through_tools(
     assert isinstance(reply, AssistantReply) and "fixed" in reply.text
     bundle = reply._repr_mimebundle_()
     assert "<strong>fixed</strong>" in bundle["text/html"]
-    assert (
-        f"tokens in {int(reply.end.usage['input']):,}" in bundle["text/plain"]
-        and reply.end.usage["input"] >= 300
-    )
+    # The footer says what the run was billed and, apart, how full the context is now:
+    # Pi's measure (the last reported usage), the same figure %pi context shows.
+    plain = bundle["text/plain"]
+    assert f"this run (2 requests): input {int(reply.end.usage['input']):,}" in plain
+    assert reply.end.usage["input"] >= 300
+    assert reply.context is not None and reply.context.measure == "usage+estimate"
+    assert reply.context.tokens == reply.end.messages[-1]["usage"]["totalTokens"]
+    assert f"context now: {reply.context.describe()}" in plain
+    assert "of a 4,000 window" in plain
     assert server.requests[0].body["messages"][-1]["content"] == "Fix the typo in app.py"
     shown = " ".join(str(o.data) for o in captured.outputs)
     assert "edit" in shown and "Successfully replaced text in app.py" in shown

@@ -222,7 +222,7 @@ def test_terminal_mode_prints_increments_and_the_answer(shell, monkeypatch) -> N
     assert out.count("Looking.") == 1 and "→ ls({})" in out
     assert captured.outputs == []  # nothing re-displayed
     assert isinstance(reply, AssistantReply)
-    assert reply._repr_mimebundle_()["text/plain"].startswith("tokens in")  # no second copy
+    assert reply._repr_mimebundle_()["text/plain"].startswith("this run (")  # no second copy
 
 
 def test_a_script_prints_the_answer_and_exits_non_zero_on_failure(tmp_path: Path) -> None:
