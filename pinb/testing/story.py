@@ -53,6 +53,7 @@ __all__ = [
     "story_tasks",
     "write_project",
     "write_story_session",
+    "write_story_sessions",
 ]
 
 #: Tokens of the system prompt and tool definitions sent with every request (about what
@@ -926,3 +927,40 @@ def story_model(tasks: Sequence[Task | None] | None = None, **options: Any) -> A
 def prompts(tasks: Sequence[Task | None]) -> list[str]:
     """The user prompts of ``tasks`` (to send to an agent playing :func:`story_model`)."""
     return [task.prompt for task in tasks if task is not None]
+
+
+def write_story_sessions(folder: str | Path, count: int, *, seed: int = 0) -> list[Session]:
+    """``count`` variations of the story, laid out like Pi's sessions folder.
+
+    Each varies the model, how far the story gets, the side questions asked, whether the
+    wrong turn happens and whether a small window forces compactions; files go into one
+    folder per project (``--home-dev-<project>--``), as Pi keeps them. Deterministic.
+    """
+    rng = random.Random(seed)
+    root = Path(folder)
+    projects = ("textstats", "weekly-report", "notes-tools")
+    sessions = []
+    for number in range(count):
+        project = rng.choice(projects)
+        wrong_turn = rng.random() < 0.6
+        extras = rng.sample(EXTRA_TASKS, rng.randint(0, len(EXTRA_TASKS)))
+        tasks = story_tasks(wrong_turn=wrong_turn, extras=extras)
+        tasks = tasks[: rng.randint(2, len(tasks))]
+        if None in tasks[-1:]:
+            tasks = tasks[:-1]  # a wrong turn needs the prompt after it
+        model = rng.choice(("anthropic/claude-sonnet-4-5",) * 3 + tuple(_MODELS))
+        cwd = f"/home/dev/{project}"
+        sessions.append(
+            write_story_session(
+                root / f"--home-dev-{project}--",
+                seed=seed * 100_003 + number,
+                tasks=tasks,
+                cwd=cwd,
+                model=model,
+                thinking=model.startswith("anthropic/"),
+                context_window=rng.choice((None, None, 4_096, 5_000)),
+                start=datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+                + timedelta(days=number // 3, hours=rng.randint(0, 9)),
+            )
+        )
+    return sessions

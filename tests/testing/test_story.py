@@ -21,6 +21,7 @@ from pinb.testing.story import (
     story_tasks,
     write_project,
     write_story_session,
+    write_story_sessions,
 )
 from tests.core.test_pi_conformance import compare
 from tests.pi.reference import PiReference
@@ -124,3 +125,18 @@ def test_the_simulated_tools_return_what_the_real_tools_return(tmp_path: Path) -
     # The story ends with every check passing, in the real project too.
     assert "5 passed, 0 failed" in _results(live)[-1][1]
     assert (project / "textstats/core.py").read_text() != PROJECT["textstats/core.py"]
+
+
+def test_many_variations_in_pi_folders(tmp_path: Path) -> None:
+    sessions = write_story_sessions(tmp_path / "a", 12)
+    again = write_story_sessions(tmp_path / "b", 12)
+    names = sorted(str(s.path.relative_to(tmp_path / "a")) for s in sessions if s.path)
+    assert names == sorted(str(s.path.relative_to(tmp_path / "b")) for s in again if s.path)
+    assert all(name.startswith("--home-dev-") for name in names)
+    assert len({s.id for s in sessions}) == 12
+    sizes = {len(s.entries) for s in sessions}
+    models = {e.message["model"] for s in sessions for e in s.entries if e.role == "assistant"}
+    assert len(sizes) > 4 and len(models) > 1
+    for session in sessions:
+        assert session.path is not None
+        assert Session.open(session.path).problems == []
