@@ -14,6 +14,7 @@ Nothing here imports pandas until :meth:`BranchComparison.to_frame` is called.
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -333,7 +334,10 @@ class BranchComparison:
 
 
 def _number(value: object) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    """A reported number; 0 for anything else (text, ``true``, NaN, infinity)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0.0
+    return float(value)
 
 
 def _call_results(entries: Sequence[Entry]) -> dict[object, bool]:

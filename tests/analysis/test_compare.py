@@ -17,6 +17,7 @@ from pinb.core.accounting import context_usage
 from pinb.core.forks import clone_session, fork_session
 from pinb.errors import EntryNotFoundError
 from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+from tests.samples import READABLE_CASES, TREES
 
 from .conftest import SCRIPT, assistant, tool_result, user
 from .safe_html import visible_text
@@ -301,3 +302,19 @@ def test_comparing_needs_no_pandas(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_odd_files_compare_without_crashing() -> None:
+    compared = 0
+    for path in [*TREES, *READABLE_CASES]:
+        s = Session.open(path)
+        leaves = [e.id for e in s.entries if not s.children(e.id) and isinstance(e.id, str)]
+        for a, b in {(leaves[0], leaves[-1]), (s.leaf_id, leaves[0])} if leaves else ():
+            if not isinstance(b, str) or b not in s:
+                continue
+            c = s.compare(a if isinstance(a, str) else None, b)
+            json.dumps(c.to_dict())
+            visible_text(c.to_html())
+            assert c.to_text().startswith("Branches a=")
+            compared += 1
+    assert compared > len(TREES)
