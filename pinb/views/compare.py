@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..core.accounting import thousands
 from ..render.html import escape, shorten, table
-from ..render.plain import text_table
+from ..render.plain import plain_cell, text_table
 
 if TYPE_CHECKING:
     from ..analysis.compare import Branch, BranchComparison, ToolCall
@@ -146,7 +146,9 @@ def _section(title: str, body: str) -> str:
 
 def comparison_html(c: BranchComparison) -> str:
     """The comparison as HTML that survives a sanitizer (no style, script or SVG)."""
-    metrics: Sequence[tuple[str, object, object]] = _metrics(c)
+    metrics: Sequence[tuple[str, str, str]] = [
+        (name, plain_cell(a, 500), plain_cell(b, 500)) for name, a, b in _metrics(c)
+    ]
     parts = [
         f"<div><strong>Branch comparison</strong> <span>{escape(_title(c))}</span></div>",
         table(["", "a", "b"], metrics, wrap_columns=(1, 2)),

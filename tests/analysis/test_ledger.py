@@ -294,9 +294,14 @@ def test_what_if_is_the_core_planners_cut_for_each_setting(tmp_path: Path) -> No
 def test_what_if_at_a_compactions_parent_replays_the_recorded_cut(tmp_path: Path) -> None:
     session = story(tmp_path)
     fitted = CompactionSettings().fit_window(WINDOW)
+    ledger = compaction_ledger(session)
     for entry in (e for e in session.entries if e.type == "compaction"):
-        (row,) = what_if(session, entry.parent_id, [fitted]).rows
+        # The story compacted with the offline summarizer: the replay writes the same summary.
+        summarizer = ExtractiveSummarizer()
+        (row,) = what_if(session, entry.parent_id, [fitted], summarizer=summarizer).rows
         assert row.first_kept_entry_id == entry.raw["firstKeptEntryId"]
+        assert row.summary == entry.raw["summary"]
+        assert row.after_tokens == record_of(ledger.records, entry.id).after_estimate
 
 
 def test_what_if_with_a_summarizer_writes_nothing_and_counts_the_summary(tmp_path: Path) -> None:
