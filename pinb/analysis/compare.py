@@ -32,7 +32,7 @@ from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
 from ..errors import EntryNotFoundError
-from ..render.graph import entry_preview, node_key
+from ..render.graph import entry_preview, entry_tokens, node_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,6 +183,19 @@ class Branch:
     def messages(self) -> int:
         return sum(self.roles.values())
 
+    def message_list(self) -> list[dict[str, Any]]:
+        """Each message entry of the branch: id, role (or entry type), preview, chars/4."""
+        return [
+            {
+                "entry_id": node_key(e.id),
+                "role": e.role or e.type,
+                "preview": entry_preview(e, 200),
+                "tokens": entry_tokens(e),
+            }
+            for e in self.entries
+            if entry_tokens(e) or e.message is not None
+        ]
+
     @property
     def leaf_kind(self) -> str:
         """What the leaf is (``assistant``, ``user``, ``compaction``, ...), or ``""``."""
@@ -200,6 +213,7 @@ class Branch:
             "entries": len(self.entries),
             "messages": self.messages,
             "roles": dict(self.roles),
+            "message_list": self.message_list(),
             "tool_calls": [[c.name, c.key] for c in self.tool_calls],
             "tool_errors": len(self.tool_errors),
             "read_files": list(self.read_files),
@@ -300,6 +314,7 @@ class BranchComparison:
             row = branch.to_dict()
             row["roles"] = ",".join(f"{k}={v}" for k, v in branch.roles.items())
             row["tool_calls"] = len(branch.tool_calls)
+            del row["message_list"]
             for key in ("read_files", "modified_files"):
                 row[key] = len(row[key])
             row["summary_read_files"] = len(row["summary_read_files"])

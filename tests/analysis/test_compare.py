@@ -220,6 +220,14 @@ def test_to_dict_is_json_and_to_frame_has_a_row_per_branch(tmp_path: Path) -> No
     c = s.compare(ids["a"], ids["b"])
     data = json.loads(json.dumps(c.to_dict()))
     assert data["ancestor_id"] == ids["root"]
+    listed = data["a"]["message_list"]
+    assert [m["entry_id"] for m in listed] == [e.id for e in c.a.entries]
+    assert listed[-1] == {
+        "entry_id": ids["a"],
+        "role": "assistant",
+        "preview": "done: all green",
+        "tokens": estimate_tokens(s[ids["a"]].message),
+    }
     assert [step["tag"] for step in data["tool_diff"]][:2] == ["equal", "insert"]
     assert data["b"]["ended_in_error"] is True
     frame = c.to_frame()

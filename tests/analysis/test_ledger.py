@@ -192,6 +192,8 @@ def test_a_folder_of_sessions_with_an_unreadable_file_and_no_compactions(tmp_pat
     assert (frame.saved_estimate == frame.before_estimate - frame.after_estimate).all()
     assert json.loads(json.dumps(ledger.to_dict()))["sessions"] == 3
     assert "unreadable: " + str(junk) in ledger.to_text()
+    globbed = compaction_ledger(str(tmp_path / "*" / "*.jsonl"))
+    assert [r.compaction_id for r in globbed] == [r.compaction_id for r in ledger]
     # One session without compactions: an empty ledger that says so.
     empty = compaction_ledger(plain.path)
     assert len(empty) == 0 and empty.sessions == 1
@@ -228,6 +230,9 @@ def test_calibration_finds_the_storys_unseen_system_prompt(tmp_path: Path) -> No
     # The story reports the context at chars/4 plus its system prompt and tools.
     assert {p.reported - p.estimated for p in row.points} == {SYSTEM_TOKENS}
     assert row.mean_offset == SYSTEM_TOKENS
+    points = usage_calibration(session).points_frame()
+    assert len(points) == row.n
+    assert (points.reported - points.estimated == SYSTEM_TOKENS).all()
     fit = row.fit()
     assert fit is not None
     assert fit[0] == pytest.approx(1.0) and fit[1] == pytest.approx(SYSTEM_TOKENS)
