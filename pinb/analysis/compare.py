@@ -1,13 +1,10 @@
 """Two branches side by side: where they part, what each did and cost, and how each ended.
 
 The branches are the paths from the entry the two leaves share last (their common
-ancestor) down to each leaf. Both leaves may be in one session file, or the second in
-another file: a fork (``/fork``, ``/clone``, :func:`~pinb.core.forks.fork_from`) copies
-the path it starts from with the same entry ids, so two files share the longest run of
-entries from the root whose ids and types agree. Label entries are skipped in that run:
-Pi drops them from a fork's copy and writes new ones after it. The files' headers
-(``parentSession``) say how the files are related; the shared run says where the
-branches part, so a moved file still compares.
+ancestor) down to each leaf. Both leaves may be in one session file, where the tree gives
+the ancestor, or the second in another file: a fork copies the path it starts from with
+the same entry ids, so the ancestor is the last entry of the run the two paths share
+(the rule is in :mod:`pinb.analysis.lineage`).
 
 Nothing here imports pandas until :meth:`BranchComparison.to_frame` is called.
 """
@@ -20,19 +17,19 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..core.accounting import ContextUsage, context_usage
 from ..core.context import entry_messages
 from ..core.entries import Entry, id_key
 from ..core.fileops import FileOperations
-from ..core.listing import read_session_info
 from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, entry_tokens, node_key
+from .frames import open_session
+from .lineage import file_relation, shared_prefix
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,8 +57,6 @@ KEY_ARGUMENTS: Final = {
     "grep": "pattern",
     "find": "pattern",
 }
-#: Generations of ``parentSession`` followed to relate two files.
-_MAX_GENERATIONS: Final = 16
 
 
 def key_argument(name: object, arguments: object) -> str:
@@ -382,43 +377,34 @@ def _ending(entries: Sequence[Entry]) -> Ending | None:
     return None
 
 
-def _branch(label: str, session: Session, leaf_id: str, entries: Sequence[Entry]) -> Branch:
-    pi = session.pi
+def _usage(entries: Sequence[Entry]) -> tuple[dict[str, int], float]:
+    """Reported usage of the assistant messages, summed; and ``usage.cost.total``, summed."""
+    sums = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+    cost = 0.0
+    for entry in entries:
+        message = entry.message
+        usage = message.get("usage") if message and message.get("role") == "assistant" else None
+        if not isinstance(usage, dict):
+            continue
+        for key in sums:
+            sums[key] += _number(usage.get(key))
+        total = usage.get("cost")
+        cost += _number(total.get("total")) if isinstance(total, dict) else 0.0
+    return {key: int(value) for key, value in sums.items()}, cost
+
+
+def _tools(entries: Sequence[Entry]) -> tuple[list[ToolCall], list[ToolError]]:
+    """Every tool call (with its result's error flag) and every failed tool result."""
     results = _call_results(entries)
-    roles: Counter[str] = Counter()
     calls: list[ToolCall] = []
     errors: list[ToolError] = []
-    from_calls, from_details = FileOperations(), FileOperations()
-    usage = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
-    cost = 0.0
-    estimated = 0
     for entry in entries:
-        for message in entry_messages(entry, pi):
-            role = message.get("role") if isinstance(message, dict) else None
-            roles[role if isinstance(role, str) else "?"] += 1
-            estimated += estimate_tokens(message, pi=pi)
-            from_calls.add_message(message)
-        raw = entry.raw
-        if raw.get("type") in ("compaction", "branch_summary") and not js_truthy(
-            raw.get("fromHook")
-        ):
-            from_details.add_details(raw.get("details"))
         message = entry.message
-        if message is None:
-            continue
-        role = message.get("role")
-        if role == "toolResult" and message.get("isError"):
+        role = message.get("role") if message else None
+        if message and role == "toolResult" and message.get("isError"):
             name = message.get("toolName")
             errors.append(ToolError(str(name), entry_preview(entry, 120), node_key(entry.id)))
-        if role != "assistant":
-            continue
-        reported = message.get("usage")
-        if isinstance(reported, dict):
-            for key in usage:
-                usage[key] += _number(reported.get(key))
-            total = reported.get("cost")
-            cost += _number(total.get("total")) if isinstance(total, dict) else 0.0
-        content = message.get("content")
+        content = message.get("content") if message and role == "assistant" else None
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and block.get("type") == "toolCall":
                 name = block.get("name")
@@ -430,8 +416,28 @@ def _branch(label: str, session: Session, leaf_id: str, entries: Sequence[Entry]
                         is_error=results.get(id_key(block.get("id"))),
                     )
                 )
+    return calls, errors
+
+
+def _branch(label: str, session: Session, leaf_id: str, entries: Sequence[Entry]) -> Branch:
+    pi = session.pi
+    roles: Counter[str] = Counter()
+    from_calls, from_details = FileOperations(), FileOperations()
+    estimated = 0
+    for entry in entries:
+        for message in entry_messages(entry, pi):
+            role = message.get("role") if isinstance(message, dict) else None
+            roles[role if isinstance(role, str) else "?"] += 1
+            estimated += estimate_tokens(message, pi=pi)
+            from_calls.add_message(message)
+        raw = entry.raw
+        summary = raw.get("type") in ("compaction", "branch_summary")
+        if summary and not js_truthy(raw.get("fromHook")):
+            from_details.add_details(raw.get("details"))
     read_files, modified_files = from_calls.file_lists()
     summary_read, summary_modified = from_details.file_lists()
+    usage, cost = _usage(entries)
+    calls, errors = _tools(entries)
     return Branch(
         label=label,
         session_id=session.id,
@@ -445,10 +451,10 @@ def _branch(label: str, session: Session, leaf_id: str, entries: Sequence[Entry]
         modified_files=tuple(str(p) for p in modified_files),
         summary_read_files=tuple(str(p) for p in summary_read),
         summary_modified_files=tuple(str(p) for p in summary_modified),
-        input=int(usage["input"]),
-        output=int(usage["output"]),
-        cache_read=int(usage["cacheRead"]),
-        cache_write=int(usage["cacheWrite"]),
+        input=usage["input"],
+        output=usage["output"],
+        cache_read=usage["cacheRead"],
+        cache_write=usage["cacheWrite"],
         cost=cost,
         estimated_tokens=estimated,
         context=context_usage(session.build_context(leaf_id)),
@@ -467,77 +473,10 @@ def tool_diff(a: Sequence[ToolCall], b: Sequence[ToolCall]) -> tuple[ToolOp, ...
     )
 
 
-def _resolved(path: str | os.PathLike[str] | None, relative_to: Path | None) -> Path | None:
-    if path is None:
-        return None
-    candidate = Path(path)
-    if not candidate.is_absolute() and relative_to is not None:
-        candidate = relative_to.parent / candidate
-    try:
-        return candidate.resolve()
-    except OSError:
-        return candidate
-
-
-def _lineage(session: Session) -> list[Path]:
-    """The files the session descends from through ``parentSession``, nearest first."""
-    found: list[Path] = []
-    current = _resolved(session.parent_session, session.path)
-    while current is not None and current not in found and len(found) < _MAX_GENERATIONS:
-        found.append(current)
-        info = read_session_info(current)
-        if info is None:
-            break
-        current = _resolved(info.parent_session_path, current)
-    return found
-
-
-def _relation(a: Session, b: Session) -> str:
-    if a is b:
-        return "same session"
-    path_a, path_b = _resolved(a.path, None), _resolved(b.path, None)
-    if path_a is not None and path_a == path_b:
-        return "same session"
-    lineage_a, lineage_b = _lineage(a), _lineage(b)
-    if path_a is not None and path_a in lineage_b:
-        return "b forked from a"
-    if path_b is not None and path_b in lineage_a:
-        return "a forked from b"
-    if set(lineage_a) & set(lineage_b):
-        return "forks of one session"
-    return "no parentSession link"
-
-
-def _matching(path: Sequence[Entry]) -> list[tuple[int, Entry]]:
-    """Path positions and entries that take part in the shared run (labels skipped)."""
-    return [(i, e) for i, e in enumerate(path) if e.type != "label" and not e.is_navigation]
-
-
-def _shared_prefix(path_a: Sequence[Entry], path_b: Sequence[Entry]) -> tuple[int, int, int]:
-    """``(entries shared, last shared position in a, in b)``; positions -1 when none."""
-    run_a, run_b = _matching(path_a), _matching(path_b)
-    shared = 0
-    last_a = last_b = -1
-    for (i, x), (j, y) in zip(run_a, run_b, strict=False):
-        if id_key(x.raw.get("id")) != id_key(y.raw.get("id")) or x.type != y.type:
-            break
-        if not js_truthy(x.raw.get("id")):
-            break
-        shared += 1
-        last_a, last_b = i, j
-    return shared, last_a, last_b
-
-
 def _path(session: Session, leaf_id: str) -> list[Entry]:
     if leaf_id not in session:
         raise EntryNotFoundError(leaf_id)
     return session.path_to(leaf_id)
-
-
-def _open(source: Session | str | os.PathLike[str]) -> Session:
-    from .frames import open_session
-
-    return open_session(source)
 
 
 def compare_branches(
@@ -576,14 +515,14 @@ def compare_branches(
     >>> comparison = compare_branches("s.jsonl", wrong_turn_leaf)  # doctest: +SKIP
     >>> comparison.tool_diff  # doctest: +SKIP
     """
-    session_a = _open(session)
-    session_b = session_a if other is None else _open(other)
+    session_a = open_session(session)
+    session_b = session_a if other is None else open_session(other)
     leaf_a = a if a is not None else session_a.leaf_id
     leaf_b = b if b is not None else session_b.leaf_id
     if leaf_a is None or leaf_b is None:
         raise EntryNotFoundError(None)
     path_a, path_b = _path(session_a, leaf_a), _path(session_b, leaf_b)
-    relation = _relation(session_a, session_b)
+    relation = file_relation(session_a, session_b)
     if relation == "same session":
         session_b = session_a
         ancestor = session_a.common_ancestor(leaf_a, leaf_b)
@@ -591,7 +530,7 @@ def compare_branches(
         cut_b = next((i for i, e in enumerate(path_b) if e is ancestor), -1)
         shared = cut_a + 1
     else:
-        shared, cut_a, cut_b = _shared_prefix(path_a, path_b)
+        shared, cut_a, cut_b = shared_prefix(path_a, path_b)
         ancestor = path_a[cut_a] if cut_a >= 0 else None
     branch_a = _branch("a", session_a, node_key(leaf_a), path_a[cut_a + 1 :])
     branch_b = _branch("b", session_b, node_key(leaf_b), path_b[cut_b + 1 :])

@@ -160,6 +160,22 @@ def test_labels_dropped_by_a_fork_do_not_end_the_shared_run(tmp_path: Path) -> N
     assert c.summary.startswith("a is an ancestor of b")
 
 
+def test_sibling_forks_and_a_fork_of_a_fork_are_related_through_their_headers(
+    tmp_path: Path,
+) -> None:
+    s, ids = two_attempts(tmp_path / "main")
+    first = s.clone(ids["a"], sessions_dir=tmp_path / "forks")
+    second = s.clone(ids["b"], sessions_dir=tmp_path / "forks")
+    siblings = first.compare(other=second)
+    assert siblings.relation == "forks of one session"
+    assert siblings.ancestor_id == ids["root"]
+    grandchild = first.clone(sessions_dir=tmp_path / "forks2")
+    grandchild.append_message(user("a third try"))
+    c = s.compare(ids["a"], other=grandchild)
+    assert c.relation == "b forked from a"
+    assert c.ancestor_id == ids["a"] and c.b.roles == {"user": 1}
+
+
 def test_files_without_a_header_link_compare_as_whole_paths(tmp_path: Path) -> None:
     one = Session.create("/p", tmp_path / "one")
     one.append_message(user("a"))
