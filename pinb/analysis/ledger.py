@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounting import context_usage
+from ..core.accounting import context_usage, estimated_by_role
 from ..core.compaction import find_turn_start
 from ..core.context import SessionContext
 from ..core.entries import Entry
@@ -202,22 +202,38 @@ def _context(session: Session, entry_id: Any) -> SessionContext:
     return session.build_context(entry_id)
 
 
-def _next_reply(session: Session, compaction: Entry, active: set[int]) -> Entry | None:
-    """The first reply with usage after ``compaction``: on the active path if it is on it,
-    else down the most recently written child each time; ``None`` past another compaction."""
-    current = compaction
-    seen: set[int] = set()
-    while id(current) not in seen:
-        seen.add(id(current))
-        children = [c for c in session.children(current.id) if not c.is_navigation]
-        if not children:
+def _next_reply(session: Session, compaction: Entry, active: Sequence[Entry]) -> Entry | None:
+    """The first reply with usage after ``compaction``: along the active path if it is on
+    it, else down the most recently written child each time; ``None`` past another
+    compaction."""
+    at = next((i for i, e in enumerate(active) if e is compaction), -1)
+    following: Iterator[Entry] = (
+        iter(active[at + 1 :]) if at >= 0 else _latest_line(session, compaction)
+    )
+    for entry in following:
+        if entry.type == "compaction":
             return None
-        current = next((c for c in children if id(c) in active), children[-1])
-        if current.type == "compaction":
-            return None
-        if reported_prompt(current) > 0:
-            return current
+        if reported_prompt(entry) > 0:
+            return entry
     return None
+
+
+def _latest_line(session: Session, start: Entry) -> Iterator[Entry]:
+    """The entries below ``start``, following its most recently written child each time."""
+    seen = {id(start)}
+    current = start
+    while True:
+        children = [c for c in session.children(current.id) if not c.is_navigation]
+        if not children or id(children[-1]) in seen:
+            return
+        current = children[-1]
+        seen.add(id(current))
+        yield current
+
+
+def _estimate(context: SessionContext) -> int:
+    """``context_usage(context).estimated_tokens``, without Pi's usage-based figure."""
+    return sum(estimated_by_role(context).values())
 
 
 def _is_system(message: Any) -> bool:
@@ -234,8 +250,12 @@ def _split_turn(selected: Sequence[Entry], first_kept: Entry | None, pi: Pi) -> 
     return turn_start not in (-1, position)
 
 
-def compaction_record(session: Session, entry: Entry, active: set[int]) -> CompactionRecord:
-    """The ledger row of one ``compaction`` entry (``active``: ``id()`` of the path's entries)."""
+def compaction_record(
+    session: Session, entry: Entry, active: Sequence[Entry] | None = None
+) -> CompactionRecord:
+    """The ledger row of one ``compaction`` entry (``active``: the session's active path)."""
+    if active is None:
+        active = _active(session)
     raw = entry.raw
     pi = session.pi
     before = _context(session, raw.get("parentId"))
@@ -279,7 +299,7 @@ def compaction_record(session: Session, entry: Entry, active: set[int]) -> Compa
         compaction_id=node_key(entry.id),
         parent_id=_str(raw.get("parentId")),
         timestamp=raw["timestamp"] if isinstance(raw.get("timestamp"), str) else None,
-        on_path=id(entry) in active,
+        on_path=any(e is entry for e in active),
         first_kept_entry_id=_str(first_kept_id),
         first_kept_found=first_kept is not None or first_kept_id == entry.id,
         previous_compaction_id=_str(previous.id) if previous is not None else None,
@@ -289,13 +309,11 @@ def compaction_record(session: Session, entry: Entry, active: set[int]) -> Compa
         before_tokens=usage_before.tokens,
         before_measure=usage_before.measure,
         before_estimate=usage_before.estimated_tokens,
-        after_estimate=context_usage(after).estimated_tokens,
+        after_estimate=_estimate(after),
         next_request_id=_str(reply.id) if reply is not None else None,
         next_request_tokens=reported_prompt(reply) if reply is not None else None,
         next_request_estimate=(
-            context_usage(_context(session, reply.parent_id)).estimated_tokens
-            if reply is not None
-            else None
+            _estimate(_context(session, reply.parent_id)) if reply is not None else None
         ),
         summary_chars=len(summary),
         summary_tokens=estimate_tokens({"role": "compactionSummary", "summary": summary}, pi=pi),
@@ -328,9 +346,9 @@ def _int_or_none(value: Any) -> int | None:
 # -- many sessions ------------------------------------------------------------------------------
 
 
-def _active(session: Session) -> set[int]:
+def _active(session: Session) -> list[Entry]:
     leaf = session.leaf_id
-    return {id(e) for e in session.path_to(leaf)} if leaf is not None else set()
+    return session.path_to(leaf) if leaf is not None else []
 
 
 @dataclass

@@ -165,14 +165,27 @@ def test_every_branch_is_listed_and_the_active_path_is_marked(tmp_path: Path) ->
     s = Session.create("/p", tmp_path / "one")
     tool_turns(s, 2)
     fork_point = s.path_to()[4].id
-    abandoned = compact(
-        s, ExtractiveSummarizer(), settings=CompactionSettings(keep_recent_tokens=500)
-    )
+    settings = CompactionSettings(keep_recent_tokens=500)
+    abandoned = compact(s, ExtractiveSummarizer(), settings=settings)
+    assert abandoned.entry is not None
     s.branch(fork_point)
     tool_turns(s, 1, start=9)
-    (record,) = compaction_ledger(s).records
-    assert abandoned.entry is not None and record.compaction_id == abandoned.entry.id
-    assert not record.on_path and record.next_request_id is None
+    # Below the abandoned compaction: an early try, then a later one (the one to follow).
+    s.branch(abandoned.entry.id)
+    s.append_message(user("first try after it"))
+    s.append_message(assistant("first", total=700))
+    s.branch(abandoned.entry.id)
+    s.append_message(user("second try after it"))
+    later = s.append_message(assistant("second", total=800)).id
+    s.branch(fork_point)
+    tool_turns(s, 2, start=20)
+    on_path = compact(s, ExtractiveSummarizer(), settings=settings).entry  # no reply after it
+    assert on_path is not None
+    records = compaction_ledger(s).records
+    assert [r.compaction_id for r in records] == [abandoned.entry.id, on_path.id]
+    off = records[0]
+    assert not off.on_path and off.next_request_id == later and off.next_request_tokens == 790
+    assert records[1].on_path and records[1].next_request_id is None
 
 
 def test_a_folder_of_sessions_with_an_unreadable_file_and_no_compactions(tmp_path: Path) -> None:
