@@ -691,6 +691,24 @@ class Session(AppendMixin):
 
         return compact(self, summarizer, instructions, settings)
 
+    def compare(
+        self,
+        a: str | None = None,
+        b: str | None = None,
+        *,
+        other: Session | str | os.PathLike[str] | None = None,
+    ) -> Any:
+        """Compare the branches to leaves ``a`` and ``b`` from their common ancestor.
+
+        ``b`` is an entry of ``other`` (a fork's file, or the file this one was forked
+        from) when given, else of this session; each defaults to its session's leaf.
+        Returns a :class:`pinb.analysis.compare.BranchComparison` (see
+        :func:`pinb.analysis.compare.compare_branches`, which pandas is not needed for).
+        """
+        from ..analysis.compare import compare_branches
+
+        return compare_branches(self, a, b, other=other)
+
     def navigate(self, target_id: str, **options: Any) -> Any:
         """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.operations.navigate`."""
         from .operations import navigate

@@ -1,0 +1,220 @@
+"""Text and sanitizer-safe HTML for the compaction ledger, the usage calibration and what-if.
+
+Like :mod:`pinb.views.compare`: ``div``, ``span``, ``strong``, ``code`` and tables only,
+every piece of session text escaped, so the views read the same after a sanitizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from ..core.accounting import thousands
+from ..render.html import escape, table
+from ..render.plain import text_table
+from .compare import container
+
+if TYPE_CHECKING:
+    from ..analysis.ledger import Calibration, CompactionLedger, CompactionRecord
+    from ..analysis.whatif import WhatIf
+
+__all__ = [
+    "calibration_html",
+    "calibration_text",
+    "ledger_html",
+    "ledger_text",
+    "what_if_html",
+    "what_if_text",
+]
+
+#: Longest table a view shows (frames have every row).
+MAX_ROWS: Final = 40
+
+_LEDGER_HEADERS: Final = (
+    "session", "compaction", "on path", "tokensBefore", "before est", "after est",
+    "next request", "summarized u/a/tool", "tool result chars", "thinking max (summarized)",
+    "thinking max (kept)", "summary tok", "files r/m", "split turn",
+)  # fmt: skip
+_LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11)
+_LEDGER_NOTE: Final = (
+    "tokensBefore: as Pi recorded it. before/after est: chars/4 of the context at the "
+    "compaction's parent and at the compaction itself (no usage exists right after it). "
+    "next request: input+cacheRead+cacheWrite of the first reply after it, which also "
+    "holds the system prompt, the tools and the new prompt."
+)
+_CALIBRATION_NOTE: Final = (
+    "Each reply with usage: its reported prompt (input+cacheRead+cacheWrite) against "
+    "chars/4 of the context it was sent. The system prompt and tools are not in the "
+    "session, so the ratio mixes them in; the fit reported = slope × estimate + intercept "
+    "separates them (slope: real tokens per chars/4 token; intercept: the unseen prompt)."
+)
+
+
+def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
+    roles = r.summarized_by_role
+    return (
+        r.session_id[:8],
+        r.compaction_id,
+        r.on_path,
+        r.tokens_before,
+        r.before_estimate,
+        r.after_estimate,
+        r.next_request_tokens,
+        f"{roles.get('user', 0)}/{roles.get('assistant', 0)}/{roles.get('toolResult', 0)}",
+        r.tool_result_chars,
+        r.summarized_thinking.largest,
+        r.kept_thinking.largest,
+        r.summary_tokens,
+        f"{r.read_files}/{r.modified_files}",
+        r.split_turn,
+    )
+
+
+def _more(total: int, shown: int) -> str:
+    return f"… and {total - shown:,} more (to_frame() has every row)" if total > shown else ""
+
+
+def _ledger_lines(ledger: CompactionLedger) -> tuple[str, list[str]]:
+    """The title and the remarks under the table."""
+    skipped = f", {len(ledger.skipped)} unreadable" if ledger.skipped else ""
+    title = (
+        f"Compaction ledger: {len(ledger.records):,} compactions in {ledger.sessions:,} "
+        f"sessions{skipped}"
+    )
+    remarks: list[str] = []
+    kept = max(ledger.records, key=lambda r: r.kept_thinking.largest, default=None)
+    if kept is not None and kept.kept_thinking.largest:
+        remarks.append(
+            f"largest thinking block kept verbatim by a compaction: "
+            f"{kept.kept_thinking.largest:,} chars in {kept.kept_thinking.largest_id} "
+            f"(after {kept.compaction_id})"
+        )
+    lost = sum(r.lost_entries for r in ledger.records)
+    if lost:
+        remarks.append(f"{lost:,} entries left a context without being summarized (Pi v0.58.3)")
+    remarks.extend(f"unreadable: {s.path}: {s.reason}" for s in ledger.skipped[:MAX_ROWS])
+    return title, remarks
+
+
+def ledger_text(ledger: CompactionLedger) -> str:
+    """The ledger as plain text: one line per compaction, then what stands out."""
+    title, remarks = _ledger_lines(ledger)
+    shown = ledger.records[:MAX_ROWS]
+    parts = [title]
+    if shown:
+        rows = [_ledger_row(r) for r in shown]
+        parts += [text_table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC), _LEDGER_NOTE]
+    else:
+        parts.append("no compaction entries")
+    more = _more(len(ledger.records), len(shown))
+    return "\n".join([*parts, *([more] if more else []), *remarks])
+
+
+def _div(text: str) -> str:
+    return f"<div>{escape(text)}</div>" if text else ""
+
+
+def ledger_html(ledger: CompactionLedger) -> str:
+    """The ledger as HTML that survives a sanitizer."""
+    title, remarks = _ledger_lines(ledger)
+    shown = ledger.records[:MAX_ROWS]
+    body = [f"<div><strong>{escape(title)}</strong></div>"]
+    if shown:
+        rows = [_ledger_row(r) for r in shown]
+        body += [table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC), _div(_LEDGER_NOTE)]
+    else:
+        body.append(_div("no compaction entries"))
+    body.append(_div(_more(len(ledger.records), len(shown))))
+    body.extend(_div(remark) for remark in remarks)
+    return container("".join(body), "pinb-ledger")
+
+
+def _calibration_rows(calibration: Calibration) -> list[tuple[object, ...]]:
+    rows: list[tuple[object, ...]] = []
+    for row in calibration.rows[:MAX_ROWS]:
+        fit = row.fit()
+        ratio, offset = row.median_ratio, row.mean_offset
+        rows.append(
+            (
+                row.session_id[:8],
+                row.n,
+                row.replies_without_usage,
+                round(ratio, 3) if ratio is not None else None,
+                round(offset) if offset is not None else None,
+                round(fit[0], 3) if fit else None,
+                round(fit[1]) if fit else None,
+            )
+        )
+    return rows
+
+
+_CALIBRATION_HEADERS: Final = (
+    "session", "replies", "no usage", "median ratio", "mean offset", "slope", "intercept",
+)  # fmt: skip
+
+
+def calibration_text(calibration: Calibration) -> str:
+    """chars/4 against reported usage, one line per session."""
+    rows = _calibration_rows(calibration)
+    title = f"Usage calibration: {len(calibration.rows):,} sessions"
+    if not rows:
+        return f"{title}\nno sessions"
+    more = _more(len(calibration.rows), len(rows))
+    table_text = text_table(_CALIBRATION_HEADERS, rows, numeric=range(1, 7))
+    return "\n".join([title, table_text, _CALIBRATION_NOTE, *([more] if more else [])])
+
+
+def calibration_html(calibration: Calibration) -> str:
+    rows = _calibration_rows(calibration)
+    body = [f"<div><strong>Usage calibration: {len(calibration.rows):,} sessions</strong></div>"]
+    if rows:
+        body += [table(_CALIBRATION_HEADERS, rows, numeric=range(1, 7)), _div(_CALIBRATION_NOTE)]
+        body.append(_div(_more(len(calibration.rows), len(rows))))
+    return container("".join(body), "pinb-calibration")
+
+
+def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
+    headers = ["", *(r.name for r in w.rows)]
+    fields: list[tuple[str, list[object]]] = [
+        ("first kept entry", [r.first_kept_entry_id or r.nothing for r in w.rows]),
+        ("it starts with", [r.first_kept_preview for r in w.rows]),
+        ("splits a turn", [None if r.nothing else r.split_turn for r in w.rows]),
+        ("entries kept", [r.entries_kept for r in w.rows]),
+        ("entries summarized", [r.entries_summarized for r in w.rows]),
+        ("messages kept", [r.messages_kept for r in w.rows]),
+        ("messages summarized", [r.messages_summarized for r in w.rows]),
+        ("tokens kept (chars/4)", [r.kept_tokens for r in w.rows]),
+        ("tokens leaving (chars/4)", [r.summarized_tokens for r in w.rows]),
+    ]
+    if w.summarizer:
+        fields.append(("summary tokens", [r.summary_tokens for r in w.rows]))
+        fields.append(("size after (chars/4)", [r.after_tokens for r in w.rows]))
+    if any(r.threshold is not None for r in w.rows):
+        fields.append(("threshold", [r.threshold for r in w.rows]))
+        fields.append(("would compact now", [r.would_trigger for r in w.rows]))
+    return headers, [(name, *values) for name, values in fields]
+
+
+def _what_if_title(w: WhatIf) -> str:
+    c = w.context
+    after = f"; summaries by {w.summarizer}" if w.summarizer else "; no summary written"
+    return (
+        f"What if leaf {w.leaf_id} were compacted now: context {thousands(c.tokens)} tokens "
+        f"({c.measure}), {thousands(c.estimated_tokens)} by chars/4{after}"
+    )
+
+
+def what_if_text(w: WhatIf) -> str:
+    """The settings side by side, one column each."""
+    headers, rows = _what_if_table(w)
+    numeric = range(1, len(headers))
+    return "\n".join([_what_if_title(w), text_table(headers, rows, numeric=numeric, limit=40)])
+
+
+def what_if_html(w: WhatIf) -> str:
+    headers, rows = _what_if_table(w)
+    body = [
+        f"<div><strong>{escape(_what_if_title(w))}</strong></div>",
+        table(headers, rows, numeric=range(1, len(headers)), wrap_columns=range(1, len(headers))),
+    ]
+    return container("".join(body), "pinb-what-if")
