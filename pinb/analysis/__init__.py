@@ -7,7 +7,9 @@ from typing import Any
 
 __all__ = [
     "SessionCatalog",
+    "compaction_ledger",
     "compactions_frame",
+    "compare_branches",
     "entries_frame",
     "export_html",
     "export_ipynb",
@@ -23,6 +25,8 @@ __all__ = [
     "search",
     "sessions_frame",
     "tool_calls_frame",
+    "usage_calibration",
+    "what_if",
     "write_export",
 ]
 
@@ -46,6 +50,10 @@ _HOMES = {
     "search": "index",
     "import_claude": "importers",
     "import_codex": "importers",
+    "compare_branches": "compare",
+    "compaction_ledger": "ledger",
+    "usage_calibration": "ledger",
+    "what_if": "ledger",
 }
 
 
