@@ -56,6 +56,9 @@ COMMANDS_HELP = """\
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
 %pi compact [--offline] [INSTRUCTIONS]   compact now
+%pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
+%pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
+%pi whatif [--keep N ...] [--reserve N ...] [--summarize]   replay the cut at the leaf
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
 %pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
 %pi label ID TEXT                label an entry ("" clears)
@@ -234,9 +237,13 @@ class PiMagics(Magics):
         return chosen
 
     def _entry_id(self, session: Session, entry_id: str) -> str:
+        """``entry_id``, or the one id it is a prefix of (as git takes a short hash)."""
         if entry_id in session:
             return entry_id
         ids = [str(e.id) for e in session.entries]
+        starting = {i for i in ids if i.startswith(entry_id)}
+        if len(starting) == 1 and len(entry_id) >= 4:
+            return starting.pop()
         close = (
             difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5)
             or [i for i in ids if i.startswith(entry_id[:3])][:3]
@@ -455,6 +462,43 @@ class PiMagics(Magics):
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         report = compact(self.current_session(), summarizer, instructions, settings)
         return CompactionView(report, self.current_session())
+
+    def _cmd_compare(self, args: list[str]) -> Any:
+        from ..analysis.compare import compare_branches
+
+        parser = _parser("%pi compare")
+        parser.add_argument("a")
+        parser.add_argument("b", nargs="?")
+        parser.add_argument("--other", help="the session file B belongs to (a fork)")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        other = Session.open(opts.other) if opts.other else None
+        a = self._entry_id(session, opts.a)
+        b = self._entry_id(other or session, opts.b) if opts.b else None
+        return compare_branches(session, a, b, other=other)
+
+    def _cmd_ledger(self, args: list[str]) -> Any:
+        from ..analysis.ledger import compaction_ledger
+
+        return compaction_ledger(" ".join(args) if args else self.current_session())
+
+    def _cmd_whatif(self, args: list[str]) -> Any:
+        from ..analysis.ledger import what_if
+
+        parser = _parser("%pi whatif")
+        parser.add_argument("--keep", type=int, nargs="+", default=[], metavar="N")
+        parser.add_argument("--reserve", type=int, nargs="+", default=[], metavar="N")
+        parser.add_argument("--summarize", action="store_true", help="offline summaries too")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        window, _ = self._window(session)
+        return what_if(
+            session,
+            keep_recent_tokens=opts.keep,
+            reserve_tokens=opts.reserve,
+            summarizer=ExtractiveSummarizer() if opts.summarize else None,
+            context_window=window,
+        )
 
     def _cmd_goto(self, args: list[str]) -> Any:
         parser = _parser("%pi goto")

@@ -14,6 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from pinb.core import Session
+from pinb.errors import EntryNotFoundError
 from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply
 from pinb.testing import LLMServer
@@ -312,3 +313,34 @@ def test_agents_md_files_reach_the_system_prompt(tmp_path: Path, isolated_agent_
     prompt = build_system_prompt(project)
     assert prompt.index("global rule") < prompt.index("project rule") < prompt.index("sub rule")
     assert "ignored" not in prompt
+
+
+def test_compare_ledger_and_whatif_commands(shell: InteractiveShell, tmp_path: Path) -> None:
+    from pinb.analysis.compare import BranchComparison
+    from pinb.testing.story import write_story_session
+
+    story = write_story_session(tmp_path / "story", context_window=5_000)
+    assert story.path is not None
+    shell.run_line_magic("pi", f"open {story.path}")
+    magics = shell.magics_manager.registry["PiMagics"]
+    path = {e.id for e in story.path_to()}
+    wrong = [e for e in story.entries if e.id not in path and e.type == "message"][-1]
+    compared = shell.run_line_magic("pi", f"compare {wrong.id[:6]} {story.leaf_id}")
+    assert isinstance(compared, BranchComparison)
+    assert compared.a.leaf_id == wrong.id and compared.b.leaf_id == story.leaf_id
+    assert "common ancestor" in compared._repr_mimebundle_()["text/plain"]
+    # A fork's branch compares across files.
+    fork = story.clone()
+    assert fork.path is not None
+    across = shell.run_line_magic(
+        "pi", f"compare {story.leaf_id} {fork.leaf_id} --other {fork.path}"
+    )
+    assert across.relation == "b forked from a"
+    ledger = shell.run_line_magic("pi", "ledger")
+    assert len(ledger.records) == sum(1 for e in story.entries if e.type == "compaction") > 0
+    replay = shell.run_line_magic("pi", "whatif --keep 500 2000")
+    text = replay._repr_mimebundle_()["text/plain"]
+    assert "keep 500" in text and "keep 2,000" in text
+    assert magics.current_session().path == story.path
+    with pytest.raises(EntryNotFoundError, match="nosuchid not found"):
+        shell.run_line_magic("pi", "compare nosuchid")
