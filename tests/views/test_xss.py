@@ -14,7 +14,6 @@ import pytest
 from pinb.core import Session
 from pinb.core.reports import CompactionReport
 from pinb.render.figure import draw_tree
-from pinb.render.html import CSS
 from pinb.views import (
     CompactionView,
     ContextBreakdown,
@@ -24,7 +23,7 @@ from pinb.views import (
     TreeView,
     session_mimebundle,
 )
-from pinb.views.widgets import _STYLE, SessionExplorer
+from pinb.views.tree_widget import SessionExplorer
 from tests.views.builders import demo_session
 
 PAYLOADS = [
@@ -114,7 +113,7 @@ ALLOWED_ATTRS = {
     "data-column",
     "paint-order",
 }
-STYLES = {CSS, _STYLE.removeprefix("<style>").removesuffix("</style>")}
+STYLES: set[str] = set()  # the views write no style sheet at all
 
 
 class SafetyChecker(HTMLParser):
@@ -298,26 +297,31 @@ def test_reports_and_lists_escape_everything() -> None:
     assert "window.__pinb_xss=2" in check_html(view.to_html())
 
 
-def test_explorer_panels_escape_everything(hostile: Session, comms: list[Any]) -> None:
+def test_widget_escapes_everything(hostile: Session, comms: list[Any]) -> None:
     def navigate(session: Session, target: str, summarize: bool) -> Any:
         raise RuntimeError(TEXT)
 
     explorer = SessionExplorer(hostile, navigate=navigate, fork=navigate)  # type: ignore[arg-type]
-    for index in range(3):
-        explorer.tabs.selected_index = index
-    panels = [explorer.header, explorer.context_panel, explorer.tokens_panel, explorer.picture]
     for entry in hostile.entries:
-        if entry.is_navigation:
+        if entry.is_navigation or str(entry.id) not in hostile:
             continue
         explorer.select(str(entry.id))
-        check_html(explorer.details.value)
+        for html in (explorer.details, explorer.context_html, explorer.compaction_html):
+            check_html(html)
     explorer.continue_here()
-    assert "window.__pinb_xss" in check_html(explorer.status.value)
+    assert "window.__pinb_xss" in explorer.status  # shown as text (set with textContent)
     explorer.fork()
-    check_html(explorer.status.value)
-    for panel in panels:
-        check_html(panel.value)
-    assert all(isinstance(label, str) for label, _ in explorer.tree.options)  # text only
+    explorer.search("<script>")
+    # Rows are plain values: the ES module writes every one with textContent.
+    for row in explorer.rows:
+        for value in row.values():
+            assert isinstance(value, str | int | float | bool | list | type(None))
+    js = (Path(__import__("pinb.views.tree_widget").views.tree_widget.__file__).parent
+          / "tree_widget.js").read_text()
+    assert js.count("innerHTML") == 1  # only the panels, whose HTML the views escaped
+    svg_text = check_svg(explorer.to_svg())
+    assert "window.__pinb_xss" in svg_text
+    explorer.close()
 
 
 @pytest.mark.parametrize(
