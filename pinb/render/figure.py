@@ -201,7 +201,7 @@ def draw_tree(
         "square": ("s", 11),
         "diamond": ("D", 10),
         "dot": ("o", 6),
-        "chain": ("|", 16),
+        "chain": ("o", 12),
         "folded": ("s", 12),
     }
     for (glyph, color, on_path), (xs, ys) in markers.items():

@@ -34,7 +34,8 @@ _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]
 #: Markup every view limits itself to: what survives JupyterLab's sanitizer for untrusted
 #: outputs, nbconvert's ``sanitize_html`` (bleach) and GitHub alike. Other tags would be
 #: dropped or, worse, shown escaped as text; so there are no headings, paragraphs, line
-#: breaks, ``<details>``, ``<th>``, ``<style>`` or inline SVG. Pictures are outputs of
+#: breaks, tables (bleach shows their ``<tbody>`` as text), ``<details>``, ``<style>`` or
+#: inline SVG. Pictures are outputs of
 #: their own (``image/svg+xml``, ``image/png``).
 SAFE_TAGS = frozenset(
     {
@@ -66,10 +67,11 @@ STYLES: dict[str, str] = {
     "title": "font-size:15px;font-weight:bold;margin:4px 0 2px 0",
     "heading": "font-weight:bold;margin:10px 0 2px 0",
     "muted": "color:#6e7781",
-    "table": "border-collapse:collapse;margin:4px 0",
+    "table": "display:table;border-collapse:collapse;margin:4px 0",
+    "tr": "display:table-row",
     "cell": (
-        "border-bottom:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top;"
-        "white-space:nowrap"
+        "display:table-cell;border-bottom:1px solid #d0d7de;padding:2px 8px;text-align:left;"
+        "vertical-align:top;white-space:nowrap"
     ),
     "head": "color:#57606a;font-weight:bold",
     "num": "text-align:right",
@@ -173,7 +175,12 @@ def table(
     raw_columns: Iterable[int] = (),
     wrap_columns: Iterable[int] = (),
 ) -> str:
-    """An HTML table of ``<tr>``/``<td>`` only (the header is a first row of bold cells).
+    """A table made of ``<div>`` rows and ``<span>`` cells laid out by inline styles.
+
+    Not ``<table>``: nbconvert's sanitizer (bleach) turns the ``<tbody>`` every parser adds
+    into visible text. With styles (JupyterLab, trusted or not) this is a real table; where
+    styles are stripped, each row stays one line and the cells are separated by a ``│``
+    that is otherwise hidden.
 
     Parameters
     ----------
@@ -194,36 +201,38 @@ def table(
     numeric_set = set(numeric)
     raw_set = set(raw_columns)
     wrap_set = set(wrap_columns)
+    separator = '<span style="display:none"> │ </span>'
 
-    def cell_style(i: int, *extra: str) -> str:
+    def cell(i: int, text: str, *extra: str) -> str:
         names = ["cell", *extra]
         if i in numeric_set:
             names.append("num")
         elif i in wrap_set:
             names.append("wrap")
-        return style(*names)
+        return f'<span class="pinb-td"{style(*names)}>{text}</span>'
 
-    parts = [f'<table class="pinb-table"{style("table")}>']
+    parts = [f'<div class="pinb-table"{style("table")}>']
     if any(headers):
-        parts.append("<tr>")
-        for i, header in enumerate(headers):
-            parts.append(f"<td{cell_style(i, 'head')}>{escape(header)}</td>")
-        parts.append("</tr>")
+        cells = [cell(i, escape(h), "head") for i, h in enumerate(headers)]
+        parts.append(f'<div class="pinb-tr"{style("tr")}>{separator.join(cells)}</div>')
     for r, row in enumerate(rows):
         cls = row_classes[r] if row_classes is not None and r < len(row_classes) else ""
-        parts.append(f'<tr class="{escape(cls)}"{style(cls)}>' if cls else "<tr>")
-        for i, cell in enumerate(row):
+        cells = []
+        for i, value in enumerate(row):
             if i in raw_set:
-                text = "" if cell is None else str(cell)
-            elif cell is None:
+                text = "" if value is None else str(value)
+            elif value is None:
                 text = ""
-            elif i in numeric_set and isinstance(cell, int | float) and not isinstance(cell, bool):
-                text = f"{cell:,}"
+            elif (
+                i in numeric_set and isinstance(value, int | float) and not isinstance(value, bool)
+            ):
+                text = f"{value:,}"
             else:
-                text = escape(cell)
-            parts.append(f"<td{cell_style(i)}>{text}</td>")
-        parts.append("</tr>")
-    parts.append("</table>")
+                text = escape(value)
+            cells.append(cell(i, text))
+        classes = f"pinb-tr {escape(cls)}".strip()
+        parts.append(f'<div class="{classes}"{style("tr", cls)}>{separator.join(cells)}</div>')
+    parts.append("</div>")
     return "".join(parts)
 
 

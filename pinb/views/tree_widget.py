@@ -159,7 +159,7 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self.refresh(force=True)
         leaf = self.graph.leaf_key if self.graph is not None else None
         if leaf is not None:
-            self.select(leaf)
+            self.selected_id = leaf
         if poll_interval:
             self.start_polling(poll_interval)
 
@@ -241,7 +241,8 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _panels(self) -> None:
         key = self.selected_id
         session = self.session
-        entry = session.get(key) if key else None
+        node = self.graph.get(key) if key and self.graph is not None else None
+        entry = node.entry if node is not None else (session.get(key) if key else None)
         if entry is None:
             self.details = wrap(muted("Select an entry in the tree."))
             self.context_html = ""
@@ -589,8 +590,8 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
         super().close()
 
 
-#: The explorer is the tree widget.
-SessionExplorer = TreeWidget
+class SessionExplorer(TreeWidget):
+    """The session explorer: the tree widget with its panels and actions (same API)."""
 
 
 def _note(marker: Any) -> str:

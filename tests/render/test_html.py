@@ -89,10 +89,12 @@ def test_unclosed_fence_and_backtick_do_not_swallow_text() -> None:
 
 def test_table_escapes_cells_and_formats_numbers() -> None:
     html = table(["<h>", "n"], [("<td>", 12345), (None, 1.5)], numeric=(1,), row_classes=["x", ""])
-    assert ">&lt;h&gt;</td>" in html and "<th" not in html and "<thead" not in html
-    assert ">&lt;td&gt;</td>" in html
-    assert f"<td{style('cell', 'num')}>12,345</td>" in html
-    assert '<tr class="x">' in html
+    assert ">&lt;h&gt;</span>" in html and "<table" not in html and "<th" not in html
+    assert ">&lt;td&gt;</span>" in html
+    assert f"<span class=\"pinb-td\"{style('cell', 'num')}>12,345</span>" in html
+    assert '<div class="pinb-tr x"' in html
+    # Where styles are stripped (nbconvert), cells stay apart: the separator shows.
+    assert '<span style="display:none"> │ </span>' in html
 
 
 def test_mimebundle_filters() -> None:

@@ -25,6 +25,7 @@ from pinb.views import (
 )
 from pinb.views.tree_widget import SessionExplorer
 from tests.views.builders import demo_session
+from tests.views.sanitizers import check_html_survives
 
 PAYLOADS = [
     "<script>window.__pinb_xss=1</script>",
@@ -77,6 +78,7 @@ ALLOWED_TAGS = {
     "text",
     "title",
     "line",
+    "g",
 }
 ALLOWED_ATTRS = {
     "class",
@@ -112,6 +114,9 @@ ALLOWED_ATTRS = {
     "data-chain",
     "data-column",
     "paint-order",
+    "font-weight",
+    "font-style",
+    "data-ready",
 }
 STYLES: set[str] = set()  # the views write no style sheet at all
 
@@ -240,6 +245,7 @@ def test_every_view_escapes_everything(hostile: Session) -> None:
     visible = ""
     for html in htmls:
         visible += check_html(html)
+        check_html_survives(html)  # and every sanitizer leaves it readable
     # The payloads were shown as text, not dropped and not double-escaped.
     for fragment in VISIBLE:
         assert fragment in visible
