@@ -322,37 +322,21 @@ def tree_png(
     source: Session | SessionGraph | RowLayout,
     *,
     selected: str | None = None,
-    scale: float = 2.0,
+    scale: float | None = None,
 ) -> tuple[bytes, int, int]:
-    """The tree picture as PNG bytes at ``scale`` × its pixel size: ``(png, width, height)``.
+    """The tree picture as PNG bytes: ``(png, width, height)``.
 
     ``width``/``height`` are the picture's size in CSS pixels (for the output metadata, so a
-    notebook shows it at that size, sharp on high-density screens).
+    notebook shows it at that size); it is drawn ``scale`` times larger (default: 2 for up
+    to 80 rows, sharp on high-density screens, else 1), with Pillow from the same cells and
+    positions as the SVG (:mod:`pinb.render.raster`).
     """
-    import io
+    from .raster import tree_png_pillow
 
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    figure = draw_tree(source, selected=selected, dpi=100 * scale)
-    FigureCanvasAgg(figure)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100 * scale, metadata={"Software": None})
-    width, height = figure.get_size_inches() * 100
-    return _small_png(buffer.getvalue()), round(width), round(height)
-
-
-def _small_png(png: bytes) -> bytes:
-    """The PNG with a 64-colour palette (a quarter of the bytes; notebooks keep outputs)."""
-    import io
-
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow comes with matplotlib
-        return png
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    out = io.BytesIO()
-    image.quantize(colors=64, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
-    return out.getvalue() if out.tell() < len(png) else png
+    layout = _layout_of(source, "auto", MAX_ROWS)
+    if scale is None:
+        scale = 2.0 if len(layout.rows) <= 80 else 1.0
+    return tree_png_pillow(layout, selected=selected, scale=scale)
 
 
 def draw_token_bars(

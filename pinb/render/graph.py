@@ -61,6 +61,8 @@ KIND_NAMES: dict[str, str] = {
     "system": "system",
     "custom": "custom",
     "custom_message": "custom message",
+    "compactionSummary": "compaction summary",
+    "branchSummary": "branch summary",
     "compaction": "compaction",
     "branch_summary": "branch summary",
     "model_change": "model change",

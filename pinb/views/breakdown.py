@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import Session, SessionContext, estimate_tokens
 from ..core.accounting import estimated_by_role
@@ -68,7 +68,9 @@ class ContextBreakdown:
             context = source.build_context(leaf_id)
         elif isinstance(source, SessionContext):
             context = source
-        messages: Sequence[Any] = context.messages if context is not None else list(source)
+        messages: Sequence[Any] = (
+            context.messages if context is not None else list(cast("Sequence[Any]", source))
+        )
         pi = context.pi if context is not None else None
         role_messages: Counter[str] = Counter()
         role_tokens: Counter[str] = Counter()

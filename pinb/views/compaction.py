@@ -121,7 +121,7 @@ class CompactionView:
         elif window:
             where = where or "setting"
         self.context_window: int | None = window or None
-        self.window_source: str = where if window else "unknown"
+        self.window_source: str = (where or "setting") if window else "unknown"
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}

@@ -53,7 +53,7 @@ MAX_MATCHES = 200
 _HERE = Path(__file__).parent
 
 
-class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
+class TreeWidget(anywidget.AnyWidget):
     """Explore a session's tree: select, read, search, zoom, and act on any entry.
 
     Parameters
@@ -89,16 +89,16 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
     _css = _HERE / "tree_widget.css"
 
     # Drawn by the browser (kernel → browser).
-    rows = traitlets.List(help="Cells of every row (render layer), with lane and parent.").tag(
-        sync=True
-    )
-    edges = traitlets.List(help="[parent, child, lane, child lane, on path, dotted]").tag(
-        sync=True
-    )
+    rows: traitlets.List[Any] = traitlets.List(
+        help="Cells of every row (render layer), with lane and parent."
+    ).tag(sync=True)
+    edges: traitlets.List[Any] = traitlets.List(
+        help="[parent, child, lane, child lane, on path, dotted]"
+    ).tag(sync=True)
     lanes = traitlets.Int(1).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
     summary = traitlets.Unicode("").tag(sync=True)
-    legend = traitlets.List().tag(sync=True)
+    legend: traitlets.List[Any] = traitlets.List().tag(sync=True)
     details = traitlets.Unicode("").tag(sync=True)
     context_html = traitlets.Unicode("").tag(sync=True)
     compaction_html = traitlets.Unicode("").tag(sync=True)
@@ -107,7 +107,7 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)
     match_note = traitlets.Unicode("").tag(sync=True)
     leaf = traitlets.Unicode(None, allow_none=True).tag(sync=True)
-    archived_list = traitlets.List().tag(sync=True)
+    archived_list: traitlets.List[Any] = traitlets.List().tag(sync=True)
     revision = traitlets.Int(0).tag(sync=True)
     # Set by the browser (browser → kernel), and by the methods below.
     selected_id = traitlets.Unicode(None, allow_none=True, help="Key of the selected entry.").tag(
@@ -283,10 +283,13 @@ class TreeWidget(anywidget.AnyWidget):  # type: ignore[misc]
             window_source=context.usage.window_source,
             max_rows=100,
         )
-        return wrap(
-            f"<div{style('muted')}>A dry run: what a compaction with the leaf here would "
-            "summarize and keep (nothing is written).</div>"
-        ) + view.to_html()
+        return (
+            wrap(
+                f"<div{style('muted')}>A dry run: what a compaction with the leaf here would "
+                "summarize and keep (nothing is written).</div>"
+            )
+            + view.to_html()
+        )
 
     # -- selection, search, layout changes ------------------------------------------------
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import networkx as nx
 import pytest

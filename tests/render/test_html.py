@@ -91,7 +91,7 @@ def test_table_escapes_cells_and_formats_numbers() -> None:
     html = table(["<h>", "n"], [("<td>", 12345), (None, 1.5)], numeric=(1,), row_classes=["x", ""])
     assert ">&lt;h&gt;</span>" in html and "<table" not in html and "<th" not in html
     assert ">&lt;td&gt;</span>" in html
-    assert f"<span class=\"pinb-td\"{style('cell', 'num')}>12,345</span>" in html
+    assert f'<span class="pinb-td"{style("cell", "num")}>12,345</span>' in html
     assert '<div class="pinb-tr x"' in html
     # Where styles are stripped (nbconvert), cells stay apart: the separator shows.
     assert '<span style="display:none"> │ </span>' in html

@@ -322,6 +322,7 @@ def saved_outputs_notebook(path: Path, session: Any, compaction_id: str) -> Path
         "cells": [
             {
                 "cell_type": "code",
+                "id": f"cell-{i}",
                 "metadata": {},
                 "source": source,
                 "outputs": [output_of(obj) for obj in objs],

@@ -192,7 +192,6 @@ def _start_kernel(base: str, token: str, notebook: str) -> None:
     urllib.request.urlopen(request, timeout=30).close()
 
 
-
 def _cell(source: list[str], outputs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "cell_type": "code",
@@ -285,7 +284,7 @@ def _no_injected_markup(page: Any) -> None:
     injected = page.evaluate(
         "document.querySelectorAll('.jp-OutputArea script, .jp-OutputArea iframe,"
         " .jp-OutputArea [onerror], .jp-OutputArea [onload], .jp-OutputArea [onmouseover],"
-        " .jp-OutputArea img:not([src^=\"data:image/\"])').length"
+        ' .jp-OutputArea img:not([src^="data:image/"])\').length'
     )
     assert injected == 0
     typeset = page.evaluate(
@@ -298,9 +297,7 @@ def _row(page: Any, key: str) -> Any:
     return page.locator(f'.pinb-tw-row[data-id="{key}"]')
 
 
-def test_tree_widget_in_jupyterlab_and_chromium(
-    lab: tuple[str, str, Path], tmp_path: Path
-) -> None:
+def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_path: Path) -> None:
     started = time.monotonic()
     base, token, root = lab
     folder = root / "widget"
@@ -450,7 +447,17 @@ def test_saved_outputs_show_untrusted(lab: tuple[str, str, Path]) -> None:
             text = page.locator(".jp-Notebook").inner_text()
             for leak in ("{font-family", "<div", "<table", "<td", "pinb-view{", "border-collapse"):
                 assert leak not in text, leak
-            assert page.locator(".jp-RenderedHTMLCommon table").count() >= 3
+            # The views' tables are divs laid out by inline styles, which JupyterLab keeps
+            # for untrusted outputs: they are real tables, their separators hidden.
+            assert page.locator(".jp-RenderedHTMLCommon .pinb-table").count() >= 3
+            layout = page.evaluate(
+                "() => { const t = document.querySelector('.jp-RenderedHTMLCommon .pinb-table');"
+                " const cell = t.querySelector('.pinb-td');"
+                " const sep = cell.nextElementSibling;"
+                " return [getComputedStyle(t).display, getComputedStyle(cell).display,"
+                " getComputedStyle(sep).display]; }"
+            )
+            assert layout == ["table", "table-cell", "none"], layout
             assert "Context at leaf" in text and "What the model sees" in text
             _no_injected_markup(page)
             page.screenshot(path=str(ARTIFACTS / "untrusted-notebook.png"), full_page=True)

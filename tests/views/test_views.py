@@ -14,6 +14,7 @@ import pinb.views
 from pinb.core import CompactionSettings, Session, build_session_context, estimate_tokens
 from pinb.core.accounting import context_usage, estimated_by_role
 from pinb.core.reports import CompactionReport
+from pinb.llm.registry import default_registry
 from pinb.views import (
     CompactionView,
     ContextBreakdown,
@@ -23,11 +24,10 @@ from pinb.views import (
     TreeView,
     session_mimebundle,
 )
-from pinb.llm.registry import default_registry
 from pinb.views.accounting import resolve_window
 from tests.samples import CASE_FILES, LEGACY, TREES
-from tests.views.sanitizers import check_bundle, check_html_survives
 from tests.views.builders import Demo, demo_session, long_chain_session
+from tests.views.sanitizers import check_bundle, check_html_survives
 
 PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
@@ -98,9 +98,7 @@ def test_context_path_view_regions_and_running_totals(demo: Demo) -> None:
         s, context_window=10_000, settings=CompactionSettings(reserve_tokens=2000)
     )
     context = s.build_context()
-    usage = context_usage(
-        context, window=10_000, settings=CompactionSettings(reserve_tokens=2000)
-    )
+    usage = context_usage(context, window=10_000, settings=CompactionSettings(reserve_tokens=2000))
     assert view.threshold == 8000 and view.window_source == "setting"
     assert view.usage == usage  # the core's account, nothing of its own
     assert view.total == usage.estimated_tokens == sum(usage.by_role.values())
@@ -261,9 +259,7 @@ def test_context_breakdown(demo: Demo) -> None:
     assert view.by_tool == ContextBreakdown(s.build_context(demo.ids["a4"]).messages).by_tool
     html = view.to_html()
     assert "By tool" in html and "<svg" not in html and "█" in html
-    assert view.total == sum(
-        estimated_by_role(s.build_context(demo.ids["a4"])).values()
-    )
+    assert view.total == sum(estimated_by_role(s.build_context(demo.ids["a4"])).values())
     _check_bundle(view._repr_mimebundle_())
     assert view.figure() is not None and view.figure(by="tool") is not None
     empty = ContextBreakdown([])

@@ -49,7 +49,7 @@ def test_widget_opens_on_the_leaf(demo: Demo, comms: list[Any]) -> None:
     assert "compaction" in widget.compaction_html.lower()
     assert widget.title == "Session tree · Demo session"
     assert "3 branches" in widget.summary
-    assert ["dot", "#afb8c1"] == widget.legend[-5][:2] or any(
+    assert widget.legend[-5][:2] == ["dot", "#afb8c1"] or any(
         item[0] == "dot" for item in widget.legend
     )
 

@@ -322,8 +322,10 @@ def test_widget_escapes_everything(hostile: Session, comms: list[Any]) -> None:
     for row in explorer.rows:
         for value in row.values():
             assert isinstance(value, str | int | float | bool | list | type(None))
-    js = (Path(__import__("pinb.views.tree_widget").views.tree_widget.__file__).parent
-          / "tree_widget.js").read_text()
+    js = (
+        Path(__import__("pinb.views.tree_widget").views.tree_widget.__file__).parent
+        / "tree_widget.js"
+    ).read_text()
     assert js.count("innerHTML") == 1  # only the panels, whose HTML the views escaped
     svg_text = check_svg(explorer.to_svg())
     assert "window.__pinb_xss" in svg_text
