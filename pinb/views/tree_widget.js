@@ -129,16 +129,18 @@ function render({ model, el }) {
   body.append(treeBox, side);
   root.append(header, toolbar, body);
 
-  let current = "details";
-  function showTab(name) {
-    current = name;
+  function showTab(name, sync = true) {
+    if (sync && model.get("tab") !== name) {
+      model.set("tab", name);
+      model.save_changes();
+    }
     for (const key of Object.keys(panels)) {
       panels[key].style.display = key === name ? "" : "none";
       tabButtons[key].classList.toggle("pinb-tw-tab-on", key === name);
     }
   }
   for (const key of Object.keys(tabButtons)) tabButtons[key].addEventListener("click", () => showTab(key));
-  showTab("details");
+  showTab(model.get("tab") || "details", false);
 
   // --- state from the kernel -----------------------------------------------------------
   let rows = [];

@@ -117,6 +117,9 @@ class TreeWidget(anywidget.AnyWidget):
     query = traitlets.Unicode("").tag(sync=True)
     show_archived = traitlets.Bool(False).tag(sync=True)
     zoom = traitlets.Float(1.0).tag(sync=True)
+    tab = traitlets.Unicode("details", help="The panel shown: details, context_html, ...").tag(
+        sync=True
+    )
 
     def __init__(
         self,
@@ -150,11 +153,14 @@ class TreeWidget(anywidget.AnyWidget):
         self.tree_layout: RowLayout | None = None
         self._signature: tuple[Any, ...] | None = None
         self._quiet = False
+        self._panel_entry: Any = None
+        self._stale: set[str] = set()
         self.timings: dict[str, float] = {}
         super().__init__(**kwargs)
         self.observe(self._on_selected, names="selected_id")
         self.observe(self._on_relayout, names=["expanded", "show_archived"])
         self.observe(self._on_query, names="query")
+        self.observe(self._on_tab, names="tab")
         self.on_msg(self._on_message)
         self.refresh(force=True)
         leaf = self.graph.leaf_key if self.graph is not None else None
@@ -239,26 +245,45 @@ class TreeWidget(anywidget.AnyWidget):
     # -- panels ---------------------------------------------------------------------------
 
     def _panels(self) -> None:
+        """The entry panel now; the context and compaction panels when they are shown."""
         key = self.selected_id
         session = self.session
         node = self.graph.get(key) if key and self.graph is not None else None
         entry = node.entry if node is not None else (session.get(key) if key else None)
+        self._panel_entry = entry
+        self._stale = {"context_html", "compaction_html"}
         if entry is None:
             self.details = wrap(muted("Select an entry in the tree."))
             self.context_html = ""
             self.compaction_html = ""
+            self._stale.clear()
             return
         self.details = wrap(entry_html(entry, label=session.label(entry.id)))
+        self._fill(self.tab)
+
+    def _fill(self, tab: str) -> None:
+        """Compute a lazy panel if it is stale (the context path of a long session costs)."""
+        entry = self._panel_entry
+        if tab not in self._stale or entry is None:
+            return
+        self._stale.discard(tab)
         view = ContextPathView(
-            session,
+            self.session,
             entry.id,
             context_window=self.context_window,
             window_source=self.window_source,
             settings=self.settings,
             max_rows=200,
         )
-        self.context_html = view.to_html()
-        self.compaction_html = self._compaction_preview(entry.id, view)
+        if tab == "context_html":
+            self.context_html = view.to_html()
+        else:
+            self.compaction_html = self._compaction_preview(entry.id, view)
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        self._fill(change["new"])
+        self.timings["tab"] = time.perf_counter() - started
 
     def _compaction_preview(self, entry_id: Any, context: ContextPathView) -> str:
         from ..core.compact import plan_compaction

@@ -461,6 +461,9 @@ def test_saved_outputs_show_untrusted(lab: tuple[str, str, Path]) -> None:
             assert "Context at leaf" in text and "What the model sees" in text
             _no_injected_markup(page)
             page.screenshot(path=str(ARTIFACTS / "untrusted-notebook.png"), full_page=True)
+            context = page.locator(".jp-RenderedHTMLCommon .pinb-context-path").first
+            context.scroll_into_view_if_needed()
+            context.screenshot(path=str(ARTIFACTS / "untrusted-context-path.png"))
             pictures.first.screenshot(path=str(ARTIFACTS / "tree-view.png"))
         except Exception:
             with contextlib.suppress(Exception):

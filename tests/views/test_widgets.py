@@ -45,7 +45,10 @@ def test_widget_opens_on_the_leaf(demo: Demo, comms: list[Any]) -> None:
     assert row_of(widget, ids["u2"])["lane"] == 1  # a branch off the path
     assert all(len(edge) == 6 for edge in widget.edges)
     assert ids["a7"] in widget.details
+    assert widget.context_html == ""  # computed when its tab is shown
+    frontend_update(widget, tab="context_html")
     assert f"Context at leaf {ids['a7']}" in widget.context_html
+    frontend_update(widget, tab="compaction_html")
     assert "compaction" in widget.compaction_html.lower()
     assert widget.title == "Session tree · Demo session"
     assert "3 branches" in widget.summary
@@ -61,8 +64,13 @@ def test_clicking_a_row_updates_the_panels(demo: Demo, comms: list[Any]) -> None
     frontend_update(widget, selected_id=target)
     assert widget.selected_id == target
     assert target in widget.details and "src/config.py" in widget.details
+    frontend_update(widget, tab="context_html")
     assert f"Context at leaf {target}" in widget.context_html
+    frontend_update(widget, tab="compaction_html")
     assert "A compaction from here would summarize nothing" in widget.compaction_html
+    frontend_update(widget, selected_id=demo.ids["a2"])  # the shown tab follows the selection
+    assert "A compaction from here" in widget.compaction_html
+    assert demo.ids["a2"] in widget.compaction_html or "nothing" in widget.compaction_html
     assert sum(len(c.messages) for c in comms) > sent_before  # panels synced to the browser
     assert widget.timings["select"] < 2
 
@@ -71,6 +79,7 @@ def test_compaction_preview_at_a_long_leaf(comms: list[Any]) -> None:
     s = long_chain_session(120)
     settings = CompactionSettings(reserve_tokens=500, keep_recent_tokens=100)
     widget = TreeWidget(s, context_window=4000, settings=settings)
+    frontend_update(widget, tab="compaction_html")
     html = widget.compaction_html
     assert "A dry run" in html and "Summarized:" in html and "Kept verbatim:" in html
     assert "share of a 4,000-token window (setting)" in html

@@ -311,7 +311,10 @@ def test_widget_escapes_everything(hostile: Session, comms: list[Any]) -> None:
     for entry in hostile.entries:
         if entry.is_navigation or str(entry.id) not in hostile:
             continue
+        explorer.tab = "details"
         explorer.select(str(entry.id))
+        explorer.tab = "context_html"
+        explorer.tab = "compaction_html"
         for html in (explorer.details, explorer.context_html, explorer.compaction_html):
             check_html(html)
     explorer.continue_here()
