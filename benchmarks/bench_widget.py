@@ -104,6 +104,9 @@ def measure(page: Any, base: str, token: str, name: str, clicks: int) -> dict[st
         "  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));"
         "  times.push(performance.now() - t); } return times; }"
     )
+    shots = ROOT / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    page.locator(".pinb-tw").screenshot(path=str(shots / f"widget-{name}.png"))
     return {
         "rows": rows,
         "cell": ready - started,  # session built, widget made, rows drawn
@@ -144,6 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['select']:.0f} | {r['scroll']:.1f} |"
         )
     print(f"\nPython {sys.version.split()[0]}, Chromium headless, JupyterLab on loopback.")
+    # The static picture of the large session, beside the widget's screenshot.
+    from bench_render import make_session
+
+    from pinb.views import TreeView
+
+    png = TreeView(make_session(10_000)).to_png()
+    (ROOT / "test-artifacts" / "tree-10k.png").write_bytes(png)
     return 0
 
 

@@ -20,7 +20,18 @@ from ..render.graph import (
     paused_gc,
     plural,
 )
-from ..render.html import escape, gauge, heading, mimebundle, muted, style, table, title, wrap
+from ..render.html import (
+    escape,
+    gauge,
+    heading,
+    mimebundle,
+    muted,
+    shorten,
+    style,
+    table,
+    title,
+    wrap,
+)
 from .accounting import account, usage_html
 
 __all__ = ["ContextPathView", "PathRow"]
@@ -303,7 +314,7 @@ class ContextPathView:
                 cells.append(("", "", f"… {hidden:,} rows not shown …", "", None, None))
                 classes.append("pinb-muted")
                 continue
-            label = f"[{row.label}] " if row.label else ""
+            label = f"[{shorten(row.label, 40)}] " if row.label else ""
             text = f"{label}{row.preview}"
             if row.edit == "replaced" and row.status.startswith("content replaced"):
                 text = f"{label}was: {row.preview} → model sees: {row.replacement or '(empty)'}"
