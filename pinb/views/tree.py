@@ -8,7 +8,6 @@ sanitizer-safe table for embedding in other HTML.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -200,22 +199,16 @@ class TreeView:
         """The drawn entries as a ``networkx.DiGraph`` with their annotations and rows."""
         return to_networkx(self.graph, layout=self.layout)
 
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        data: dict[str, Any] = mimebundle(
-            self.to_text(), svg=self.to_svg(), include=include, exclude=exclude
-        )
-        metadata: dict[str, Any] = {}
-        wanted = (not include or "image/png" in include) and not (
-            exclude and "image/png" in exclude
-        )
-        if self.png and wanted:
-            try:
-                png, width, height = self._png_data()
-            except ImportError:  # no matplotlib: the SVG and the text still show
-                pass
-            else:
-                data["image/png"] = base64.b64encode(png).decode("ascii")
-                metadata["image/png"] = {"width": width, "height": height}
-        return data, metadata
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """``text/plain`` (the text form) and ``image/svg+xml``; IPython adds ``image/png``
+        from :meth:`_repr_png_` (with its display size), which untrusted notebooks show."""
+        return mimebundle(self.to_text(), svg=self.to_svg(), include=include, exclude=exclude)
+
+    def _repr_png_(self) -> tuple[bytes, dict[str, int]] | None:
+        if not self.png:
+            return None
+        try:
+            png, width, height = self._png_data()
+        except ImportError:  # no Pillow: the SVG and the text still show
+            return None
+        return png, {"width": width, "height": height}

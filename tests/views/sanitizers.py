@@ -288,15 +288,21 @@ def check_bundle(bundle: Any, *, picture: bool) -> str:
     return shown
 
 
+def displayed(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a kernel sends for ``obj``: IPython's formatter (``_repr_*_`` methods merged)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    data, metadata = DisplayFormatter().format(obj)
+    # The kernel sends binary outputs base64-encoded (ipykernel's json_clean).
+    data = {k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+            for k, v in data.items()}
+    return dict(data), dict(metadata)
+
+
 def output_of(obj: Any) -> dict[str, Any]:
     """The ``display_data`` output a kernel would save for ``obj``."""
-    bundle = obj._repr_mimebundle_()
-    data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-    return {
-        "output_type": "display_data",
-        "data": {k: v for k, v in data.items()},
-        "metadata": dict(metadata or {}),
-    }
+    data, metadata = displayed(obj)
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
 
 
 def saved_outputs_notebook(path: Path, session: Any, compaction_id: str) -> Path:

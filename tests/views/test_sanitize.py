@@ -21,6 +21,7 @@ from tests.views.builders import demo_session
 from tests.views.sanitizers import (
     check_bundle,
     check_html_survives,
+    displayed,
     jupyterlab_mime,
     nbconvert_sanitized,
     saved_outputs_notebook,
@@ -41,7 +42,7 @@ def test_every_view_bundle_survives(tmp_path: Path) -> None:
     for view in _views(s, demo.ids["compaction"]):
         assert check_bundle(view._repr_mimebundle_(), picture=False) == "text/html"
     assert check_bundle(s._repr_mimebundle_(), picture=False) == "text/html"
-    assert check_bundle(TreeView(s)._repr_mimebundle_(), picture=True) == "image/png"
+    assert check_bundle(displayed(TreeView(s)), picture=True) == "image/png"
     listing = SessionListView([{"path": "/a.jsonl", "id": "a", "cwd": "/", "name": "A"}])
     check_bundle(listing._repr_mimebundle_(), picture=False)
 
@@ -51,7 +52,7 @@ def test_odd_files_survive_too(name: str) -> None:
     s = Session.open(CASE_FILES[name])
     for view in _views(s, None):
         check_bundle(view._repr_mimebundle_(), picture=False)
-    check_bundle(TreeView(s)._repr_mimebundle_(), picture=True)
+    check_bundle(displayed(TreeView(s)), picture=True)
 
 
 def test_jupyterlab_picks_what_it_can_show_untrusted() -> None:

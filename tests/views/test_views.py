@@ -27,7 +27,7 @@ from pinb.views import (
 from pinb.views.accounting import resolve_window
 from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import Demo, demo_session, long_chain_session
-from tests.views.sanitizers import check_bundle, check_html_survives
+from tests.views.sanitizers import check_bundle, check_html_survives, displayed
 
 PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
@@ -46,16 +46,16 @@ def _check_bundle(bundle: Any, *, picture: bool = False) -> dict[str, Any]:
 
 def test_tree_view(demo: Demo) -> None:
     view = TreeView(demo.session)
-    bundle = view._repr_mimebundle_()
+    bundle = displayed(view)  # what a kernel sends: _repr_mimebundle_ and _repr_png_
     data = _check_bundle(bundle, picture=True)
     assert set(data) == {"text/plain", "image/svg+xml", "image/png"}
     assert bundle[1]["image/png"]["width"] > 500  # shown at its size, sharp at 2x
+    assert set(view._repr_mimebundle_()) == {"text/plain", "image/svg+xml"}
     assert data["text/plain"].startswith("Session tree · Demo session")
     assert "3 branches" in view.summary() and "1 compaction" in view.summary()
     assert "1 compactions" not in view.summary()
     assert f'data-id="{demo.ids["a7"]}"' in data["image/svg+xml"]
-    svg_only = view._repr_mimebundle_(include=["image/svg+xml"])
-    assert svg_only[0].keys() == {"image/svg+xml"}
+    assert view._repr_mimebundle_(include=["image/svg+xml"]).keys() == {"image/svg+xml"}
     assert len(view) == len(demo.session.entries) - 2  # navigation markers hidden
     assert len(TreeView(demo.session, show_leaf_entries=True)) == len(demo.session.entries)
     g = view.to_networkx()
@@ -67,15 +67,14 @@ def test_tree_view(demo: Demo) -> None:
     html = view.to_html()
     check_html_survives(html)
     assert "Also run the tests" in html and "<svg" not in html
-    no_png = TreeView(demo.session, png=False)._repr_mimebundle_()
-    assert "image/png" not in no_png[0]
+    assert "image/png" not in displayed(TreeView(demo.session, png=False))[0]
 
 
 def test_tree_view_of_an_empty_session() -> None:
     view = TreeView(Session.in_memory("/x"))
     assert "empty session: no entries yet" in view.to_text()
     assert "leaf None" not in view.to_text()
-    _check_bundle(view._repr_mimebundle_(), picture=True)
+    _check_bundle(displayed(view), picture=True)
     assert "Nothing to draw yet" in view.to_html()
 
 
