@@ -1,4 +1,4 @@
-"""Benchmark the session core on a synthetic 100k-entry session and on Pi's real fixture.
+"""Benchmark the session core on a synthetic 100k-entry session and a long legacy session.
 
 Run: ``.venv/bin/python benchmarks/bench_core.py [--entries N]``. Prints a Markdown table
 (medians of several runs) that docs/performance.md records. Compare ratios within one run:
@@ -18,12 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pinb.core import Session, estimate_context_tokens
+from pinb.core import Session, build_session_context, estimate_context_tokens, estimate_tokens
 from pinb.core.models import parse_entry
 from pinb.testing.generate import SessionShape, generate_session
 
 HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("PINB_SHARED_DIR", HERE.parents[1] / "shared"))
 
 
 def median_time(fn: Callable[[], Any], runs: int) -> float:
@@ -40,11 +39,27 @@ def bare_parse(path: Path) -> list[Any]:
     return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
+def _legacy_stand_in(data: Path) -> Path:
+    """A long version 1 session shaped like Pi's real ``before-compaction.jsonl``."""
+    path = data / "legacy-compacted.jsonl"
+    if not path.exists():
+        # The same file bench_vs_pi.py generates.
+        shape = SessionShape(entries=2400, main_depth=2400, branch_every=0, compaction_every=900)
+        generate_session(path, shape, seed=1, legacy=True)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--depth", type=int, default=60_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--fixture",
+        type=Path,
+        default=os.environ.get("PINB_PI_FIXTURE"),
+        help="a real Pi session to time open + context on (default: a generated legacy one)",
+    )
     args = parser.parse_args()
 
     data = HERE / "data"
@@ -67,20 +82,14 @@ def main() -> None:
     )
     depth = len(session.path_to(deepest.id))
     leaf = session.entries[-1].id
-    context = median_time(lambda: session.build_context(leaf), args.runs)
-    context_half = median_time(
-        lambda: session.build_context(session.path_to(leaf)[depth // 2].id), args.runs
-    )
+    # The context function itself (Session.build_context keeps the leaf's context).
+    context = median_time(lambda: build_session_context(session.index, leaf), args.runs)
+    half = session.path_to(leaf)[depth // 2].id
+    context_half = median_time(lambda: build_session_context(session.index, half), args.runs)
     tree = median_time(session.tree, max(2, args.runs // 2))
     messages = session.build_context(leaf).messages
     estimate = median_time(
-        lambda: (
-            estimate_context_tokens(messages, skip_zero_usage=False)
-            and [
-                __import__("pinb.core.tokens", fromlist=["estimate_tokens"]).estimate_tokens(m)
-                for m in messages
-            ]
-        ),
+        lambda: (estimate_context_tokens(messages), [estimate_tokens(m) for m in messages]),
         args.runs,
     )
     eager = median_time(lambda: [parse_entry(e.raw) for e in session.entries], 1)
@@ -108,19 +117,18 @@ def main() -> None:
         ("token estimate of every context message", f"{estimate * 1000:.1f} ms"),
     ]
 
-    fixture = SHARED / "fixtures" / "pi" / "before-compaction.jsonl"
-    if fixture.exists():
-        fixture_time = median_time(lambda: Session.open(fixture).build_context(), args.runs * 2)
-        rows.append(
-            (
-                "open + context of Pi's `before-compaction.jsonl` (1 MB, v1)",
-                f"{fixture_time * 1000:.1f} ms",
-            )
+    fixture = args.fixture or _legacy_stand_in(data)
+    fixture_time = median_time(lambda: Session.open(fixture).build_context(), args.runs * 2)
+    rows.append(
+        (
+            f"open + context of `{fixture.name}` ({fixture.stat().st_size / 1e6:.1f} MB, v1)",
+            f"{fixture_time * 1000:.1f} ms",
         )
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "append.jsonl"
-        target.write_bytes(fixture.read_bytes() if fixture.exists() else big.read_bytes()[:100_000])
+        target.write_bytes(fixture.read_bytes())
         appender = Session.open(target)
         appender.append_message(
             {"role": "user", "content": "warm up (migrates the v1 file)", "timestamp": 1}

@@ -6,10 +6,11 @@ The facade re-exports the names most users need; everything heavy is imported la
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .core import Session, SessionContext, build_session_context, convert_to_llm
-from .errors import PinbError
+if TYPE_CHECKING:
+    from .core import Session, SessionContext, build_session_context, convert_to_llm
+    from .errors import PinbError
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,27 @@ __all__ = [
     "convert_to_llm",
     "load_ipython_extension",
 ]
+
+
+_HOMES = {
+    "PinbError": "pinb.errors",
+    "Session": "pinb.core",
+    "SessionContext": "pinb.core",
+    "build_session_context": "pinb.core",
+    "convert_to_llm": "pinb.core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The facade's names load on first use, so ``import pinb`` (and the CLI) start fast."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -10,27 +10,16 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .cliout import quiet_stdout, say
-from .core import (
-    UNSET,
-    ExtractiveSummarizer,
-    Session,
-    compact,
-    convert_to_llm,
-    load_compaction_settings,
-    navigate,
-    plan_compaction,
-)
-from .core.accounting import context_usage
-from .core.entries import MISSING
-from .core.listing import SessionInfo
-from .core.paths import sessions_dir_for
-from .core.tree import TreeNode
 from .errors import NothingToCompactError, PinbError, SessionFileError, UsageError
-from .render.graph import entry_preview as render_preview
+
+if TYPE_CHECKING:
+    from .core import Session
+    from .core.listing import SessionInfo
+    from .core.tree import TreeNode
 
 __all__ = ["main"]
 
@@ -77,6 +66,8 @@ def message_preview(message: Any) -> str:
 
 def entry_preview(entry: Any) -> str:
     """``role-or-type: preview`` of an entry for tree listings."""
+    from .render.graph import entry_preview as render_preview
+
     message = entry.message if entry.type == "message" else None
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list) and any(
@@ -96,6 +87,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     # The sidecar index (pinb's own cache; session files are never touched) makes listing
     # thousands of sessions fast once warm.
     from .analysis.index import list_indexed
+    from .core.paths import sessions_dir_for
 
     infos: list[SessionInfo] = list_indexed(
         None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd())
@@ -130,6 +122,8 @@ def open_session_file(file: str) -> Session:
     empty file is refused: Pi would write a new session into it, but showing or exporting
     it would invent an id and a working directory.
     """
+    from .core import Session
+
     try:
         mode = os.stat(file).st_mode
     except OSError as exc:
@@ -151,6 +145,8 @@ def _open(args: argparse.Namespace) -> Session:
 
 def _legacy_notice(session: Session) -> None:
     """Say (on stderr) when the file predates version 3: its ids are pinb's, not the file's."""
+    from .core.entries import MISSING
+
     loaded = session.loaded
     before = loaded.version_before if loaded is not None else None
     if before is None:
@@ -184,6 +180,7 @@ def _cmd_tree(args: argparse.Namespace) -> int:
 
 def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
     # Like Pi's tree view: indentation grows only where the conversation branches.
+
     stack: list[tuple[TreeNode, str]] = [(root, "")]
     while stack:
         node, indent = stack.pop()
@@ -205,6 +202,8 @@ def _print_problems(session: Session) -> None:
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
+    from .core import convert_to_llm
+
     session = _open(args)
     _legacy_notice(session)
     context = session.build_context(_leaf(args, session))
@@ -229,20 +228,15 @@ def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str | N
     """The context window: ``--window``, else the registry's entry for the session's model."""
     if args.window:
         return args.window, "setting"
-    model = context.model or {}
-    provider, model_id = model.get("provider"), model.get("modelId")
-    if not (isinstance(provider, str) and isinstance(model_id, str)):
-        return None, None
-    from .llm.registry import default_registry  # only here: the LLM layer is heavier
+    from .llm.registry import window_of  # only here: the LLM layer is heavier
 
-    try:
-        info = default_registry().info(f"{provider}/{model_id}")
-    except PinbError:
-        return None, None
-    return (info.context_window, "model registry") if info.context_window else (None, None)
+    return window_of(context.model)
 
 
 def _cmd_tokens(args: argparse.Namespace) -> int:
+    from .core import load_compaction_settings
+    from .core.accounting import context_usage
+
     session = _open(args)
     context = session.build_context(_leaf(args, session))
     window, source = _window(args, context)
@@ -254,7 +248,9 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
         say(json.dumps(usage.to_dict(), indent=1))
         return 0
     say(f"context: {usage.describe()}")
-    say(f"chars/4 estimate of all {usage.messages:,} messages: {usage.estimated_tokens:,}, by role:")
+    say(
+        f"chars/4 estimate of all {usage.messages:,} messages: {usage.estimated_tokens:,}, by role:"
+    )
     width = max((len(role) for role in usage.by_role), default=4)
     for role, tokens in sorted(usage.by_role.items(), key=lambda kv: -kv[1]):
         say(f"  {role:{width}}  {tokens:>10,}")
@@ -262,6 +258,14 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
+    from .core import (
+        UNSET,
+        ExtractiveSummarizer,
+        compact,
+        load_compaction_settings,
+        plan_compaction,
+    )
+
     session = _open(args)
     settings = load_compaction_settings(session.cwd or None)
     if args.plan:
@@ -331,6 +335,8 @@ def _print_files(read_files: list[str], modified_files: list[str]) -> None:
 
 
 def _cmd_goto(args: argparse.Namespace) -> int:
+    from .core import ExtractiveSummarizer, navigate
+
     session = _open(args)
     if args.summarize and not args.offline:
         raise UsageError("pinb goto --summarize needs --offline here (model summaries: %pi goto)")

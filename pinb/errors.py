@@ -18,9 +18,11 @@ The tree::
     │   ├── StreamProtocolError            a stream that does not follow its wire format
     │   ├── ContextOverflowError           the prompt does not fit the model's window
     │   ├── MissingCredentialsError        no API key: names the variable to set (env_var)
+    │   ├── InvalidCredentialsError        a key no HTTP header can carry (names the source)
     │   ├── UnknownProviderError           a provider pinb does not know
     │   └── UnsupportedApiError            a wire protocol pinb does not speak
     ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
+    ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
     └── UsageError                         bad command-line or magic arguments
 
 In a notebook a ``PinbError`` renders as one clear line instead of a traceback
@@ -29,6 +31,7 @@ In a notebook a ``PinbError`` renders as one clear line instead of a traceback
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -59,8 +62,8 @@ class SessionFileError(SessionError):
         self.path = Path(path) if path is not None else None
         self.line = line
         where = ""
-        if self.path is not None:
-            where = f"{self.path}"
+        if path is not None:
+            where = os.fspath(path)  # as given: a URL such as s3://b/k.jsonl stays whole
             if line is not None:
                 where += f":{line}"
             where += ": "

@@ -8,6 +8,8 @@ compactions, one long and linear). Tests must copy a sample before writing to it
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from tests.sessions import CASES, write_case
 __all__ = ["CASE_FILES", "LEGACY", "READABLE_CASES", "SAMPLES", "TREES"]
 
 SAMPLES = Path(tempfile.mkdtemp(prefix="pinb-samples-"))
+atexit.register(shutil.rmtree, SAMPLES, ignore_errors=True)
 
 #: Every hand-written case, by name.
 CASE_FILES: dict[str, Path] = {name: write_case(name, SAMPLES) for name in sorted(CASES)}

@@ -35,10 +35,19 @@ def test_tree_marks_the_active_path(capsys: pytest.CaptureFixture[str]) -> None:
     assert any(line.startswith("  ") and "Use quicksort" in line for line in lines)
 
 
-def test_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tokens", str(LEGACY["large-session.jsonl"]), "--json"]) == 0
+def test_tokens_tell_one_story(capsys: pytest.CaptureFixture[str]) -> None:
+    """Pi's figure says how it was made; the by-role rows sum to the stated estimate."""
+    path = str(LEGACY["large-session.jsonl"])
+    assert main(["tokens", path, "--json", "--window", "200000"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["estimate"]["tokens"] > 0 and "toolResult" in data["byRole"]
+    assert data["tokens"] > 0 and data["measure"] in ("usage+estimate", "estimate")
+    assert sum(data["byRole"].values()) == data["estimatedTokens"] and "toolResult" in data["byRole"]
+    assert data["window"] == 200000 and data["windowSource"] == "setting"
+    assert data["threshold"] == 200000 - 16384 and data["share"] > 0
+    assert main(["tokens", path, "--window", "200000"]) == 0
+    out = capsys.readouterr().out
+    assert f"{data['tokens']:,} tokens (" in out and "of a 200,000 window (setting)" in out
+    assert f"chars/4 estimate of all {data['messages']:,} messages: {data['estimatedTokens']:,}" in out
 
 
 def test_ls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -8,12 +8,16 @@ from .events import (
     CompactionDone,
     EntrySaved,
     ModelEvent,
+    Notice,
+    RetryScheduled,
     ToolEnd,
     ToolStart,
     TurnStart,
+    UsageEstimated,
 )
 from .loop import Agent, AgentConfig
-from .prompt import build_system_prompt, context_files
+from .prompt import build_system_prompt, context_files, prompt_sections
+from .recovery import load_retry_policy
 from .tool import Tool, ToolContext, ToolResult
 
 __all__ = [
@@ -24,12 +28,17 @@ __all__ = [
     "CompactionDone",
     "EntrySaved",
     "ModelEvent",
+    "Notice",
+    "RetryScheduled",
     "Tool",
     "ToolContext",
     "ToolEnd",
     "ToolResult",
     "ToolStart",
     "TurnStart",
+    "UsageEstimated",
     "build_system_prompt",
     "context_files",
+    "load_retry_policy",
+    "prompt_sections",
 ]

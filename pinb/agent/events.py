@@ -15,9 +15,12 @@ __all__ = [
     "CompactionDone",
     "EntrySaved",
     "ModelEvent",
+    "Notice",
+    "RetryScheduled",
     "ToolEnd",
     "ToolStart",
     "TurnStart",
+    "UsageEstimated",
 ]
 
 
@@ -69,23 +72,64 @@ class CompactionDone:
 
 
 @dataclass(frozen=True)
+class RetryScheduled:
+    """A turn failed with a transient error; it is sent again after ``delay`` seconds.
+
+    The failed reply is saved (and hidden from the model's context); ``attempt`` counts
+    retries from 1 up to ``max_retries``.
+    """
+
+    attempt: int
+    max_retries: int
+    delay: float
+    error: str
+
+
+@dataclass(frozen=True)
+class UsageEstimated:
+    """The server reported no token counts for a reply; ``usage`` is pinb's chars/4 estimate.
+
+    The saved message keeps Pi's zero usage (Pi skips zero usage when it estimates, so it
+    comes to the same numbers); the estimate is for reports and the footer only.
+    """
+
+    entry: Entry
+    usage: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not an error of the run (one line)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AgentEnd:
     """The run is over.
 
     ``stop_reason`` is the last assistant message's (``stop``, ``length``, ``error``,
     ``aborted``, or ``max_turns``); ``messages`` are the assistant messages of the run.
+    ``error`` is the reason a failed run gave up, in one line; ``estimated`` maps the
+    index of a message without reported usage to its estimated usage.
     """
 
     stop_reason: str
     messages: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    estimated: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def usage_estimated(self) -> bool:
+        """Whether any count in `usage` is pinb's estimate rather than the server's."""
+        return bool(self.estimated)
 
     @property
     def usage(self) -> dict[str, float]:
-        """Tokens and cost summed over the run's assistant messages."""
+        """Tokens and cost summed over the run's assistant messages (estimates filled in)."""
         total = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "cost": 0.0}
-        for message in self.messages:
-            usage = message.get("usage") or {}
+        for index, message in enumerate(self.messages):
+            usage = self.estimated.get(index) or message.get("usage") or {}
             for key in ("input", "output", "cacheRead", "cacheWrite"):
                 total[key] += float(usage.get(key) or 0)
             total["cost"] += float((usage.get("cost") or {}).get("total") or 0)
@@ -96,4 +140,15 @@ class AgentEnd:
         return self.messages[-1] if self.messages else None
 
 
-AgentEvent = EntrySaved | TurnStart | ModelEvent | ToolStart | ToolEnd | CompactionDone | AgentEnd
+AgentEvent = (
+    EntrySaved
+    | TurnStart
+    | ModelEvent
+    | ToolStart
+    | ToolEnd
+    | CompactionDone
+    | RetryScheduled
+    | UsageEstimated
+    | Notice
+    | AgentEnd
+)

@@ -1,15 +1,22 @@
 """The agent loop: prompt → model turns → tool calls → tool results, all appended to a Pi session.
 
 The loop yields events and prints nothing; the notebook magics and any other front end
-render them. It shapes the file as Pi does (spec §10): one user entry, then per turn one
-assistant entry followed by one ``toolResult`` entry per call; errors and aborts are saved
-as Pi saves them. It compacts before a prompt when the context is over the threshold, and
-on a context-overflow error it compacts and retries once (§6.6, §10.5).
+render them. It shapes the file as Pi 1.6 does (spec §10 and its 1.x addendum): the
+prompt and tool set as ``system`` messages (patches when they change), one user entry,
+then per turn one assistant entry followed by one ``toolResult`` entry per call.
+
+Failed turns are handled as Pi 1.6 handles them: a transient failure (also one in the
+middle of a reply) is saved, hidden from the model with ``context_edit`` null entries and
+sent again after a backoff; a context overflow is saved, hidden, and followed by a
+compaction and one retry. A prompt that cannot fit even then is hidden too, so the next
+prompt works, and the run ends with one error that says what to do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import queue
 import threading
@@ -19,33 +26,44 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import Session, convert_to_llm
-from ..core.compact import compact, compaction_due
+from ..core import Session
 from ..core.compaction import prepare_compaction
+from ..core.context import SessionContext
+from ..core.entries import Entry
+from ..core.operations import compact, compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
-from ..core.tokens import CompactionSettings
+from ..core.tokens import CompactionSettings, estimate_tokens
 from ..errors import NothingToCompactError
-from ..llm.types import CancelToken, ChatModel, Done, ToolSpec
+from ..llm.overflow import is_context_overflow, window_from_error
+from ..llm.retry import RetryPolicy
+from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
+from .batch import run_tool_calls
 from .events import (
     AgentEnd,
     AgentEvent,
     CompactionDone,
     EntrySaved,
     ModelEvent,
-    ToolEnd,
-    ToolStart,
+    Notice,
+    RetryScheduled,
     TurnStart,
+    UsageEstimated,
 )
-from .prompt import build_system_prompt
-from .tool import Tool, ToolContext, ToolResult
+from .prompt import build_system_prompt, prompt_sections
+from .recovery import (
+    can_hide,
+    hide,
+    is_retryable,
+    pause,
+    results_for_unrun_calls,
+)
+from .system import prompt_text, system_patch, tool_declarations
+from .tool import Tool, ToolContext
 
 __all__ = ["Agent", "AgentConfig"]
 
 log = logging.getLogger("pinb.agent")
-
-#: Tools that only look: several of them may run at the same time.
-READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find", "memory_recall"})
 
 
 @dataclass
@@ -64,6 +82,14 @@ class AgentConfig:
         Replace pinb's base prompt / add text after it.
     max_tokens:
         Output limit per response (``None``: the model's default).
+    retry:
+        Retries of failed turns (Pi's ``retry`` settings: 3 retries, 2/4/8 s). The
+        model's own request retries are switched off while the agent runs it, so each
+        failure is saved and shown once.
+    tool_choice:
+        ``"auto"``, ``"required"``, ``"none"`` or a tool's name, sent with the first
+        request of each prompt (later requests leave the choice to the model, which
+        could otherwise never answer). Small local models call tools only when asked.
     """
 
     thinking_level: str = "off"
@@ -72,6 +98,21 @@ class AgentConfig:
     system_prompt: str | None = None
     append_system_prompt: str | None = None
     max_tokens: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    tool_choice: str | None = None
+
+
+@dataclass
+class _Run:
+    """What one prompt has seen so far (counters of the recovery rules)."""
+
+    user_entry: Entry
+    replies: list[dict[str, Any]] = field(default_factory=list)
+    estimated: dict[int, dict[str, Any]] = field(default_factory=dict)
+    retries: int = 0
+    overflow_retried: bool = False
+    answered: bool = False  # a reply succeeded: tool_choice is no longer sent
+    error: str | None = None
 
 
 class Agent:
@@ -185,32 +226,23 @@ class Agent:
         token = cancel or CancelToken()
         session = self.session
         info = self.model.info
-        settings = self.config.compaction.for_model(info.provider, info.id).fit_window(
-            info.context_window
-        )
 
         for entry in self._record_model_and_thinking():
             yield EntrySaved(entry)
-        if compaction_due(session, info.context_window, settings):
-            report = await self._compact("threshold", settings)
-            if report is not None:
-                yield CompactionDone(report)
+        if compaction_due(session, info.context_window, self._settings()):
+            async for event in self._auto_compact("threshold"):
+                yield event
 
+        specs = [ToolSpec(t.name, t.description, t.parameters) for t in self.tools]
+        for entry in self._record_system_prompt():
+            yield EntrySaved(entry)
         content = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
         user_entry = session.append_message(
             {"role": "user", "content": content, "timestamp": _now_ms()}
         )
         yield EntrySaved(user_entry)
 
-        specs = [ToolSpec(t.name, t.description, t.parameters) for t in self.tools]
-        system_prompt = build_system_prompt(
-            self.cwd,
-            self.tools,
-            custom=self.config.system_prompt,
-            append=self.config.append_system_prompt,
-        )
-        replies: list[dict[str, Any]] = []
-        overflow_retried = False
+        run = _Run(user_entry)
         turn = 0
         stop_reason = "stop"
         while True:
@@ -219,39 +251,60 @@ class Agent:
                 stop_reason = "max_turns"
                 break
             yield TurnStart(turn)
-            messages = convert_to_llm(session.build_context().messages)
+            model = self._request_model()  # per turn: an overflow may have taught a window
+            context = session.current_context()
+            messages, system_prompt = self._request(context)
+            options: dict[str, Any] = {}
+            if self.config.tool_choice and specs and not run.answered:
+                options["tool_choice"] = self.config.tool_choice
             final: Done | None = None
-            async for event in self.model.astream(
+            async for model_event in model.astream(
                 messages,
                 system_prompt=system_prompt,
                 tools=specs or None,
                 max_tokens=self.config.max_tokens,
                 thinking_level=self.config.thinking_level,
                 cancel=token,
+                **options,
             ):
-                if isinstance(event, Done):
-                    final = event
+                if isinstance(model_event, Done):
+                    final = model_event
                 else:
-                    yield ModelEvent(event)
+                    yield ModelEvent(model_event)
             assert final is not None, "a model stream must end with Done"
             message = final.message
             entry = session.append_message(message, validate=False)
-            replies.append(message)
+            run.replies.append(message)
             yield EntrySaved(entry)
             stop_reason = str(message.get("stopReason"))
-
-            if (
-                stop_reason == "error"
-                and final.overflow
-                and not overflow_retried
-                and not token.cancelled
-            ):
-                overflow_retried = True
-                report = await self._compact("overflow", settings)
-                if report is not None:
-                    yield CompactionDone(report)
-                    continue  # retry once with the compacted context
-            if stop_reason in ("error", "aborted"):
+            if stop_reason not in ("error", "aborted"):
+                run.answered = True
+                run.retries = 0
+                if not final.usage_reported:
+                    estimate = self._estimate_usage(context, message)
+                    run.estimated[len(run.replies) - 1] = estimate
+                    yield UsageEstimated(entry, estimate)
+            else:
+                closed = [
+                    session.append_message(result, validate=False)
+                    for result in (results_for_unrun_calls(message) if can_hide(session) else [])
+                ]
+                for result_entry in closed:
+                    yield EntrySaved(result_entry)
+                if stop_reason == "error" and not token.cancelled:
+                    retry: bool | None = None
+                    async for step in self._recover(run, final, entry, closed, token):
+                        if isinstance(step, bool):
+                            retry = step
+                        else:
+                            yield step
+                    if retry:
+                        continue
+                elif closed:
+                    for edit in hide(session, closed):  # the reply stays; its results go
+                        yield EntrySaved(edit)
+                if token.cancelled:
+                    stop_reason = "aborted"
                 break
 
             calls = [
@@ -268,25 +321,179 @@ class Agent:
                 break
 
         if stop_reason not in ("error", "aborted") and compaction_due(
-            session, info.context_window, settings
+            session, self.model.info.context_window, self._settings()
         ):
-            report = await self._compact("threshold", settings)
-            if report is not None:
-                yield CompactionDone(report)
-        if self.observer is not None and replies:
+            async for event in self._auto_compact("threshold"):
+                yield event
+        if self.observer is not None and run.replies:
             path = self.session.path_to()
             start = next((i for i, e in enumerate(path) if e is user_entry), 0)
             run_messages = [e.message for e in path[start:] if e.message]
             await asyncio.to_thread(self._observe, "end_of_run", run_messages)
-        last = replies[-1] if replies else {}
-        yield AgentEnd(stop_reason, replies, error=last.get("errorMessage"))
+        last = run.replies[-1] if run.replies else {}
+        error = run.error or (last.get("errorMessage") if stop_reason == "error" else None)
+        yield AgentEnd(stop_reason, run.replies, error=error, estimated=run.estimated)
 
-    # -- pieces ---------------------------------------------------------------------------
+    # -- requests -------------------------------------------------------------------------
+
+    def _settings(self) -> CompactionSettings:
+        """Compaction settings for this model, fitted to its (possibly learned) window."""
+        info = self.model.info
+        return self.config.compaction.for_model(info.provider, info.id).fit_window(
+            info.context_window
+        )
+
+    def _request_model(self) -> ChatModel:
+        """The model with its own request retries off: the agent retries turns itself."""
+        with_retry = getattr(self.model, "with_retry", None)
+        if callable(with_retry):
+            return with_retry(RetryPolicy(max_retries=0))  # type: ignore[no-any-return]
+        return self.model
+
+    def _request(self, context: SessionContext) -> tuple[list[dict[str, Any]], str]:
+        """Messages and system prompt for the next request.
+
+        The system messages of the branch are replayed into one prompt sent in front
+        (what providers without mid-conversation system messages need, and what every
+        provider pinb speaks accepts).
+        """
+        # The session keeps this list and extends it on append: the request gets its own.
+        messages = list(context.to_llm(system=False))
+        if can_hide(self.session):
+            return messages, prompt_text(context.system_message())
+        return messages, self._system_prompt()
+
+    def _system_prompt(self) -> str:
+        return build_system_prompt(
+            self.cwd,
+            self.tools,
+            custom=self.config.system_prompt,
+            append=self.config.append_system_prompt,
+        )
+
+    def _record_system_prompt(self) -> list[Entry]:
+        """A ``system`` message when the prompt or tools differ from the branch's replay."""
+        if not can_hide(self.session):  # v0.58.3 knows no system messages
+            return []
+        sections = prompt_sections(
+            self.cwd,
+            self.tools,
+            custom=self.config.system_prompt,
+            append=self.config.append_system_prompt,
+        )
+        patch = system_patch(
+            self.session.current_context().system_message(), sections, tool_declarations(self.tools)
+        )
+        if patch is None:
+            return []
+        return [self.session.append_message(patch, validate=False)]
+
+    def _estimate_usage(self, context: SessionContext, message: dict[str, Any]) -> dict[str, Any]:
+        """chars/4 of what was sent and what came back, for a reply without usage."""
+        pi = context.pi
+        system = context.system_message()
+        sent = estimate_tokens(system, pi=pi) if system is not None else 0
+        sent += sum(
+            estimate_tokens(m, pi=pi)
+            for m in context.messages
+            if not (isinstance(m, dict) and m.get("role") == "system")
+        )
+        if system is None:
+            sent += -(-len(self._system_prompt()) // 4)
+        received = estimate_tokens(message, pi=pi)
+        return make_usage(sent, received, 0, 0, sent + received, self.model.info.cost)
+
+    # -- failed turns ---------------------------------------------------------------------
+
+    async def _recover(
+        self, run: _Run, final: Done, entry: Entry, results: list[Entry], token: CancelToken
+    ) -> AsyncIterator[AgentEvent | bool]:
+        """Decide what follows a failed reply; the last item is True to send it again."""
+        message = final.message
+        error = str(message.get("errorMessage") or "the request failed")
+        window = self.model.info.context_window
+        if final.overflow or is_context_overflow(message, window):
+            async for event in self._recover_overflow(run, error, [entry, *results]):
+                yield event
+            return
+        policy = self.config.retry
+        too_long = final.retry_after is not None and final.retry_after > policy.max_retry_after
+        if not is_retryable(final) or too_long or not policy.should_retry(run.retries + 1):
+            if run.retries:
+                run.error = f"{error} (gave up after {run.retries} retries)"
+            for edit in hide(self.session, results):
+                yield EntrySaved(edit)
+            yield False
+            return
+        run.retries += 1
+        for edit in hide(self.session, [entry, *results]):
+            yield EntrySaved(edit)
+        delay = policy.delay(run.retries, final.retry_after)
+        yield RetryScheduled(run.retries, policy.max_retries, delay, error)
+        yield await pause(delay, token, policy)
+
+    async def _recover_overflow(
+        self, run: _Run, error: str, failed: list[Entry]
+    ) -> AsyncIterator[AgentEvent | bool]:
+        """Overflow: hide the attempt, compact, retry once; a prompt that cannot fit is hidden."""
+        session = self.session
+        learned = window_from_error(error)
+        info = self.model.info
+        if learned and learned < info.context_window:
+            # The server said how large its window is: plan for that from now on.
+            with contextlib.suppress(AttributeError):  # a model with read-only info
+                self.model.info = dataclasses.replace(
+                    info, context_window=learned, window_source="server"
+                )
+            yield Notice(f"the server's context window is {learned:,} tokens; using that")
+        window = self.model.info.context_window
+        for edit in hide(session, failed):
+            yield EntrySaved(edit)
+        prompt_tokens = estimate_tokens(run.user_entry.message, pi=session.pi)
+        if prompt_tokens >= window:
+            reason = (
+                f"your message alone is about {prompt_tokens:,} tokens, more than the "
+                f"model's whole context window ({window:,} tokens)"
+            )
+        elif run.overflow_retried:
+            reason = "it still does not fit the context window after compacting"
+        else:
+            run.overflow_retried = True
+            report: CompactionReport | None = None
+            async for event in self._auto_compact("overflow"):
+                if isinstance(event, CompactionDone):
+                    report = event.report
+                yield event
+            if report is not None:
+                yield True
+                return
+            reason = "compacting the conversation could not make room for it"
+        # Hide the whole run, so the next prompt meets the context that worked before.
+        if can_hide(session):
+            for edit in hide(session, self._run_entries(run)):
+                yield EntrySaved(edit)
+        else:  # v0.58.3 has no context edits: continue from before the prompt instead
+            parent = run.user_entry.parent_id
+            if isinstance(parent, str) and parent:
+                session.branch(parent)
+            else:
+                session.reset_leaf()
+        run.error = (
+            f"Context overflow: {reason}. This prompt and its replies were left out of the "
+            "context, so the next cell works; shorten or split the prompt, or use a model "
+            f"with a larger window (%pi model provider/model). Server: {error}"
+        )
+        yield False
+
+    def _run_entries(self, run: _Run) -> list[Entry]:
+        path = self.session.path_to()
+        start = next((i for i, e in enumerate(path) if e is run.user_entry), len(path))
+        return path[start:]
 
     def _record_model_and_thinking(self) -> list[Any]:
         """``model_change`` / ``thinking_level_change`` entries when they differ (§10.4)."""
         session = self.session
-        context = session.build_context()
+        context = session.current_context()
         info = self.model.info
         saved = []
         current = context.model or {}
@@ -296,6 +503,17 @@ class Agent:
         if not recorded or context.thinking_level != self.config.thinking_level:
             saved.append(session.append_thinking_level_change(self.config.thinking_level))
         return saved
+
+    async def _auto_compact(self, reason: str) -> AsyncIterator[AgentEvent]:
+        """An automatic compaction; a failure is a notice, never the end of the run."""
+        try:
+            report = await self._compact(reason, self._settings())
+        except Exception as exc:  # a summary request that failed leaves the session as it was
+            log.info("automatic compaction (%s) failed: %s", reason, exc)
+            yield Notice(f"automatic compaction failed: {exc}")
+            return
+        if report is not None:
+            yield CompactionDone(report)
 
     async def _compact(self, reason: str, settings: CompactionSettings) -> CompactionReport | None:
         summarizer = self.summarizer or ModelSummarizer(self.model)
@@ -323,66 +541,9 @@ class Agent:
     async def _run_tools(
         self, calls: list[dict[str, Any]], token: CancelToken
     ) -> AsyncIterator[AgentEvent]:
-        """Run a turn's tool calls (read-only ones concurrently) and save one result each."""
-        by_name = {t.name: t for t in self.tools}
         context = ToolContext(cwd=self.cwd, session=self.session, cancel=token)
-
-        async def execute(call: dict[str, Any]) -> ToolResult:
-            name = str(call.get("name"))
-            tool = by_name.get(name)
-            if tool is None:
-                return ToolResult.error(f"Tool {name} not found")
-            arguments = call.get("arguments")
-            if not isinstance(arguments, dict):
-                return ToolResult.error(f"Invalid arguments for tool {name}: expected an object")
-            missing = [k for k in tool.parameters.get("required", []) if k not in arguments]
-            if missing:
-                return ToolResult.error(
-                    f"Invalid arguments for tool {name}: missing {', '.join(missing)}"
-                )
-            if token.cancelled:
-                return ToolResult.error("Tool execution was aborted")
-            try:
-                return await asyncio.to_thread(tool.execute, arguments, context)
-            except Exception as exc:  # a tool's failure is the model's information
-                return ToolResult.error(f"{type(exc).__name__}: {exc}")
-
-        # Consecutive read-only calls run together; anything that changes state runs alone.
-        groups: list[list[dict[str, Any]]] = []
-        for call in calls:
-            if (
-                groups
-                and call.get("name") in READ_ONLY_TOOLS
-                and all(c.get("name") in READ_ONLY_TOOLS for c in groups[-1])
-            ):
-                groups[-1].append(call)
-            else:
-                groups.append([call])
-        for group in groups:
-            for call in group:
-                yield ToolStart(
-                    str(call.get("id")), str(call.get("name")), dict(call.get("arguments") or {})
-                )
-            results = await asyncio.gather(*(execute(call) for call in group))
-            for call, result in zip(group, results, strict=True):
-                entry = self.session.append_message(
-                    _tool_result_message(call, result), validate=False
-                )
-                yield ToolEnd(str(call.get("id")), str(call.get("name")), result, entry)
-
-
-def _tool_result_message(call: dict[str, Any], result: ToolResult) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "toolResult",
-        "toolCallId": call.get("id"),
-        "toolName": call.get("name"),
-        "content": result.content,
-    }
-    if result.details is not None:
-        message["details"] = result.details
-    message["isError"] = result.is_error
-    message["timestamp"] = _now_ms()
-    return message
+        async for event in run_tool_calls(self.tools, calls, self.session, context, token):
+            yield event
 
 
 def _now_ms() -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.paths import agent_dir
 
-__all__ = ["build_system_prompt", "context_files"]
+__all__ = ["build_system_prompt", "context_files", "prompt_sections"]
 
 _CONTEXT_NAMES = ("AGENTS.md", "CLAUDE.md")
 
@@ -48,6 +48,46 @@ def context_files(cwd: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
+def prompt_sections(
+    cwd: str | os.PathLike[str],
+    tools: Sequence[Any] = (),
+    *,
+    custom: str | None = None,
+    append: str | None = None,
+    today: _dt.date | None = None,
+) -> dict[str, str]:
+    """The system prompt as named parts, the way Pi 1.x stores it in ``system`` messages.
+
+    ``preamble`` (pinb's base text, or ``custom``), ``tools`` (one line per tool),
+    ``project_context`` (AGENTS.md / CLAUDE.md files, each under its path),
+    ``environment`` (date and working directory) and ``addendum`` (``append``, e.g.
+    recalled memory). A later change is stored as a patch of the parts that changed.
+    """
+    sections = {"preamble": custom or _BASE}
+    if tools:
+        lines = [
+            f"- {tool.name}: {str(getattr(tool, 'description', '')).splitlines()[0]}"
+            for tool in tools
+        ]
+        sections["tools"] = "Available tools:\n" + "\n".join(lines)
+    files = []
+    for path in context_files(cwd):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        files.append(f"# Project context from {path}\n\n{text.strip()}")
+    if files:
+        sections["project_context"] = "\n\n".join(files)
+    date = (today or _dt.date.today()).isoformat()
+    sections["environment"] = (
+        f"Current date: {date}\nCurrent working directory: {Path(cwd).resolve()}"
+    )
+    if append:
+        sections["addendum"] = append
+    return sections
+
+
 def build_system_prompt(
     cwd: str | os.PathLike[str],
     tools: Sequence[Any] = (),
@@ -56,26 +96,10 @@ def build_system_prompt(
     append: str | None = None,
     today: _dt.date | None = None,
 ) -> str:
-    """The system prompt for a run in ``cwd`` with these tools.
+    """The system prompt for a run in ``cwd`` with these tools: `prompt_sections` joined.
 
     ``custom`` replaces pinb's base text; ``append`` is added at the end (for example
     recalled memory). Context files are included verbatim, each under its path.
     """
-    parts = [custom or _BASE]
-    if tools:
-        lines = [
-            f"- {tool.name}: {str(getattr(tool, 'description', '')).splitlines()[0]}"
-            for tool in tools
-        ]
-        parts.append("Available tools:\n" + "\n".join(lines))
-    for path in context_files(cwd):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            continue
-        parts.append(f"# Project context from {path}\n\n{text.strip()}")
-    date = (today or _dt.date.today()).isoformat()
-    parts.append(f"Current date: {date}\nCurrent working directory: {Path(cwd).resolve()}")
-    if append:
-        parts.append(append)
-    return "\n\n".join(parts)
+    sections = prompt_sections(cwd, tools, custom=custom, append=append, today=today)
+    return "\n\n".join(sections.values())

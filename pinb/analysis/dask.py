@@ -1,5 +1,9 @@
 """Many session files as dask bags and dataframes, files grouped into partitions.
 
+Files are local paths or fsspec URLs (``s3://``, ``gs://``, ``memory://`` ...); each task
+opens its group of files where they live. With ``client=`` (a ``distributed.Client`` or a
+scheduler address) the files are also listed and checked on the cluster.
+
 Every reader treats a file that is not a Pi session the same way, before any task runs:
 ``errors="warn"`` (the default) leaves it out with one warning naming it, ``"skip"``
 leaves it out silently, ``"raise"`` stops with an error naming it. A stray ``.jsonl`` in
@@ -12,9 +16,12 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+from ..core.listing import session_info_from_bytes
 from ..core.store import is_valid_header
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import PinbError, SessionFileError, UsageError
@@ -27,6 +34,7 @@ from .frames import (
     compaction_rows,
     entry_rows,
     message_rows,
+    open_session_bytes,
     session_paths,
     session_row,
     to_frame,
@@ -36,11 +44,17 @@ from .frames import (
 if TYPE_CHECKING:
     import dask.bag as db
     import dask.dataframe as dd
+    import distributed
     import pandas as pd
+    from fsspec import AbstractFileSystem
+
+T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
     "Kind",
+    "SessionFile",
+    "find_session_files",
     "partition_files",
     "read_bag",
     "read_compactions",
@@ -87,6 +101,95 @@ _ROWS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 }
 
 
+@dataclass(frozen=True)
+class SessionFile:
+    """Where one session file lives: a local path, or a path on an fsspec file system.
+
+    Only this small record travels to a worker, which opens the file where it lives.
+    """
+
+    #: What rows and errors call the file: the local path, or the URL (``s3://b/k.jsonl``).
+    name: str
+    #: The file's path on ``fs`` (or the local path).
+    path: str
+    #: Bytes, for grouping files into partitions.
+    size: int = 0
+    #: The fsspec file system holding it; ``None`` for a local file opened directly.
+    fs: AbstractFileSystem | None = None
+
+    def read(self, limit: int | None = None) -> bytes:
+        """The file's bytes (the first ``limit`` of them)."""
+        if self.fs is None:
+            with open(self.path, "rb") as handle:
+                return handle.read() if limit is None else handle.read(limit)
+        with self.fs.open(self.path, "rb") as handle:
+            return cast(bytes, handle.read() if limit is None else handle.read(limit))
+
+    def rows(self, kind: str) -> list[dict[str, Any]]:
+        """The rows of ``kind`` for this file (``[]`` when it is not a session)."""
+        if self.fs is None:
+            return _ROWS[kind](self.path)
+        data = self.read()
+        session = open_session_bytes(data, self.name)
+        if kind != "sessions":
+            return _ROWS[kind](session)  # type: ignore[arg-type]
+        info = session_info_from_bytes(data, Path(self.path), self._mtime())
+        if info is None:
+            return []
+        row = session_row(session, info=info, path=self.name)
+        return [row] if row is not None else []
+
+    def _mtime(self) -> float:
+        assert self.fs is not None
+        try:
+            return float(self.fs.modified(self.path).timestamp())
+        except (NotImplementedError, OSError, AttributeError, ValueError):
+            return 0.0
+
+
+def _is_url(item: Any) -> bool:
+    return isinstance(item, str) and "://" in item
+
+
+def find_session_files(
+    source: Any, *, storage_options: Mapping[str, Any] | None = None
+) -> list[SessionFile]:
+    """The ``.jsonl`` files meant by ``source``, local or behind an fsspec URL.
+
+    ``source`` is a folder (searched recursively), a file, a glob, an fsspec URL of any of
+    those (``"s3://bucket/sessions/**/*.jsonl"``, ``"memory://sessions"``), or a list of
+    them. ``storage_options`` go to the file system of each URL (credentials, endpoints).
+    """
+    if _is_url(source):
+        return _find_url(source, dict(storage_options or {}))
+    if isinstance(source, str | os.PathLike):
+        return [SessionFile(str(p), str(p), _size(str(p))) for p in session_paths(source)]
+    if isinstance(source, SessionFile):
+        return [source]
+    return [f for item in source for f in find_session_files(item, storage_options=storage_options)]
+
+
+def _find_url(url: str, storage_options: dict[str, Any]) -> list[SessionFile]:
+    from fsspec.core import url_to_fs
+
+    fs, root = url_to_fs(url, **storage_options)
+    if any(ch in root for ch in "*?["):
+        found = fs.glob(root, detail=True)
+    elif fs.isdir(root):
+        found = fs.find(root, detail=True)
+        found = {k: v for k, v in found.items() if k.endswith(".jsonl")}
+    elif fs.isfile(root):
+        found = {root: fs.info(root)}
+    else:
+        found = {}
+    files = [
+        SessionFile(fs.unstrip_protocol(path), path, int(info.get("size") or 0), fs)
+        for path, info in found.items()
+        if info.get("type", "file") == "file"
+    ]
+    return sorted(files, key=lambda f: f.name)
+
+
 def partition_files(
     paths: Sequence[str | os.PathLike[str]],
     *,
@@ -113,33 +216,43 @@ def partition_files(
         Never an empty partition; ``[]`` for no files.
     """
     files = [os.fspath(p) for p in paths]
-    if not files:
+    sizes = [_size(f) for f in files] if files_per_partition is None else [0] * len(files)
+    return _partition(files, sizes, files_per_partition, partition_bytes, npartitions)
+
+
+def _partition(
+    items: Sequence[T],
+    sizes: Sequence[int],
+    files_per_partition: int | None,
+    partition_bytes: int,
+    npartitions: int | None,
+) -> list[list[T]]:
+    if not items:
         return []
     if files_per_partition is not None:
         if files_per_partition < 1:
             raise UsageError("files_per_partition must be at least 1")
         step = files_per_partition
-        return [files[i : i + step] for i in range(0, len(files), step)]
-    sizes = [_size(f) for f in files]
+        return [list(items[i : i + step]) for i in range(0, len(items), step)]
     if npartitions is not None:
         if npartitions < 1:
             raise UsageError("npartitions must be at least 1")
         # Each file goes to the slice of the byte range its middle falls in.
         total, start = max(sum(sizes), 1), 0
-        slices: list[list[str]] = [[] for _ in range(npartitions)]
-        for name, size in zip(files, sizes, strict=True):
+        slices: list[list[T]] = [[] for _ in range(npartitions)]
+        for item, size in zip(items, sizes, strict=True):
             slot = min(npartitions - 1, int((start + size / 2) * npartitions / total))
-            slices[slot].append(name)
+            slices[slot].append(item)
             start += size
         return [group for group in slices if group]
-    groups: list[list[str]] = []
-    current: list[str] = []
+    groups: list[list[T]] = []
+    current: list[T] = []
     filled = 0
-    for name, size in zip(files, sizes, strict=True):
+    for item, size in zip(items, sizes, strict=True):
         if current and filled + size > partition_bytes:
             groups.append(current)
             current, filled = [], 0
-        current.append(name)
+        current.append(item)
         filled += size
     groups.append(current)
     return groups
@@ -152,25 +265,23 @@ def _size(path: str) -> int:
         return 0
 
 
-def _group_rows(kind: str, errors: str, files: Iterable[str]) -> list[dict[str, Any]]:
-    build = _ROWS[kind]
+def _group_rows(kind: str, errors: str, files: Iterable[SessionFile]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for name in files:
+    for file in files:
         try:
-            rows.extend(build(name))
+            rows.extend(file.rows(kind))
         except (PinbError, OSError, ValueError) as exc:
             # Headers were checked when the graph was built; this file changed or broke since.
             if errors == "raise":
                 raise
-            log.warning("%s: left out: %s", name, exc)
+            log.warning("%s: left out: %s", file.name, exc)
     return rows
 
 
-def _not_a_session(path: str) -> str | None:
-    """Why ``path`` is not a Pi session file (``None`` when its first line is a header)."""
+def _not_a_session(file: SessionFile) -> str | None:
+    """Why ``file`` is not a Pi session file (``None`` when its first line is a header)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_HEADER_BYTES)
+        data = file.read(_HEADER_BYTES)
     except OSError as exc:
         return exc.strerror or str(exc)
     for raw in data.split(b"\n"):
@@ -185,53 +296,94 @@ def _not_a_session(path: str) -> str | None:
     return "not a Pi session: empty file"
 
 
-def _sessions_only(
-    paths: Sequence[os.PathLike[str] | str], errors: str, stacklevel: int
-) -> list[str]:
-    if errors not in ("raise", "warn", "skip"):
-        raise UsageError(f"errors must be 'raise', 'warn' or 'skip', not {errors!r}")
-    kept: list[str] = []
-    left_out: list[tuple[str, str]] = []
-    for item in paths:
-        path = os.fspath(item)
-        reason = _not_a_session(path)
-        if reason is None:
-            kept.append(path)
-        elif errors == "raise":
-            raise SessionFileError(f"{reason} (errors='warn' or 'skip' leaves it out)", path=path)
-        else:
-            left_out.append((path, reason))
-    if left_out and errors == "warn":
-        example = f"{left_out[0][0]}: {left_out[0][1]}"
-        warnings.warn(f"{len(left_out)} file(s) left out, e.g. {example}", stacklevel=stacklevel)
-    return kept
+def _check_group(files: Sequence[SessionFile]) -> list[str | None]:
+    return [_not_a_session(f) for f in files]
 
 
-def _group_frame(kind: str, errors: str, files: Sequence[str]) -> pd.DataFrame:
+def _group_frame(kind: str, errors: str, files: Sequence[SessionFile]) -> pd.DataFrame:
     return to_frame(_group_rows(kind, errors, files), _COLUMNS[kind])
 
 
-def _groups(
-    source: Any,
-    files_per_partition: int | None,
-    partition_bytes: int,
-    npartitions: int | None,
-    errors: str,
-    caller_depth: int,
-) -> list[list[str]]:
-    found = session_paths(source)
+@dataclass(frozen=True)
+class _Options:
+    files_per_partition: int | None = None
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
+    npartitions: int | None = None
+    errors: str = "warn"
+    client: Any = None
+    storage_options: Mapping[str, Any] | None = None
+
+
+def _resolve_client(client: Any) -> distributed.Client | None:
+    """``None``, a ``distributed.Client``, or a scheduler address (a client is made once)."""
+    if client is None:
+        return None
+    if isinstance(client, str):
+        import distributed
+
+        made = _clients.get(client)
+        if made is None or made.status in ("closing", "closed"):
+            made = _clients[client] = distributed.Client(client)  # type: ignore[no-untyped-call]
+        return made
+    if not hasattr(client, "submit") or not hasattr(client, "gather"):
+        raise UsageError(
+            f"client must be a dask.distributed Client or a scheduler address, not {client!r}"
+        )
+    return cast("distributed.Client", client)
+
+
+#: Clients made for scheduler addresses, reused by later calls.
+_clients: dict[str, distributed.Client] = {}
+
+
+def _groups(source: Any, options: _Options, caller_depth: int) -> list[list[SessionFile]]:
+    if options.errors not in ("raise", "warn", "skip"):
+        raise UsageError(f"errors must be 'raise', 'warn' or 'skip', not {options.errors!r}")
+    client = _resolve_client(options.client)
+    # With a client, the files are listed and their headers read on the cluster, where
+    # they live; the machine calling this need not see them at all.
+    if client is None:
+        found = find_session_files(source, storage_options=options.storage_options)
+    else:
+        found = client.submit(
+            find_session_files, source, storage_options=options.storage_options, pure=False
+        ).result()
     if not found:
         raise UsageError(f"no session files found for {source!r}")
-    # The warning points at the user's call: this frame, the reader(s), then the caller.
-    paths = _sessions_only(found, errors, caller_depth + 2)
-    if not paths:
-        raise UsageError(f"none of the {len(found)} file(s) found for {source!r} is a Pi session")
-    return partition_files(
-        paths,
-        files_per_partition=files_per_partition,
-        partition_bytes=partition_bytes,
-        npartitions=npartitions,
+    groups = _partition(
+        found,
+        [f.size for f in found],
+        options.files_per_partition,
+        options.partition_bytes,
+        options.npartitions,
     )
+    if client is None:
+        reasons = [_check_group(g) for g in groups]
+    else:
+        reasons = client.gather(client.map(_check_group, groups, pure=False))  # type: ignore[no-untyped-call]
+    kept_groups: list[list[SessionFile]] = []
+    left_out: list[tuple[str, str]] = []
+    for group, why in zip(groups, reasons, strict=True):
+        kept = [f for f, reason in zip(group, why, strict=True) if reason is None]
+        for file, reason in zip(group, why, strict=True):
+            if reason is None:
+                continue
+            if options.errors == "raise":
+                raise SessionFileError(
+                    f"{reason} (errors='warn' or 'skip' leaves it out)", path=file.name
+                )
+            left_out.append((file.name, reason))
+        if kept:
+            kept_groups.append(kept)
+    if left_out and options.errors == "warn":
+        example = f"{left_out[0][0]}: {left_out[0][1]}"
+        # The warning points at the user's call: this frame, the reader(s), then the caller.
+        warnings.warn(
+            f"{len(left_out)} file(s) left out, e.g. {example}", stacklevel=caller_depth + 1
+        )
+    if not kept_groups:
+        raise UsageError(f"none of the {len(found)} file(s) found for {source!r} is a Pi session")
+    return kept_groups
 
 
 def read_bag(
@@ -242,13 +394,17 @@ def read_bag(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> db.Bag:
     """A dask bag of row dicts (the same keys as the pandas frames; times in Unix ms).
 
     Parameters
     ----------
     source:
-        A glob (``"~/.pi/agent/sessions/*/*.jsonl"``), a folder, a file, or a list of them.
+        A glob (``"~/.pi/agent/sessions/*/*.jsonl"``), a folder, a file, an fsspec URL of
+        any of them (``"s3://bucket/sessions/**/*.jsonl"``, ``"memory://sessions"``), or a
+        list of them.
     kind:
         ``"entries"``, ``"messages"``, ``"tool_calls"``, ``"compactions"`` or ``"sessions"``.
     files_per_partition, partition_bytes, npartitions:
@@ -257,6 +413,14 @@ def read_bag(
         A file that is not a Pi session: ``"warn"`` (default) leaves it out with a
         warning, ``"skip"`` leaves it out silently, ``"raise"`` raises
         :class:`~pinb.errors.SessionFileError` naming it. Checked before any task runs.
+    client:
+        A ``dask.distributed`` client, or a scheduler address (``"tcp://host:8786"``;
+        the client made for it is reused). The files are then listed and their headers
+        checked on the cluster's workers, so only the workers need to see them. The
+        collection computes wherever dask computes: on the default client, or pass
+        ``scheduler=client`` to ``compute()``.
+    storage_options:
+        Passed to the fsspec file system of a URL (credentials, endpoint, ...).
 
     Examples
     --------
@@ -266,15 +430,18 @@ def read_bag(
     import dask.bag as dbag
 
     _check_kind(kind)
-    groups = _groups(
-        source, files_per_partition, partition_bytes, npartitions, errors, caller_depth=2
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
+    groups = _groups(source, options, caller_depth=2)
     bag = dbag.from_sequence(groups, npartitions=len(groups))  # type: ignore[no-untyped-call]
     rows = functools.partial(_partition_rows, kind, errors)
     return cast("db.Bag", bag.map_partitions(rows))
 
 
-def _partition_rows(kind: str, errors: str, groups: Iterable[list[str]]) -> list[dict[str, Any]]:
+def _partition_rows(
+    kind: str, errors: str, groups: Iterable[list[SessionFile]]
+) -> list[dict[str, Any]]:
     return [row for files in groups for row in _group_rows(kind, errors, files)]
 
 
@@ -283,22 +450,13 @@ def _check_kind(kind: str) -> None:
         raise UsageError(f"unknown kind {kind!r}; use one of {', '.join(_COLUMNS)}")
 
 
-def _read_frame(
-    kind: str,
-    source: Any,
-    files_per_partition: int | None,
-    partition_bytes: int,
-    npartitions: int | None,
-    errors: str,
-) -> dd.DataFrame:
+def _read_frame(kind: str, source: Any, options: _Options) -> dd.DataFrame:
     import dask.dataframe as ddf
 
     _check_kind(kind)
-    groups = _groups(
-        source, files_per_partition, partition_bytes, npartitions, errors, caller_depth=3
-    )
+    groups = _groups(source, options, caller_depth=3)
     meta = to_frame([], _COLUMNS[kind])
-    loader = functools.partial(_group_frame, kind, errors)
+    loader = functools.partial(_group_frame, kind, options.errors)
     frame = ddf.from_map(  # type: ignore[no-untyped-call]
         loader, groups, meta=meta, label=f"pinb-{kind}", enforce_metadata=False
     )
@@ -312,19 +470,24 @@ def read_entries(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Entries of many files as a dask DataFrame with the columns of ``entries_frame``.
 
-    Works on the local scheduler and on a ``dask.distributed`` client: each task opens
-    its own group of files, so only paths travel to the workers (they must see the same
-    file system). Parameters as in :func:`read_bag`.
+    Each task opens its own group of files where they live (a local path or an fsspec
+    URL), so only file names travel to the workers. Parameters as in :func:`read_bag`.
 
     Examples
     --------
     >>> df = read_entries("sessions/*/*.jsonl")  # doctest: +SKIP
     >>> df.groupby("model").cost.sum().compute()  # doctest: +SKIP
+    >>> df = read_entries("s3://team-logs/pi/**/*.jsonl", client="tcp://sched:8786")  # doctest: +SKIP
     """
-    return _read_frame("entries", source, files_per_partition, partition_bytes, npartitions, errors)
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
+    )
+    return _read_frame("entries", source, options)
 
 
 def read_messages(
@@ -334,11 +497,14 @@ def read_messages(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Messages (every branch) with the columns of ``messages_frame``."""
-    return _read_frame(
-        "messages", source, files_per_partition, partition_bytes, npartitions, errors
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
+    return _read_frame("messages", source, options)
 
 
 def read_tool_calls(
@@ -348,11 +514,14 @@ def read_tool_calls(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Tool calls with their results, the columns of ``tool_calls_frame``."""
-    return _read_frame(
-        "tool_calls", source, files_per_partition, partition_bytes, npartitions, errors
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
+    return _read_frame("tool_calls", source, options)
 
 
 def read_compactions(
@@ -362,11 +531,14 @@ def read_compactions(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dd.DataFrame:
     """Compaction entries with the columns of ``compactions_frame``."""
-    return _read_frame(
-        "compactions", source, files_per_partition, partition_bytes, npartitions, errors
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
+    return _read_frame("compactions", source, options)
 
 
 def read_sessions(
@@ -376,11 +548,14 @@ def read_sessions(
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
     npartitions: int | None = None,
     errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dd.DataFrame:
     """One row per session with the columns of ``sessions_frame`` (unsorted).
 
     Files that are not sessions follow ``errors``, as in every reader of this module.
     """
-    return _read_frame(
-        "sessions", source, files_per_partition, partition_bytes, npartitions, errors
+    options = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
+    return _read_frame("sessions", source, options)

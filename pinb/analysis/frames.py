@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import MISSING, Entry
-from ..core.listing import read_session_info
+from ..core.listing import SessionInfo, read_session_info
 from ..core.paths import sessions_root
 from ..core.tokens import context_tokens_of_usage
 from ..core.wire import parse_js_date
@@ -178,6 +178,12 @@ def open_session(source: SessionSource) -> Session:
         return source
     rng = random.Random(os.fspath(source))
     return Session.open(source, id_generator=lambda: f"{rng.getrandbits(32):08x}")
+
+
+def open_session_bytes(data: bytes, name: str) -> Session:
+    """:func:`open_session` for a file's bytes read from elsewhere (an fsspec URL)."""
+    rng = random.Random(name)
+    return Session.from_bytes(data, source=name, id_generator=lambda: f"{rng.getrandbits(32):08x}")
 
 
 def _walk(session: Session) -> tuple[dict[int, int], dict[int, str | None], dict[int, int]]:
@@ -387,8 +393,13 @@ def compaction_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str,
     return rows
 
 
-def session_row(source: SessionSource) -> dict[str, Any] | None:
+def session_row(
+    source: SessionSource, *, info: SessionInfo | None = None, path: str | None = None
+) -> dict[str, Any] | None:
     """One dict of :data:`SESSION_COLUMNS` for a session file, or ``None`` if it is not one.
+
+    ``info`` and ``path`` stand in for what a file on disk would give, for a
+    :class:`Session` read from elsewhere (:meth:`Session.from_bytes`).
 
     Raises
     ------
@@ -397,13 +408,15 @@ def session_row(source: SessionSource) -> dict[str, Any] | None:
     """
     if isinstance(source, Session):
         session = source
-        info = read_session_info(session.path) if session.path is not None else None
+        if info is None and session.path is not None:
+            info = read_session_info(session.path)
     else:
         info = read_session_info(source)
         if info is None:
             return None
         session = open_session(source)
-    path = session.path
+    if path is None and session.path is not None:
+        path = str(session.path)
     entries = session.entries
     depth, _, children = _walk(session)
     context = session.build_context()
@@ -430,7 +443,7 @@ def session_row(source: SessionSource) -> dict[str, Any] | None:
     created_ms = parse_js_date(session.header.get("timestamp"))
     start = created_ms if created_ms is not None else (min(stamps) if stamps else None)
     return {
-        "path": str(path) if path is not None else None, "id": session.id, "cwd": session.cwd,
+        "path": path, "id": session.id, "cwd": session.cwd,
         "name": info.name if info else session.name,
         "parent_session_path": info.parent_session_path if info else session.parent_session,
         "created": created_ms,

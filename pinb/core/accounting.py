@@ -114,8 +114,10 @@ class ContextUsage:
         """One line: the figure, how it was made, the share of the window, the threshold."""
         text = f"{thousands(self.tokens)} tokens ({self.measure_label})"
         if self.window:
+            share = self.share or 0.0
+            shown = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
             text += (
-                f" · {self.share:.1%} of a {thousands(self.window)} window ({self.window_source})"
+                f" · {shown} of a {thousands(self.window)} window ({self.window_source})"
                 f" · compacts above {thousands(self.threshold)}"
             )
         else:

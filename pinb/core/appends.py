@@ -65,9 +65,7 @@ class AppendMixin:
             try:
                 parse_message(message)
             except ValueError as exc:
-                raise InvalidEntryError(
-                    f"invalid {message.get('role')!r} message: {exc}"
-                ) from exc
+                raise InvalidEntryError(f"invalid {message.get('role')!r} message: {exc}") from exc
         return self._write({"type": "message", "message": message})
 
     def append_thinking_level_change(self, thinking_level: str) -> Entry:
@@ -97,7 +95,9 @@ class AppendMixin:
         fields: dict[str, Any] = {
             "type": "compaction",
             "summary": summary,
-            "firstKeptEntryId": first_kept_entry_id if first_kept_entry_id is not None else entry_id,
+            "firstKeptEntryId": first_kept_entry_id
+            if first_kept_entry_id is not None
+            else entry_id,
             "tokensBefore": tokens_before,
         }
         if details is not None:
@@ -207,7 +207,9 @@ class AppendMixin:
             content = replacement["content"]
             if isinstance(content, str):
                 replacement = {"content": [{"type": "text", "text": content}]}
-        return self._write({"type": "context_edit", "targetId": target_id, "replacement": replacement})
+        return self._write(
+            {"type": "context_edit", "targetId": target_id, "replacement": replacement}
+        )
 
     def append_custom(self, custom_type: str, data: Any = None) -> Entry:
         """Extension state: never part of the context."""

@@ -138,7 +138,9 @@ def find_cut_point(
     """
     target = Pi.resolve(pi)
     if target >= Pi.V1_6:
-        produced = [entry_messages(e, target) if start <= i < end else [] for i, e in enumerate(path)]
+        produced = [
+            entry_messages(e, target) if start <= i < end else [] for i, e in enumerate(path)
+        ]
         is_compaction = [e.raw.get("type") == "compaction" for e in path]
         found = _cut(produced, is_compaction, start, end, keep_recent_tokens, target)
         if found is None:
@@ -191,9 +193,7 @@ def _cut(
     ``None`` when there is no valid cut point.
     """
     cuts = [
-        i
-        for i in range(start, end)
-        if not is_compaction[i] and _roles_in(produced[i], _CUT_ROLES)
+        i for i in range(start, end) if not is_compaction[i] and _roles_in(produced[i], _CUT_ROLES)
     ]
     if not cuts:
         return None
@@ -317,9 +317,7 @@ def _prepare_1x(
     projected = context.entries
     produced = [p.messages for p in projected]
     is_compaction = [p.entry.raw.get("type") == "compaction" for p in projected]
-    previous = next(
-        (i for i, p in enumerate(projected) if is_compaction[i] and p.messages), -1
-    )
+    previous = next((i for i, p in enumerate(projected) if is_compaction[i] and p.messages), -1)
     boundary_start = previous + 1 if previous >= 0 else 0
     end = len(projected)
     tokens_before = estimate_projected_tokens(context).tokens
@@ -343,7 +341,9 @@ def _prepare_1x(
                 continue
             index = positions[id(p.entry)]
             result.extend(
-                PlannedMessage(index, p.entry, m) for m in p.messages if _message_role(m) != "system"
+                PlannedMessage(index, p.entry, m)
+                for m in p.messages
+                if _message_role(m) != "system"
             )
         return result
 
@@ -392,6 +392,7 @@ def _is_recovery_suffix(suffix: Sequence[ProjectedEntry]) -> bool:
     edit of anything outside that omitted set. The prompt before the hidden reply is then
     summarised as the turn prefix instead of being kept.
     """
+
     def visible(p: ProjectedEntry) -> bool:
         return p.entry.raw.get("type") != "context_edit" and bool(entry_messages(p.entry))
 
@@ -443,9 +444,7 @@ def _prepare_058(path: list[Entry], settings: CompactionSettings) -> CompactionP
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
     to_summarize = _planned_058(path, boundary_start, history_end)
     prefix = (
-        _planned_058(path, cut.turn_start_index, cut.first_kept_index)
-        if cut.is_split_turn
-        else []
+        _planned_058(path, cut.turn_start_index, cut.first_kept_index) if cut.is_split_turn else []
     )
     has_previous = previous >= 0
     previous_summary = path[previous].raw.get("summary", MISSING) if has_previous else None

@@ -15,6 +15,7 @@ from .target import DEFAULT_PI, Pi, PiLike
 from .tree import (
     KIND_ASSISTANT,
     KIND_COMPACTION,
+    KIND_EDIT,
     KIND_MESSAGE,
     KIND_MODEL,
     KIND_THINKING,
@@ -37,6 +38,7 @@ __all__ = [
     "current_system_message",
     "entry_messages",
     "entry_to_message",
+    "extend_context",
     "select_context_entries",
 ]
 
@@ -93,9 +95,11 @@ class SessionContext:
     sources:
         For each message, the entry it came from (the compaction entry for its summary and
         its system checkpoint).
+    selected:
+        The path entries the context is built from, in order (Pi's ``buildContextEntries``).
     entries:
-        The selected entries in order, each with the messages it contributes (Pi's
-        projection); entries that contribute nothing are included.
+        The same, each with the messages it contributes after edits (Pi's projection);
+        entries that contribute nothing are included. Built on first use.
     edits:
         The ``context_edit`` entries in effect, by the id of the entry they edit.
     compaction:
@@ -110,11 +114,42 @@ class SessionContext:
     thinking_level: Any = "off"
     model: dict[str, Any] | None = None
     sources: list[Entry] = field(default_factory=list)
-    entries: list[ProjectedEntry] = field(default_factory=list)
+    selected: list[Entry] = field(default_factory=list)
     edits: dict[object, Entry] = field(default_factory=dict)
     compaction: Entry | None = None
     path: list[Entry] = field(default_factory=list)
     pi: Pi = DEFAULT_PI
+    #: How many ``context_edit`` entries the path holds (anywhere on it).
+    branch_edits: int = 0
+    #: ``convert_to_llm(messages)``, kept once computed and extended with the context.
+    llm: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    #: The same without system messages (for requests that send the prompt up front).
+    llm_plain: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _system: Any = field(default=MISSING, repr=False, compare=False)
+    _entries: list[ProjectedEntry] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def entries(self) -> list[ProjectedEntry]:
+        """Each selected entry with the messages it contributes (see the class docstring)."""
+        if self._entries is None:
+            self._entries = self._project()
+        return self._entries
+
+    def _project(self) -> list[ProjectedEntry]:
+        # Messages are in selection order, each tagged with its source entry.
+        sources, messages, edits = self.sources, self.messages, self.edits
+        projected = []
+        at = 0
+        for position, entry in enumerate(self.selected):
+            produced = []
+            while at < len(sources) and sources[at] is entry:
+                produced.append(messages[at])
+                at += 1
+            edit = None
+            if edits and not (position > 0 and entry.raw.get("type") == "compaction"):
+                edit = edits.get(id_key(entry.raw.get("id", MISSING)))
+            projected.append(ProjectedEntry(entry, produced, edit))
+        return projected
 
     def to_wire(self) -> dict[str, Any]:
         """Pi's JSON for the context: ``{messages, thinkingLevel, model}``."""
@@ -124,9 +159,44 @@ class SessionContext:
         data["model"] = self.model
         return data
 
-    def to_llm(self) -> list[dict[str, Any]]:
-        """:func:`convert_to_llm` of these messages."""
-        return convert_to_llm(self.messages, pi=self.pi)
+    def to_llm(self, *, system: bool = True) -> list[dict[str, Any]]:
+        """:func:`convert_to_llm` of these messages (computed once, then kept).
+
+        With ``system=False`` system messages are left out: for a request that sends the
+        replayed system prompt in front instead (see :func:`current_system_message`).
+        """
+        if self.llm is None:
+            self.llm = convert_to_llm(self.messages, pi=self.pi)
+        if system:
+            return self.llm
+        if self.llm_plain is None:
+            self.llm_plain = [m for m in self.llm if m.get("role") != "system"]
+        return self.llm_plain
+
+    def system_message(self) -> dict[str, Any] | None:
+        """:func:`current_system_message` of these messages (computed once, then kept)."""
+        if self._system is MISSING:
+            self._system = current_system_message(self.messages)
+        return self._system  # type: ignore[no-any-return]
+
+    def copy(self) -> SessionContext:
+        """A context of its own: new lists, the same message objects."""
+        return SessionContext(
+            messages=list(self.messages),
+            thinking_level=self.thinking_level,
+            model=dict(self.model) if self.model is not None else None,
+            sources=list(self.sources),
+            selected=list(self.selected),
+            edits=dict(self.edits),
+            compaction=self.compaction,
+            path=list(self.path),
+            pi=self.pi,
+            branch_edits=self.branch_edits,
+            llm=list(self.llm) if self.llm is not None else None,
+            llm_plain=list(self.llm_plain) if self.llm_plain is not None else None,
+            _system=self._system,
+            _entries=list(self._entries) if self._entries is not None else None,
+        )
 
     def edit_of(self, entry_id: object) -> Entry | None:
         """The ``context_edit`` in effect for ``entry_id``, if any."""
@@ -313,7 +383,7 @@ def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
         if text:
             texts.append(text)
         patch = message.get("sections")
-        for name, value in (patch.items() if isinstance(patch, dict) else ()):
+        for name, value in patch.items() if isinstance(patch, dict) else ():
             if value is None:
                 sections.pop(name, None)
             else:
@@ -350,19 +420,23 @@ def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:
     return leaf
 
 
-def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None]:
-    """Thinking level, model and the last compaction over the whole path (§5.3).
+def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry | None, int]:
+    """Thinking level, model and the last compaction over the whole path (§5.3), and the
+    number of context edits on it.
 
-    Each is the last one on the path, so the walk goes from the leaf up and stops
+    Each setting is the last one on the path, so the walk goes from the leaf up and stops
     looking for a setting once it has found it.
     """
     thinking_level: Any = _NOT_FOUND
     model: Any = _NOT_FOUND
     compaction: Entry | None = None
+    edits = 0
     for i in range(len(path) - 1, -1, -1):
         raw = path[i].raw
         kind = raw.get("type")
-        if kind == "message":
+        if kind == "context_edit":
+            edits += 1
+        elif kind == "message":
             if model is _NOT_FOUND:
                 message = raw.get("message")
                 if message.__class__ is dict and message.get("role") == "assistant":
@@ -386,6 +460,7 @@ def _settings(path: Sequence[Entry]) -> tuple[Any, dict[str, Any] | None, Entry 
         "off" if thinking_level is _NOT_FOUND else thinking_level,
         None if model is _NOT_FOUND else model,
         compaction,
+        edits,
     )
 
 
@@ -394,16 +469,20 @@ _NOT_FOUND: Final = object()
 
 def _settings_at(
     index: SessionIndex, positions: list[int]
-) -> tuple[Any, dict[str, Any] | None, Entry | None]:
+) -> tuple[Any, dict[str, Any] | None, Entry | None, int]:
     """:func:`_settings` from the index's kind bytes: only the entries that matter are read."""
     kinds = index.kinds
     entries = index.entries
     thinking_level: Any = _NOT_FOUND
     model: Any = _NOT_FOUND
     compaction: Entry | None = None
+    edits = 0
     for i in reversed(positions):
         kind = kinds[i]
         if kind <= KIND_MESSAGE:
+            continue
+        if kind == KIND_EDIT:
+            edits += 1
             continue
         raw = entries[i].raw
         if kind == KIND_ASSISTANT:
@@ -425,12 +504,11 @@ def _settings_at(
                     model["modelId"] = raw["modelId"]
         elif kind == KIND_COMPACTION and compaction is None:
             compaction = entries[i]
-        if thinking_level is not _NOT_FOUND and model is not _NOT_FOUND and compaction:
-            break
     return (
         "off" if thinking_level is _NOT_FOUND else thinking_level,
         None if model is _NOT_FOUND else model,
         compaction,
+        edits,
     )
 
 
@@ -502,11 +580,11 @@ def build_session_context(
     positions = index.path_positions(leaf)
     if positions is None:  # a parent loop, or an earlier line of a repeated id
         path = index.path_from(leaf)
-        thinking_level, model, compaction = _settings(path)
+        thinking_level, model, compaction, branch_edits = _settings(path)
     else:
         everything = index.entries
         path = [everything[i] for i in positions]
-        thinking_level, model, compaction = _settings_at(index, positions)
+        thinking_level, model, compaction, branch_edits = _settings_at(index, positions)
     selected = select_context_entries(path, compaction, target)
 
     edits: dict[object, Entry] = {}
@@ -517,40 +595,103 @@ def build_session_context(
 
     messages: list[Any] = []
     sources: list[Entry] = []
-    projected: list[ProjectedEntry] = []
+    append_message = messages.append
+    append_source = sources.append
+    newer = target >= Pi.V1_6
     for position, entry in enumerate(selected):
         raw = entry.raw
         kind = raw.get("type")
-        edit = None
-        if kind == "message":
-            produced = [_stored_message(raw.get("message"), target)]
-        elif kind == "compaction" and position > 0:
-            # An older compaction inside the kept range contributes nothing (§5.5).
-            produced = []
-        elif kind.__class__ is str and kind in _PRODUCING:
-            produced = entry_messages(entry, target)
-        else:
-            produced = []
+        if kind == "message" and not edits:  # the common case, kept lean
+            message = raw.get("message")
+            if newer and message.__class__ is dict and message.get("content") is None:
+                message = _stored_message(message, target)
+            append_message(message)
+            append_source(entry)
+            continue
+        if kind == "compaction" and position > 0:
+            continue  # an older compaction inside the kept range contributes nothing (§5.5)
+        if kind.__class__ is not str or kind not in _PRODUCING:
+            continue
+        produced = entry_messages(entry, target)
         if edits:
             edit = edits.get(id_key(raw.get("id", MISSING)))
             if edit is not None:
                 produced = apply_edit(produced, edit)
-        projected.append(ProjectedEntry(entry, produced, edit))
-        if produced:
-            messages.extend(produced)
-            sources.extend([entry] * len(produced))
+        messages.extend(produced)
+        sources.extend([entry] * len(produced))
 
     return SessionContext(
         messages=messages,
         thinking_level=thinking_level,
         model=model,
         sources=sources,
-        entries=projected,
+        selected=selected,
         edits=edits,
         compaction=compaction,
         path=path,
         pi=target,
+        branch_edits=branch_edits,
     )
+
+
+def extend_context(context: SessionContext, entry: Entry) -> bool:
+    """Extend, in place, a context built at ``entry``'s parent by ``entry`` as the new leaf.
+
+    This is what an append does to the context of the leaf, without walking the path
+    again (a long session's agent turn stays cheap). Returns ``False`` when ``entry``
+    changes more than the end of the context (a compaction, a context edit, or an entry an
+    earlier edit names): rebuild then.
+    """
+    raw = entry.raw
+    kind = raw.get("type")
+    if kind == "compaction" or kind == "context_edit":
+        return False
+    if context.edits and id_key(raw.get("id", MISSING)) in context.edits:
+        return False
+    pi = context.pi
+    produced: list[Any]
+    if kind == "message":
+        message = raw.get("message")
+        if message.__class__ is dict and message.get("role") == "assistant":
+            model: dict[str, Any] = {}
+            if "provider" in message:
+                model["provider"] = message["provider"]
+            if "model" in message:
+                model["modelId"] = message["model"]
+            context.model = model
+        produced = [_stored_message(message, pi)]
+    elif kind == "thinking_level_change":
+        context.thinking_level = raw.get("thinkingLevel", MISSING)
+        produced = []
+    elif kind == "model_change":
+        model = {}
+        _present(raw, model, "provider")
+        if "modelId" in raw:
+            model["modelId"] = raw["modelId"]
+        context.model = model
+        produced = []
+    elif kind.__class__ is str and kind in _PRODUCING:
+        produced = entry_messages(entry, pi)
+    else:
+        produced = []
+    context.path.append(entry)
+    context.selected.append(entry)
+    if context._entries is not None:
+        context._entries.append(ProjectedEntry(entry, produced, None))
+    if produced:
+        context.messages.extend(produced)
+        context.sources.extend([entry] * len(produced))
+        if context._system is not MISSING and any(
+            m.__class__ is dict and m.get("role") == "system" for m in produced
+        ):
+            # The prompt changed (rare: its first request, a new tool): replay it again.
+            context._system = current_system_message(context.messages)
+        if context.llm is not None:
+            converted = convert_to_llm(produced, pi=pi)
+            context.llm.extend(converted)
+            if context.llm_plain is not None:
+                context.llm_plain.extend(m for m in converted if m.get("role") != "system")
+    return True
 
 
 def _strict_equal(a: object, b: object) -> bool:

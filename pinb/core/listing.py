@@ -19,6 +19,7 @@ __all__ = [
     "list_sessions",
     "most_recent_session",
     "read_session_info",
+    "session_info_from_bytes",
 ]
 
 
@@ -98,19 +99,25 @@ def read_session_info(path: str | os.PathLike[str]) -> SessionInfo | None:
 
 def _read(path: Path, mtime: float) -> SessionInfo | None:
     try:
-        loaded = parse_session_bytes(path.read_bytes(), path)
+        data = path.read_bytes()
     except OSError:
         return None
-    if not loaded.values or not is_valid_header(loaded.values[0].value):
+    return session_info_from_bytes(data, path, mtime)
+
+
+def session_info_from_bytes(data: bytes, path: Path, mtime: float) -> SessionInfo | None:
+    """The :class:`SessionInfo` of a file's bytes (``mtime`` in seconds is the fallback
+    ``modified``), or ``None`` when they are not a Pi session."""
+    loaded = parse_session_bytes(data, path)
+    if not loaded.values or not is_valid_header(loaded.values[0]):
         return None
-    header = loaded.values[0].value
+    header = loaded.values[0]
     name: str | None = None
     message_count = 0
     first_message: str | None = None
     all_texts: list[str] = []
     latest = 0
-    for item in loaded.values[1:]:
-        entry = item.value
+    for entry in loaded.values[1:]:
         if not isinstance(entry, dict):
             continue
         kind = entry.get("type")

@@ -131,7 +131,9 @@ def migrate_values(values: list[Any], id_generator: IdGenerator | None = None) -
         return False
     if _less_than(version, 2):
         if id_generator is None:
-            header = next((v for v in values if isinstance(v, dict) and v.get("type") == "session"), {})
+            header = next(
+                (v for v in values if isinstance(v, dict) and v.get("type") == "session"), {}
+            )
             id_generator = stable_ids(str(header.get("id")))
         _v1_to_v2(values, id_generator)
     _v2_to_v3(values)

@@ -485,7 +485,6 @@ class ContextEditEntry(_EntryBase):
     replacement: ContextReplacement | None = None
 
 
-
 class UnknownEntry(WireModel):
     """An entry type pinb does not know: kept and written back unchanged."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -86,6 +87,15 @@ def session_file_name(timestamp: str, session_id: str) -> str:
     return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
 
 
+def _system_now() -> datetime:
+    return datetime.now(UTC)
+
+
+#: Where entry timestamps come from. Only :func:`pinb.testing.story.story_clock` replaces
+#: it, to write demo sessions that are the same on every run.
+now: Callable[[], datetime] = _system_now
+
+
 def iso_now() -> str:
     """The current UTC time as JavaScript's ``Date.toISOString()`` prints it."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return now().isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -8,12 +8,11 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import SessionFileError
 from .store import (
     LoadedFile,
-    ParsedLine,
     atomic_write_lines,
     locked_append,
     parse_lines,
@@ -65,7 +64,7 @@ class SessionFile:
         with locked_append(self.path) as handle:
             yield handle
 
-    def read_new(self) -> tuple[list[ParsedLine], list[Problem]]:
+    def read_new(self) -> tuple[list[tuple[Any, int]], list[Problem]]:
         """Parse the complete lines appended since the last read (by anyone)."""
         try:
             size = os.path.getsize(self.path)
@@ -91,7 +90,8 @@ class SessionFile:
             except ValueError:
                 pass
         problems: list[Problem] = []
-        parsed = parse_lines(consumed, self.path, self.newlines + 1, problems)
+        values, numbers = parse_lines(consumed, self.path, self.newlines + 1, problems)
+        parsed = list(zip(values, numbers, strict=True))
         self.offset += len(consumed)
         self.newlines += consumed.count(b"\n")
         if consumed:

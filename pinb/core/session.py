@@ -24,7 +24,7 @@ from ..errors import (
     SessionFileError,
 )
 from .appends import AppendMixin
-from .context import UNSET, SessionContext, build_session_context
+from .context import UNSET, SessionContext, build_session_context, extend_context
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .gc import gc_paused
 from .migrate import (
@@ -40,6 +40,7 @@ from .persist import SessionFile
 from .store import (
     LoadedFile,
     is_valid_header,
+    load_session_bytes,
     read_session_file,
     serialize_line,
     split_entries,
@@ -109,6 +110,9 @@ class Session(AppendMixin):
         self._file = SessionFile(path, loaded) if path is not None else None
         self._leaf_id: Any = self._resume_leaf()
         self._check_leaf()
+        # The context at the current leaf, extended on each append (see build_context).
+        self._context: SessionContext | None = None
+        self._context_generation = 0
 
     # -- construction ---------------------------------------------------------------------
 
@@ -155,8 +159,41 @@ class Session(AppendMixin):
             return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        *,
+        source: str | None = None,
+        pi: PiLike | None = None,
+        id_generator: IdGenerator | None = None,
+        strict: bool = True,
+    ) -> Session:
+        """A session parsed from a session file's bytes, kept in memory.
+
+        For files that do not live on a local disk (object storage, an archive, a
+        notebook upload). The session has no path: what is appended stays in memory.
+
+        Parameters
+        ----------
+        data:
+            The whole file.
+        source:
+            Where the bytes came from (``"s3://bucket/2026/a.jsonl"``), named by errors.
+        pi, id_generator, strict:
+            As for :meth:`open`.
+
+        Raises
+        ------
+        InvalidHeaderError, UnsupportedVersionError
+            As for :meth:`open`.
+        """
+        with gc_paused():
+            loaded = load_session_bytes(data, None, strict=strict, pi=pi, source=source)
+            return cls._from_loaded(loaded, id_generator=id_generator)
+
+    @classmethod
     def _from_loaded(cls, loaded: LoadedFile, *, id_generator: IdGenerator | None) -> Session:
-        values = [item.value for item in loaded.values]
+        values = loaded.values
         valid = bool(values) and is_valid_header(values[0])
         if valid:
             loaded.version_before = values[0].get("version", MISSING)
@@ -164,9 +201,7 @@ class Session(AppendMixin):
         split_entries(loaded)
         if loaded.header is None:
             # Blank file (a new session will be written into it) or, non-strict, unreadable.
-            header = _new_header(
-                os.getcwd(), session_id=None, parent_session=None, pi=loaded.pi
-            )
+            header = _new_header(os.getcwd(), session_id=None, parent_session=None, pi=loaded.pi)
             return cls(
                 header,
                 path=loaded.path,
@@ -392,8 +427,26 @@ class Session(AppendMixin):
         :func:`~pinb.core.context.build_session_context`.
         """
         leaf = self._leaf_id if leaf_id is UNSET else leaf_id
+        own = leaf is self._leaf_id or (leaf == self._leaf_id and leaf is not None)
+        if own and options.get("pi", self._pi) is self._pi and len(options) <= 1:
+            return self.current_context().copy()  # the kept context; callers get their own
         options.setdefault("pi", self._pi)
         return build_session_context(self._index, leaf, **options)
+
+    def current_context(self) -> SessionContext:
+        """The context at the current leaf, kept by the session and extended on append.
+
+        Shared, not copied, so reading it costs nothing however long the path: read it,
+        never change it (:meth:`build_context` gives a context of your own). A long
+        session's turn does not walk its whole path again.
+        """
+        if self._context is None or self._context_generation != self._index.generation:
+            self._context = build_session_context(self._index, self._leaf_id, pi=self._pi)
+            # Kept converted, with its replayed prompt, and extended the same way.
+            self._context.to_llm(system=False)
+            self._context.system_message()
+            self._context_generation = self._index.generation
+        return self._context
 
     # -- navigation -----------------------------------------------------------------------
 
@@ -422,6 +475,7 @@ class Session(AppendMixin):
             marker = {"type": "custom", "customType": NAVIGATE_TYPE, "data": {"targetId": target}}
             self._write(marker, parent=target, move_leaf=False)
         self._leaf_id = target
+        self._context = None
 
     # -- writing --------------------------------------------------------------------------
 
@@ -461,8 +515,17 @@ class Session(AppendMixin):
                 self._flush(entry)  # raises before anything changes in memory
             self._index.add(entry)
         if move_leaf:
-            self._leaf_id = entry.id
+            self._follow(entry)
         return entry
+
+    def _follow(self, entry: Entry) -> None:
+        """Move the leaf to a new child of the leaf, extending the kept context with it."""
+        context = self._context
+        if context is not None and not (
+            entry.parent_id == self._leaf_id and extend_context(context, entry)
+        ):
+            self._context = None
+        self._leaf_id = entry.id
 
     def _make_entry(
         self, fields: dict[str, Any], parent: Any, entry_id: str | None, timestamp: str | None
@@ -543,29 +606,29 @@ class Session(AppendMixin):
         if not parsed and not problems:
             return []
         # A torn line reported at open that has since been completed is no longer a problem.
-        completed = {item.line for item in parsed}
+        completed = {line for _, line in parsed}
         self._index.problems[:] = [
             p for p in self._index.problems if not (p.kind == "torn-line" and p.line in completed)
         ]
         was_at_end = self._leaf_id == self._resume_leaf()
         new_entries: list[Entry] = []
-        for item in parsed:
-            value = item.value
+        for value, line in parsed:
             if not isinstance(value, dict):
-                entry = value_entry(value, item.line, self._pi, self._path, problems)
+                entry = value_entry(value, line, self._pi, self._path, problems)
                 if entry is not None:
                     self._index.add(entry)
                     new_entries.append(entry)
                 continue
             if value.get("type") == "session":
-                problems.append(Problem("duplicate-header", "line ignored", self._path, item.line))
+                problems.append(Problem("duplicate-header", "line ignored", self._path, line))
                 continue
-            entry = Entry(value, item.line)
+            entry = Entry(value, line)
             self._index.add(entry)
             new_entries.append(entry)
         self._index.problems.extend(problems)
         if follow and was_at_end and new_entries:
             self._leaf_id = self._resume_leaf()
+            self._context = None
         return new_entries
 
     def _resume_leaf(self) -> Any:
@@ -602,7 +665,7 @@ class Session(AppendMixin):
                 )
             )
 
-    # -- conveniences over pinb.core.forks / pinb.core.compact -------------------------------
+    # -- conveniences over pinb.core.forks / pinb.core.operations -------------------------------
 
     def fork(
         self, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
@@ -623,14 +686,14 @@ class Session(AppendMixin):
     def compact(
         self, summarizer: Any, instructions: str | None = None, settings: Any = None
     ) -> Any:
-        """Compact the active path; see :func:`pinb.core.compact.compact`."""
-        from .compact import compact
+        """Compact the active path; see :func:`pinb.core.operations.compact`."""
+        from .operations import compact
 
         return compact(self, summarizer, instructions, settings)
 
     def navigate(self, target_id: str, **options: Any) -> Any:
-        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.compact.navigate`."""
-        from .compact import navigate
+        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.operations.navigate`."""
+        from .operations import navigate
 
         return navigate(self, target_id, **options)
 

@@ -35,23 +35,15 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "LoadedFile",
-    "ParsedLine",
     "atomic_write_lines",
     "is_valid_header",
+    "load_session_bytes",
     "locked_append",
     "parse_lines",
     "parse_session_bytes",
     "read_session_file",
     "serialize_line",
 ]
-
-
-@dataclass
-class ParsedLine:
-    """One JSON value parsed from a file, with its 1-based physical line number."""
-
-    value: Any
-    line: int
 
 
 @dataclass
@@ -62,6 +54,8 @@ class LoadedFile:
     ----------
     values:
         Every parsed JSON value in file order, the header included (Pi's ``fileEntries``).
+    lines:
+        The 1-based physical line number of each value.
     header:
         The first parsed value when it is a valid session header, else ``None``.
     entries:
@@ -84,7 +78,8 @@ class LoadedFile:
     """
 
     path: Path | None
-    values: list[ParsedLine] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
     header: dict[str, Any] | None = None
     header_line: int | None = None
     entries: list[Entry] = field(default_factory=list)
@@ -115,22 +110,31 @@ def is_v4_header(value: Any) -> bool:
 
 
 def parse_lines(
-    data: bytes, path: Path | None, first_line: int, problems: list[Problem]
-) -> list[ParsedLine]:
+    data: bytes,
+    path: Path | None,
+    first_line: int,
+    problems: list[Problem],
+    *,
+    drop_falsy: bool = False,
+) -> tuple[list[Any], list[int]]:
     """Parse ``\\n``-separated JSON lines (UTF-8 bytes); blank lines skipped, bad ones reported.
 
-    A line is blank when JavaScript's ``trim`` leaves nothing (a lone byte-order mark
-    included). An object line goes straight to the fast parser; anything else, or what it
-    refuses, is decoded and parsed by the exact one.
+    Returns the values and, in a list of the same length, their line numbers. A line is
+    blank when JavaScript's ``trim`` leaves nothing (a lone byte-order mark included). An
+    object line goes straight to the fast parser; anything else, or what it refuses, is
+    decoded and parsed by the exact one. With ``drop_falsy`` (Pi 1.x's reader) a line whose
+    JSON is ``null``, ``0``, ``""`` or ``false`` is dropped too, and reported.
     """
-    parsed: list[ParsedLine] = []
-    append = parsed.append
+    values: list[Any] = []
+    numbers: list[int] = []
+    append = values.append
     line_no = first_line - 1
     for line in data.split(b"\n"):
         line_no += 1
         if line[:1] == b"{":
             try:
-                append(ParsedLine(loads_line(line), line_no))
+                append(loads_line(line))
+                numbers.append(line_no)
                 continue
             except (ValueError, RecursionError):
                 pass
@@ -145,8 +149,19 @@ def parse_lines(
                 Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
             )
             continue
-        append(ParsedLine(value, line_no))
-    return parsed
+        if drop_falsy and not js_truthy(value):
+            problems.append(
+                Problem(
+                    "not-an-entry",
+                    "line skipped: a JSON value that is not an object",
+                    path,
+                    line_no,
+                )
+            )
+            continue
+        append(value)
+        numbers.append(line_no)
+    return values, numbers
 
 
 #: JSON's own whitespace: what JavaScript's ``trim`` removes that can sit around a line.
@@ -177,22 +192,19 @@ def parse_session_bytes(
     loaded = LoadedFile(path=path, size=len(data), pi=target)
     if target >= Pi.V1_6:
         loaded.blank = not data
-        values = parse_lines(data, path, 1, loaded.problems)
         # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
-        loaded.values = [item for item in values if item.value.__class__ is dict or js_truthy(item.value)]
-        for item in values if len(loaded.values) != len(values) else ():
-            if not (item.value.__class__ is dict or js_truthy(item.value)):
-                loaded.problems.append(
-                    Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, item.line)
-                )
-        first = loaded.values[0].value if loaded.values else None
+        values, numbers = parse_lines(data, path, 1, loaded.problems, drop_falsy=True)
+        loaded.values, loaded.lines = values, numbers
+        first = values[0] if values else None
         if data and not is_valid_header(first):
             loaded.refused = _refusal(data.decode("utf-8", errors="replace"))
     else:
         stripped, skipped_lines = _js_trim_bytes(data)
         loaded.blank = not stripped
         if stripped:
-            loaded.values = parse_lines(stripped, path, skipped_lines + 1, loaded.problems)
+            loaded.values, loaded.lines = parse_lines(
+                stripped, path, skipped_lines + 1, loaded.problems
+            )
     loaded.ends_with_newline = not data or data.endswith(b"\n")
     loaded.complete_size = len(data)
     if not loaded.ends_with_newline:
@@ -227,34 +239,30 @@ def split_entries(loaded: LoadedFile) -> None:
     """Fill ``header`` and ``entries`` from ``values`` (after any migration)."""
     loaded.entries = []
     loaded.header = None
-    if not loaded.values or not is_valid_header(loaded.values[0].value):
+    values, numbers = loaded.values, loaded.lines
+    if not values or not is_valid_header(values[0]):
         return
-    loaded.header = loaded.values[0].value
-    loaded.header_line = loaded.values[0].line
+    loaded.header = values[0]
+    loaded.header_line = numbers[0]
     path = loaded.path
-    for item in loaded.values[1:]:
-        value = item.value
-        if not isinstance(value, dict):
-            entry = value_entry(value, item.line, loaded.pi, path, loaded.problems)
+    entries = loaded.entries
+    append = entries.append
+    for position in range(1, len(values)):
+        value = values[position]
+        if value.__class__ is not dict:
+            entry = value_entry(value, numbers[position], loaded.pi, path, loaded.problems)
             if entry is not None:
-                loaded.entries.append(entry)
-        elif value.get("type") == "session":
+                append(entry)
+            continue
+        kind = value.get("type")
+        if kind == "session":
             loaded.problems.append(
-                Problem("duplicate-header", "repeated session header ignored", path, item.line)
+                Problem(
+                    "duplicate-header", "repeated session header ignored", path, numbers[position]
+                )
             )
-        else:
-            loaded.entries.append(Entry(value, item.line))
-            # The common shape, checked inline; anything else gets the full diagnosis.
-            if (
-                value.get("type").__class__ is str
-                and value.get("id").__class__ is str
-                and (value.get("parentId").__class__ is str or value.get("parentId", 0) is None)
-                and (value["type"] != "message" or _has_role(value.get("message")))
-            ):
-                continue
-            flaw = entry_flaw(value)
-            if flaw is not None:
-                loaded.problems.append(Problem("malformed-entry", flaw, path, item.line))
+            continue
+        append(Entry(value, numbers[position]))  # the index reports a malformed one
     version = loaded.header.get("version")
     if isinstance(version, int | float) and not isinstance(version, bool) and version > 3:
         loaded.problems.append(
@@ -278,7 +286,9 @@ def value_entry(
     ``false``); ``null`` is dropped here in both releases (it makes v0.58.3 throw).
     """
     if value is None or (pi >= Pi.V1_6 and not js_truthy(value)):
-        problems.append(Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line))
+        problems.append(
+            Problem("not-an-entry", "line skipped: a JSON value that is not an object", path, line)
+        )
         return None
     problems.append(
         Problem(
@@ -289,10 +299,6 @@ def value_entry(
         )
     )
     return Entry.from_value(value, line)
-
-
-def _has_role(message: Any) -> bool:
-    return message.__class__ is dict and message.get("role").__class__ is str
 
 
 def entry_flaw(value: dict[str, Any]) -> str | None:
@@ -345,23 +351,37 @@ def read_session_file(
         When the file does not exist.
     """
     file_path = Path(path)
-    data = file_path.read_bytes()
-    loaded = parse_session_bytes(data, file_path, pi=pi)
+    return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi)
+
+
+def load_session_bytes(
+    data: bytes,
+    path: Path | None = None,
+    *,
+    strict: bool = True,
+    pi: PiLike | None = None,
+    source: str | None = None,
+) -> LoadedFile:
+    """:func:`read_session_file` for bytes already read; errors name ``source`` (or ``path``)."""
+    loaded = parse_session_bytes(data, path, pi=pi)
+    where: str | Path | None = source if source is not None else path
     first = loaded.values[0] if loaded.values else None
-    if strict and first is not None and is_v4_header(first.value):
+    first_line = loaded.lines[0] if loaded.lines else None
+    if strict and first is not None and is_v4_header(first):
         raise UnsupportedVersionError(
             "this is Pi's experimental version 4 session layout, which pinb does not read; "
             "open it with a Pi release that writes it",
-            path=file_path,
-            line=first.line,
+            path=where,
+            line=first_line,
         )
-    if strict and not loaded.blank and (first is None or not is_valid_header(first.value)):
-        line = first.line if first is not None else None
-        reason = loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
+    if strict and not loaded.blank and (first is None or not is_valid_header(first)):
+        reason = (
+            loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
+        )
         raise InvalidHeaderError(
             f"not a Pi session: {reason}; the file was left untouched",
-            path=file_path,
-            line=line,
+            path=where,
+            line=first_line,
         )
     return loaded
 

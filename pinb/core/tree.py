@@ -31,10 +31,12 @@ KIND_ASSISTANT = 2
 KIND_THINKING = 3
 KIND_MODEL = 4
 KIND_COMPACTION = 5
+KIND_EDIT = 6
 _KIND_CODES = {
     "thinking_level_change": KIND_THINKING,
     "model_change": KIND_MODEL,
     "compaction": KIND_COMPACTION,
+    "context_edit": KIND_EDIT,
 }
 
 
@@ -180,19 +182,28 @@ class SessionIndex:
         self._position: dict[object, int] = {}
         self._parents = array("q")
         self.kinds = bytearray()
+        self._unresolved: list[int] = []  # positions whose parent was not found when added
         self._stale_parents = False
+        #: Grows when a repeated id re-points existing parent links (paths may change).
+        self.generation = 0
         self.extend(entries)
 
     # -- building -------------------------------------------------------------------------
 
     def extend(self, entries: Iterable[Entry]) -> None:
-        """Index the next entries of the file, in order (the bulk form of :meth:`add`)."""
+        """Index the next entries of the file, in order (the bulk form of :meth:`add`).
+
+        Structurally wrong entries (no id, no parent, a message without a role, ...) are
+        reported as ``malformed-entry`` problems here, where the fields are read anyway.
+        """
         by_id = self.by_id
         position = self._position
         parents = self._parents
         kinds = self.kinds
+        unresolved = self._unresolved
         append = self.entries.append
-        added: list[Entry] = []
+        at = len(self.entries)
+        first = at
         for entry in entries:
             raw = entry.raw
             entry_id = raw.get("id", MISSING)
@@ -200,30 +211,55 @@ class SessionIndex:
             if key in by_id:
                 self._report_duplicate(entry, by_id[key])
                 self._stale_parents = True  # entries naming this id now mean the later one
-            at = len(self.entries)
+                self.generation += 1
             append(entry)
             by_id[key] = entry
             position[key] = at
             parent = raw.get("parentId", MISSING)
             if parent.__class__ is str:
-                parents.append(position.get(parent, UNRESOLVED) if parent else NO_PARENT)
+                found = position.get(parent, UNRESOLVED) if parent else NO_PARENT
+                if found == UNRESOLVED:
+                    unresolved.append(at)  # a later line, or no line: an orphan
+                parents.append(found)
+                sound = entry_id.__class__ is str
             else:
+                sound = parent is None and entry_id.__class__ is str
+                if parent is not None:
+                    unresolved.append(at)
                 parents.append(NO_PARENT if parent is None else UNRESOLVED)
             kind = raw.get("type")
             if kind == "message":
                 message = raw.get("message")
-                is_assistant = message.__class__ is dict and message.get("role") == "assistant"
-                kinds.append(KIND_ASSISTANT if is_assistant else KIND_MESSAGE)
+                if message.__class__ is dict:
+                    role = message.get("role")
+                    kinds.append(KIND_ASSISTANT if role == "assistant" else KIND_MESSAGE)
+                    sound = sound and role.__class__ is str
+                else:
+                    kinds.append(KIND_MESSAGE)
+                    sound = False
             else:
-                kinds.append(_KIND_CODES.get(kind, KIND_OTHER) if kind.__class__ is str else 0)
-                if kind == "label" or kind == "session_info":
-                    self._replay(raw, kind)
-                elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
-                    self._replay_archive(entry)
-            added.append(entry)
+                if kind.__class__ is str:
+                    kinds.append(_KIND_CODES.get(kind, KIND_OTHER))
+                    if kind == "label" or kind == "session_info":
+                        self._replay(raw, kind)
+                    elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
+                        self._replay_archive(entry)
+                else:
+                    kinds.append(KIND_OTHER)
+                    sound = False
+            if not sound and entry.value is raw:
+                self._report_flaw(entry)
+            at += 1
         if self._children is not None:
-            for entry in added:
+            for entry in self.entries[first:]:
                 self._children.setdefault(id_key(entry.parent_id), []).append(entry)
+
+    def _report_flaw(self, entry: Entry) -> None:
+        from .store import entry_flaw  # the full diagnosis, only for the odd entry
+
+        flaw = entry_flaw(entry.raw)
+        if flaw is not None:
+            self.problems.append(Problem("malformed-entry", flaw, self.path, entry.line))
 
     def _report_duplicate(self, entry: Entry, previous: Entry) -> None:
         self.problems.append(
@@ -326,13 +362,15 @@ class SessionIndex:
         parents = self._parents
         append = walk.append
         limit = len(parents) + 1  # a longer walk must have gone round a loop
+        steps = 0
         while at >= 0:
             append(at)
             parent = parents[at]
-            if parent == UNRESOLVED:
+            if parent < NO_PARENT:
                 parent = self._resolve_parent(at)
             at = parent
-            if len(walk) > limit:
+            steps += 1
+            if steps > limit:
                 return None
         walk.reverse()
         return walk
@@ -451,38 +489,39 @@ class SessionIndex:
             self._rebuild_parents()
         entries = self.entries
         position = self._position
-        nodes = [TreeNode(entry) for entry in entries]
-        for key, (label, _, _) in self._labels.items():
-            at = position.get(key)
-            if at is not None:
-                nodes[at].label = label
         parents = self._parents
-        empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
+        nodes = [TreeNode(entry) for entry in entries]
         roots: list[TreeNode] = []
-        for at, node in enumerate(nodes):
-            parent = parents[at]
-            if parent >= 0:
-                if parent == at:
-                    roots.append(node)  # its own parent
-                else:
-                    nodes[parent].children.append(node)
+        shared: list[list[TreeNode]] = []  # children lists that need sorting
+        empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
+        for at, parent in enumerate(parents):
+            if parent < 0:
+                raw = entries[at].raw
+                value = raw.get("parentId", MISSING)
+                if parent == NO_PARENT and not (empty_id is not None and value == ""):
+                    roots.append(nodes[at])
+                    continue
+                if value is None or _same(value, raw.get("id", MISSING)):
+                    roots.append(nodes[at])
+                    continue
+                found = position.get(id_key(value))
+                if found is None:
+                    roots.append(nodes[at])  # an orphan
+                    continue
+                parent = found
+            elif parent == at:
+                roots.append(nodes[at])  # its own parent
                 continue
-            raw = entries[at].raw
-            value = raw.get("parentId", MISSING)
-            if parent == NO_PARENT and not (empty_id is not None and value == ""):
-                roots.append(node)
-                continue
-            if value is None or _same(value, raw.get("id", MISSING)):
-                roots.append(node)
-                continue
-            found = position.get(id_key(value))
-            if found is None:
-                roots.append(node)  # an orphan
-            else:
-                nodes[found].children.append(node)
-        for node in nodes:
-            if len(node.children) > 1:
-                node.children = v8_sort(node.children)
+            children = nodes[parent].children
+            children.append(nodes[at])
+            if len(children) == 2:
+                shared.append(children)
+        for children in shared:
+            children[:] = v8_sort(children)
+        for key, (label, _, _) in self._labels.items():
+            labelled = position.get(key)
+            if labelled is not None:
+                nodes[labelled].label = label
         return roots
 
     def _tree_by_id(self) -> list[TreeNode]:
@@ -549,7 +588,9 @@ class SessionIndex:
         """Entries whose parent id names no entry (their context starts at them)."""
         by_id = self.by_id
         found = []
-        for e in self.entries:
+        # Only an entry whose parent was not there when it was added can be an orphan.
+        for at in self._unresolved:
+            e = self.entries[at]
             raw = e.raw
             parent = raw.get("parentId", MISSING)
             if parent is None:

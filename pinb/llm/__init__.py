@@ -17,9 +17,11 @@ from pinb.llm.anthropic import AnthropicChatModel
 from pinb.llm.assemble import MessageBuilder, parse_partial_json
 from pinb.llm.base import ChatModelBase, ThreadedStream
 from pinb.llm.client import DEFAULT_TIMEOUT, HTTPChatModel
-from pinb.llm.credentials import ENV_API_KEYS, Secret, find_api_key
+from pinb.llm.credentials import ENV_API_KEYS, Secret, find_api_key, sanitize_key
+from pinb.llm.discover import clean_model_id, discover_context_window
 from pinb.llm.errors import (
     ContextOverflowError,
+    InvalidCredentialsError,
     LLMError,
     MissingCredentialsError,
     ProviderHTTPError,
@@ -28,7 +30,7 @@ from pinb.llm.errors import (
     UnsupportedApiError,
 )
 from pinb.llm.openai import OpenAIChatModel
-from pinb.llm.overflow import OVERFLOW_PATTERNS, is_context_overflow
+from pinb.llm.overflow import OVERFLOW_PATTERNS, is_context_overflow, window_from_error
 from pinb.llm.registry import (
     ModelRegistry,
     OpenAICompat,
@@ -36,7 +38,7 @@ from pinb.llm.registry import (
     default_registry,
     split_spec,
 )
-from pinb.llm.resolve import get_model, resolve_model
+from pinb.llm.resolve import base_url_variable, get_model, provider_base_url, resolve_model
 from pinb.llm.retry import RetryPolicy, is_retryable_error, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser, parse_sse
 from pinb.llm.transform import NO_RESULT_TEXT, transform_messages
@@ -77,6 +79,7 @@ __all__ = [
     "ContextOverflowError",
     "Done",
     "HTTPChatModel",
+    "InvalidCredentialsError",
     "LLMError",
     "MessageBuilder",
     "MissingCredentialsError",
@@ -104,7 +107,10 @@ __all__ = [
     "UnknownProviderError",
     "UnsupportedApiError",
     "Usage",
+    "base_url_variable",
+    "clean_model_id",
     "default_registry",
+    "discover_context_window",
     "empty_usage",
     "find_api_key",
     "get_model",
@@ -114,7 +120,10 @@ __all__ = [
     "parse_partial_json",
     "parse_retry_after",
     "parse_sse",
+    "provider_base_url",
     "resolve_model",
+    "sanitize_key",
     "split_spec",
     "transform_messages",
+    "window_from_error",
 ]

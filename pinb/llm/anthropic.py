@@ -51,6 +51,10 @@ def thinking_budget(level: str, max_tokens: int, model_max_tokens: int) -> tuple
     return total, budget if budget >= 1024 else 0
 
 
+#: pinb's ``tool_choice`` words in Anthropic's terms (a tool name forces that tool).
+_TOOL_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
 class AnthropicChatModel(HTTPChatModel):
     """Anthropic's Messages API over HTTP (streaming or not).
 
@@ -87,6 +91,7 @@ class AnthropicChatModel(HTTPChatModel):
         tools: list[ToolSpec],
         max_tokens: int | None,
         thinking_level: str,
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:
         limit = max_tokens or min(self.info.max_tokens, 32_000)
         budget = 0
@@ -101,6 +106,11 @@ class AnthropicChatModel(HTTPChatModel):
                 {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                 for t in tools
             ]
+            if tool_choice:
+                body["tool_choice"] = _TOOL_CHOICE.get(tool_choice) or {
+                    "type": "tool",
+                    "name": tool_choice,
+                }
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if self.streaming:

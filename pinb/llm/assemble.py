@@ -64,6 +64,8 @@ class MessageBuilder:
         self.cache_read = 0
         self.cache_write = 0
         self.total: int | None = None
+        #: Whether the provider sent token counts (llama.cpp streams none).
+        self.usage_reported = False
 
     # ------------------------------------------------------------------ blocks
 
@@ -168,6 +170,7 @@ class MessageBuilder:
         total: int | None = None,
     ) -> None:
         """Record token counts the provider reported (``None`` keeps the old value)."""
+        self.usage_reported = True
         if input_tokens is not None:
             self.input = int(input_tokens)
         if output_tokens is not None:

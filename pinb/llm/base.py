@@ -31,6 +31,7 @@ class ChatModelBase:
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -61,6 +62,7 @@ class ChatModelBase:
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:
@@ -91,6 +93,7 @@ class ChatModelBase:
             max_tokens=max_tokens,
             thinking_level=thinking_level,
             cancel=cancel,
+            tool_choice=tool_choice,
         ):
             if isinstance(event, Done):
                 done = event
@@ -105,6 +108,7 @@ class ChatModelBase:
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> ThreadedStream:
         """Synchronous `astream`, usable inside a running event loop (Jupyter).
 
@@ -120,6 +124,7 @@ class ChatModelBase:
                 max_tokens=max_tokens,
                 thinking_level=thinking_level,
                 cancel=token,
+                tool_choice=tool_choice,
             ),
             cancel,
         )
@@ -133,6 +138,7 @@ class ChatModelBase:
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:
@@ -144,6 +150,7 @@ class ChatModelBase:
             max_tokens=max_tokens,
             thinking_level=thinking_level,
             cancel=cancel,
+            tool_choice=tool_choice,
         )
         with events:
             while True:

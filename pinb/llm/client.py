@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
+import copy
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+import math
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import httpx
 
@@ -17,8 +18,10 @@ from pinb import __version__
 from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
-from pinb.llm.credentials import Secret, redact
+from pinb.llm.credentials import Secret, redact, sanitize_key
 from pinb.llm.errors import StreamProtocolError
+from pinb.llm.guard import Guard as _Guard
+from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -51,8 +54,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
 
-T = TypeVar("T")
-
 
 class ProviderStreamError(Exception):
     """An error event inside an otherwise healthy stream (e.g. Anthropic ``overloaded_error``)."""
@@ -60,61 +61,6 @@ class ProviderStreamError(Exception):
     def __init__(self, message: str, *, retryable: bool):
         self.retryable = retryable
         super().__init__(message)
-
-
-class _Aborted(Exception):
-    pass
-
-
-class _Guard:
-    """Turns a `CancelToken` into a cancellation of the await we are parked in.
-
-    Only our own awaits are armed, so a consumer awaiting something else between two
-    events is never cancelled by us; the flag is checked when it comes back.
-    """
-
-    def __init__(self, token: CancelToken):
-        self.token = token
-        self._loop = asyncio.get_running_loop()
-        self._task: asyncio.Task[Any] | None = asyncio.current_task()
-        self._armed = False
-        self._fired = False
-        self._remove = token.add_callback(self._on_cancel)
-
-    def _on_cancel(self) -> None:
-        with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to interrupt
-            self._loop.call_soon_threadsafe(self._fire)
-
-    def _fire(self) -> None:
-        if self._armed and not self._fired and self._task is not None:
-            self._fired = True
-            self._task.cancel()
-
-    def check(self) -> None:
-        if self.token.cancelled:
-            raise _Aborted
-
-    async def run(self, awaitable: Awaitable[T]) -> T:
-        if self.token.cancelled:
-            if inspect.iscoroutine(awaitable):
-                awaitable.close()
-            raise _Aborted
-        self._task = asyncio.current_task()
-        self._armed = True
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._fired:
-                self._fired = False
-                if self._task is not None:
-                    self._task.uncancel()
-                raise _Aborted from None
-            raise
-        finally:
-            self._armed = False
-
-    def close(self) -> None:
-        self._remove()
 
 
 class StreamDecoder:
@@ -176,6 +122,20 @@ class _Outcome:
     retry_after: float | None = None
     aborted: bool = False
     stop_reason: str = "stop"
+    dropped: bool = False  # the connection ended early (not an error the server sent)
+    sse_events: int = 0  # events received in this attempt's stream
+
+
+#: Words of a server that rejected the request itself: sending it again cannot help, even
+#: when the status says 500 (llama-cpp-python answers a schema error with a 500).
+_REQUEST_REJECTED = re.compile(
+    r"validation error|validationerror|invalid request|invalid_request|unprocessable"
+    r"|field required|input should be|is not valid under|jinja|template",
+    re.IGNORECASE,
+)
+#: A dropped stream before any reply is read as an overflow when the request was at least
+#: this share of the window (servers like llama-cpp-python fail inside the stream).
+DROP_OVERFLOW_SHARE = 0.85
 
 
 def normalize_thinking_level(level: str | None) -> str:
@@ -233,10 +193,13 @@ class HTTPChatModel(ChatModelBase):
     ):
         self.info = info
         self.base_url = base_url.rstrip("/")
-        self._api_key = (
-            api_key if isinstance(api_key, Secret) or api_key is None else Secret(api_key)
-        )
-        self._extra_headers = {k: Secret(v) for k, v in (headers or {}).items()}
+        raw_key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+        # Checked here too, so a model built by hand cannot put a broken key on the wire
+        # (httpx would then quote the key in its error).
+        self._api_key = Secret(sanitize_key(raw_key, "the api_key argument")) if raw_key else None
+        self._extra_headers = {
+            k: Secret(sanitize_key(v, f"the {k!r} header")) for k, v in (headers or {}).items()
+        }
         self.compat = compat or OpenAICompat()
         self.transport = transport
         self.retry = retry or RetryPolicy()
@@ -273,6 +236,7 @@ class HTTPChatModel(ChatModelBase):
         tools: list[ToolSpec],
         max_tokens: int | None,
         thinking_level: str,
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -294,18 +258,35 @@ class HTTPChatModel(ChatModelBase):
         tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
         max_tokens: int | None = None,
         thinking_level: str = "off",
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:
-        """The JSON body this model would send (after the §5.6 transform)."""
+        """The JSON body this model would send (after the §5.6 transform).
+
+        ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool's name (small
+        local models rarely call a tool unless asked to); ``None`` sends nothing.
+        """
         prepared = transform_messages(
             messages, self.info, normalize_tool_id=self._normalize_tool_id
         )
+        specs = [ToolSpec.coerce(t) for t in tools or ()]
         return self._body(
             prepared,
             system_prompt=system_prompt,
-            tools=[ToolSpec.coerce(t) for t in tools or ()],
+            tools=specs,
             max_tokens=max_tokens,
             thinking_level=normalize_thinking_level(thinking_level),
+            tool_choice=tool_choice if specs else None,
         )
+
+    def with_retry(self, retry: RetryPolicy) -> HTTPChatModel:
+        """A copy of this model with another retry policy (same server, key and window).
+
+        The agent uses ``RetryPolicy(max_retries=0)``: like Pi, it retries failed turns
+        itself, so each failure is saved once and shown once.
+        """
+        clone = copy.copy(self)
+        clone.retry = retry
+        return clone
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -330,6 +311,7 @@ class HTTPChatModel(ChatModelBase):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Stream one response: deltas, maybe `Retry` notices, then `Usage` and `Done`.
 
@@ -346,8 +328,11 @@ class HTTPChatModel(ChatModelBase):
                 tools=tools,
                 max_tokens=max_tokens,
                 thinking_level=thinking_level,
+                tool_choice=tool_choice,
             )
         )
+        # chars/4 of the whole request, as pinb estimates tokens everywhere else
+        prompt_tokens = math.ceil(len(payload.decode("utf-8", "replace")) / 4)
         guard = _Guard(token)
         log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
         attempt = 0
@@ -359,13 +344,39 @@ class HTTPChatModel(ChatModelBase):
                 ) as events:
                     async for event in events:
                         yield event
+                if outcome.dropped and outcome.sse_events == 0 and self.streaming:
+                    # Not one event: llama-cpp-python ends the stream this way when the
+                    # prompt does not fit, and says why only when asked without streaming.
+                    log.info("%s: empty stream; asking again without streaming", self.info.spec)
+                    plain = copy.copy(self)
+                    plain.streaming = False
+                    body = plain.build_body(
+                        messages,
+                        system_prompt=system_prompt,
+                        tools=tools,
+                        max_tokens=max_tokens,
+                        thinking_level=thinking_level,
+                        tool_choice=tool_choice,
+                    )
+                    outcome = _Outcome()
+                    async with contextlib.aclosing(
+                        plain._attempt(_dumps(body), builder, guard, outcome)
+                    ) as events:
+                        async for event in events:
+                            yield event
                 if outcome.aborted:
                     message = builder.finish("aborted", ABORTED_MESSAGE)
                     break
                 if outcome.error is None:
                     message = builder.finish(outcome.stop_reason)
                     break
+                if outcome.dropped and not builder.content_started:
+                    self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
+                if outcome.retryable and is_context_overflow(
+                    {"stopReason": "error", "errorMessage": error}
+                ):
+                    outcome.retryable = False  # the same prompt cannot fit the next time
                 attempt += 1
                 too_long = (
                     outcome.retry_after is not None
@@ -378,7 +389,9 @@ class HTTPChatModel(ChatModelBase):
                     and not too_long
                 ):
                     delay = self.retry.delay(attempt, outcome.retry_after)
-                    log.warning(
+                    # The Retry event is what users see; a log line at warning level would
+                    # print the same news a second time, in other words.
+                    log.info(
                         "%s: %s; retrying in %.1f s (retry %d of %d)",
                         self.info.spec,
                         error,
@@ -406,8 +419,31 @@ class HTTPChatModel(ChatModelBase):
         finally:
             guard.close()
         yield Usage(message["usage"])
-        status = outcome.status if message["stopReason"] == "error" else None
-        yield Done(message, is_context_overflow(message, self.info.context_window), status)
+        failed = message["stopReason"] == "error"
+        overflow = is_context_overflow(message, self.info.context_window)
+        yield Done(
+            message,
+            overflow,
+            outcome.status if failed else None,
+            retryable=(outcome.retryable and not overflow) if failed else None,
+            retry_after=outcome.retry_after if failed else None,
+            usage_reported=builder.usage_reported,
+        )
+
+    def _judge_drop(self, outcome: _Outcome, prompt_tokens: int) -> None:
+        """A stream that died before the first byte of a reply, after a large request.
+
+        llama-cpp-python checks the prompt's size only once the stream has started, and
+        then just closes the connection. Sending the same request again would fail the
+        same way, so a drop of a request near the window is reported as an overflow.
+        """
+        window = self.info.context_window
+        if window and prompt_tokens >= DROP_OVERFLOW_SHARE * window:
+            outcome.error = (
+                f"{outcome.error}. The request (about {prompt_tokens:,} tokens) probably "
+                f"exceeds the context window ({window:,} tokens)"
+            )
+            outcome.retryable = False
 
     async def _attempt(
         self, payload: bytes, builder: MessageBuilder, guard: _Guard, outcome: _Outcome
@@ -440,6 +476,7 @@ class HTTPChatModel(ChatModelBase):
                 except StopAsyncIteration:
                     break
                 for sse in parser.feed(chunk):
+                    outcome.sse_events += 1
                     for event in decoder.feed(sse):
                         yield event
                     guard.check()
@@ -447,6 +484,7 @@ class HTTPChatModel(ChatModelBase):
                         break
             if not decoder.complete:
                 for sse in parser.close():
+                    outcome.sse_events += 1
                     for event in decoder.feed(sse):
                         yield event
             if not decoder.complete:
@@ -463,12 +501,21 @@ class HTTPChatModel(ChatModelBase):
         except httpx.TimeoutException as exc:
             outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
             outcome.retryable = True
+        except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
+            # Our side could not even form the request (a bad header value, a bad URL):
+            # the same request would fail again.
+            outcome.error = f"The request could not be sent ({type(exc).__name__}): {exc}"
+            outcome.retryable = False
         except httpx.TransportError as exc:
             outcome.error = f"Connection error ({type(exc).__name__}): {exc}"
             outcome.retryable = True
+            outcome.dropped = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
         except StreamProtocolError as exc:
+            # A cut connection, a stream without its end marker or a garbled chunk: a
+            # glitch between us and the server that a new request usually gets past.
             outcome.error = str(exc)
-            outcome.retryable = str(exc).startswith("Connection lost")
+            outcome.retryable = True
+            outcome.dropped = str(exc).startswith("Connection lost")
         except ProviderStreamError as exc:
             outcome.error = str(exc)
             outcome.retryable = exc.retryable
@@ -490,5 +537,7 @@ class HTTPChatModel(ChatModelBase):
         should = response.headers.get("x-should-retry")
         if should in ("true", "false"):
             outcome.retryable = should == "true"
+        elif _REQUEST_REJECTED.search(outcome.error):
+            outcome.retryable = False
         else:
             outcome.retryable = status in RETRYABLE_STATUS or status >= 500

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import re
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pinb.core.paths import agent_dir
+from pinb.llm.errors import InvalidCredentialsError
 
 __all__ = [
     "ENV_API_KEYS",
+    "InvalidCredentialsError",
     "Secret",
     "auth_json_path",
     "find_api_key",
     "read_auth_json",
     "redact",
     "resolve_config_value",
+    "sanitize_key",
 ]
 
 log = logging.getLogger("pinb.llm")
@@ -68,13 +74,62 @@ class Secret:
         raise TypeError("Secret values cannot be pickled")
 
 
+def _variants(value: str) -> set[str]:
+    """The forms a key takes in error texts: as is, escaped, encoded, in a header repr."""
+    forms = {value, value.strip()}
+    for form in list(forms):
+        forms.add(repr(form)[1:-1])  # Python escapes: \n, \xe9
+        forms.add(json.dumps(form)[1:-1])  # JSON escapes: \n, \u00e9
+        forms.add(json.dumps(form, ensure_ascii=False)[1:-1])
+        forms.add(form.encode("unicode_escape").decode("ascii"))
+        forms.add(repr(form.encode("utf-8", "surrogateescape"))[2:-1])  # b'...' in httpx errors
+        forms.add(urllib.parse.quote(form, safe=""))
+        forms.add(urllib.parse.quote_plus(form, safe=""))
+        forms.add(base64.b64encode(form.encode("utf-8", "surrogateescape")).decode("ascii"))
+    return {f for f in forms if len(f) >= 4}
+
+
 def redact(text: str, secrets: Iterable[Secret | str | None]) -> str:
-    """Replace every occurrence of each secret in ``text`` by ``***``."""
+    """Replace every occurrence of each secret in ``text`` by ``***``.
+
+    Escaped and encoded forms count too (``\\n``, ``\\xe9``, ``%0A``, base64), and so
+    does a long enough start of a key followed by anything that is not a blank: an error
+    that quotes a key with a mangled tail still shows none of it.
+    """
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value and len(value) >= 4 and value in text:
-            text = text.replace(value, "***")
+        if not value or len(value.strip()) < 4:
+            continue
+        for form in sorted(_variants(value), key=len, reverse=True):
+            if form in text:
+                text = text.replace(form, "***")
+        head = value.strip()[:_HEAD]
+        if len(head) == _HEAD and head in text:
+            text = re.sub(re.escape(head) + r"\S*", "***", text)
     return text
+
+
+#: How much of a key's start identifies it in text whose remainder was escaped or cut.
+_HEAD = 8
+
+
+def sanitize_key(value: str, source: str) -> str:
+    """A key as it can go into a header: surrounding blanks and line breaks removed.
+
+    A trailing newline is what ``echo key > file`` or a copied line leaves, so it is
+    dropped; a character that no header may hold (non-ASCII, a control character) is
+    refused with `InvalidCredentialsError` naming ``source``, before any request.
+    """
+    key = value.strip()
+    if not key:
+        raise InvalidCredentialsError(source, "is empty")
+    for char in key:
+        code = ord(char)
+        if code > 0x7E:
+            raise InvalidCredentialsError(source, "holds a non-ASCII character")
+        if code < 0x20 or code == 0x7F:
+            raise InvalidCredentialsError(source, "holds a control character (a line break?)")
+    return key
 
 
 def auth_json_path(env: Mapping[str, str] | None = None) -> Path:
@@ -140,24 +195,36 @@ def find_api_key(
     Returns
     -------
     Secret or None
-        The key, wrapped so it never prints.
+        The key, wrapped so it never prints; surrounding blanks and line breaks removed.
+
+    Raises
+    ------
+    InvalidCredentialsError
+        The key holds a character no HTTP header may carry; the message names the
+        variable or file, never the key.
     """
     if explicit:
-        return explicit if isinstance(explicit, Secret) else Secret(explicit)
+        raw = explicit.reveal() if isinstance(explicit, Secret) else explicit
+        return Secret(sanitize_key(raw, "the api_key argument"))
     environ: Mapping[str, str] = os.environ if env is None else env
     path = auth_path if auth_path is not None else auth_json_path(env)
     entry = read_auth_json(path).get(provider)
     if entry is not None:
         if entry.get("type") == "api_key" and isinstance(entry.get("key"), str) and entry["key"]:
-            return Secret(entry["key"])
+            return Secret(sanitize_key(entry["key"], f"{path.name} ({provider!r})"))
         if entry.get("type") == "oauth":
             log.info("auth.json has OAuth credentials for %r; pinb uses API keys only", provider)
     for name in env_vars:
         value = environ.get(name)
         if value:
-            return Secret(value)
+            return Secret(sanitize_key(value, name))
     if config_value:
         resolved = resolve_config_value(config_value, environ)
         if resolved:
-            return Secret(resolved)
+            source = (
+                config_value
+                if environ.get(config_value)
+                else f"models.json (apiKey of {provider!r})"
+            )
+            return Secret(sanitize_key(resolved, source))
     return None

@@ -8,6 +8,7 @@ The tree::
         ├── StreamProtocolError         a malformed or truncated stream
         ├── ContextOverflowError        the prompt does not fit the model's context window
         ├── MissingCredentialsError     no API key; names the variable to set (env_var)
+        ├── InvalidCredentialsError     a key no header can carry; names its source, never it
         ├── UnknownProviderError        a provider name pinb does not know (also a ValueError)
         └── UnsupportedApiError         a wire protocol pinb does not speak
 
@@ -24,6 +25,7 @@ from pinb.errors import PinbError
 
 __all__ = [
     "ContextOverflowError",
+    "InvalidCredentialsError",
     "LLMError",
     "MissingCredentialsError",
     "ProviderHTTPError",
@@ -101,3 +103,22 @@ class UnknownProviderError(LLMError, ValueError):
 
 class UnsupportedApiError(LLMError, ValueError):
     """A model is configured with a wire protocol pinb does not implement."""
+
+
+class InvalidCredentialsError(LLMError, ValueError):
+    """A key that cannot be sent as an HTTP header value.
+
+    The message names where the key came from and never shows any part of it.
+
+    Attributes
+    ----------
+    source:
+        An environment variable's name, ``auth.json``, ``models.json`` or the argument.
+    """
+
+    def __init__(self, source: str, problem: str):
+        self.source = source
+        super().__init__(
+            f"The API key from {source} cannot be used: it {problem}. "
+            "Set it to the key alone (no quotes, spaces or line breaks)."
+        )

@@ -67,6 +67,7 @@ class OpenAIChatModel(HTTPChatModel):
         tools: list[ToolSpec],
         max_tokens: int | None,
         thinking_level: str,
+        tool_choice: str | None = None,
     ) -> dict[str, Any]:
         compat = self.compat
         body: dict[str, Any] = {
@@ -96,6 +97,12 @@ class OpenAIChatModel(HTTPChatModel):
                 }
                 for t in tools
             ]
+            if tool_choice:
+                body["tool_choice"] = (
+                    tool_choice
+                    if tool_choice in ("auto", "required", "none")
+                    else {"type": "function", "function": {"name": tool_choice}}
+                )
         effort = REASONING_EFFORT.get(thinking_level)
         if effort and self.info.reasoning:
             if compat.reasoning_format == "reasoning_effort":
@@ -130,7 +137,9 @@ class OpenAIChatModel(HTTPChatModel):
             str(b.get("text", "")) for b in blocks if b.get("type") == "text" and b.get("text")
         ]
         thinking = [b for b in blocks if b.get("type") == "thinking" and b.get("thinking")]
-        out: dict[str, Any] = {"role": "assistant", "content": None}
+        # "" rather than null beside tool calls: llama-cpp-python's schema rejects null
+        # (a 500), and every server that takes null takes "" too.
+        out: dict[str, Any] = {"role": "assistant", "content": ""}
         if thinking and self.compat.requires_thinking_as_text:
             joined = "\n".join(f"<thinking>\n{b['thinking']}\n</thinking>" for b in thinking)
             texts.insert(0, joined)
@@ -154,7 +163,7 @@ class OpenAIChatModel(HTTPChatModel):
         ]
         if calls:
             out["tool_calls"] = calls
-        if out["content"] is None and not calls:
+        if not out["content"] and not calls:
             return None  # e.g. a response that produced nothing; servers reject it
         return out
 

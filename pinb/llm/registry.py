@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pinb.core.paths import agent_dir
+from pinb.errors import PinbError
 from pinb.llm.catalog import (
     BUILTIN_MODELS,
     BUILTIN_PROVIDERS,
@@ -29,6 +30,7 @@ __all__ = [
     "ProviderConfig",
     "default_registry",
     "split_spec",
+    "window_of",
 ]
 
 log = logging.getLogger("pinb.llm")
@@ -386,3 +388,26 @@ def default_registry() -> ModelRegistry:
         if _DEFAULT is None:
             _DEFAULT = ModelRegistry()
         return _DEFAULT
+
+
+def window_of(
+    model: Mapping[str, Any] | None, registry: ModelRegistry | None = None
+) -> tuple[int | None, str]:
+    """The context window of a session's recorded model, and where it came from.
+
+    ``model`` is a context's ``model`` (``{"provider": ..., "modelId": ...}``, what the
+    latest ``model_change`` or assistant message says). Returns ``(window, source)``
+    with source ``"model registry"`` or ``"provider default"`` (a model the registry
+    does not list), or ``(None, "unknown")`` without a model or a known provider.
+    """
+    provider = model.get("provider") if model else None
+    model_id = model.get("modelId") if model else None
+    if not (isinstance(provider, str) and isinstance(model_id, str) and provider and model_id):
+        return None, "unknown"
+    try:
+        info = (registry or default_registry()).info(f"{provider}/{model_id}")
+    except PinbError:
+        return None, "unknown"
+    if not info.context_window:
+        return None, "unknown"
+    return info.context_window, info.window_origin

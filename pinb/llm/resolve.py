@@ -4,26 +4,63 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from pinb.llm.anthropic import AnthropicChatModel
 from pinb.llm.client import HTTPChatModel
 from pinb.llm.credentials import Secret, auth_json_path, find_api_key, resolve_config_value
+from pinb.llm.discover import discover_context_window
 from pinb.llm.errors import MissingCredentialsError, UnknownProviderError, UnsupportedApiError
 from pinb.llm.openai import OpenAIChatModel
 from pinb.llm.registry import ModelRegistry, ProviderConfig, default_registry
 from pinb.llm.retry import RetryPolicy
 from pinb.llm.types import API_ANTHROPIC, API_OPENAI, ModelCost, ModelInfo
 
-__all__ = ["get_model", "resolve_model"]
+__all__ = ["base_url_variable", "get_model", "provider_base_url", "resolve_model"]
 
 _ADAPTERS: dict[str, type[HTTPChatModel]] = {
     API_OPENAI: OpenAIChatModel,
     API_ANTHROPIC: AnthropicChatModel,
 }
+
+
+def base_url_variable(provider: str) -> str:
+    """The environment variable that moves a provider's server: ``LLAMACPP_BASE_URL`` ...
+
+    >>> base_url_variable("llamacpp"), base_url_variable("my-box")
+    ('LLAMACPP_BASE_URL', 'MY_BOX_BASE_URL')
+    """
+    return re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_BASE_URL"
+
+
+def provider_base_url(
+    config: ProviderConfig, env: Mapping[str, str] | None = None, explicit: str | None = None
+) -> str:
+    """Where a provider's server is: ``explicit``, its variables, else its configured URL.
+
+    Variables: the provider's own (``OPENAI_BASE_URL`` ...), then ``<PROVIDER>_BASE_URL``
+    for every provider, and Ollama's ``OLLAMA_HOST``. A local OpenAI-compatible URL
+    given without a path gets ``/v1`` (``http://127.0.0.1:8000`` → ``.../v1``).
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    url = explicit
+    for name in (config.base_url_env, base_url_variable(config.name)):
+        if not url and name:
+            url = environ.get(name, "").strip() or None
+    if not url and config.name == "ollama" and environ.get("OLLAMA_HOST", "").strip():
+        host = environ["OLLAMA_HOST"].strip()
+        url = host if "://" in host else f"http://{host}"
+    if not url:
+        return config.base_url
+    url = url.rstrip("/")
+    if not config.requires_key and config.api == API_OPENAI and urlsplit(url).path in ("", "/"):
+        url += "/v1"
+    return url
 
 
 def resolve_model(
@@ -42,6 +79,7 @@ def resolve_model(
     cost: ModelCost | Mapping[str, float] | None = None,
     registry: ModelRegistry | None = None,
     env: Mapping[str, str] | None = None,
+    discover: bool | None = None,
 ) -> HTTPChatModel:
     """Build a model from ``"provider/model-id"`` (or a `ModelInfo`).
 
@@ -58,8 +96,9 @@ def resolve_model(
     api_key:
         Key to use instead of ``auth.json`` / environment / models.json.
     base_url:
-        Server URL; otherwise ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` (for those
-        providers), then models.json, then the built-in default.
+        Server URL; otherwise the provider's variable (``OPENAI_BASE_URL``,
+        ``LLAMACPP_BASE_URL``, ``OLLAMA_BASE_URL`` or ``OLLAMA_HOST`` ...: see
+        `provider_base_url`), then models.json, then the built-in default.
     headers:
         Extra request headers.
     transport:
@@ -72,6 +111,10 @@ def resolve_model(
         Registry to read (default: `default_registry`).
     env:
         Environment to read keys and URLs from (default ``os.environ``).
+    discover:
+        Ask the server for the context window (`discover_context_window`). Default:
+        for keyless (local) providers when the id is not in the registry and no
+        ``context_window`` is given; the answer replaces pinb's 128,000 guess.
 
     Returns
     -------
@@ -90,7 +133,9 @@ def resolve_model(
 
     Examples
     --------
-    >>> model = resolve_model("ollama/llama3.2", base_url="http://127.0.0.1:11434/v1")
+    >>> model = resolve_model(
+    ...     "ollama/llama3.2", base_url="http://127.0.0.1:11434/v1", discover=False
+    ... )
     >>> model.info.spec, model.info.known
     ('ollama/llama3.2', False)
     """
@@ -107,6 +152,8 @@ def resolve_model(
     }
     if cost is not None:
         changes["cost"] = cost if isinstance(cost, ModelCost) else ModelCost(**dict(cost))
+    if context_window is not None:
+        changes["window_source"] = "setting"
     if changes:
         info = dataclasses.replace(info, **changes)
     try:
@@ -121,11 +168,18 @@ def resolve_model(
             f"{info.spec} uses the {info.api!r} API; pinb speaks {', '.join(_ADAPTERS)}."
         )
     environ: Mapping[str, str] = os.environ if env is None else env
-    url = (
-        base_url
-        or (environ.get(config.base_url_env) if config.base_url_env else None)
-        or config.base_url
-    )
+    url = provider_base_url(config, environ, base_url)
+    if discover is None:
+        discover = (
+            not config.requires_key
+            and not info.known
+            and context_window is None
+            and transport is None  # a test double stands in for the server
+        )
+    if discover:
+        window = discover_context_window(url, info.id, provider=info.provider)
+        if window:
+            info = dataclasses.replace(info, context_window=window, window_source="server")
     key = find_api_key(
         config.name,
         env_vars=config.env_keys,
@@ -163,7 +217,7 @@ def get_model(spec: str | ModelInfo, **options: Any) -> HTTPChatModel:
 
     Examples
     --------
-    >>> get_model("lmstudio/qwen2.5-7b-instruct").base_url
+    >>> get_model("lmstudio/qwen2.5-7b-instruct", discover=False).base_url
     'http://127.0.0.1:1234/v1'
     """
     return resolve_model(spec, **options)

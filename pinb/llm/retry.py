@@ -73,16 +73,18 @@ class RetryPolicy:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> RetryPolicy:
-        """Build from Pi's ``retry`` settings object (``maxRetries``, ``baseDelayMs``, ...).
+        """Build from Pi's ``retry`` settings object (``maxRetries``, ``baseDelayMs``,
+        ``maxAgentDelayMs`` or v0.58's ``maxDelayMs``).
 
         ``enabled: false`` gives a policy with no retries.
         """
         if settings.get("enabled") is False:
             return cls(max_retries=0)
+        max_delay = settings.get("maxAgentDelayMs", settings.get("maxDelayMs", 60000))
         return cls(
             max_retries=int(settings.get("maxRetries", 3)),
             base_delay=float(settings.get("baseDelayMs", 2000)) / 1000,
-            max_delay=float(settings.get("maxDelayMs", 60000)) / 1000,
+            max_delay=float(max_delay) / 1000,
         )
 
 
@@ -110,22 +112,47 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     return max(0.0, when.timestamp() - current)
 
 
+#: Pi 1.6's transient-failure wording (``isRetryableAssistantError``), condensed.
 _TRANSIENT = re.compile(
-    r"overloaded|rate.?limit|too many requests|\b(429|500|502|503|504|529)\b|service.?unavailable"
-    r"|server error|internal error|connection|timed? ?out|timeout|fetch failed|terminated"
-    r"|retry delay|other side closed|ECONNRESET|socket hang up",
+    r"overloaded|server_busy|servers are currently busy|currently experiencing high demand"
+    r"|model is at capacity|rate.?limit|too many requests"
+    r"|(?<![a-z0-9])(?:429|500|502|503|504|520|524|529)(?![a-z0-9])"
+    r"|service.?(?:is.?)?(?:temporarily.?)?unavailable|server.?error|internal.?error"
+    r"|provider.?returned.?(?:an.?)?error|upstream|stream was interrupted|http/?2 stream failed"
+    r"|network.?error|connection.?error|connection.?refused|connection.?lost|connection.?closed"
+    r"|other side closed|fetch failed|request to \S+ failed, reason:|getaddrinfo"
+    r"|(?<![a-z0-9_])(?:ECONNRESET|ECONNABORTED|ECONNREFUSED|ETIMEDOUT|EPIPE)(?![a-z0-9_])"
+    r"|connection reset by peer|ENOTFOUND|EAI_AGAIN|reset before headers|socket hang up"
+    r"|socket connection was closed|timed? ?out|timeout|terminated|websocket.?(?:closed|error)"
+    r"|ended without|stream ended before|stream disconnected before completion"
+    r"|cut short after the reply had begun|pending stream has been canceled|retry delay"
+    r"|you can retry your request|try your request again|please retry your request"
+    r"|ResourceExhausted|malformed stream chunk",
+    re.IGNORECASE,
+)
+#: Account limits that look like rate limits but last hours (Pi 1.6), and requests the
+#: server rejected as invalid (pinb: a schema error stays one however often it is sent).
+_PERMANENT = re.compile(
+    r"GoUsageLimitError|FreeUsageLimitError|Monthly usage limit reached|available balance"
+    r"|insufficient_quota|out of budget|quota exceeded|billing"
+    r"|subscription_sharing_(?:workplace_individual_)?usage_limit_exceeded"
+    r"|\"code\"\s*:\s*\"?1308(?![0-9])"
+    r"|validation error|invalid request|could not be sent",
     re.IGNORECASE,
 )
 
 
 def is_retryable_error(message: Mapping[str, Any]) -> bool:
-    """Whether an error message is worth a retry at the agent level (spec §10.5).
+    """Whether a failed reply is worth another try at the agent level (Pi 1.6, spec §10.5).
 
     True for ``stopReason == "error"`` messages whose ``errorMessage`` reads like a
-    transient failure (overloaded, rate limit, 5xx, connection trouble, timeouts).
+    transient failure (overloaded, rate limit, 5xx, connection trouble, a cut stream),
+    unless it names an exhausted quota or a request the server rejected as invalid.
     Context overflow is *not* retryable this way: compact first.
     """
     if message.get("stopReason") != "error" or is_context_overflow(message):
         return False
     text = message.get("errorMessage")
-    return isinstance(text, str) and bool(_TRANSIENT.search(text))
+    if not isinstance(text, str) or not text or _PERMANENT.search(text):
+        return False
+    return bool(_TRANSIENT.search(text))

@@ -77,6 +77,8 @@ def transform_messages(
     - assistant messages with ``stopReason`` ``error`` or ``aborted`` are dropped;
     - a tool call with no ``toolResult`` before the next user/assistant message (or
       the end) gets a synthetic error result ``"No result provided"``;
+    - a ``toolResult`` whose call is not in the assistant message before it (the calls of
+      a dropped reply) is dropped;
     - assistant messages from another model lose their signatures, their thinking
       becomes plain text (empty and redacted thinking is dropped), and their tool-call
       ids pass through ``normalize_tool_id`` (results follow the new ids).
@@ -98,6 +100,7 @@ def transform_messages(
     out: list[dict[str, Any]] = []
     pending: dict[str, tuple[str, Any]] = {}
     id_map: dict[str, str] = {}
+    issued: set[str] = set()  # call ids of the last kept assistant message
 
     def flush() -> None:
         for call_id, (name, timestamp) in pending.items():
@@ -119,6 +122,7 @@ def transform_messages(
             if message.get("stopReason") in ("error", "aborted"):
                 continue
             flush()
+            issued.clear()
             msg: Mapping[str, Any] = message
             content = message.get("content")
             if not same_model(message, target) and isinstance(content, list):
@@ -129,17 +133,23 @@ def transform_messages(
                         str(block.get("name", "")),
                         message.get("timestamp"),
                     )
+                    issued.add(str(block.get("id")))
             out.append(msg if isinstance(msg, dict) else dict(msg))
         elif role == "toolResult":
             call_id = message.get("toolCallId")
             if isinstance(call_id, str) and call_id in id_map:
                 call_id = id_map[call_id]
                 message = {**message, "toolCallId": call_id}
+            if str(call_id) not in issued:
+                # The result of a call in a dropped (failed or aborted) reply: no provider
+                # takes a result without its call.
+                continue
             pending.pop(str(call_id), None)
             out.append(message if isinstance(message, dict) else dict(message))
         else:
             if role == "user":
                 flush()
+                issued.clear()
             out.append(message if isinstance(message, dict) else dict(message))
     flush()
     return out

@@ -78,6 +78,10 @@ class ModelInfo:
         Display name.
     known:
         False when the id was not in the registry and defaults were used.
+    window_source:
+        Where ``context_window`` came from: ``"setting"`` (given by the caller),
+        ``"server"`` (asked of a local server), or empty: the registry's entry when
+        ``known``, else the provider's default (see :attr:`window_origin`).
     """
 
     provider: str
@@ -90,6 +94,15 @@ class ModelInfo:
     input: tuple[str, ...] = ("text",)
     name: str = ""
     known: bool = True
+    window_source: str = ""
+
+    @property
+    def window_origin(self) -> str:
+        """How the window was found, for labels: setting, server, model registry, or
+        ``provider default`` (a guess for a model the registry does not list)."""
+        if self.window_source:
+            return self.window_source
+        return "model registry" if self.known else "provider default"
 
     @property
     def spec(self) -> str:
@@ -257,11 +270,20 @@ class Done:
     ``"aborted"`` and ``errorMessage`` set. ``overflow`` tells whether the message
     reports a context overflow (see `pinb.llm.is_context_overflow`); ``status_code`` is
     the HTTP status of a failed request, when there was one.
+
+    ``retryable`` is the adapter's own verdict on a failure (``None``: it has none, the
+    caller judges by the error text, as Pi does); ``retry_after`` is the wait a server
+    asked for, in seconds. ``usage_reported`` is False when the server sent no token
+    counts (llama.cpp ignores ``stream_options``): the message then holds Pi's zero usage
+    and callers estimate instead.
     """
 
     message: dict[str, Any]
     overflow: bool = False
     status_code: int | None = None
+    retryable: bool | None = None
+    retry_after: float | None = None
+    usage_reported: bool = True
 
     @property
     def stop_reason(self) -> str:
@@ -370,6 +392,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Stream events for one model response."""
         ...
@@ -383,6 +406,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Synchronous `astream` (works inside a running event loop too)."""
         ...
@@ -396,6 +420,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:
@@ -411,6 +436,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
     ) -> dict[str, Any]:

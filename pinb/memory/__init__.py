@@ -2,34 +2,36 @@
 
 # The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
 # never rewrites a session file. tools: memory_save / memory_recall / memory_forget (loaded
-# on first use, so importing this package never loads the agent); observe: opt-in
+# on first use, so importing this package never loads the agent); observation: opt-in
 # auto-observation; inject: recalled notes in the system prompt; sessions: removing a
 # session to the trash and relinking its forks; frame: pandas; cli: ``pinb memory ...``.
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .frame import MEMORY_COLUMNS, memory_frame
-from .inject import memory_prompt_section, with_memory
-from .observe import MemoryObserver, ObservationResult, Summarizer, observe, parse_notes
-from .records import (
-    KINDS,
-    SAVE_KINDS,
-    Embedder,
-    InjectionSettings,
-    InvalidMemoryError,
-    MemoryCorruptError,
-    MemoryLockedError,
-    MemoryNotFoundError,
-    MemoryRecord,
-    MemoryStoreError,
-    default_db_path,
-    normalize_tags,
-    project_id,
-)
-from .sessions import RemovedSession, SessionRemovalError, find_forks, remove_session, trash_dir
-from .store import MemoryStore
+if TYPE_CHECKING:  # loaded on first use: ``pinb memory`` and ``pinb rm`` start fast
+    from .frame import MEMORY_COLUMNS, memory_frame
+    from .inject import memory_prompt_section, with_memory
+    from .observation import MemoryObserver, ObservationResult, Summarizer, observe, parse_notes
+    from .records import (
+        KINDS,
+        SAVE_KINDS,
+        Embedder,
+        InjectionSettings,
+        InvalidMemoryError,
+        MemoryCorruptError,
+        MemoryLockedError,
+        MemoryNotFoundError,
+        MemoryRecord,
+        MemoryStoreError,
+        default_db_path,
+        normalize_tags,
+        project_id,
+    )
+    from .sessions import RemovedSession, SessionRemovalError, find_forks, remove_session, trash_dir
+    from .store import MemoryStore
 
 __all__ = [
     "KINDS",
@@ -66,12 +68,46 @@ __all__ = [
     "with_memory",
 ]
 
-_TOOLS = {"MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"}
+_HOMES = {
+    **dict.fromkeys(("MEMORY_COLUMNS", "memory_frame"), "frame"),
+    **dict.fromkeys(("memory_prompt_section", "with_memory"), "inject"),
+    **dict.fromkeys(
+        ("MemoryObserver", "ObservationResult", "Summarizer", "observe", "parse_notes"),
+        "observation",
+    ),
+    **dict.fromkeys(
+        (
+            "KINDS",
+            "SAVE_KINDS",
+            "Embedder",
+            "InjectionSettings",
+            "InvalidMemoryError",
+            "MemoryCorruptError",
+            "MemoryLockedError",
+            "MemoryNotFoundError",
+            "MemoryRecord",
+            "MemoryStoreError",
+            "default_db_path",
+            "normalize_tags",
+            "project_id",
+        ),
+        "records",
+    ),
+    **dict.fromkeys(
+        ("RemovedSession", "SessionRemovalError", "find_forks", "remove_session", "trash_dir"),
+        "sessions",
+    ),
+    "MemoryStore": "store",
+    **dict.fromkeys(
+        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"), "tools"
+    ),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _TOOLS:
-        from . import tools
-
-        return getattr(tools, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value

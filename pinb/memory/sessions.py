@@ -214,18 +214,19 @@ def relink_parent(
             # The lenient v0.58.3 reading finds a header even behind a byte-order mark.
             loaded = parse_session_bytes(data, file_path, pi=Pi.V0_58)
             first = loaded.values[0] if loaded.values else None
-            if first is None or not is_valid_header(first.value):
+            first_line = loaded.lines[0] if loaded.lines else 0
+            if first is None or not is_valid_header(first):
                 raise SessionRemovalError("not a Pi session: no header to relink", path=file_path)
-            header = dict(first.value)
+            header = dict(first)
             if new_parent is None:
                 header.pop("parentSession", None)
             else:
                 header["parentSession"] = new_parent
             lines = data.split(b"\n")
-            old = lines[first.line - 1]
+            old = lines[first_line - 1]
             start = old.find(b"{")
             end = b"\r" if old.endswith(b"\r") else b""
-            lines[first.line - 1] = old[: max(start, 0)] + serialize_line(header)[:-1] + end
+            lines[first_line - 1] = old[: max(start, 0)] + serialize_line(header)[:-1] + end
             if os.path.getsize(file_path) != len(data):
                 continue  # someone appended while we read: read again
             # Mode and symlink kept: a private 0600 fork stays private, a link stays a link.
@@ -299,7 +300,7 @@ def remove_session(
         loaded = read_session_file(source)
     except SessionFileError as exc:
         raise SessionRemovalError(f"refusing to remove: {exc}", path=source) from exc
-    header = loaded.values[0].value if loaded.values else {}
+    header = loaded.values[0] if loaded.values else {}
     parent = header.get("parentSession")
     parent = parent if isinstance(parent, str) and parent else None
     trash_folder = Path(trash) if trash is not None else trash_dir()

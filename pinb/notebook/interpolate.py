@@ -13,7 +13,10 @@ _MAX_CHARS = 4000
 
 
 def compact_repr(value: Any, max_chars: int = _MAX_CHARS) -> str:
-    """A prompt-friendly text for a value; DataFrames as a small table with their shape."""
+    """A prompt-friendly text for a value; DataFrames as a small table with their shape.
+
+    A text longer than ``max_chars`` ends in a marker saying how much was shown.
+    """
     kind = type(value)
     if kind.__module__.startswith("pandas") and kind.__name__ in ("DataFrame", "Series"):
         shape = "×".join(str(n) for n in value.shape)
@@ -24,16 +27,19 @@ def compact_repr(value: Any, max_chars: int = _MAX_CHARS) -> str:
     else:
         text = repr(value)
     if len(text) > max_chars:
-        text = text[: max_chars - 1] + "…"
+        # Say so where the cut is: a silently shortened value reads as the whole of it.
+        marker = f" … [cut: {max_chars:,} of {len(text):,} characters shown]"
+        text = text[: max(0, max_chars - len(marker))] + marker
     return text
 
 
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
+def interpolate(text: str, namespace: Mapping[str, Any], *, max_chars: int = _MAX_CHARS) -> str:
     """Replace ``{name}`` and ``{name.attr}`` with values from ``namespace``.
 
     Unknown names are left as they are (code in prompts often has braces); ``{{`` and
     ``}}`` give literal braces. Only names and attribute access are resolved — nothing
-    is evaluated.
+    is evaluated. A value longer than ``max_chars`` is cut, with a marker that says so
+    (``%config PiMagics.interpolate_limit`` sets the limit for ``%%pi``).
     """
 
     def replace(match: re.Match[str]) -> str:
@@ -48,6 +54,6 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
             if attribute.startswith("_") or not hasattr(value, attribute):
                 return token
             value = getattr(value, attribute)
-        return compact_repr(value)
+        return compact_repr(value, max_chars)
 
     return _FIELD.sub(replace, text)

@@ -12,16 +12,23 @@ from ..agent.events import (
     AgentEvent,
     CompactionDone,
     ModelEvent,
+    Notice,
+    RetryScheduled,
     ToolEnd,
     ToolStart,
     TurnStart,
 )
+from ..core.accounting import ContextUsage
+from ..errors import PinbError
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..render.html import escape, markdown_to_html, mimebundle, wrap
 
-__all__ = ["AssistantReply", "LiveRun", "RunTranscript"]
+__all__ = ["AssistantReply", "LiveRun", "RunFailedError", "RunTranscript", "retry_line"]
 
 _RESULT_PREVIEW = 3000
+#: While a reply streams, a longer text shows only its end (the whole of it afterwards):
+#: rendering a 10 MB reply on every update would make the display fall behind.
+STREAM_PREVIEW = 20_000
 
 _CSS = """
 .pinb-run .pinb-turn{margin:.2em 0}
@@ -34,11 +41,39 @@ _CSS = """
 """
 
 
+class _Text:
+    """Streamed text kept as pieces: ``str +=`` on an attribute copies the whole reply on
+    every delta, which made a 10 MB reply quadratic."""
+
+    __slots__ = ("_joined", "_parts", "chars")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._joined = ""
+        self.chars = 0
+
+    def add(self, piece: str) -> None:
+        self._parts.append(piece)
+        self.chars += len(piece)
+
+    def value(self) -> str:
+        if self._parts:
+            self._joined = "".join([self._joined, *self._parts])
+            self._parts.clear()
+        return self._joined
+
+    def tail(self, size: int) -> str:
+        return self.value()[-size:]
+
+    def __bool__(self) -> bool:
+        return self.chars > 0
+
+
 @dataclass
 class _Tool:
     call_id: str
     name: str
-    arguments_text: str = ""
+    arguments_text: _Text = field(default_factory=_Text)
     arguments: dict[str, Any] | None = None
     result: str | None = None
     is_error: bool = False
@@ -47,10 +82,17 @@ class _Tool:
 
 @dataclass
 class _Turn:
-    thinking: str = ""
-    text: str = ""
+    thinking: _Text = field(default_factory=_Text)
+    text: _Text = field(default_factory=_Text)
     tools: list[_Tool] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Rendered Markdown of ``text`` and the length it was rendered at.
+    html_cache: tuple[int, str] = (-1, "")
+
+    def text_html(self) -> str:
+        if self.html_cache[0] != self.text.chars:
+            self.html_cache = (self.text.chars, markdown_to_html(self.text.value()))
+        return self.html_cache[1]
 
 
 def _result_text(content: list[dict[str, Any]]) -> str:
@@ -76,6 +118,8 @@ class RunTranscript:
         self.notes: list[str] = []
         self.end: AgentEnd | None = None
         self.hide_final_text = False
+        #: True until the run ends: long texts render as a preview of their end.
+        self.streaming = True
 
     def _turn(self) -> _Turn:
         if not self.turns:
@@ -98,19 +142,25 @@ class RunTranscript:
         elif isinstance(event, ModelEvent):
             inner = event.event
             if isinstance(inner, TextDelta):
-                self._turn().text += inner.text
+                self._turn().text.add(inner.text)
             elif isinstance(inner, ThinkingDelta):
-                self._turn().thinking += inner.thinking
+                self._turn().thinking.add(inner.thinking)
             elif isinstance(inner, ToolCallStart):
                 self._tool(inner.id, inner.name)
             elif isinstance(inner, ToolCallDelta):
-                self._tool(inner.id).arguments_text += inner.delta
+                self._tool(inner.id).arguments_text.add(inner.delta)
             elif isinstance(inner, ToolCallEnd):
                 self._tool(inner.id, inner.name).arguments = inner.arguments
             elif isinstance(inner, Retry):
                 self._turn().notes.append(
-                    f"retrying in {inner.delay:g} s (attempt {inner.attempt} of {inner.max_retries}): {inner.error}"
+                    retry_line(inner.delay, inner.attempt, inner.max_retries, inner.error)
                 )
+        elif isinstance(event, RetryScheduled):
+            self._turn().notes.append(
+                retry_line(event.delay, event.attempt, event.max_retries, event.error)
+            )
+        elif isinstance(event, Notice):
+            self.notes.append(event.text)
         elif isinstance(event, ToolStart):
             tool = self._tool(event.call_id, event.name)
             tool.arguments = event.arguments
@@ -128,24 +178,35 @@ class RunTranscript:
             )
         elif isinstance(event, AgentEnd):
             self.end = event
+            self.streaming = False
 
     # -- rendering ------------------------------------------------------------------------
 
     def _final_turn_index(self) -> int:
         return len(self.turns) - 1 if self.hide_final_text and self.turns else -1
 
+    def _preview(self, text: _Text, index: int) -> str | None:
+        """The end of a long text of the turn still streaming, or None to show it whole."""
+        if self.streaming and index == len(self.turns) - 1 and text.chars > STREAM_PREVIEW:
+            return text.tail(STREAM_PREVIEW)
+        return None
+
     def text(self) -> str:
         lines: list[str] = []
         for i, turn in enumerate(self.turns):
             if turn.thinking:
-                lines.append(f"(thinking: {len(turn.thinking)} chars)")
+                lines.append(f"(thinking: {turn.thinking.chars} chars)")
             if turn.text and i != self._final_turn_index():
-                lines.append(turn.text)
+                tail = self._preview(turn.text, i)
+                if tail is None:
+                    lines.append(turn.text.value())
+                else:
+                    lines.append(f"… ({turn.text.chars:,} characters so far)\n{tail}")
             for tool in turn.tools:
                 args = (
                     json.dumps(tool.arguments, ensure_ascii=False)
                     if tool.arguments is not None
-                    else tool.arguments_text
+                    else tool.arguments_text.tail(_RESULT_PREVIEW)
                 )
                 lines.append(f"→ {tool.name}({args})")
                 if tool.result is not None:
@@ -160,17 +221,25 @@ class RunTranscript:
         for i, turn in enumerate(self.turns):
             body: list[str] = []
             if turn.thinking:
+                thought = self._preview(turn.thinking, i) or turn.thinking.value()
                 body.append(
-                    f"<details class='pinb-thinking'><summary>thinking ({len(turn.thinking)} chars)</summary>"
-                    f"<pre>{escape(turn.thinking)}</pre></details>"
+                    f"<details class='pinb-thinking'><summary>thinking ({turn.thinking.chars:,} chars)"
+                    f"</summary><pre>{escape(thought)}</pre></details>"
                 )
             if turn.text and i != self._final_turn_index():
-                body.append(markdown_to_html(turn.text))
+                tail = self._preview(turn.text, i)
+                if tail is None:
+                    body.append(turn.text_html())
+                else:
+                    body.append(
+                        f"<div class='pinb-note'>… the last {STREAM_PREVIEW:,} of "
+                        f"{turn.text.chars:,} characters so far</div><pre>{escape(tail)}</pre>"
+                    )
             for tool in turn.tools:
                 args = (
                     json.dumps(tool.arguments, ensure_ascii=False, indent=1)
                     if tool.arguments is not None
-                    else tool.arguments_text
+                    else tool.arguments_text.tail(_RESULT_PREVIEW)
                 )
                 state = " (running…)" if tool.running else (" — error" if tool.is_error else "")
                 css = "pinb-tool pinb-error" if tool.is_error else "pinb-tool"
@@ -201,26 +270,64 @@ class LiveRun:
         self._display = display
         self._handle: Any = None
         self._interval = interval
-        self._last = 0.0
+        self._next = 0.0
+        #: Updates shown, and the seconds spent showing them (for measurements).
+        self.updates = 0
+        self.render_seconds = 0.0
 
     def add(self, event: AgentEvent) -> None:
         self.transcript.add(event)
         now = time.monotonic()
-        if now - self._last >= self._interval:
+        # A retry's wait or a tool's run may last seconds with no event after it: such
+        # news is shown at once, not at the next (throttled) update.
+        urgent = isinstance(event, RetryScheduled | Notice | CompactionDone | ToolStart | ToolEnd)
+        if now >= self._next or urgent:
             self._show()
-            self._last = now
+            spent = time.monotonic() - now
+            # An update that took long waits proportionally longer for the next one, so
+            # showing the run never takes more than a fifth of its time, however large.
+            self._next = now + max(self._interval, 4 * spent)
 
     def _show(self) -> None:
+        started = time.monotonic()
         if self._handle is None:
             self._handle = self._display(self.transcript, display_id=True)
         else:
             self._handle.update(self.transcript)
+        self.updates += 1
+        self.render_seconds += time.monotonic() - started
 
     def finish(self) -> None:
         """Show the process (thinking, tools, notices); the final answer is the cell's value."""
         self.transcript.hide_final_text = True
+        self.transcript.streaming = False
         if self._handle is not None or self.transcript.text():
             self._show()
+
+
+def retry_line(delay: float, attempt: int, max_retries: int, error: str) -> str:
+    """The one line a retry shows, in the live display and in a terminal alike."""
+    first = error.strip().splitlines()[0] if error.strip() else "failed"
+    return f"retrying in {delay:g} s (retry {attempt} of {max_retries}): {first}"
+
+
+class RunFailedError(PinbError):
+    """A ``%%pi`` run that ended in an error, raised so the cell (and a script) fails.
+
+    The failed reply is saved in the session, and the next cell continues from there.
+
+    Attributes
+    ----------
+    end:
+        The run's :class:`~pinb.agent.events.AgentEnd`.
+    session_path:
+        The session file the run was appended to.
+    """
+
+    def __init__(self, end: AgentEnd, session_path: Any = None) -> None:
+        self.end = end
+        self.session_path = session_path
+        super().__init__(end.error or "the model request failed")
 
 
 class AssistantReply:
@@ -234,12 +341,25 @@ class AssistantReply:
         The run's :class:`~pinb.agent.events.AgentEnd` (usage, stop reason, all replies).
     session_path:
         The session file the run was appended to.
+    printed:
+        The answer was already printed as it streamed (terminal and script mode): the
+        plain-text form is then the footer alone, not the answer a second time.
     """
 
-    def __init__(self, end: AgentEnd, session_path: Any = None) -> None:
+    def __init__(
+        self,
+        end: AgentEnd,
+        session_path: Any = None,
+        *,
+        printed: bool = False,
+        context: ContextUsage | None = None,
+    ) -> None:
         self.end = end
         self.message = end.final_message
         self.session_path = session_path
+        self.printed = printed
+        #: How full the context is after the run (the same account as ``%pi context``).
+        self.context = context
 
     @property
     def text(self) -> str:
@@ -253,12 +373,26 @@ class AssistantReply:
         return self.end.stop_reason
 
     def _footer(self) -> str:
+        """Two labelled figures: what this run was billed, and how full the context is.
+
+        They measure different things: a run of several requests sends the context each
+        time, so its billed input can be many times the context's size.
+        """
         usage = self.end.usage
-        parts = [f"in {int(usage['input']):,}", f"out {int(usage['output']):,}"]
+        mark = "~" if self.end.usage_estimated else ""
+        requests = len(self.end.messages)
+        billed = [f"input {mark}{int(usage['input']):,}", f"output {mark}{int(usage['output']):,}"]
         if usage["cacheRead"] or usage["cacheWrite"]:
-            parts.append(f"cache {int(usage['cacheRead']):,}/{int(usage['cacheWrite']):,}")
-        parts.append(f"${usage['cost']:.4f}")
-        footer = "tokens " + " · ".join(parts)
+            billed.append(
+                f"cache read {int(usage['cacheRead']):,} / write {int(usage['cacheWrite']):,}"
+            )
+        billed.append(f"${usage['cost']:.4f}")
+        plural = "request" if requests == 1 else "requests"
+        footer = f"this run ({requests} {plural}): " + " · ".join(billed)
+        if self.end.usage_estimated:
+            footer += " (estimated: the server reported no usage)"
+        if self.context is not None:
+            footer += f"\ncontext now: {self.context.describe()}"
         if self.end.stop_reason not in ("stop", "toolUse"):
             footer = (
                 f"[{self.end.stop_reason}{': ' + self.end.error if self.end.error else ''}] "
@@ -270,10 +404,12 @@ class AssistantReply:
         return f"AssistantReply(stop_reason={self.stop_reason!r}, text={self.text[:60]!r})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        plain = f"{self.text}\n\n{self._footer()}".strip()
+        plain = self._footer() if self.printed else f"{self.text}\n\n{self._footer()}".strip()
         html = wrap(
             markdown_to_html(self.text)
-            + f"<div class='pinb-note' style='color:#777;font-size:90%'>{escape(self._footer())}</div>",
+            + "<div class='pinb-note' style='color:#777;font-size:90%'>"
+            + "<br>".join(escape(line) for line in self._footer().splitlines())
+            + "</div>",
             "pinb-reply",
         )
         return mimebundle(plain, html=html, include=include, exclude=exclude)

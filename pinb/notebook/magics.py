@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import os
 import shlex
@@ -16,9 +17,10 @@ from typing import Any, NoReturn
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, Int, List, Unicode
 
 from ..agent import Agent, AgentConfig, AgentEnd
+from ..agent.recovery import load_retry_policy
 from ..agent.tools import all_tools
 from ..core import (
     CompactionSettings,
@@ -29,20 +31,22 @@ from ..core import (
     load_compaction_settings,
     navigate,
 )
+from ..core.accounting import ContextUsage, context_usage
 from ..core.forks import clone_session, fork_session
 from ..core.listing import list_all_sessions, list_sessions
 from ..errors import EntryNotFoundError, PinbError, UsageError
 from ..llm import THINKING_LEVELS, ChatModel
 from ..testing.demo import OfflineDemoModel
 from .interpolate import interpolate
-from .live import AssistantReply, LiveRun
+from .live import AssistantReply, LiveRun, RunFailedError
 from .models import choose_model
 from .python_tool import PythonTool
+from .terminal import TerminalRun
 
 __all__ = ["PiMagics"]
 
 COMMANDS_HELP = """\
-%%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate]   the cell is the prompt
+%%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate] [--tool-choice C]   the cell is the prompt
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
 %pi resume                       the most recent session of this folder (as `pi --resume`)
@@ -56,7 +60,7 @@ COMMANDS_HELP = """\
 %pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
-%pi model [provider/model]       show or choose the model ("offline": scripted demo)
+%pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
 %pi export html|md|ipynb PATH    export the current branch
@@ -95,6 +99,24 @@ class PiMagics(Magics):
         config=True
     )
     auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+    context_window = Int(
+        0,
+        help="the model's context window in tokens, for runs, views and compaction; "
+        "0: the model's own (the registry's, or what a local server reports)",
+    ).tag(config=True)
+    tool_choice = Unicode(
+        "",
+        help="auto, required, none or a tool name, sent with each prompt's first request "
+        "(small local models call tools only when asked); empty: the server decides",
+    ).tag(config=True)
+    interpolate_limit = Int(
+        4000, help="characters of one {var} value pasted into a prompt (longer ones are cut)"
+    ).tag(config=True)
+    renderer = Unicode(
+        "auto",
+        help="how a run is shown: jupyter (one updating display), terminal (printed "
+        "increments, the answer included), or auto (jupyter inside a kernel)",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -102,6 +124,8 @@ class PiMagics(Magics):
         self._model: ChatModel | None = None
         self._model_spec: str | None = None
         self._observe = False
+        #: Server URLs chosen with ``%pi model --base-url``, by provider.
+        self.base_urls: dict[str, str] = {}
 
     # -- state ----------------------------------------------------------------------------
 
@@ -124,8 +148,14 @@ class PiMagics(Magics):
         """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used."""
         wanted = spec or self.model or self._model_spec
         if self._model is None or wanted != self._model_spec:
-            self._model = choose_model(wanted)
+            self._model = choose_model(wanted, base_urls=self.base_urls)
             self._model_spec = wanted
+        info = self._model.info
+        if self.context_window and info.context_window != self.context_window:
+            with contextlib.suppress(AttributeError):  # a model with read-only info
+                self._model.info = dataclasses.replace(
+                    info, context_window=self.context_window, window_source="setting"
+                )
         return self._model
 
     def _settings(self) -> CompactionSettings:
@@ -135,6 +165,45 @@ class PiMagics(Magics):
 
             settings = replace(settings, enabled=False)
         return settings
+
+    def _window(self, session: Session, model: ChatModel | None = None) -> tuple[int | None, str]:
+        """The context window every view and run uses, and where it came from.
+
+        ``%config PiMagics.context_window``, else the model in use (the registry's entry
+        or what its server reported), else the registry's entry for the model the session
+        recorded; unknown otherwise (no view assumes one).
+        """
+        if self.context_window:
+            return self.context_window, "setting"
+        model = model or self._model
+        if model is not None:
+            return model.info.context_window, model.info.window_origin
+        from ..llm.registry import window_of
+
+        return window_of(session.current_context().model)
+
+    def _context_usage(self, session: Session, model: ChatModel | None = None) -> ContextUsage:
+        """The context's size by Pi's measure, with the window and threshold in force."""
+        window, source = self._window(session, model)
+        settings = self._settings()
+        if model is not None or self._model is not None:
+            info = (model or self._model).info  # type: ignore[union-attr]
+            settings = settings.for_model(info.provider, info.id)
+        return context_usage(
+            session.build_context(), window=window, window_source=source, settings=settings
+        )
+
+    def _fitted(self, model: ChatModel | None) -> CompactionSettings:
+        """The settings a model's runs use: its override, fitted to its window.
+
+        Every path (the threshold, ``%pi context``, manual and offline compaction) uses
+        these, so a 4,096-token local model never sees Pi's 16k reserve.
+        """
+        settings = self._settings()
+        if model is None:
+            return settings
+        info = model.info
+        return settings.for_model(info.provider, info.id).fit_window(info.context_window)
 
     def _summarizer(
         self, model: ChatModel, settings: CompactionSettings, offline: bool = False
@@ -184,6 +253,7 @@ class PiMagics(Magics):
         parser.add_argument("--session")
         parser.add_argument("--no-tools", action="store_true")
         parser.add_argument("--no-interpolate", action="store_true")
+        parser.add_argument("--tool-choice")
         args = parser.parse_args(shlex.split(line))
         if args.session:
             self.session = Session.open(Path(args.session).expanduser())
@@ -191,14 +261,37 @@ class PiMagics(Magics):
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
         if self.interpolate and not args.no_interpolate:
-            prompt = interpolate(prompt, self.shell.user_ns if self.shell else {})
+            prompt = interpolate(
+                prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
+            )
         model = self.current_model(args.model)
-        return self.run_prompt(prompt, model, tools=[] if args.no_tools else self._tool_objects())
+        return self.run_prompt(
+            prompt,
+            model,
+            tools=[] if args.no_tools else self._tool_objects(),
+            tool_choice=args.tool_choice,
+        )
+
+    def _terminal(self) -> bool:
+        if self.renderer in ("terminal", "jupyter"):
+            return self.renderer == "terminal"
+        # Inside a Jupyter kernel the shell has a kernel; IPython in a terminal and
+        # `ipython script.ipy` have none and cannot update what they printed.
+        return getattr(self.shell, "kernel", None) is None and type(self.shell).__name__ != (
+            "InteractiveShell"
+        )
 
     def run_prompt(
-        self, prompt: str, model: ChatModel, *, tools: list[Any]
+        self, prompt: str, model: ChatModel, *, tools: list[Any], tool_choice: str | None = None
     ) -> AssistantReply | None:
-        """Run the agent and stream it into the cell; the reply is the cell's value."""
+        """Run the agent and stream it into the cell; the reply is the cell's value.
+
+        Raises
+        ------
+        RunFailedError
+            The run ended in an error (after its retries): said once, in one line, and
+            raised so that a script stops with a non-zero exit status.
+        """
         session = self.current_session()
         settings = self._settings()
         append = None
@@ -206,18 +299,24 @@ class PiMagics(Magics):
 
         if default_db_path().exists():  # injection is switched on per project in the store
             append = memory_prompt_section(project=None, query=prompt)
+        cwd = self._session_cwd(session)
         agent = Agent(
             session,
             model,
             tools,
             config=AgentConfig(
-                thinking_level=self.thinking, compaction=settings, append_system_prompt=append
+                thinking_level=self.thinking,
+                compaction=settings,
+                append_system_prompt=append,
+                retry=load_retry_policy(cwd),
+                tool_choice=tool_choice or self.tool_choice or None,
             ),
-            summarizer=self._summarizer(model, settings),
-            cwd=self._session_cwd(session),
+            summarizer=self._summarizer(model, self._fitted(model)),
+            cwd=cwd,
             observer=self._observer(model, settings) if self._observe else None,
         )
-        live = LiveRun(display)
+        terminal = self._terminal()
+        live: LiveRun | TerminalRun = TerminalRun() if terminal else LiveRun(display)
         end: AgentEnd | None = None
         try:
             with contextlib.closing(agent.run(prompt)) as events:
@@ -233,7 +332,11 @@ class PiMagics(Magics):
             return None
         live.finish()
         assert end is not None
-        return AssistantReply(end, session.path)
+        if end.stop_reason == "error":
+            raise RunFailedError(end, session.path)
+        return AssistantReply(
+            end, session.path, printed=terminal, context=self._context_usage(session, model)
+        )
 
     # -- %pi ------------------------------------------------------------------------------
 
@@ -325,14 +428,15 @@ class PiMagics(Magics):
         opts = parser.parse_args(args)
         session = self.current_session()
         window = self._model.info.context_window if self._model is not None else None
+        settings = self._fitted(self._model)
         if opts.leaf:
             return ContextPathView(
                 session,
                 self._entry_id(session, opts.leaf),
                 context_window=window,
-                settings=self._settings(),
+                settings=settings,
             )
-        return ContextPathView(session, context_window=window, settings=self._settings())
+        return ContextPathView(session, context_window=window, settings=settings)
 
     def _cmd_tokens(self, args: list[str]) -> Any:
         from ..views import ContextBreakdown
@@ -344,12 +448,10 @@ class PiMagics(Magics):
 
         offline = "--offline" in args
         instructions = " ".join(a for a in args if a != "--offline") or None
-        settings = self._settings()
         model = self.current_model() if not offline else None
-        if model is not None:
-            settings = settings.for_model(model.info.provider, model.info.id).fit_window(
-                model.info.context_window
-            )
+        # Offline compaction writes no request, but plans for the window of the model in
+        # use all the same (else a small window keeps everything: "nothing to compact").
+        settings = self._fitted(model if model is not None else self._model)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         report = compact(self.current_session(), summarizer, instructions, settings)
         return CompactionView(report, self.current_session())
@@ -411,13 +513,25 @@ class PiMagics(Magics):
         self.current_session().set_name(" ".join(args))
 
     def _cmd_model(self, args: list[str]) -> None:
-        if args:
-            self._model = choose_model(args[0])
-            self.model = self._model_spec = args[0]
+        parser = _parser("%pi model")
+        parser.add_argument("spec", nargs="?")
+        parser.add_argument("--base-url")
+        opts = parser.parse_args(args)
+        spec = opts.spec or self._model_spec or self.model or None
+        if opts.base_url:
+            provider = (spec or "").partition("/")[0]
+            if not spec or not provider:
+                raise UsageError("usage: %pi model provider/model --base-url URL")
+            self.base_urls[provider] = opts.base_url
+        if opts.spec or opts.base_url:
+            self._model = choose_model(spec, base_urls=self.base_urls)
+            self.model = self._model_spec = spec or ""
         model = self.current_model()
         info = model.info
+        where = getattr(model, "base_url", None)
         print(
-            f"{info.provider}/{info.id} · window {info.context_window:,} · max out {info.max_tokens:,}"
+            f"{info.provider}/{info.id} · window {info.context_window:,} · max out "
+            f"{info.max_tokens:,}" + (f" · {where}" if where else "")
         )
 
     def _cmd_thinking(self, args: list[str]) -> None:

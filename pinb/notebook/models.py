@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -10,6 +11,9 @@ import httpx
 from ..errors import PinbError
 from ..llm import ChatModel, get_model
 from ..llm.credentials import ENV_API_KEYS, find_api_key
+from ..llm.discover import clean_model_id
+from ..llm.registry import default_registry
+from ..llm.resolve import provider_base_url
 
 __all__ = ["DEFAULT_MODELS", "LOCAL_SERVERS", "NoModelConfiguredError", "choose_model"]
 
@@ -24,12 +28,9 @@ DEFAULT_MODELS = {
     "mistral": "mistral-large-latest",
     "cerebras": "llama-3.3-70b",
 }
-#: OpenAI-compatible servers people run on their own machine: (provider, models URL).
-LOCAL_SERVERS = (
-    ("ollama", "http://127.0.0.1:11434/v1/models"),
-    ("lmstudio", "http://127.0.0.1:1234/v1/models"),
-    ("llamacpp", "http://127.0.0.1:8080/v1/models"),
-)
+#: OpenAI-compatible servers people run on their own machine, probed in this order at
+#: their configured address (``<PROVIDER>_BASE_URL``, ``OLLAMA_HOST``, models.json).
+LOCAL_SERVERS = ("ollama", "lmstudio", "llamacpp", "vllm")
 
 
 class NoModelConfiguredError(PinbError):
@@ -38,16 +39,19 @@ class NoModelConfiguredError(PinbError):
     def __init__(self) -> None:
         super().__init__(
             "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's "
-            "key), start a local OpenAI-compatible server (Ollama, LM Studio, llama.cpp), and pick "
-            "one with `%pi model provider/model-id` — or try `%%pi --model offline` for the "
-            "labelled scripted demo"
+            "key), or start a local OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM; "
+            "LLAMACPP_BASE_URL / OLLAMA_BASE_URL say where it runs), and pick one with "
+            "`%pi model provider/model-id` — or try `%%pi --model offline` for the labelled "
+            "scripted demo"
         )
 
 
-def _local_model(timeout: float) -> tuple[str, str] | None:
-    for provider, url in LOCAL_SERVERS:
+def _local_model(timeout: float, base_urls: Mapping[str, str]) -> tuple[str, str] | None:
+    registry = default_registry()
+    for provider in LOCAL_SERVERS:
+        url = provider_base_url(registry.provider(provider), os.environ, base_urls.get(provider))
         try:
-            response = httpx.get(url, timeout=timeout)
+            response = httpx.get(f"{url}/models", timeout=timeout)
             data = response.json()
         except (httpx.HTTPError, ValueError):
             continue
@@ -58,15 +62,23 @@ def _local_model(timeout: float) -> tuple[str, str] | None:
             and isinstance(models[0], dict)
             and models[0].get("id")
         ):
-            return provider, str(models[0]["id"])
+            return provider, clean_model_id(str(models[0]["id"]))
     return None
 
 
-def choose_model(spec: str | None, *, probe_timeout: float = 0.3, **options: Any) -> ChatModel:
+def choose_model(
+    spec: str | None,
+    *,
+    probe_timeout: float = 0.3,
+    base_urls: Mapping[str, str] | None = None,
+    **options: Any,
+) -> ChatModel:
     """The model for ``spec`` (``provider/model``, or ``offline`` for the scripted demo).
 
     Without a spec: the first provider with a key (environment or Pi's ``auth.json``),
-    then the first local OpenAI-compatible server that answers on 127.0.0.1.
+    then the first local OpenAI-compatible server that answers (Ollama, LM Studio,
+    llama.cpp, vLLM, each at its configured address). ``base_urls`` maps provider names
+    to server URLs chosen in the notebook (``%pi model --base-url``).
 
     Raises
     ------
@@ -79,12 +91,20 @@ def choose_model(spec: str | None, *, probe_timeout: float = 0.3, **options: Any
         from ..testing.demo import OfflineDemoModel
 
         return OfflineDemoModel()
+    urls = dict(base_urls or {})
+
+    def model(provider_spec: str) -> ChatModel:
+        provider = provider_spec.partition("/")[0]
+        if provider in urls and "base_url" not in options:
+            return get_model(provider_spec, base_url=urls[provider], **options)
+        return get_model(provider_spec, **options)
+
     if spec:
-        return get_model(spec, **options)
+        return model(spec)
     for provider, env_vars in ENV_API_KEYS.items():
         if find_api_key(provider, env_vars=env_vars, env=os.environ) is not None:
-            return get_model(f"{provider}/{DEFAULT_MODELS[provider]}", **options)
-    local = _local_model(probe_timeout)
+            return model(f"{provider}/{DEFAULT_MODELS[provider]}")
+    local = _local_model(probe_timeout, urls)
     if local is not None:
-        return get_model(f"{local[0]}/{local[1]}", **options)
+        return model(f"{local[0]}/{local[1]}")
     raise NoModelConfiguredError()

@@ -251,9 +251,7 @@ def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[
     Returns a dict keyed by leaf key plus ``"@file"``, in the expected-file shape.
     """
     pi = Pi.resolve(query.get("target") or Pi.V0_58)
-    session = Session.open(
-        Path(session_path), pi=pi, id_generator=positional_ids(), strict=False
-    )
+    session = Session.open(Path(session_path), pi=pi, id_generator=positional_ids(), strict=False)
     if session.loaded is not None and session.loaded.refused:
         return _refused(query)
     result: dict[str, Any] = {}

@@ -113,7 +113,9 @@ class _Tree:
                 arguments = {"path": rng.choice(_PATHS)} if name != "bash" else {"command": "ls"}
                 call_id = f"call_{rng.getrandbits(24):06x}"
                 self.calls.append((call_id, name))
-                blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
+                blocks.append(
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+                )
             message = {
                 "role": role,
                 "content": blocks,
@@ -155,14 +157,26 @@ class _Tree:
                 "display": True,
             }
         else:
-            message = {"role": "system", "content": rng.choice(("", "Base prompt.", [{"type": "text", "text": "Rule."}]))}
+            message = {
+                "role": "system",
+                "content": rng.choice(("", "Base prompt.", [{"type": "text", "text": "Rule."}])),
+            }
             if rng.random() < 0.6:
-                message["sections"] = {rng.choice(("cwd", "skills", "tools")): rng.choice(("/p", None, "text"))}
+                message["sections"] = {
+                    rng.choice(("cwd", "skills", "tools")): rng.choice(("/p", None, "text"))
+                }
             if rng.random() < 0.4:
-                message["toolsAdded"] = [{"name": rng.choice(_TOOLS), "description": "d", "parameters": {}}]
+                message["toolsAdded"] = [
+                    {"name": rng.choice(_TOOLS), "description": "d", "parameters": {}}
+                ]
             if rng.random() < 0.2:
                 message["toolsRemoved"] = [{"name": rng.choice(_TOOLS)}]
-        if self.newer and self.odd and role in ("user", "assistant", "toolResult") and rng.random() < 0.05:
+        if (
+            self.newer
+            and self.odd
+            and role in ("user", "assistant", "toolResult")
+            and rng.random() < 0.05
+        ):
             message.pop("content")
         message["timestamp"] = stamp
         return message
@@ -188,30 +202,59 @@ class _Tree:
         # A repeated id under a parent would often close a loop Pi walks forever; as a root
         # it only re-points the id (the later line wins), which is the case worth testing.
         parent = None if entry_id in self.ids else self.parent()
-        base: dict[str, Any] = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": self.stamp()}
+        base: dict[str, Any] = {
+            "type": kind,
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": self.stamp(),
+        }
         if kind == "message":
             message = self.message()
             base["message"] = message
             self.messages.append((entry_id, message["role"]))
         elif kind == "compaction":
             kept = rng.choice(self.ids) if self.ids and rng.random() < 0.85 else entry_id
-            base.update(summary=rng.choice(_TEXTS) or "S", firstKeptEntryId=kept, tokensBefore=rng.randint(0, 9000))
+            base.update(
+                summary=rng.choice(_TEXTS) or "S",
+                firstKeptEntryId=kept,
+                tokensBefore=rng.randint(0, 9000),
+            )
             if rng.random() < 0.5:
-                base["details"] = {"readFiles": [rng.choice(_PATHS)], "modifiedFiles": [rng.choice(_PATHS)]}
+                base["details"] = {
+                    "readFiles": [rng.choice(_PATHS)],
+                    "modifiedFiles": [rng.choice(_PATHS)],
+                }
             if rng.random() < 0.2:
                 base["fromHook"] = True
             if self.newer and rng.random() < 0.4:
-                base["systemMessage"] = {"role": "system", "content": "Checkpoint prompt.", "timestamp": self.ms()}
+                base["systemMessage"] = {
+                    "role": "system",
+                    "content": "Checkpoint prompt.",
+                    "timestamp": self.ms(),
+                }
         elif kind == "branch_summary":
-            base.update(fromId=rng.choice(self.ids) if self.ids else "root", summary=rng.choice(_TEXTS))
+            base.update(
+                fromId=rng.choice(self.ids) if self.ids else "root", summary=rng.choice(_TEXTS)
+            )
             if rng.random() < 0.4:
                 base["details"] = {"readFiles": [rng.choice(_PATHS)], "modifiedFiles": []}
         elif kind == "custom_message":
-            base = {"type": kind, "customType": "note", "content": self.content(images=True), "display": rng.random() < 0.7, **{k: v for k, v in base.items() if k != "type"}}
+            base = {
+                "type": kind,
+                "customType": "note",
+                "content": self.content(images=True),
+                "display": rng.random() < 0.7,
+                **{k: v for k, v in base.items() if k != "type"},
+            }
             if self.newer and self.odd and rng.random() < 0.1:
                 base.pop("content")
         elif kind == "custom":
-            base = {"type": kind, "customType": "state", "data": {"n": rng.randint(0, 9)}, **{k: v for k, v in base.items() if k != "type"}}
+            base = {
+                "type": kind,
+                "customType": "state",
+                "data": {"n": rng.randint(0, 9)},
+                **{k: v for k, v in base.items() if k != "type"},
+            }
         elif kind == "label":
             base.update(targetId=rng.choice(self.ids) if self.ids else "none")
             if rng.random() < 0.7:
@@ -227,10 +270,17 @@ class _Tree:
             target = rng.choice(targets if rng.random() < 0.85 else self.ids or targets)
             replacement: Any = None
             if rng.random() < 0.6:
-                replacement = {"content": rng.choice(("[edited]", [{"type": "text", "text": "edited block"}]))}
+                replacement = {
+                    "content": rng.choice(("[edited]", [{"type": "text", "text": "edited block"}]))
+                }
             base.update(targetId=target, replacement=replacement)
         elif kind == "usage":
-            base.update(kind="cache_warm", provider="anthropic", model="claude-sonnet-4-5", usage=self.usage())
+            base.update(
+                kind="cache_warm",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=self.usage(),
+            )
         elif kind == "leaf":
             base["targetId"] = rng.choice(self.ids) if self.ids else None
         elif kind == "active_tools_change":
@@ -263,7 +313,13 @@ def random_session_bytes(
     """
     rng = random.Random(seed)
     tree = _Tree(rng, newer=newer, odd=odd)
-    header: dict[str, Any] = {"type": "session", "version": version, "id": f"fuzz-{seed}", "timestamp": "2025-03-01T10:00:00.000Z", "cwd": "/home/dev/proj"}
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": version,
+        "id": f"fuzz-{seed}",
+        "timestamp": "2025-03-01T10:00:00.000Z",
+        "cwd": "/home/dev/proj",
+    }
     if version == 1:
         del header["version"]
     for _ in range(size):

@@ -38,6 +38,9 @@ from .llm_wire import (
     _openai_events,
     _openai_json,
     _stream_error,
+    first_argument_event,
+    null_content_error,
+    prompt_tokens,
 )
 
 __all__ = ["LLMServer", "RecordedRequest", "ServerReply", "ToolCallScript"]
@@ -70,6 +73,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         return
 
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        owner._probe(self.path)
+        path = self.path.rstrip("/")
+        window = owner.context_window
+        if path == "/props" and owner.window_endpoint == "llamacpp" and window:
+            self._json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+        elif path == "/v1/models":
+            entry: dict[str, Any] = {"id": owner.model_id, "object": "model", "owned_by": "me"}
+            if owner.window_endpoint == "vllm" and window:
+                entry["max_model_len"] = window
+            self._json(200, {"object": "list", "data": [entry]})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
     def do_POST(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("content-length") or 0)
@@ -78,6 +96,19 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", "replace")
+        if self.path.rstrip("/") == "/api/show":
+            owner._probe(self.path)
+            if owner.window_endpoint == "ollama" and owner.context_window:
+                self._json(
+                    200,
+                    {
+                        "parameters": f"num_ctx {owner.context_window}\nstop <|im_end|>",
+                        "model_info": {"llama.context_length": 131072},
+                    },
+                )
+            else:
+                self._json(404, {"error": "not found"})
+            return
         if self.path.rstrip("/").endswith("/chat/completions"):
             wire = "openai"
         elif self.path.rstrip("/").endswith("/messages"):
@@ -86,6 +117,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
+        # The server's own checks come first and use no scripted reply, as a real
+        # server's would not depend on what the test planned to answer.
+        rejected = null_content_error(body) if owner.reject_null_content else None
+        if rejected is not None:
+            # llama-cpp-python's schema error comes back as a 500 (it is not transient)
+            self._json(500, {"error": {"message": rejected, "type": "internal_server_error"}})
+            return
+        if owner.context_window and wire == "openai":
+            tokens = prompt_tokens(body)
+            if tokens >= owner.context_window:
+                self._overflow(tokens, owner, streaming=bool(body.get("stream")))
+                return
         reply = owner._next()
         if reply is None:
             self._json(
@@ -126,6 +169,33 @@ class _Handler(BaseHTTPRequestHandler):
         except (_Dropped, ConnectionError, OSError):
             self.close_connection = True
 
+    def _overflow(self, tokens: int, owner: LLMServer, *, streaming: bool) -> None:
+        """Answer a prompt larger than the window the way ``owner.overflow_style`` says."""
+        window = owner.context_window
+        if owner.overflow_style == "status":
+            message = "the request exceeds the available context size, try increasing it"
+            self._json(400, self._error_body("openai", "invalid_request_error", message))
+            return
+        if owner.overflow_style == "drop" and not streaming:
+            # llama-cpp-python says what went wrong only to a request without streaming.
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {tokens} tokens. Please reduce the length of the messages or "
+                "completion."
+            )
+            self._json(400, self._error_body("openai", "invalid_request_error", message))
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        if owner.overflow_style == "sse_error":
+            text = f"Requested tokens ({tokens}) exceed context window of {window}"
+            payload = {"error": {"message": text, "type": "internal_server_error", "code": 500}}
+            self._chunk(f"data: {json.dumps(payload)}\n\n".encode())
+        # "drop": llama-cpp-python's stream of an oversized prompt ends with no event at all
+        self._chunk(b"")
+
     @staticmethod
     def _error_body(wire: str, etype: str, message: str) -> dict[str, Any]:
         if wire == "openai":
@@ -165,9 +235,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.flush()
+        cut = reply.disconnect_after
+        if reply.disconnect_in_tool_args:
+            first = first_argument_event(events)
+            cut = None if first is None else first + 1
         for sent, (name, data) in enumerate(events):
-            if reply.disconnect_after is not None and sent >= reply.disconnect_after:
+            if cut is not None and sent >= cut:
                 self._drop()
+            if reply.end_after is not None and sent >= reply.end_after:
+                break
             if reply.malformed_after is not None and sent >= reply.malformed_after:
                 self._chunk(b'data: {"choices": [{"delta": {"content": "oops"\n\n')
                 owner._stopping.wait(30)  # keep the connection open: the client must not wait
@@ -204,7 +280,31 @@ class LLMServer:
     Thread-safe; requests are served concurrently.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        context_window: int | None = None,
+        overflow_style: str = "status",
+        window_endpoint: str | None = None,
+        reject_null_content: bool = False,
+        model_id: str = "/models/loopback-135M.Q4_1.gguf",
+    ) -> None:
+        #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
+        self.context_window = context_window
+        #: How an overflow is answered: ``"status"`` (400 with llama.cpp's wording),
+        #: ``"sse_error"`` (an error event in a 200 stream) or ``"drop"`` (what
+        #: llama-cpp-python 0.3 does: a 200 stream that ends before any event, and a 400
+        #: naming the window to the same request without streaming).
+        self.overflow_style = overflow_style
+        #: Which server's window endpoint to offer: ``"llamacpp"`` (``/props``),
+        #: ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``) or ``None``.
+        self.window_endpoint = window_endpoint
+        #: Answer ``content: null`` in an assistant message with llama-cpp-python's 500.
+        self.reject_null_content = reject_null_content
+        #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
+        self.model_id = model_id
+        #: Paths of window probes and model listings received (GET and ``/api/show``).
+        self.probes: list[str] = []
         self._lock = threading.Lock()
         self._queue: deque[ServerReply] = deque()
         self.requests: list[RecordedRequest] = []
@@ -322,6 +422,10 @@ class LLMServer:
         """The most recent request."""
         with self._lock:
             return self.requests[-1]
+
+    def _probe(self, path: str) -> None:
+        with self._lock:
+            self.probes.append(path)
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:

@@ -47,7 +47,11 @@ class ServerReply:
     ``malformed_after`` sends a broken JSON chunk after that many events (and then
     keeps the connection open, so a client that waited for more would hang);
     ``stream_error`` sends an in-stream error event (Anthropic ``error`` / OpenAI
-    ``{"error": ...}``) after ``stream_error_after`` events.
+    ``{"error": ...}``) after ``stream_error_after`` events; ``end_after`` ends the body
+    cleanly after that many events (no finish chunk, no ``[DONE]``);
+    ``disconnect_in_tool_args`` drops the connection right after the first fragment of
+    the first tool call's arguments; ``no_usage`` sends no token counts even when asked
+    (llama.cpp ignores ``stream_options``).
     """
 
     text: str = ""
@@ -73,6 +77,9 @@ class ServerReply:
     stream_error: str | None = None
     stream_error_type: str = "overloaded_error"
     stream_error_after: int = 0
+    end_after: int | None = None
+    disconnect_in_tool_args: bool = False
+    no_usage: bool = False
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -152,7 +159,7 @@ def _openai_events(
             for piece in arg_pieces[i]:
                 yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     yield chunk({}, _OPENAI_STOP.get(_stop(reply), "stop"))
-    if include_usage:
+    if include_usage and not reply.no_usage:
         u = _usage(reply)
         prompt = u["input"] + u["cache_read"]
         usage = {
@@ -191,6 +198,12 @@ def _openai_json(reply: ServerReply, model: str) -> dict[str, Any]:
         ]
     u = _usage(reply)
     prompt = u["input"] + u["cache_read"]
+    usage: dict[str, Any] | None = {
+        "prompt_tokens": prompt,
+        "completion_tokens": u["output"],
+        "total_tokens": prompt + u["output"],
+        "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
+    }
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
@@ -202,12 +215,7 @@ def _openai_json(reply: ServerReply, model: str) -> dict[str, Any]:
                 "finish_reason": _OPENAI_STOP.get(_stop(reply), "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": u["output"],
-            "total_tokens": prompt + u["output"],
-            "prompt_tokens_details": {"cached_tokens": u["cache_read"]},
-        },
+        "usage": None if reply.no_usage else usage,
     }
 
 
@@ -325,3 +333,56 @@ def _anthropic_json(reply: ServerReply, model: str) -> dict[str, Any]:
             "cache_creation_input_tokens": u["cache_write"],
         },
     }
+
+
+def first_argument_event(events: Sequence[tuple[str | None, str]]) -> int | None:
+    """Index of the event carrying the first fragment of a tool call's arguments."""
+    for i, (_name, data) in enumerate(events):
+        if data == "[DONE]":
+            continue
+        obj = json.loads(data)
+        delta = obj.get("delta") if isinstance(obj, dict) else None
+        if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            return i
+        for choice in obj.get("choices") or () if isinstance(obj, dict) else ():
+            for call in (choice.get("delta") or {}).get("tool_calls") or ():
+                if (call.get("function") or {}).get("arguments"):
+                    return i
+    return None
+
+
+def prompt_tokens(body: Any) -> int:
+    """chars/4 of every text a request carries: what the loopback server counts as tokens."""
+    chars = 0
+
+    def walk(value: Any) -> None:
+        nonlocal chars
+        if isinstance(value, str):
+            chars += len(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if key not in ("role", "type", "id", "tool_call_id", "model"):
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    if isinstance(body, dict):
+        walk(body.get("system"))
+        walk(body.get("messages"))
+        walk(body.get("tools"))
+    return -(-chars // 4)
+
+
+def null_content_error(body: Any) -> str | None:
+    """llama-cpp-python's schema error for an assistant message with ``content: null``."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for i, message in enumerate(messages or ()):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            if "content" in message and message["content"] is None:
+                return (
+                    "1 validation error for ChatCompletionRequestAssistantMessage\n"
+                    f"messages.{i}.content\n  Input should be a valid string "
+                    "[type=string_type, input_value=None, input_type=NoneType]"
+                )
+    return None

@@ -70,6 +70,9 @@ class Reply:
         Seconds to wait before each event (to test cancel and UIs).
     thinking_signature:
         Kept on the thinking block, like a provider signature.
+    report_usage:
+        False plays a server that sends no token counts (llama.cpp): the message keeps
+        Pi's zero usage and `Done.usage_reported` is False.
     """
 
     text: str = ""
@@ -81,6 +84,7 @@ class Reply:
     delay: float = 0.0
     chunk_size: int = 8
     thinking_signature: str | None = None
+    report_usage: bool = True
 
 
 @dataclass
@@ -92,6 +96,7 @@ class ScriptedCall:
     tools: list[ToolSpec]
     max_tokens: int | None
     thinking_level: str
+    tool_choice: str | None = None
 
 
 ReplyLike = Reply | str | Callable[[ScriptedCall], "Reply | str"]
@@ -198,6 +203,7 @@ class ScriptedLLM(ChatModelBase):
         max_tokens: int | None = None,
         thinking_level: str = "off",
         cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Play the next queued reply as events; record the call first."""
         call = ScriptedCall(
@@ -206,6 +212,7 @@ class ScriptedLLM(ChatModelBase):
             tools=[ToolSpec.coerce(t) for t in tools or ()],
             max_tokens=max_tokens,
             thinking_level=thinking_level,
+            tool_choice=tool_choice,
         )
         self.calls.append(call)
         if not self._queue:
@@ -233,21 +240,26 @@ class ScriptedLLM(ChatModelBase):
             await asyncio.sleep(0)  # let other tasks (and cancellers) run, as real I/O would
         if message is None:
             usage = reply.usage or {}
-            builder.set_usage(
-                input_tokens=usage.get(
-                    "input", _estimate(call.messages) + _estimate(system_prompt or "")
-                ),
-                output_tokens=usage.get("output", _estimate(builder.content())),
-                cache_read=usage.get("cacheRead", 0),
-                cache_write=usage.get("cacheWrite", 0),
-            )
+            if reply.report_usage:
+                builder.set_usage(
+                    input_tokens=usage.get(
+                        "input", _estimate(call.messages) + _estimate(system_prompt or "")
+                    ),
+                    output_tokens=usage.get("output", _estimate(builder.content())),
+                    cache_read=usage.get("cacheRead", 0),
+                    cache_write=usage.get("cacheWrite", 0),
+                )
             if reply.error is not None:
                 message = builder.finish("error", reply.error)
             else:
                 stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
                 message = builder.finish(stop)
         yield Usage(message["usage"])
-        yield Done(message, is_context_overflow(message, self.info.context_window))
+        yield Done(
+            message,
+            is_context_overflow(message, self.info.context_window),
+            usage_reported=builder.usage_reported,
+        )
 
     @staticmethod
     def _content_events(reply: Reply, builder: MessageBuilder) -> Iterator[StreamEvent]:

@@ -12,7 +12,12 @@ import pandas as pd
 import pytest
 
 from pinb.analysis import dask as pdask
-from pinb.analysis.frames import entries_frame, sessions_frame, tool_calls_frame
+from pinb.analysis.frames import (
+    compactions_frame,
+    entries_frame,
+    sessions_frame,
+    tool_calls_frame,
+)
 from pinb.errors import SessionFileError, UsageError
 
 from .conftest import CASES, PI_FIXTURES, build_demo
@@ -21,7 +26,7 @@ from .conftest import CASES, PI_FIXTURES, build_demo
 @pytest.fixture(scope="module")
 def client() -> Iterator[distributed.Client]:
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     try:
@@ -135,3 +140,148 @@ def test_no_session_at_all_or_bad_arguments(tmp_path: Path) -> None:
         pdask.read_entries(good, errors="ignore")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="unknown kind"):
         pdask.read_bag(good, "bogus")  # type: ignore[arg-type]
+
+
+# -- files where they live: fsspec URLs and explicit clients ----------------------------------
+
+
+@pytest.fixture
+def memory_sessions(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Path]]]:
+    """The sample sessions copied into fsspec's in-memory file system, plus a stray file."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"/pinb-test-{request.node.name}"
+    files = _files()
+    for i, path in enumerate(files):
+        fs.pipe(f"{root}/project-{i % 2}/{i:02d}-{path.name}", path.read_bytes())
+    fs.pipe(f"{root}/project-0/notes.jsonl", b'{"not": "a session"}\n')
+    fs.pipe(f"{root}/project-0/readme.txt", b"not jsonl at all")
+    try:
+        yield f"memory://{root}", files
+    finally:
+        fs.rm(root, recursive=True)
+
+
+def _by_url(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(["session_id", "line"]).reset_index(drop=True)
+
+
+def test_a_memory_url_reads_like_the_local_files(memory_sessions: tuple[str, list[Path]]) -> None:
+    url, files = memory_sessions
+    with pytest.warns(UserWarning, match=r"1 file\(s\) left out, e\.g\. memory://.*notes\.jsonl"):
+        remote = pdask.read_entries(url, npartitions=3)
+    local = pd.concat([entries_frame(p) for p in files], ignore_index=True)
+    result = remote.compute(scheduler="sync")
+    # Version 1 files draw their ids from the file's name, so compare everything else.
+    columns = [c for c in local.columns if c not in ("id", "parent_id", "compaction_id")]
+    pd.testing.assert_frame_equal(
+        _by_url(result)[columns], _by_url(local)[columns], check_like=True
+    )
+    assert len(result) == len(local)
+
+
+def test_sessions_behind_a_url_keep_their_url_and_listing_facts(
+    memory_sessions: tuple[str, list[Path]],
+) -> None:
+    url, files = memory_sessions
+    sessions = pdask.read_sessions(f"{url}/project-1/*.jsonl").compute(scheduler="sync")
+    expected = sessions_frame(files[1::2], progress=False)
+    assert sorted(sessions.path) == sorted(
+        f"{url}/project-1/{i:02d}-{p.name}" for i, p in enumerate(files) if i % 2
+    )
+    for column in ("id", "name", "message_count", "first_message", "entries", "cost"):
+        assert sorted(sessions[column].dropna().tolist()) == sorted(
+            expected[column].dropna().tolist()
+        ), column
+
+
+def test_an_explicit_client_that_is_not_the_default(
+    memory_sessions: tuple[str, list[Path]],
+) -> None:
+    url, files = memory_sessions
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster, set_as_default=False)
+    try:
+        assert _default_client() is not client  # plain compute() would not pick it up
+        tools = pdask.read_tool_calls(url, client=client, errors="skip")
+        # The listing and header checks ran as tasks on this cluster.
+        assert {"find_session_files", "check_group"} <= _task_prefixes(client)
+        result = tools.compute(scheduler=client)
+        expected = pd.concat([tool_calls_frame(p) for p in files], ignore_index=True)
+        assert len(result) == len(expected)
+        assert sorted(result.tool_name) == sorted(expected.tool_name)
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _default_client() -> distributed.Client | None:
+    try:
+        return distributed.default_client()
+    except ValueError:
+        return None
+
+
+def _task_prefixes(client: distributed.Client) -> set[str]:
+    """The kinds of task the cluster's scheduler has seen (``_check_group`` as ``check_group``)."""
+
+    def prefixes(dask_scheduler: Any) -> list[str]:
+        return [str(name) for name in dask_scheduler.task_prefixes]
+
+    return set(client.run_on_scheduler(prefixes))
+
+
+def test_a_scheduler_address_makes_one_client(
+    memory_sessions: tuple[str, list[Path]],
+) -> None:
+    url, files = memory_sessions
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    try:
+        first = pdask.read_compactions(url, client=cluster.scheduler_address, errors="skip")
+        second = pdask.read_bag(url, "sessions", client=cluster.scheduler_address, errors="skip")
+        made = pdask._clients[cluster.scheduler_address]
+        assert distributed.default_client() is made
+        expected = pd.concat([compactions_frame(p) for p in files], ignore_index=True)
+        assert len(first.compute()) == len(expected)
+        assert second.count().compute() == len(files)
+        assert len(pdask._clients) == 1
+    finally:
+        made = pdask._clients.pop(cluster.scheduler_address)
+        made.close()
+        cluster.close()
+
+
+def test_a_url_that_finds_nothing_or_a_bad_client(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no session files found for 'memory://nowhere"):
+        pdask.read_entries("memory://nowhere/at/all")
+    with pytest.raises(UsageError, match="client must be"):
+        pdask.read_entries(tmp_path, client=42)
+
+
+def test_worker_processes_read_file_urls(tmp_path: Path) -> None:
+    # Separate worker processes: only the file names travel, each worker opens the files.
+    files = []
+    for i, path in enumerate(_files()):
+        copy = tmp_path / "shared" / f"{i:02d}-{path.name}"
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+        files.append(copy)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        url = (tmp_path / "shared").as_uri()
+        sessions = pdask.read_sessions(url, client=client).compute(scheduler=client)
+    expected = sessions_frame(files, progress=False)
+    assert sorted(sessions.path) == sorted(p.as_uri() for p in files)
+    for column in ("id", "entries", "leaves", "context_tokens", "cost", "modified"):
+        assert sessions.sort_values("id")[column].tolist() == (
+            expected.sort_values("id")[column].tolist()
+        ), column

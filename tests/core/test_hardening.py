@@ -188,3 +188,66 @@ def test_the_fast_line_parser_reads_as_json_parse(line: str) -> None:
             loads_line(line.encode("utf-8", "surrogatepass"))
         return
     assert dumps(loads_line(line.encode("utf-8", "surrogatepass"))) == exact
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_kept_context_of_the_leaf_always_equals_a_fresh_build(seed: int) -> None:
+    """Appends extend the leaf's context in place; it must never drift from a rebuild."""
+    import random
+
+    from pinb.core import build_session_context
+
+    rng = random.Random(seed)
+    session = Session.in_memory("/p", pi=rng.choice(["1.6", "1.6", "0.58"]))
+    for step in range(80):
+        ids = [e.id for e in session.entries if not e.is_navigation]
+        op = rng.random()
+        if op < 0.35 or not ids:
+            session.append_message(user(f"u{step}") if rng.random() < 0.5 else assistant(f"a{step}"))
+        elif op < 0.45:
+            session.append_thinking_level_change(rng.choice(["low", "high"]))
+        elif op < 0.5:
+            session.append_model_change("openai", f"gpt-{step}")
+        elif op < 0.55:
+            session.append_custom_message("note", f"n{step}")
+        elif op < 0.6:
+            session.branch(rng.choice(ids))
+        elif op < 0.65 and session.pi.value == "1.6.0":
+            editable = [e for e in session.path_to() if e.role in ("user", "assistant")]
+            if editable:
+                target = rng.choice(editable).id
+                session.append_context_edit(target, None if rng.random() < 0.5 else f"e{step}")
+        elif op < 0.7:
+            path = [e for e in session.path_to() if e.type == "message"]
+            if path:
+                session.append_compaction(f"s{step}", rng.choice(path).id, 10)
+        elif op < 0.75:
+            session.branch_with_summary(rng.choice(ids), f"summary {step}")
+        elif op < 0.8:
+            session.set_label(rng.choice(ids), f"l{step}")
+        elif op < 0.85:
+            session.reset_leaf()
+        else:
+            session.append_custom("state", {"n": step})
+        kept = session.build_context()
+        fresh = build_session_context(session.index, session.leaf_id, pi=session.pi)
+        assert kept.to_wire() == fresh.to_wire(), f"seed {seed} step {step}"
+        assert [id(e) for e in kept.sources] == [id(e) for e in fresh.sources]
+        assert kept.to_llm() == fresh.to_llm()
+
+
+def test_the_kept_context_follows_system_messages() -> None:
+    from pinb.core.context import current_system_message
+
+    session = Session.in_memory("/p")
+    session.append_message(user("hi"))
+    assert session.build_context().system_message() is None
+    for step in range(3):
+        session.append_message(
+            {"role": "system", "content": "", "sections": {f"s{step}": "x"}, "timestamp": step},
+            validate=False,
+        )
+        session.append_message(assistant("ok"))
+        kept = session.build_context()
+        assert kept.system_message() == current_system_message(kept.messages)
+        assert kept.to_llm(system=False) == [m for m in kept.to_llm() if m["role"] != "system"]

@@ -161,3 +161,31 @@ def test_v1_fixture_migrates_in_memory_with_injected_ids() -> None:
     assert all(
         "firstKeptEntryIndex" not in e.raw and e.raw["firstKeptEntryId"] for e in compactions
     )
+
+
+@pytest.mark.parametrize("path", sorted(CASE_FILES.values())[:12], ids=lambda p: p.name)
+def test_bytes_from_elsewhere_read_like_the_file(path: Path) -> None:
+    ids = iter(f"{n:08x}" for n in range(10**6))
+    ids_again = iter(f"{n:08x}" for n in range(10**6))
+    from_disk = Session.open(path, strict=False, id_generator=lambda: next(ids))
+    from_bytes = Session.from_bytes(
+        path.read_bytes(),
+        source="s3://bucket/x.jsonl",
+        strict=False,
+        id_generator=lambda: next(ids_again),
+    )
+    assert from_bytes.path is None
+    assert [e.raw for e in from_bytes.entries] == [e.raw for e in from_disk.entries]
+    assert from_bytes.leaf_id == from_disk.leaf_id
+    assert [p.kind for p in from_bytes.problems] == [p.kind for p in from_disk.problems]
+    assert from_bytes.build_context().messages == from_disk.build_context().messages
+
+
+def test_bytes_from_elsewhere_name_their_source_and_stay_in_memory() -> None:
+    with pytest.raises(InvalidHeaderError, match=r"^s3://bucket/a\.jsonl:1: not a Pi session"):
+        Session.from_bytes(b'{"not":"a session"}\n', source="s3://bucket/a.jsonl")
+    data = (HEADER + "\n" + _msg("a", None, "x") + "\n").encode()
+    session = Session.from_bytes(data, source="memory://a.jsonl")
+    added = session.append_message({"role": "user", "content": "more", "timestamp": 2})
+    assert session.leaf_id == added.id and len(session.entries) == 2
+    assert session.path is None and not session.is_persisted

@@ -44,6 +44,11 @@ def err(text):
         "token limit exceeded",
         "400 status code (no body)",
         "413 (no body)",
+        # llama-cpp-python, as an HTTP body or an SSE error event
+        "Requested tokens (8521) exceed context window of 4096",
+        "prompt too long; exceeded max context length by 300 tokens",
+        "Prompt has 9,000 tokens, but the configured context size is 8,192 tokens",
+        "413 Request exceeds the maximum size",
     ],
 )
 def test_overflow_phrasings(text):
@@ -51,7 +56,15 @@ def test_overflow_phrasings(text):
 
 
 @pytest.mark.parametrize(
-    "text", ["429 rate limited", "500 internal", "401 invalid key", "Request was aborted", ""]
+    "text",
+    [
+        "429 rate limited",
+        "500 internal",
+        "401 invalid key",
+        "Request was aborted",
+        "",
+        "ThrottlingException: Too many tokens, rate limit reached",
+    ],
 )
 def test_not_overflow(text):
     assert not is_context_overflow(err(text))
@@ -66,7 +79,11 @@ def test_silent_overflow_by_usage():
     assert is_context_overflow(ok, 128_000)
     assert not is_context_overflow(ok, 200_000)
     assert not is_context_overflow(ok, None)
-    assert not is_context_overflow({**ok, "stopReason": "length"}, 128_000)
+    # Pi 1.6: a length stop is an overflow only when the filled window left no output.
+    assert not is_context_overflow(
+        {**ok, "stopReason": "length", "usage": {**ok["usage"], "output": 5}}, 128_000
+    )
+    assert is_context_overflow({**ok, "stopReason": "length"}, 128_000)
 
 
 @pytest.mark.parametrize(
@@ -81,6 +98,12 @@ def test_silent_overflow_by_usage():
         ("terminated", True),
         ("401 invalid x-api-key", False),
         ("400 prompt is too long: 5 tokens > 4 maximum", False),
+        ("Connection lost: the stream ended before the response was complete", True),
+        ("Malformed stream chunk from provider: '{\"choices\"'", True),
+        ("429 insufficient_quota: You exceeded your current quota", False),
+        ("500 1 validation error for ChatCompletionRequestAssistantMessage", False),
+        ("The request could not be sent (LocalProtocolError): Illegal header value", False),
+        ("request id 5003abc failed", False),  # a status code inside an id is not one
     ],
 )
 def test_retryable_error(text, expected):

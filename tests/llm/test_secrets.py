@@ -79,3 +79,66 @@ def test_auth_json_content_not_logged_when_invalid(tmp_path, caplog):
     with pytest.raises(MissingCredentialsError):
         get_model("openai/gpt-4o")
     assert "auth.json is not valid JSON" in caplog.text and KEY not in caplog.text
+
+
+def test_a_trailing_newline_is_stripped_on_load(server, monkeypatch, caplog):
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\r\n")
+    model = get_model(
+        "openai/gpt-4o", base_url=server.openai_base_url, registry=ModelRegistry(False)
+    )
+    server.reply("fine")
+    assert model.complete([user("hi")])["stopReason"] == "stop"
+    assert server.last_request.headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    "bad", [KEY[:12] + "é" + KEY[12:], KEY[:12] + "\n" + KEY[12:], KEY + "\x07"]
+)
+def test_a_key_no_header_can_carry_is_refused_naming_the_variable(server, monkeypatch, caplog, bad):
+    from pinb.llm import InvalidCredentialsError
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", bad)
+    with pytest.raises(InvalidCredentialsError) as info:
+        get_model("openai/gpt-4o", base_url=server.openai_base_url, registry=ModelRegistry(False))
+    text = str(info.value)
+    assert "OPENAI_API_KEY" in text and "\n" not in text
+    for piece in (bad, KEY, KEY[:8], repr(bad)[1:-1]):
+        assert piece not in text and piece not in caplog.text
+    assert server.requests == []  # refused before any request
+
+
+def test_a_key_in_auth_json_or_models_json_is_checked_too(tmp_path, monkeypatch):
+    from pinb.llm import InvalidCredentialsError
+    from pinb.llm.credentials import find_api_key
+
+    path = tmp_path / "auth.json"
+    path.write_text(json.dumps({"openai": {"type": "api_key", "key": KEY + "\n"}}))
+    assert find_api_key("openai", auth_path=path).reveal() == KEY
+    path.write_text(json.dumps({"openai": {"type": "api_key", "key": "sk-ü" + KEY}}))
+    with pytest.raises(InvalidCredentialsError, match=r"auth\.json"):
+        find_api_key("openai", auth_path=path)
+    monkeypatch.setenv("MY_BOX_KEY", "sk-\x07" + KEY)
+    with pytest.raises(InvalidCredentialsError, match="MY_BOX_KEY"):
+        find_api_key("box", config_value="MY_BOX_KEY", auth_path=tmp_path / "none.json")
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        KEY,
+        repr(KEY + "\n")[1:-1],  # Python escapes, as in an httpx header error
+        json.dumps(KEY + "é")[1:-1],  # JSON escapes
+        "sk-FAKE-7c1d9e2b4a-DO-NOT-LEAK%0A",  # URL-encoded newline
+        "b'Bearer sk-FAKE-7c1d9e2b4a-DO-NOT-LEAK\\xc3\\xa9'",  # bytes repr
+        "sk-FAKE-7c1d9e2b4a-DO-N…",  # a cut copy
+    ],
+)
+def test_redaction_catches_escaped_and_encoded_forms(form):
+    from pinb.llm.credentials import redact
+
+    for secret in (KEY, KEY + "\n", KEY + "é"):
+        out = redact(f"error: {form} (while sending)", [Secret(secret)])
+        assert "7c1d9e2b4a" not in out, (secret, out)
+        assert out.startswith("error: ") and out.endswith("(while sending)")

@@ -152,3 +152,17 @@ def test_anthropic_tool_id():
     assert anthropic_tool_id("a.b:c d") == "a_b_c_d"
     assert len(anthropic_tool_id("x" * 100)) == 64
     assert anthropic_tool_id("") == "toolcall"
+
+
+def test_results_of_a_dropped_reply_are_dropped_with_it():
+    messages = [
+        user_msg := {"role": "user", "content": "go", "timestamp": 1},
+        assistant([call("c1")], stop="error"),
+        result("c1"),  # the "not run" result pinb saves for a failed reply
+        assistant([call("c2")]),
+        result("c2"),
+    ]
+    out = transform_messages(messages, TARGET)
+    assert out[0] is user_msg
+    assert [m["role"] for m in out] == ["user", "assistant", "toolResult"]
+    assert out[2]["toolCallId"] == "c2"

@@ -15,7 +15,13 @@ PAYLOAD = '<script>alert(1)</script><img src=x onerror=alert(2)>"><svg onload=al
 def _events() -> list[object]:
     entry = Entry({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {}})
     report = CompactionReport(
-        None, PAYLOAD, "x", 10, before_by_role={"user": 10}, after_by_role={"user": 5}, reason="threshold"
+        None,
+        PAYLOAD,
+        "x",
+        10,
+        before_by_role={"user": 10},
+        after_by_role={"user": 5},
+        reason="threshold",
     )
     return [
         TurnStart(1),
@@ -27,7 +33,10 @@ def _events() -> list[object]:
         ToolStart("c1", "bash", {"command": PAYLOAD}),
         ToolEnd("c1", "bash", ToolResult.text(PAYLOAD, is_error=True), entry),
         CompactionDone(report),
-        AgentEnd("stop", [{"role": "assistant", "content": [{"type": "text", "text": PAYLOAD}], "usage": {}}]),
+        AgentEnd(
+            "stop",
+            [{"role": "assistant", "content": [{"type": "text", "text": PAYLOAD}], "usage": {}}],
+        ),
     ]
 
 
@@ -72,3 +81,23 @@ def test_live_run_updates_one_display_and_hides_the_final_answer() -> None:
     final = live.transcript.text()
     assert "**bold**" not in final  # the answer is the cell's value, not repeated here
     assert "bash" in final and len(shown) > 2
+
+
+def test_a_retry_is_shown_at_once_not_at_the_next_throttled_update() -> None:
+    from pinb.agent.events import RetryScheduled
+
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, obj: RunTranscript) -> None:
+            shown.append(obj.text())
+
+    def display(obj: RunTranscript, display_id: bool = False) -> Handle:
+        shown.append(obj.text())
+        return Handle()
+
+    live = LiveRun(display, interval=60)  # nothing else would be shown for a minute
+    live.add(TurnStart(1))
+    live.add(ModelEvent(TextDelta(0, "partial")))
+    live.add(RetryScheduled(1, 3, 8.0, "Connection lost\nsecond line"))
+    assert shown[-1].endswith("· retrying in 8 s (retry 1 of 3): Connection lost")

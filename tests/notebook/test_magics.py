@@ -86,10 +86,15 @@ def test_a_cell_edits_a_file_through_tools(
     assert isinstance(reply, AssistantReply) and "fixed" in reply.text
     bundle = reply._repr_mimebundle_()
     assert "<strong>fixed</strong>" in bundle["text/html"]
-    assert (
-        f"tokens in {int(reply.end.usage['input']):,}" in bundle["text/plain"]
-        and reply.end.usage["input"] >= 300
-    )
+    # The footer says what the run was billed and, apart, how full the context is now:
+    # Pi's measure (the last reported usage), the same figure %pi context shows.
+    plain = bundle["text/plain"]
+    assert f"this run (2 requests): input {int(reply.end.usage['input']):,}" in plain
+    assert reply.end.usage["input"] >= 300
+    assert reply.context is not None and reply.context.measure == "usage+estimate"
+    assert reply.context.tokens == reply.end.messages[-1]["usage"]["totalTokens"]
+    assert f"context now: {reply.context.describe()}" in plain
+    assert "of a 4,000 window" in plain
     assert server.requests[0].body["messages"][-1]["content"] == "Fix the typo in app.py"
     shown = " ".join(str(o.data) for o in captured.outputs)
     assert "edit" in shown and "Successfully replaced text in app.py" in shown
@@ -99,22 +104,31 @@ def test_a_cell_edits_a_file_through_tools(
     session = Session.open(path)
     assert session.problems == []
     roles = [m["role"] for m in session.build_context().messages]
-    assert roles == ["user", "assistant", "toolResult", "assistant"]
+    assert roles == ["system", "user", "assistant", "toolResult", "assistant"]
     assert [e.type for e in session.entries][:2] == ["model_change", "thinking_level_change"]
     assert KEY not in path.read_text() and KEY not in shown and KEY not in str(bundle)
 
 
 def test_auto_compaction_at_a_small_window(shell: InteractiveShell, server: LLMServer) -> None:
-    for i in range(4):
+    for i in range(3):
         server.reply(f"answer {i} " + "w" * 1500, usage={"input": 900 * (i + 1), "output": 400})
+    server.reply("## Goal\nthe summary")  # written after the third cell passed the threshold
+    server.reply("answer 3", usage={"input": 900, "output": 4})
     for i in range(4):
-        shell.run_cell_magic("pi", "--model loop/tiny --no-tools", f"question {i} " + "q" * 600)
+        reply = shell.run_cell_magic(
+            "pi", "--model loop/tiny --no-tools", f"question {i} " + "q" * 600
+        )
+        assert isinstance(reply, AssistantReply) and reply.text.startswith(f"answer {i}")
     session = Session.open(_session_file(shell))
     compactions = [e for e in session.entries if e.type == "compaction"]
     assert compactions, "the context passed the threshold of the 4000-token window"
     summary_requests = [r for r in server.requests if "<conversation>" in json.dumps(r.body)]
     assert summary_requests  # the summary was written by the model through the server
-    assert session.build_context().messages[0]["role"] == "compactionSummary"
+    # Pi 1.x: the prompt's checkpoint, then the summary
+    assert [m["role"] for m in session.build_context().messages][:2] == [
+        "system",
+        "compactionSummary",
+    ]
 
 
 def test_overflow_error_compacts_and_retries(shell: InteractiveShell, server: LLMServer) -> None:
@@ -130,8 +144,8 @@ def test_overflow_error_compacts_and_retries(shell: InteractiveShell, server: LL
     entries = Session.open(_session_file(shell)).path_to()
     tail = [
         e.type if e.type != "message" else e.message.get("stopReason", e.role) for e in entries
-    ][-4:]  # type: ignore[union-attr]
-    assert tail == ["user", "error", "compaction", "stop"]
+    ][-5:]  # type: ignore[union-attr]
+    assert tail == ["user", "error", "context_edit", "compaction", "stop"]
 
 
 def test_interrupt_mid_stream_saves_an_aborted_reply(
@@ -166,7 +180,7 @@ def test_goto_with_summary_then_a_new_prompt(shell: InteractiveShell, server: LL
     shell.run_cell_magic("pi", "--model loop/tiny --no-tools", "Try plan B")
     reopened = Session.open(_session_file(shell))
     roles = [m["role"] for m in reopened.build_context().messages]
-    assert roles == ["user", "assistant", "branchSummary", "user", "assistant"]
+    assert roles == ["system", "user", "assistant", "branchSummary", "user", "assistant"]
 
 
 def test_offline_demo_model_needs_no_provider(shell: InteractiveShell, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@
  *
  * Ops: `answer` (a conformance query file, answered with Pi's own functions on a temp
  * copy), `open` (SessionManager.open in place), `build` (drive a SessionManager through
- * its public methods), `call` (one exported function), `ping`.
+ * its public methods), `call` (one exported function), `bench` (Pi's own time to open a
+ * file, build its context and its tree), `ping`.
  *
  * Everything is computed by Pi; the code here only calls it, walks parent links to refuse
  * inputs on which Pi would loop forever, and maps Pi's results to plain JSON.
@@ -597,8 +598,47 @@ function call({ fn, args = [] }) {
 // Server loop
 // ---------------------------------------------------------------------------
 
+/**
+ * Time Pi's own open, context and tree on a file: medians in milliseconds, process start
+ * excluded. Each open reads a fresh copy (opening a legacy file makes Pi rewrite it).
+ */
+function bench({ path, runs = 11 }) {
+    const dir = mkdtempSync(join(tmpdir(), "pinb-pi-bench-"));
+    const median = (times) => times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
+    try {
+        const copies = [];
+        for (let i = 0; i < runs; i++) {
+            const copy = join(dir, `${i}-${basename(path)}`);
+            copyFileSync(path, copy);
+            copies.push(copy);
+        }
+        const open = [];
+        let sm;
+        for (const copy of copies) {
+            const start = performance.now();
+            sm = SessionManager.open(copy, dir);
+            open.push(performance.now() - start);
+        }
+        const entries = sm.getEntries();
+        const context = [];
+        const tree = [];
+        for (let i = 0; i < runs; i++) {
+            let start = performance.now();
+            pi.buildSessionContext(entries);
+            context.push(performance.now() - start);
+            start = performance.now();
+            sm.getTree();
+            tree.push(performance.now() - start);
+        }
+        return { open: median(open), context: median(context), tree: median(tree), entries: entries.length };
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
+    }
+}
+
 const OPS = {
     ping: () => ({ pi: VERSION, node: process.version }),
+    bench,
     answer,
     open,
     build,

@@ -238,12 +238,12 @@ def compaction_due(
     settings = settings or CompactionSettings()
     if not settings.enabled or not context_window:
         return False
-    path = session.path_to()
-    last = next((e for e in reversed(path) if e.role == "assistant"), None)
+    context = session.current_context()  # kept by the session: no walk of the path
+    last = next((e for e in reversed(context.path) if e.role == "assistant"), None)
     if last is None:
         return False
     message = last.message or {}
-    compaction = next((e for e in reversed(path) if e.type == "compaction"), None)
+    compaction = context.compaction
     if compaction is not None:
         compacted_at = js_date_ms(compaction.timestamp)
         stamp = message.get("timestamp")
@@ -253,10 +253,10 @@ def compaction_due(
         return False
     pi = session.pi
     usage_tokens = context_tokens_of_usage(message.get("usage"))
-    if pi >= Pi.V1_6 and any(e.type == "context_edit" for e in path):
-        tokens = estimate_projected_tokens(session.build_context()).tokens
+    if pi >= Pi.V1_6 and context.branch_edits:
+        tokens = estimate_projected_tokens(context).tokens
     elif message.get("stopReason") == "error" or usage_tokens <= 0:
-        tokens = estimate_context_tokens(session.build_context().messages, pi=pi).tokens
+        tokens = estimate_context_tokens(context.messages, pi=pi).tokens
     else:
         tokens = usage_tokens
     return should_compact(tokens, context_window, settings)

@@ -1,0 +1,338 @@
+"""Failed turns through the real loopback HTTP server: retries, overflow recovery, missing usage, Pi 1.6's file shape."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinb.agent import Agent, AgentConfig, ToolContext, ToolResult
+from pinb.agent.events import AgentEnd, CompactionDone, RetryScheduled, UsageEstimated
+from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
+from pinb.llm import ModelRegistry, RetryPolicy, get_model
+from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
+
+
+class Note:
+    """A tool that records its calls (and can stop the run while it works)."""
+
+    name = "note"
+    description = "Write a note."
+
+    def __init__(self, on_call: Any = None) -> None:
+        self.parameters = {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        }
+        self.calls: list[str] = []
+        self.on_call = on_call
+
+    def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        self.calls.append(arguments["text"])
+        if self.on_call is not None:
+            self.on_call()
+        return ToolResult.text(f"noted {arguments['text']}")
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as srv:
+        yield srv
+
+
+def _model(server: LLMServer, window: int = 128_000) -> Any:
+    return get_model(
+        "llamacpp/smol",
+        base_url=server.openai_base_url,
+        registry=ModelRegistry(False),
+        context_window=window,
+        timeout=5.0,
+    )
+
+
+def _agent(session: Session, model: Any, tools=(), sleeps: Sleeps | None = None, **config: Any):
+    config.setdefault("retry", RetryPolicy(sleep=sleeps or Sleeps()))
+    return Agent(
+        session, model, list(tools), config=AgentConfig(**config), summarizer=ExtractiveSummarizer()
+    )
+
+
+def _shape(session: Session) -> list[str]:
+    """The file's entries after the header, as Pi's readers see their kinds."""
+    out = []
+    for entry in session.entries:
+        if entry.type != "message":
+            out.append(entry.type)
+        elif entry.role == "assistant":
+            out.append("assistant:" + str(entry.message.get("stopReason")))  # type: ignore[union-attr]
+        else:
+            out.append(str(entry.role))
+    return out
+
+
+def _every_call_answered(session: Session) -> None:
+    calls = {
+        b["id"]
+        for e in session.entries
+        if e.role == "assistant"
+        for b in e.message["content"]  # type: ignore[index]
+        if b.get("type") == "toolCall"
+    }
+    results = {e.message["toolCallId"] for e in session.entries if e.role == "toolResult"}  # type: ignore[index]
+    assert calls <= results, f"calls without a result: {calls - results}"
+
+
+@pytest.mark.parametrize("cut_request", [0, 1])
+def test_a_tool_run_survives_a_stream_cut_mid_reply(
+    tmp_path: Path, server: LLMServer, cut_request: int
+) -> None:
+    call = ToolCallScript("note", {"text": "milk"}, id="call_1")
+    replies = [
+        ServerReply(text="Noting it.", tool_calls=[call]),
+        ServerReply(text="Noted the milk for you."),
+    ]
+    cut = ServerReply(**{**replies[cut_request].__dict__, "chunk_size": 3, "disconnect_after": 4})
+    script = [*replies[:cut_request], cut, *replies[cut_request:]]
+    server.add(*script)
+    session = Session.create(tmp_path, tmp_path / "s")
+    note, sleeps = Note(), Sleeps()
+    events = list(_agent(session, _model(server), [note], sleeps).run("remember milk"))
+    end = events[-1]
+    assert isinstance(end, AgentEnd) and end.stop_reason == "stop"
+    assert note.calls == ["milk"]  # the tool ran once
+    retries = [e for e in events if isinstance(e, RetryScheduled)]
+    assert [r.attempt for r in retries] == [1] and sleeps.delays == [2.0]
+    assert "Connection" in retries[0].error
+    shape = _shape(session)
+    failed = shape.index("assistant:error")
+    assert shape[failed + 1] == "context_edit"  # the failed attempt is hidden, as Pi 1.6 does
+    assert shape[-1] == "assistant:stop"
+    # The retried request does not carry the broken attempt.
+    retried = server.requests[cut_request + 1].body["messages"]
+    assert all("Noted the mi" not in json.dumps(m) for m in retried)
+    assert Session.open(session.path).build_context().messages[-1]["content"][0]["text"] == (  # type: ignore[arg-type]
+        "Noted the milk for you."
+    )
+
+
+def test_a_cut_inside_tool_arguments_leaves_no_call_without_a_result(
+    tmp_path: Path, server: LLMServer
+) -> None:
+    call = ToolCallScript("note", {"text": "a long note " * 4}, id="call_9")
+    server.add(ServerReply(tool_calls=[call], chunk_size=6, disconnect_in_tool_args=True))
+    server.add(ServerReply(tool_calls=[call]), ServerReply(text="done"))
+    session = Session.create(tmp_path, tmp_path / "s")
+    note = Note()
+    end = _agent(session, _model(server), [note]).prompt("write it")
+    assert end.stop_reason == "stop" and len(note.calls) == 1
+    _every_call_answered(session)
+    shape = _shape(session)
+    i = shape.index("assistant:error")
+    assert shape[i : i + 4] == ["assistant:error", "toolResult", "context_edit", "context_edit"]
+    unrun = session.entries[i + 1].message
+    assert unrun["isError"] and unrun["content"][0]["text"].startswith("Not run")  # type: ignore[index]
+    # Neither the half call nor its result reaches the model again.
+    assert "call_9" not in json.dumps(server.requests[1].body["messages"])
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"end_after": 3},  # no [DONE] and no finish after the first bytes
+        {"malformed_after": 2},
+        {"stream_error": "upstream connect error", "stream_error_after": 2},
+    ],
+)
+def test_other_broken_streams_are_retried(tmp_path: Path, server: LLMServer, fault) -> None:
+    server.add(ServerReply(text="first try", chunk_size=2, **fault), ServerReply(text="second try"))
+    session = Session.create(tmp_path, tmp_path / "s")
+    started = time.monotonic()
+    end = _agent(session, _model(server)).prompt("hi")
+    assert end.stop_reason == "stop" and end.final_message["content"][0]["text"] == "second try"  # type: ignore[index]
+    assert time.monotonic() - started < 10
+
+
+def test_retries_back_off_and_give_up_with_one_error(tmp_path: Path, server: LLMServer) -> None:
+    server.fail(503, times=4, message="overloaded")
+    session = Session.create(tmp_path, tmp_path / "s")
+    sleeps = Sleeps()
+    events = list(_agent(session, _model(server), sleeps=sleeps).run("hi"))
+    end = events[-1]
+    assert isinstance(end, AgentEnd) and end.stop_reason == "error"
+    assert sleeps.delays == [2.0, 4.0, 8.0] and len(server.requests) == 4
+    assert end.error is not None and end.error.endswith("(gave up after 3 retries)")
+    assert end.error.count("overloaded") == 1
+    # The three retried failures are hidden; the last one stays, as Pi keeps it.
+    assert _shape(session).count("context_edit") == 3
+
+
+def test_requests_that_cannot_succeed_are_not_retried(tmp_path: Path, server: LLMServer) -> None:
+    server.fail(401, message="invalid api key")
+    server.fail(500, message="1 validation error for ChatCompletionRequest")
+    session = Session.create(tmp_path, tmp_path / "s")
+    agent = _agent(session, _model(server))
+    assert agent.prompt("a").stop_reason == "error"
+    assert agent.prompt("b").stop_reason == "error"
+    assert len(server.requests) == 2
+
+
+def test_null_content_is_never_sent_so_strict_servers_run_tool_loops(tmp_path: Path) -> None:
+    with LLMServer(reject_null_content=True) as server:
+        server.reply("", tool_calls=[ToolCallScript("note", {"text": "one"})])
+        server.reply("", tool_calls=[ToolCallScript("note", {"text": "two"})])
+        server.reply("Both noted.")
+        session = Session.create(tmp_path, tmp_path / "s")
+        note = Note()
+        end = _agent(session, _model(server), [note]).prompt("note twice")
+        assert end.stop_reason == "stop" and note.calls == ["one", "two"]
+
+
+def test_without_usage_a_long_talk_in_a_small_window_compacts_itself(tmp_path: Path) -> None:
+    with LLMServer() as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        agent = _agent(
+            session,
+            _model(server, window=4096),
+            compaction=CompactionSettings().fit_window(4096),
+        )
+        estimates: list[UsageEstimated] = []
+        compactions: list[CompactionDone] = []
+        for i in range(8):
+            server.add(ServerReply(text=f"answer {i} " + "w" * 1600, no_usage=True))
+            for event in agent.run(f"question {i} " + "q" * 800):
+                if isinstance(event, UsageEstimated):
+                    estimates.append(event)
+                elif isinstance(event, CompactionDone):
+                    compactions.append(event)
+        assert compactions, "the estimate crossed the threshold and compaction followed"
+        assert all(e.usage["input"] > 0 and e.usage["output"] > 400 for e in estimates)
+        assert len(estimates) == 8
+        compaction = next(e for e in session.entries if e.type == "compaction")
+        assert compaction.raw["tokensBefore"] > 2000  # an estimate, never the zeros
+        # The file keeps Pi's shape: zero usage on the replies themselves.
+        replies = [e.message for e in session.entries if e.role == "assistant"]
+        assert all(m["usage"]["totalTokens"] == 0 for m in replies)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("style", ["sse_error", "drop", "status"])
+def test_an_oversized_prompt_fails_fast_and_the_next_one_works(tmp_path: Path, style: str) -> None:
+    with LLMServer(context_window=2000, overflow_style=style) as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        model = _model(server, window=2000 if style == "status" else 128_000)
+        agent = _agent(session, model)
+        server.reply("hello back")
+        assert agent.prompt("hello").stop_reason == "stop"
+        started = time.monotonic()
+        end = agent.prompt("word " * 3000)  # about 3,750 tokens
+        assert time.monotonic() - started < 3
+        assert end.stop_reason == "error" and end.error is not None
+        assert "your message alone is about 3,750 tokens" in end.error
+        assert "next cell works" in end.error
+        if style != "status":  # the window was learned from the server's words
+            assert model.info.context_window == 2000
+        server.reply("still here")
+        assert agent.prompt("are you there?").stop_reason == "stop"
+        last = server.requests[-1].body["messages"]
+        assert "word word" not in json.dumps(last)
+        assert [m["role"] for m in last] == ["system", "user", "assistant", "user"]
+
+
+def test_overflow_compacts_and_retries_once_with_pi_16s_file_shape(tmp_path: Path) -> None:
+    with LLMServer(context_window=3000, overflow_style="sse_error") as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        agent = _agent(
+            session,
+            _model(server, window=6000),  # the server is smaller than the model thinks
+            compaction=CompactionSettings(keep_recent_tokens=300),
+        )
+        for i in range(5):
+            server.reply(f"answer {i} " + "a" * 2400, usage={"input": 10, "output": 600})
+            agent.prompt(f"question {i}")
+        server.reply("short answer")
+        end = agent.prompt("one more question")
+        assert (
+            end.stop_reason == "stop" and end.final_message["content"][0]["text"] == "short answer"
+        )  # type: ignore[index]
+        tail = _shape(session)[-5:]
+        assert tail == ["user", "assistant:error", "context_edit", "compaction", "assistant:stop"]
+
+
+def test_an_aborted_batch_answers_the_calls_that_never_started(tmp_path: Path, server: LLMServer):
+    from pinb.llm import CancelToken
+
+    token = CancelToken()
+    server.reply(
+        "",
+        tool_calls=[
+            ToolCallScript("note", {"text": "first"}, id="c1"),
+            ToolCallScript("bash", {"command": "rm -rf /"}, id="c2"),
+        ],
+    )
+    session = Session.create(tmp_path, tmp_path / "s")
+    note = Note(on_call=lambda: token.cancel("stop"))
+    end = _agent(session, _model(server), [note]).prompt("go", cancel=token)
+    assert end.stop_reason == "aborted"
+    results = {
+        e.message["toolCallId"]: e.message for e in session.entries if e.role == "toolResult"
+    }  # type: ignore[index]
+    assert results["c1"]["content"][0]["text"] == "noted first"
+    assert results["c2"]["content"][0]["text"] == "Operation aborted"
+
+
+def test_system_messages_are_stored_once_and_patched(tmp_path: Path, server: LLMServer) -> None:
+    session = Session.create(tmp_path, tmp_path / "s")
+    for _ in range(3):
+        server.reply("ok")
+    model = _model(server)
+    _agent(session, model, [Note()]).prompt("one")
+    reopened = Session.open(session.path)
+    _agent(reopened, model, [Note()]).prompt("two")  # resumed, nothing changed
+    systems = [e.message for e in reopened.entries if e.role == "system"]
+    assert len(systems) == 1 and [t["name"] for t in systems[0]["toolsAdded"]] == ["note"]  # type: ignore[index]
+    _agent(reopened, model, [], append_system_prompt="Be brief.").prompt("three")
+    patch = [e.message for e in reopened.entries if e.role == "system"][-1]
+    assert patch["sections"] == {"tools": None, "addendum": "Be brief."}  # type: ignore[index]
+    assert patch["toolsRemoved"] == [{"name": "note"}] and "toolsAdded" not in patch  # type: ignore[index]
+    sent = server.requests[-1].body
+    assert sent["messages"][0]["role"] == "system"
+    assert sent["messages"][0]["content"].endswith("Be brief.")
+    assert "Available tools" not in sent["messages"][0]["content"] and "tools" not in sent
+    assert [m["role"] for m in sent["messages"]].count("system") == 1
+
+
+def test_tool_choice_goes_with_the_first_request_only(tmp_path: Path, server: LLMServer) -> None:
+    server.reply("", tool_calls=[ToolCallScript("note", {"text": "x"})])
+    server.reply("done")
+    session = Session.create(tmp_path, tmp_path / "s")
+    _agent(session, _model(server), [Note()], tool_choice="required").prompt("note x")
+    first, second = (r.body for r in server.requests)
+    assert first["tool_choice"] == "required" and "tool_choice" not in second
+
+
+def test_a_v058_session_steps_back_instead_of_hiding(tmp_path: Path) -> None:
+    with LLMServer(context_window=2000, overflow_style="sse_error") as server:
+        session = Session.create(tmp_path, tmp_path / "s", pi="0.58")
+        agent = _agent(session, _model(server))
+        server.reply("hello back")
+        agent.prompt("hello")
+        assert agent.prompt("word " * 3000).stop_reason == "error"
+        server.reply("still here")
+        assert agent.prompt("there?").stop_reason == "stop"
+    kinds = {e.type for e in Session.open(session.path, pi="0.58").entries}
+    assert "context_edit" not in kinds and not any(e.role == "system" for e in session.entries)
+    assert "word word" not in json.dumps(server.requests[-1].body)

@@ -1,0 +1,142 @@
+"""The demo story: deterministic, valid Pi data, and true to what the real tools return."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinb.agent import Agent
+from pinb.agent.tools import default_tools
+from pinb.core import Session
+from pinb.core.accounting import context_usage
+from pinb.testing.story import (
+    EXTRA_TASKS,
+    MAIN_TASKS,
+    PROJECT,
+    prompts,
+    story_model,
+    story_tasks,
+    write_project,
+    write_story_session,
+    write_story_sessions,
+)
+from tests.core.test_pi_conformance import compare
+from tests.pi.reference import PiReference
+
+
+def _results(session: Session) -> list[tuple[str, str, bool]]:
+    """(tool, text, is_error) of every tool result on the active path, in order."""
+    out = []
+    for entry in session.path_to():
+        message = entry.message or {}
+        if message.get("role") == "toolResult":
+            text = "".join(b.get("text", "") for b in message["content"])
+            out.append((message["toolName"], text, bool(message["isError"])))
+    return out
+
+
+def test_the_same_seed_writes_the_same_file(tmp_path: Path) -> None:
+    first = write_story_session(tmp_path / "a")
+    again = write_story_session(tmp_path / "b")
+    other = write_story_session(tmp_path / "c", seed=1)
+    assert first.path is not None and again.path is not None and other.path is not None
+    assert first.path.name == again.path.name
+    assert first.path.read_bytes() == again.path.read_bytes()
+    assert first.path.read_bytes() != other.path.read_bytes()
+
+
+def test_the_story_has_a_wrong_turn_a_branch_summary_and_real_usage(tmp_path: Path) -> None:
+    session = write_story_session(tmp_path)
+    kinds = [e.type for e in session.entries]
+    assert kinds.count("branch_summary") == 1 and kinds.count("compaction") == 0
+    summary = next(e for e in session.entries if e.type == "branch_summary")
+    path = session.path_to()
+    assert summary in path  # the model sees what the wrong turn taught
+    assert session.labels[summary.id] == "whitespace split: abandoned"
+    # The abandoned branch is in the file, off the active path.
+    abandoned = [e for e in session.entries if e not in path and e.type == "message"]
+    assert any("Now fix word_count." in str(e.message) for e in abandoned)
+    # Usage grows with the context and is what the views compare with chars/4: the last
+    # reported usage is the system prompt plus the context's estimate.
+    usage = context_usage(session.build_context())
+    assert usage.measure == "usage+estimate" and usage.trailing_tokens == 0
+    assert usage.tokens > usage.estimated_tokens > 1_000
+    replies = [e.message for e in path if e.role == "assistant"]
+    totals = [m["usage"]["totalTokens"] for m in replies]
+    assert totals == sorted(totals) and all(m["usage"]["cost"]["total"] > 0 for m in replies)
+    assert replies[-1]["usage"]["cacheRead"] > 0  # the previous prompt was cached
+
+
+def test_a_small_window_compacts_after_the_prompt_that_crosses_it(tmp_path: Path) -> None:
+    session = write_story_session(tmp_path, context_window=5_000)
+    compactions = [e for e in session.entries if e.type == "compaction"]
+    assert len(compactions) == 1
+    entry = compactions[0]
+    assert entry.raw["tokensBefore"] > 3_750  # above the fitted threshold
+    before = session.path_to(entry.parent_id)[-1]
+    assert before.role == "assistant"  # after a prompt's run, as the agent does
+    assert "Extractive summary" in entry.raw["summary"]
+
+
+def test_every_variant_is_a_valid_session(tmp_path: Path) -> None:
+    variants: list[dict[str, Any]] = [
+        {"tasks": story_tasks(wrong_turn=False)},
+        {"tasks": story_tasks(extras=EXTRA_TASKS), "context_window": 4_096},
+        {"model": "openai/gpt-4.1-mini", "thinking": False},
+        {"model": "anthropic/claude-haiku-4-5", "tasks": list(MAIN_TASKS[:2])},
+    ]
+    for i, options in enumerate(variants):
+        session = write_story_session(tmp_path / str(i), seed=i, **options)
+        assert session.path is not None
+        reopened = Session.open(session.path)
+        assert reopened.problems == []
+        assert reopened.leaf_id == session.leaf_id
+        assert reopened.build_context().messages == session.build_context().messages
+    with pytest.raises(ValueError, match="unknown story model"):
+        write_story_session(tmp_path / "x", model="acme/brain")
+
+
+@pytest.mark.parametrize("options", [{}, {"context_window": 4_096}], ids=["story", "compacted"])
+def test_pi_reads_the_story_as_pinb_does(
+    tmp_path: Path, options: dict[str, Any], pi16: PiReference
+) -> None:
+    session = write_story_session(tmp_path, tasks=story_tasks(extras=EXTRA_TASKS[:2]), **options)
+    assert session.path is not None
+    assert compare(session.path, "1.6.0", pi16) == []
+
+
+def test_the_simulated_tools_return_what_the_real_tools_return(tmp_path: Path) -> None:
+    # The file writer simulates read, edit and bash; an agent with the real tools, fed the
+    # same steps, must see exactly the same results (python3 runs the project's checks).
+    if shutil.which("python3") is None:
+        pytest.fail("python3 is needed on PATH: the story's checks run with it")
+    tasks = story_tasks(wrong_turn=False, extras=EXTRA_TASKS)
+    project = write_project(tmp_path / "project")
+    live = Session.create(project, tmp_path / "live")
+    agent = Agent(live, story_model(tasks), default_tools(project))
+    for prompt in prompts(tasks):
+        agent.prompt(prompt)
+    written = write_story_session(tmp_path / "written", tasks=tasks)
+    assert _results(live) == _results(written)
+    assert len(_results(written)) >= 15
+    # The story ends with every check passing, in the real project too.
+    assert "5 passed, 0 failed" in _results(live)[-1][1]
+    assert (project / "textstats/core.py").read_text() != PROJECT["textstats/core.py"]
+
+
+def test_many_variations_in_pi_folders(tmp_path: Path) -> None:
+    sessions = write_story_sessions(tmp_path / "a", 12)
+    again = write_story_sessions(tmp_path / "b", 12)
+    names = sorted(str(s.path.relative_to(tmp_path / "a")) for s in sessions if s.path)
+    assert names == sorted(str(s.path.relative_to(tmp_path / "b")) for s in again if s.path)
+    assert all(name.startswith("--home-dev-") for name in names)
+    assert len({s.id for s in sessions}) == 12
+    sizes = {len(s.entries) for s in sessions}
+    models = {e.message["model"] for s in sessions for e in s.entries if e.role == "assistant"}
+    assert len(sizes) > 4 and len(models) > 1
+    for session in sessions:
+        assert session.path is not None
+        assert Session.open(session.path).problems == []
