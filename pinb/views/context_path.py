@@ -286,10 +286,18 @@ class ContextPathView:
         return [row for row in self.context_rows if row.edit]
 
     def to_text(self) -> str:
+        usage = self.usage
         text = (
             f"<ContextPathView leaf {self.leaf_key}: {plural(self.message_count, 'message')}; "
-            f"{self.usage.describe()}"
+            f"{thousands(usage.tokens)} tokens ({usage.measure_label})"
         )
+        if usage.window and usage.share is not None:
+            text += (
+                f" · {usage.share:.1%} of a {thousands(usage.window)} window "
+                f"({usage.window_source}) · threshold {thousands(usage.threshold)}"
+            )
+        else:
+            text += " · window unknown"
         if self.compaction_key:
             summarized = sum(1 for r in self.summarized_rows if r.region == "summarized")
             text += f"; compaction {self.compaction_key} summarized {plural(summarized, 'entry')}"

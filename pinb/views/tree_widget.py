@@ -267,18 +267,26 @@ class TreeWidget(anywidget.AnyWidget):
         if tab not in self._stale or entry is None:
             return
         self._stale.discard(tab)
-        view = ContextPathView(
-            self.session,
-            entry.id,
-            context_window=self.context_window,
-            window_source=self.window_source,
-            settings=self.settings,
-            max_rows=200,
-        )
+        try:
+            view = ContextPathView(
+                self.session,
+                entry.id,
+                context_window=self.context_window,
+                window_source=self.window_source,
+                settings=self.settings,
+                max_rows=200,
+            )
+            html = (
+                view.to_html()
+                if tab == "context_html"
+                else self._compaction_preview(entry.id, view)
+            )
+        except Exception as exc:  # shown in the panel: an observer has no caller
+            html = wrap(f"<div{style('error')}>{escape(f'{type(exc).__name__}: {exc}')}</div>")
         if tab == "context_html":
-            self.context_html = view.to_html()
+            self.context_html = html
         else:
-            self.compaction_html = self._compaction_preview(entry.id, view)
+            self.compaction_html = html
 
     def _on_tab(self, change: dict[str, Any]) -> None:
         started = time.perf_counter()
@@ -286,7 +294,7 @@ class TreeWidget(anywidget.AnyWidget):
         self.timings["tab"] = time.perf_counter() - started
 
     def _compaction_preview(self, entry_id: Any, context: ContextPathView) -> str:
-        from ..core.compact import plan_compaction
+        from ..core import plan_compaction
 
         window = context.usage.window
         settings = (self.settings or CompactionSettings()).fit_window(window)

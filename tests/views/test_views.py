@@ -119,7 +119,8 @@ def test_context_path_view_regions_and_running_totals(demo: Demo) -> None:
     assert f"{usage.share:.1%}" in html and "(setting)" in html
     assert usage.measure_label in html
     _check_bundle(view._repr_mimebundle_())
-    assert usage.describe() in view.to_text()
+    assert f"{usage.tokens:,} tokens ({usage.measure_label})" in view.to_text()
+    assert "threshold 8,000" in view.to_text() and f"{usage.share:.1%}" in view.to_text()
 
 
 def test_every_view_uses_one_window_for_one_model(demo: Demo) -> None:
