@@ -12,7 +12,7 @@ import pytest
 
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.errors import EntryNotFoundError
-from pinb.views import SessionExplorer, TreeWidget
+from pinb.views import SessionExplorer, TreeView, TreeWidget
 from pinb.views.tree_widget import WIDGET_MAX_ROWS
 from tests.samples import CASE_FILES
 from tests.views.builders import Demo, assistant, frontend_update, long_chain_session, user
@@ -301,6 +301,8 @@ def test_a_leaf_on_a_parent_loop_opens(tmp_path: Path, comms: list[Any]) -> None
     assert {"a", "x", "y", "z"} <= keys  # the cycle's entries stay visible
     assert all(["parent loop", "problem"] in row_of(widget, k)["tags"] for k in "xyz")
     assert widget.selected_id == "z" and "z" in widget.details
+    tree = TreeView(s)  # the static view keeps them too (it once said "0 entries")
+    assert len(tree) == 4 and "3 entries on a parent loop" in tree.summary()
     for name in ("cycles", "duplicate-ids", "odd-fields"):
         other = SessionExplorer(Session.open(CASE_FILES[name]))
         for row in other.rows:
