@@ -1,32 +1,45 @@
-"""Pure rendering: session → annotated graph → tidy layout → SVG / HTML / networkx / matplotlib."""
+"""Pure rendering: session → annotated graph → rows / tidy layout → SVG, text, HTML, figures.
 
-# Nothing here imports IPython or ipywidgets; networkx and matplotlib are imported only by
-# the functions that need them (a test checks this).
+Nothing here imports IPython or ipywidgets; networkx and matplotlib are imported only by
+the functions that need them (a test checks this).
+"""
 
 from __future__ import annotations
 
-from .figure import draw_stacked_bars, draw_token_bars, draw_tree
+from .figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from .graph import (
+    KIND_NAMES,
     NodeInfo,
     SessionGraph,
     build_graph,
     entry_kind,
     entry_preview,
     entry_tokens,
+    kind_name,
     node_key,
     path_regions,
+    plural,
     to_networkx,
     tool_tokens,
 )
-from .html import clean_text, escape, markdown_to_html, mimebundle, table
+from .html import SAFE_TAGS, clean_text, escape, markdown_to_html, mimebundle, table
 from .layout import AUTO_COLLAPSE, Item, TreeLayout, collapse_chains, layout_tree, tidy_layout
-from .svg import ROLE_COLORS, bar_chart_svg, color_of, label_room, stacked_bars_svg, tree_svg
+from .picture import Cells, row_cells, tree_picture_svg, tree_text
+from .rows import MAX_ROWS, Edge, Row, RowLayout, row_layout
+from .svg import ROLE_COLORS, bar_chart_svg, color_of, stacked_bars_svg
 
 __all__ = [
     "AUTO_COLLAPSE",
+    "KIND_NAMES",
+    "MAX_ROWS",
     "ROLE_COLORS",
+    "SAFE_TAGS",
+    "Cells",
+    "Edge",
     "Item",
     "NodeInfo",
+    "Row",
+    "RowLayout",
     "SessionGraph",
     "TreeLayout",
     "bar_chart_svg",
@@ -41,16 +54,21 @@ __all__ = [
     "entry_preview",
     "entry_tokens",
     "escape",
-    "label_room",
+    "kind_name",
     "layout_tree",
     "markdown_to_html",
     "mimebundle",
     "node_key",
     "path_regions",
+    "plural",
+    "row_cells",
+    "row_layout",
     "stacked_bars_svg",
     "table",
     "tidy_layout",
     "to_networkx",
     "tool_tokens",
-    "tree_svg",
+    "tree_picture_svg",
+    "tree_png",
+    "tree_text",
 ]

@@ -7,7 +7,25 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .graph import SessionGraph, build_graph
 from .html import clean_text, shorten
-from .layout import TreeLayout, layout_tree
+from .picture import (
+    BAND_COLORS,
+    CHAR_W,
+    EDGE_COLOR,
+    LANE_W,
+    MUTED_COLOR,
+    PATH_COLOR,
+    ROW_H,
+    TAG_COLORS,
+    TEXT_CHARS,
+    TEXT_COLOR,
+    TOKEN_CHARS,
+    _legend_rows,
+    geometry,
+    legend_items,
+    row_cells,
+    title_lines,
+)
+from .rows import MAX_ROWS, RowLayout, row_layout
 from .svg import ROLE_COLORS, color_of
 
 if TYPE_CHECKING:
@@ -16,7 +34,7 @@ if TYPE_CHECKING:
 
     from ..core import Session
 
-__all__ = ["draw_stacked_bars", "draw_token_bars", "draw_tree"]
+__all__ = ["draw_stacked_bars", "draw_token_bars", "draw_tree", "tree_png"]
 
 
 def _plain(text: str, limit: int = 40) -> str:
@@ -36,99 +54,289 @@ def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
     return figure, figure.add_subplot()
 
 
+def _layout_of(
+    source: Session | SessionGraph | RowLayout,
+    collapse: bool | Literal["auto"],
+    max_rows: int | None,
+) -> RowLayout:
+    if isinstance(source, RowLayout):
+        return source
+    graph = source if isinstance(source, SessionGraph) else build_graph(source)
+    return row_layout(graph, collapse=collapse, max_rows=max_rows)
+
+
 def draw_tree(
-    source: Session | SessionGraph | TreeLayout,
+    source: Session | SessionGraph | RowLayout,
     ax: Axes | None = None,
     *,
     collapse: bool | Literal["auto"] = "auto",
-    labels: bool = True,
+    max_rows: int | None = MAX_ROWS,
+    selected: str | None = None,
+    header: bool = True,
+    legend: bool = True,
+    dpi: float = 100,
 ) -> Figure:
-    """Draw the session tree on ``ax`` (a new ``Figure`` when ``None``) and return the figure.
+    """Draw the tree picture (rows beside the lane graph) with matplotlib.
+
+    The same rows, marks and words as :func:`~pinb.render.picture.tree_picture_svg`, at the
+    same pixel positions. With ``ax=None`` a new ``Figure`` sized to the picture is made
+    (nothing global, no pyplot); given ``ax``, the picture fills that axes.
 
     Parameters
     ----------
     source:
-        A session, an annotated graph or a ready layout.
+        A session, an annotated graph or a ready :class:`~pinb.render.rows.RowLayout`.
     ax:
-        Axes to draw on; nothing global (pyplot) is touched either way.
-    collapse:
-        Chain collapsing, as in :func:`~pinb.render.layout.layout_tree`.
-    labels:
-        Write entry labels and markers beside their nodes.
+        Axes to draw on, or ``None``.
+    collapse / max_rows:
+        As in :func:`~pinb.render.rows.row_layout` (when ``source`` is not a layout).
+    selected:
+        Key of an entry whose row is highlighted.
+    header / legend:
+        Title and summary above, the legend of what occurs below.
+    dpi:
+        Resolution of a new figure (its size in pixels stays the picture's at 100 dpi).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.collections import LineCollection
+    from matplotlib.collections import LineCollection, PatchCollection
+    from matplotlib.patches import Rectangle
 
-    if isinstance(source, TreeLayout):
-        layout = source
+    layout = _layout_of(source, collapse, max_rows)
+    cells = row_cells(layout)
+    items = legend_items(layout, cells) if legend else []
+    probe = geometry(layout, header=header)
+    lines = _legend_rows(items, probe.width - 20) if items else []
+    geo = geometry(layout, header=header, legend_rows=len(lines))
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(geo.width / 100, geo.height / 100), dpi=dpi)
+        ax = figure.add_axes((0, 0, 1, 1))
     else:
-        graph = source if isinstance(source, SessionGraph) else build_graph(source)
-        layout = layout_tree(graph, collapse=collapse)
-    nodes = layout.graph.nodes
-    items = layout.items
-    width = min(14.0, 2.0 + layout.width * 0.25)
-    height = min(24.0, 1.5 + layout.height * 0.22)
-    figure, ax = _axes(ax, (max(4.0, width), max(2.5, height)))
-    plain: list[Any] = []
-    active: list[Any] = []
-    for item in items:
-        if item.parent >= 0:
-            parent = items[item.parent]
-            segment = [(parent.x, -parent.depth), (item.x, -item.depth)]
-            (active if nodes[item.nodes[0]].on_path else plain).append(segment)
-    ax.add_collection(LineCollection(plain, colors="#afb8c1", linewidths=0.8, zorder=1))
-    ax.add_collection(LineCollection(active, colors="#0969da", linewidths=2.2, zorder=2))
-    groups: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
-    for item in items:
-        node = nodes[item.nodes[0]]
-        if item.is_chain:
-            marker, kind = "s", "chain"
-        elif node.type == "compaction":
-            marker, kind = "s", node.kind
-        elif node.type == "branch_summary":
-            marker, kind = "D", node.kind
+        figure = ax.get_figure()  # type: ignore[assignment]
+    assert figure is not None
+    ax.set_xlim(0, geo.width)
+    ax.set_ylim(geo.height, 0)
+    ax.set_axis_off()
+    px = 72 / 100  # points per pixel of the picture
+    mono = {"family": "monospace", "size": 12 * px}
+    sans = {"family": "sans-serif"}
+
+    def text(x: float, y: float, value: str, color: str, **kw: Any) -> None:
+        ax.text(x, y, _plain(value, 400), color=color, va="center", **{**mono, **kw})
+
+    if header:
+        title, summary = title_lines(layout)
+        text(10, 19, title, TEXT_COLOR, size=15 * px, weight="bold", **sans)
+        text(10, 38, summary, MUTED_COLOR, size=12 * px, **sans)
+        if layout.rows:
+            hy = geo.top - 8
+            for x, word in (
+                (geo.kind_x, "kind"),
+                (geo.id_x, "id"),
+                (geo.text_x, "label and content"),
+            ):
+                text(x, hy, word, MUTED_COLOR, size=11 * px)
+            text(geo.tokens_right, hy, "tokens (chars/4)", MUTED_COLOR, size=11 * px, ha="right")
+    left = geo.graph_x - LANE_W / 2
+    bands = []
+    for i, cell in enumerate(cells):
+        band = "selected" if selected is not None and cell.key == selected else cell.band
+        if band is not None:
+            bands.append(
+                Rectangle(
+                    (left, geo.top + i * ROW_H + 1),
+                    geo.tokens_right + 4 - left,
+                    ROW_H - 2,
+                    facecolor=BAND_COLORS[band],
+                    edgecolor="none",
+                )
+            )
+    if bands:
+        ax.add_collection(PatchCollection(bands, match_original=True, zorder=0))
+    segments: dict[str, list[Any]] = {"plain": [], "path": [], "dotted": []}
+    for edge in layout.edges:
+        x0 = geo.lane_x(edge.lane)
+        y0 = geo.row_y(edge.parent)
+        y1 = geo.row_y(edge.child)
+        points = [(x0, y0)]
+        if edge.side:
+            x1 = geo.lane_x(edge.child_lane)
+            turn = y1 - ROW_H * 0.75
+            points.append((x0, turn))
+            for t in (0.25, 0.5, 0.75, 1.0):  # the quadratic turn, as a polyline
+                points.append(
+                    (
+                        (1 - t) ** 2 * x0 + 2 * (1 - t) * t * x0 + t * t * x1,
+                        (1 - t) ** 2 * turn + 2 * (1 - t) * t * y1 + t * t * y1,
+                    )
+                )
         else:
-            marker, kind = "o", node.kind
-        xs, ys = groups.setdefault((marker, kind), ([], []))
-        xs.append(item.x)
-        ys.append(-item.depth)
-    for (marker, kind), (xs, ys) in groups.items():
-        ax.scatter(xs, ys, s=28, marker=marker, c=color_of(kind), label=_plain(kind), zorder=3)
-    leaf = layout.graph.get(layout.graph.leaf_key) if layout.graph.leaf_key else None
-    if leaf is not None:
-        item = items[layout.item_of[layout.graph.index[leaf.key]]]
+            points.append((x0, y1))
+        key = "dotted" if edge.dotted else "path" if edge.on_path else "plain"
+        segments[key].append(points)
+    ax.add_collection(
+        LineCollection(segments["plain"], colors=EDGE_COLOR, linewidths=1.5 * px, zorder=1)
+    )
+    ax.add_collection(
+        LineCollection(
+            segments["dotted"], colors=EDGE_COLOR, linewidths=1.5 * px, linestyles=":", zorder=1
+        )
+    )
+    ax.add_collection(
+        LineCollection(segments["path"], colors=PATH_COLOR, linewidths=3 * px, zorder=2)
+    )
+    markers: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
+    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
+        if cell.glyph == "gap":
+            continue
+        group = markers.setdefault((cell.glyph, cell.color, cell.on_path), ([], []))
+        group[0].append(geo.lane_x(row.lane))
+        group[1].append(geo.row_y(i))
+    shapes = {
+        "circle": ("o", 10),
+        "square": ("s", 11),
+        "diamond": ("D", 10),
+        "dot": ("o", 6),
+        "chain": ("o", 12),
+        "folded": ("s", 12),
+    }
+    for (glyph, color, on_path), (xs, ys) in markers.items():
+        marker, size = shapes[glyph]
+        hollow = glyph in ("chain", "folded")
         ax.scatter(
-            [item.x],
-            [-item.depth],
-            s=150,
-            facecolors="none",
-            edgecolors="#0969da",
-            linewidths=1.6,
+            xs,
+            ys,
+            s=(size * px) ** 2,
+            marker=marker,
+            c="#ffffff" if hollow else color,
+            edgecolors=PATH_COLOR
+            if on_path and glyph != "dot"
+            else (color if hollow else "#ffffff"),
+            linewidths=(1.5 if on_path or hollow else 0.8) * px,
             zorder=4,
         )
-    if labels:
-        for item in items:
-            node = nodes[item.nodes[0]]
-            text = f"⋯ {len(item.nodes)}" if item.is_chain else (node.label or "")
-            if node.type == "compaction" and not item.is_chain:
-                text = (text + " compaction").strip()
-            if text:
-                ax.annotate(
-                    _plain(text),
-                    (item.x, -item.depth),
-                    xytext=(6, -3),
-                    textcoords="offset points",
-                    fontsize=7,
+    for i, cell in enumerate(cells):
+        if cell.is_leaf:
+            ax.scatter(
+                [geo.lane_x(layout.rows[i].lane)],
+                [geo.row_y(i)],
+                s=(17 * px) ** 2,
+                facecolors="#ffffff",
+                edgecolors=PATH_COLOR,
+                linewidths=2 * px,
+                linestyle="--",
+                zorder=3,
+            )
+    for i, cell in enumerate(cells):
+        y = geo.row_y(i)
+        if cell.boundary:
+            by = geo.top + i * ROW_H
+            ax.plot(
+                [geo.kind_x - 4, geo.tokens_right + 2],
+                [by, by],
+                color=TAG_COLORS["problem"],
+                linewidth=1.5 * px,
+                linestyle="--",
+                zorder=2,
+            )
+            text(
+                geo.tokens_right - (TOKEN_CHARS + 1) * CHAR_W,
+                by,
+                cell.boundary,
+                TAG_COLORS["problem"],
+                size=10 * px,
+                weight="bold",
+                ha="right",
+                backgroundcolor="#ffffff",
+            )
+        muted = MUTED_COLOR if cell.muted else TEXT_COLOR
+        if cell.glyph == "gap":
+            text(geo.kind_x, y, cell.text, MUTED_COLOR, style="italic")
+            continue
+        text(geo.kind_x, y, cell.kind_text, cell.color if cell.glyph != "dot" else MUTED_COLOR)
+        text(geo.id_x, y, cell.id_text, MUTED_COLOR)
+        x = geo.text_x
+        budget = TEXT_CHARS
+        for value, tone in cell.tags:
+            text(x, y, value, TAG_COLORS[tone], weight="bold")
+            x += (len(value) + 1) * CHAR_W
+            budget -= len(value) + 1
+        if cell.label:
+            label = f"[{cell.label}]"
+            text(x, y, label, TAG_COLORS["label"], weight="bold")
+            x += (len(label) + 1) * CHAR_W
+            budget -= len(label) + 1
+        body = shorten(cell.text, max(0, budget))
+        if body:
+            text(x, y, body, muted)
+        if cell.tokens:
+            text(geo.tokens_right, y, f"{cell.tokens:,}", muted, ha="right")
+    if not layout.rows:
+        text(
+            10,
+            geo.top + 10,
+            "Nothing to draw yet: the tree grows with the first message.",
+            MUTED_COLOR,
+            **sans,
+        )
+    for n, line in enumerate(lines):
+        y = geo.legend_y + n * 16
+        x = 18.0
+        for i in line:
+            glyph, color, words = items[i]
+            if glyph in shapes:
+                marker, size = shapes[glyph]
+                ax.scatter([x], [y], s=(size * px) ** 2, marker=marker, c=color, zorder=4)
+            elif glyph == "leaf":
+                ax.scatter(
+                    [x],
+                    [y],
+                    s=(14 * px) ** 2,
+                    facecolors="none",
+                    edgecolors=color,
+                    linewidths=2 * px,
+                    zorder=4,
                 )
-    ax.set_xlim(-1, max(1.0, layout.width) + 1)
-    ax.set_ylim(-max(1, layout.height), 1)
-    ax.set_axis_off()
-    if groups:
-        ax.legend(loc="upper right", fontsize=7, frameon=False)
+            elif glyph == "band":
+                ax.add_patch(
+                    Rectangle((x - 7, y - 6), 14, 12, facecolor=color, edgecolor="#d0d7de")
+                )
+            else:  # path, boundary, tag: a short stroke in the colour
+                ax.plot(
+                    [x - 6, x + 6],
+                    [y, y],
+                    color=color,
+                    linewidth=(3 if glyph == "path" else 2) * px,
+                    linestyle="--" if glyph == "boundary" else "-",
+                )
+            text(x + 11, y, words, MUTED_COLOR, size=11 * px, **sans)
+            x += 24 + len(words) * 6.8
     return figure
+
+
+def tree_png(
+    source: Session | SessionGraph | RowLayout,
+    *,
+    selected: str | None = None,
+    scale: float | None = None,
+) -> tuple[bytes, int, int]:
+    """The tree picture as PNG bytes: ``(png, width, height)``.
+
+    ``width``/``height`` are the picture's size in CSS pixels (for the output metadata, so a
+    notebook shows it at that size); it is drawn ``scale`` times larger (default: 2 for up
+    to 80 rows, sharp on high-density screens, else 1), with Pillow from the same cells and
+    positions as the SVG (:mod:`pinb.render.raster`).
+    """
+    from .raster import tree_png_pillow
+
+    layout = _layout_of(source, "auto", MAX_ROWS)
+    if scale is None:
+        scale = 2.0 if len(layout.rows) <= 80 else 1.0
+    return tree_png_pillow(layout, selected=selected, scale=scale)
 
 
 def draw_token_bars(

@@ -10,12 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import Entry, Session, SessionContext, estimate_tokens
 from ..core.context import UNSET, entry_to_message
-from ..core.entries import MISSING
+from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
+from ..core.target import Pi
 
 if TYPE_CHECKING:
     import networkx as nx
 
+    from .rows import RowLayout
+
 __all__ = [
+    "BOOKKEEPING",
+    "KIND_NAMES",
     "REGIONS",
     "NodeInfo",
     "SessionGraph",
@@ -23,9 +28,12 @@ __all__ = [
     "entry_kind",
     "entry_preview",
     "entry_tokens",
+    "is_hidden_marker",
+    "kind_name",
     "node_key",
     "path_regions",
     "paused_gc",
+    "plural",
     "to_networkx",
     "tool_tokens",
 ]
@@ -42,6 +50,72 @@ def node_key(entry_id: Any) -> str:
 def entry_kind(entry: Entry) -> str:
     """The role for ``message`` entries, else the entry type (``"compaction"``, …)."""
     return entry.role or entry.type or "unknown"
+
+
+#: How each kind (role or entry type) is named for people.
+KIND_NAMES: dict[str, str] = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool result",
+    "bashExecution": "bash",
+    "system": "system",
+    "custom": "custom",
+    "custom_message": "custom message",
+    "compactionSummary": "compaction summary",
+    "branchSummary": "branch summary",
+    "compaction": "compaction",
+    "branch_summary": "branch summary",
+    "model_change": "model change",
+    "thinking_level_change": "thinking level",
+    "label": "label",
+    "session_info": "session name",
+    "context_edit": "context edit",
+    "usage": "usage",
+    "leaf": "leaf marker",
+    "active_tools_change": "tools change",
+    "message": "message",
+    "unknown": "unknown",
+    "chain": "collapsed chain",
+    "folded": "folded branch",
+}
+
+#: Kinds that are bookkeeping: never sent to the model as messages.
+BOOKKEEPING = frozenset(
+    {
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "session_info",
+        "context_edit",
+        "usage",
+        "custom",
+        "leaf",
+        "active_tools_change",
+    }
+)
+
+
+def kind_name(kind: str) -> str:
+    """A person's name for a kind (``"toolResult"`` → ``"tool result"``)."""
+    return KIND_NAMES.get(kind, kind)
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``"1 branch"``, ``"3 branches"``, ``"1,000 entries"``."""
+    if count == 1:
+        return f"1 {word}"
+    if words is None:
+        words = word + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
+        if word.endswith("y") and word[-2:-1] not in "aeiou":
+            words = word[:-1] + "ies"
+    return f"{count:,} {words}"
+
+
+def is_hidden_marker(entry: Entry) -> bool:
+    """pinb's and harnesses' bookkeeping markers (navigation, archive) that pictures hide."""
+    return entry.is_navigation or (
+        entry.raw.get("type") == "custom" and entry.raw.get("customType") == ARCHIVE_TYPE
+    )
 
 
 def _text_of(content: Any) -> str:
@@ -62,15 +136,32 @@ def _text_of(content: Any) -> str:
     return " ".join(parts)
 
 
+def _cut(text: str, limit: int) -> str:
+    """``text`` kept whole up to ``limit`` characters, else cut with a visible ``…``."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _short_args(arguments: Any) -> str:
+    """Tool arguments in one short line; anything cut ends in ``…`` so it never looks whole."""
     if isinstance(arguments, dict):
-        items = [f"{k}={str(v)[:40]}" for k, v in list(arguments.items())[:3]]
+        pairs = list(arguments.items())
+        items = [f"{k}={_cut(str(v), 40)}" for k, v in pairs[:3]]
+        if len(pairs) > 3:
+            items.append("…")
         return ", ".join(items)
-    return "" if arguments is None else str(arguments)[:60]
+    return "" if arguments is None else _cut(str(arguments), 60)
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    """Any value as short text (an object where text belongs is shown as JSON-ish text)."""
+    return _cut(value if isinstance(value, str) else str(value), limit)
 
 
 def entry_preview(entry: Entry, limit: int = 160) -> str:
-    """One plain-text line describing the entry (not escaped: callers escape)."""
+    """One plain-text line describing the entry (not escaped: callers escape).
+
+    Every field may hold any JSON value in an odd file; nothing here assumes a type.
+    """
     raw = entry.raw
     kind = entry.type
     text: str
@@ -95,27 +186,52 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
                 text = f"[{message.get('stopReason')}] {message.get('errorMessage', '')} {text}"
         elif role == "toolResult":
             flag = " (error)" if message.get("isError") else ""
-            text = f"{message.get('toolName', '?')}{flag}: {_text_of(message.get('content'))}"
+            text = (
+                f"{_clip(message.get('toolName', '?'))}{flag}: {_text_of(message.get('content'))}"
+            )
         elif role == "bashExecution":
             text = f"$ {message.get('command', '')} {message.get('output', '')}"
         else:
             text = _text_of(message.get("content"))
+            if not text and not isinstance(message.get("content"), str | list | None):
+                text = _clip(message.get("content"))  # a number or object as content
     elif kind in ("compaction", "branch_summary"):
         text = str(raw.get("summary", ""))
     elif kind == "custom_message":
-        text = f"{raw.get('customType', '')}: {_text_of(raw.get('content'))}"
+        text = f"{_clip(raw.get('customType', ''))}: {_text_of(raw.get('content'))}"
     elif kind == "model_change":
-        text = f"{raw.get('provider', '')}/{raw.get('modelId', '')}"
+        text = f"{_clip(raw.get('provider', ''))}/{_clip(raw.get('modelId', ''))}"
     elif kind == "thinking_level_change":
-        text = str(raw.get("thinkingLevel", ""))
+        text = _clip(raw.get("thinkingLevel", ""))
     elif kind == "label":
-        text = f"{raw.get('label', '(cleared)')} → {raw.get('targetId', '')}"
+        label = raw.get("label")
+        shown = "(cleared)" if label is None or label == "" else _clip(label)
+        text = f"{shown} → {_clip(raw.get('targetId', ''))}"
     elif kind == "session_info":
-        text = str(raw.get("name", ""))
+        text = _clip(raw.get("name", ""))
     elif kind == "leaf":
-        text = f"leaf → {raw.get('targetId')}"
+        text = f"leaf → {_clip(raw.get('targetId'))}"
     elif kind == "custom":
-        text = str(raw.get("customType", ""))
+        text = _clip(raw.get("customType", ""))
+        data = raw.get("data")
+        if isinstance(data, dict) and "targetId" in data:
+            text += f" → {_clip(data.get('targetId'))}"
+    elif kind == "context_edit":
+        target = _clip(raw.get("targetId", "?"))
+        replacement = raw.get("replacement", MISSING)
+        if replacement is None:
+            text = f"omits {target} from the context"
+        else:
+            content = replacement.get("content") if isinstance(replacement, dict) else None
+            text = f"replaces {target}: {_text_of(content) or _clip(content)}"
+    elif kind == "usage":
+        usage = raw.get("usage")
+        total = usage.get("totalTokens") if isinstance(usage, dict) else None
+        text = f"{_clip(raw.get('kind', ''))} · {_clip(raw.get('provider', ''))}/" + _clip(
+            raw.get("model", "")
+        )
+        if total is not None:
+            text += f" · {_clip(total)} tokens reported (not in the context)"
     elif kind == "active_tools_change":
         names = raw.get("activeToolNames")
         text = ", ".join(str(n) for n in names) if isinstance(names, list) else ""
@@ -125,10 +241,10 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def entry_tokens(entry: Entry) -> int:
-    """Estimated tokens of the message an entry stands for (0 for metadata entries)."""
+def entry_tokens(entry: Entry, pi: Pi | None = None) -> int:
+    """chars/4 estimate of the message an entry stands for (0 for bookkeeping entries)."""
     message = entry_to_message(entry)
-    return 0 if message is MISSING else estimate_tokens(message)
+    return 0 if message is MISSING else estimate_tokens(message, pi=pi)
 
 
 def tool_tokens(message: Any) -> Iterator[tuple[str, str, int]]:
@@ -147,7 +263,13 @@ def tool_tokens(message: Any) -> Iterator[tuple[str, str, int]]:
 
 @dataclass(slots=True)
 class NodeInfo:
-    """One visible entry of the tree with everything the views draw."""
+    """One visible entry of the tree with everything the views draw.
+
+    ``cycle`` marks an entry whose parent link goes round a loop (the link is cut so the
+    entry stays visible), ``orphan`` one whose parent is missing, ``edit`` how the active
+    context changes it (``"replaced"`` / ``"omitted"``, by the entry ``edit_key``), and
+    ``archived`` an archived branch shown because the active path runs through it.
+    """
 
     key: str
     entry: Entry
@@ -160,6 +282,11 @@ class NodeInfo:
     is_leaf: bool = False
     region: str | None = None
     children: list[int] = field(default_factory=list)
+    cycle: bool = False
+    orphan: bool = False
+    edit: str | None = None
+    edit_key: str | None = None
+    archived: bool = False
 
     @property
     def type(self) -> str:
@@ -172,6 +299,18 @@ class NodeInfo:
     @property
     def preview(self) -> str:
         return entry_preview(self.entry)
+
+    @property
+    def bookkeeping(self) -> bool:
+        """Never a message the model sees (settings, labels, edits, usage, markers)."""
+        return self.kind in BOOKKEEPING or self.entry.type in BOOKKEEPING
+
+    @property
+    def label_text(self) -> str | None:
+        """The label as text (files can hold a number or an object there)."""
+        if self.label is None:
+            return None
+        return self.label if isinstance(self.label, str) else str(self.label)
 
 
 @dataclass
@@ -193,7 +332,17 @@ class SessionGraph:
     path_keys:
         Keys of the active path, root first (hidden entries left out).
     hidden:
-        How many entries were hidden (``leaf`` bookkeeping entries by default).
+        How many bookkeeping markers (navigation, archive) were left out.
+    archived:
+        Archived branches left out: target key → number of entries hidden with it.
+    shadowed:
+        Lines whose id a later line repeats (the later line wins, as in Pi).
+    entries:
+        Entries in the file.
+    problems:
+        Problems the session reported when read.
+    name / session_id:
+        The session's name (if any) and id.
     """
 
     nodes: list[NodeInfo]
@@ -204,6 +353,12 @@ class SessionGraph:
     first_kept_key: str | None
     path_keys: list[str]
     hidden: int = 0
+    archived: dict[str, int] = field(default_factory=dict)
+    shadowed: int = 0
+    entries: int = 0
+    problems: int = 0
+    name: str | None = None
+    session_id: str = ""
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -216,6 +371,40 @@ class SessionGraph:
     def branch_count(self) -> int:
         """Number of tree leaves (conversation branches)."""
         return sum(1 for n in self.nodes if not n.children)
+
+    @property
+    def archived_entries(self) -> int:
+        """Entries hidden with archived branches."""
+        return sum(self.archived.values())
+
+    def count(self, entry_type: str) -> int:
+        """Visible entries of one type (``"compaction"``, ``"branch_summary"``, …)."""
+        return sum(1 for n in self.nodes if n.type == entry_type)
+
+    def summary(self) -> str:
+        """One line: entries, branches, compactions, summaries, what is hidden."""
+        if not self.nodes:
+            text = "empty session: no entries yet" if not self.entries else "no entries shown"
+        else:
+            parts = [plural(len(self.nodes), "entry"), plural(self.branch_count, "branch")]
+            compactions = self.count("compaction")
+            summaries = self.count("branch_summary")
+            if compactions:
+                parts.append(plural(compactions, "compaction"))
+            if summaries:
+                parts.append(plural(summaries, "branch summary", "branch summaries"))
+            text = ", ".join(parts)
+        if self.archived:
+            text += (
+                f"; {plural(len(self.archived), 'archived branch', 'archived branches')} hidden "
+                f"({plural(self.archived_entries, 'entry')})"
+            )
+        cycles = sum(1 for n in self.nodes if n.cycle)
+        if cycles:
+            text += f"; {plural(cycles, 'entry')} on a parent loop"
+        if self.shadowed:
+            text += f"; {plural(self.shadowed, 'line')} with a repeated id"
+        return text
 
 
 def path_regions(context: SessionContext) -> list[tuple[Entry, str]]:
@@ -242,19 +431,6 @@ def path_regions(context: SessionContext) -> list[tuple[Entry, str]]:
     return out
 
 
-def _regions(session: Session, leaf_id: Any) -> tuple[dict[str, str], str | None, str | None, Any]:
-    """Region of every active-path entry, plus the compaction, first kept id and leaf."""
-    leaf = session.leaf_id if leaf_id is UNSET else leaf_id
-    context = session.build_context(leaf)
-    regions = {node_key(entry.id): region for entry, region in path_regions(context)}
-    compaction = context.compaction
-    if compaction is None:
-        return regions, None, None, leaf
-    first_kept = compaction.raw.get("firstKeptEntryId")
-    first_kept_key = node_key(first_kept) if isinstance(first_kept, str) else None
-    return regions, node_key(compaction.id), first_kept_key, leaf
-
-
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while many small objects are made.
@@ -272,7 +448,12 @@ def paused_gc() -> Iterator[None]:
 
 
 def build_graph(
-    session: Session, leaf_id: Any = UNSET, *, show_leaf_entries: bool = False
+    session: Session,
+    leaf_id: Any = UNSET,
+    *,
+    show_leaf_entries: bool = False,
+    show_archived: bool = False,
+    context: SessionContext | None = None,
 ) -> SessionGraph:
     """Annotate the session tree against ``leaf_id`` (default: the session's leaf).
 
@@ -284,70 +465,195 @@ def build_graph(
         Leaf the active path and compaction regions refer to; ``None`` means before the
         first entry (no active path).
     show_leaf_entries:
-        Keep ``leaf`` navigation records (bookkeeping, hidden by default); the children of a
-        hidden entry hang from its parent.
+        Keep pinb's navigation and archive markers (bookkeeping, hidden by default, as
+        Pi's ``/tree`` hides ``custom`` entries); the children of a hidden entry hang from
+        its parent.
+    show_archived:
+        Draw archived branches too (flagged); by default they are left out and counted.
+        An archived branch the active path runs through is always drawn.
+    context:
+        The context at ``leaf_id`` when the caller has built it already.
 
     Returns
     -------
     SessionGraph
+        Every entry of the file is in it once, hidden markers and archived branches
+        aside: entries on a parent loop that no root reaches become roots of their own,
+        flagged ``cycle``.
     """
     with paused_gc():
-        return _build_graph(session, leaf_id, show_leaf_entries)
+        return _build_graph(session, leaf_id, show_leaf_entries, show_archived, context)
 
 
-def _build_graph(session: Session, leaf_id: Any, show_leaf_entries: bool) -> SessionGraph:
-    regions, compaction_key, first_kept_key, leaf = _regions(session, leaf_id)
-    leaf_key = node_key(leaf) if leaf is not None else None
+def _build_graph(
+    session: Session,
+    leaf_id: Any,
+    show_markers: bool,
+    show_archived: bool,
+    context: SessionContext | None,
+) -> SessionGraph:
+    leaf = session.leaf_id if leaf_id is UNSET else leaf_id
+    if context is None:
+        context = session.build_context(leaf)
+    regions = {node_key(entry.id): region for entry, region in path_regions(context)}
+    compaction = context.compaction
+    compaction_key = node_key(compaction.id) if compaction is not None else None
+    first_kept = compaction.raw.get("firstKeptEntryId") if compaction is not None else None
+    first_kept_key = node_key(first_kept) if isinstance(first_kept, str) else None
+    edits: dict[str, tuple[str, str]] = {}
+    for projected in context.entries:
+        if projected.edit is not None:
+            state = "omitted" if projected.omitted else "replaced"
+            edits[node_key(projected.entry.id)] = (state, node_key(projected.edit.id))
+    # The leaf as drawn: an archive marker appended at the leaf is hidden, so the leaf shown
+    # is the last visible entry of the path.
+    shown = [e for e in context.path if show_markers or not is_hidden_marker(e)]
+    leaf_key = node_key(shown[-1].id) if shown else None
+    index = session.index
+    pi = session.pi
+    archived_targets = {node_key(k): k for k in session.archived}
+    orphans = {id(e) for e in index.orphans()}
+    cycle_lines = {p.line for p in index.problems if p.kind == "cycle" and p.line is not None}
+
     nodes: list[NodeInfo] = []
-    index: dict[str, int] = {}
+    keys: dict[str, int] = {}
     roots: list[int] = []
     hidden = 0
+    archived: dict[str, int] = {}
     seen: set[int] = set()
-    # Iterative pre-order over the forest: (tree node, visible parent index, depth).
-    stack: list[tuple[Any, int, int]] = [(root, -1, 0) for root in reversed(session.tree())]
-    while stack:
-        tree_node, parent, depth = stack.pop()
-        if id(tree_node) in seen:
-            continue  # a node shared through duplicate ids is drawn once
-        seen.add(id(tree_node))
-        entry: Entry = tree_node.entry
-        key = node_key(entry.id)
-        if (entry.is_navigation and not show_leaf_entries) or key in index:
-            hidden += 1
-            stack.extend((child, parent, depth) for child in reversed(tree_node.children))
-            continue
-        region = regions.get(key)
-        info = NodeInfo(
-            key=key,
-            entry=entry,
-            parent=parent,
-            depth=depth,
-            kind=entry_kind(entry),
-            label=tree_node.label,
-            tokens=entry_tokens(entry),
-            on_path=region is not None,
-            is_leaf=key == leaf_key,
-            region=region,
-        )
-        position = len(nodes)
-        nodes.append(info)
-        index[key] = position
-        if parent < 0:
-            roots.append(position)
-        else:
-            nodes[parent].children.append(position)
-        stack.extend((child, position, depth + 1) for child in reversed(tree_node.children))
-    path_keys = [k for k in regions if k in index]
+
+    def visit(stack: list[tuple[Any, int, int]], children_of: Any) -> None:
+        nonlocal hidden
+        while stack:
+            tree_node, parent, depth = stack.pop()
+            entry: Entry = tree_node if isinstance(tree_node, Entry) else tree_node.entry
+            if id(entry) in seen:
+                continue  # a node shared through duplicate ids (or a loop) is drawn once
+            seen.add(id(entry))
+            kids = children_of(tree_node)
+            key = node_key(entry.id)
+            if (not show_markers and is_hidden_marker(entry)) or key in keys:
+                hidden += key not in keys
+                stack.extend((child, parent, depth) for child in reversed(kids))
+                continue
+            region = regions.get(key)
+            if key in archived_targets and region is None and not show_archived:
+                archived[key] = _count_subtree(tree_node, children_of, seen)
+                continue
+            parent_id = entry.raw.get("parentId")
+            edit = edits.get(key)
+            info = NodeInfo(
+                key=key,
+                entry=entry,
+                parent=parent,
+                depth=depth,
+                kind=entry_kind(entry),
+                label=tree_node.label
+                if not isinstance(tree_node, Entry)
+                else index.label(entry.id),
+                tokens=entry_tokens(entry, pi),
+                on_path=region is not None,
+                is_leaf=key == leaf_key,
+                region=region,
+                cycle=entry.line in cycle_lines
+                or (parent_id is not None and id_key(parent_id) == id_key(entry.id)),
+                orphan=id(entry) in orphans,
+                edit=edit[0] if edit else None,
+                edit_key=edit[1] if edit else None,
+                archived=key in archived_targets,
+            )
+            position = len(nodes)
+            nodes.append(info)
+            keys[key] = position
+            if parent < 0:
+                roots.append(position)
+            else:
+                nodes[parent].children.append(position)
+            stack.extend((child, position, depth + 1) for child in reversed(kids))
+
+    visit([(root, -1, 0) for root in reversed(session.tree())], lambda n: n.children)
+
+    # Entries no root reaches: parent links that go round a loop. Each loop becomes a root
+    # of its own (the link closing it is cut), so nothing in the file disappears.
+    by_id = index.by_id
+    unreached = [e for e in index.entries if id(e) not in seen and by_id.get(id_key(e.id)) is e]
+    if unreached:
+        on_loop = _loop_members(unreached, index)
+        loose = {id(e) for e in unreached}
+        for entry in unreached:
+            if id(entry) in seen:
+                continue
+            # Start from the loop entry the component hangs from (first in file order).
+            start = entry
+            walked: set[int] = set()
+            while id(start) not in walked:
+                walked.add(id(start))
+                parent = index.get(start.raw.get("parentId"))
+                if parent is None or id(parent) not in loose or id(parent) in seen:
+                    break
+                start = parent
+            first = len(nodes)
+            visit(
+                [(start, -1, 0)],
+                lambda e: [c for c in index.children(e.id) if by_id.get(id_key(c.id)) is c],
+            )
+            for node in nodes[first:]:
+                if id(node.entry) in on_loop:
+                    node.cycle = True
+
+    shadowed = sum(1 for e in index.entries if by_id.get(id_key(e.id)) is not e)
+    path_keys = [k for k in regions if k in keys]
     return SessionGraph(
         nodes=nodes,
         roots=roots,
-        index=index,
+        index=keys,
         leaf_key=leaf_key,
         compaction_key=compaction_key,
         first_kept_key=first_kept_key,
         path_keys=path_keys,
         hidden=hidden,
+        archived=archived,
+        shadowed=shadowed,
+        entries=len(index.entries),
+        problems=len(session.problems),
+        name=session.name,
+        session_id=session.id,
     )
+
+
+def _count_subtree(root: Any, children_of: Any, seen: set[int]) -> int:
+    """Entries in an archived subtree (marked seen, so they are not drawn elsewhere)."""
+    count = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        entry = node if isinstance(node, Entry) else node.entry
+        if id(entry) in seen and node is not root:
+            continue
+        seen.add(id(entry))
+        if not is_hidden_marker(entry):
+            count += 1
+        stack.extend(children_of(node))
+    return count
+
+
+def _loop_members(entries: list[Entry], index: Any) -> set[int]:
+    """Entries whose parent links lead back to themselves (object ids), in linear time."""
+    state: dict[int, int] = {}  # 1: on the current walk, 2: done
+    members: set[int] = set()
+    for entry in entries:
+        walk: list[Entry] = []
+        current: Entry | None = entry
+        while current is not None and id(current) not in state:
+            state[id(current)] = 1
+            walk.append(current)
+            current = index.get(current.raw.get("parentId"))
+        if current is not None and state.get(id(current)) == 1:
+            at = next(i for i, e in enumerate(walk) if e is current)
+            members.update(id(e) for e in walk[at:])
+        for e in walk:
+            state[id(e)] = 2
+    return members
 
 
 def to_networkx(
@@ -355,14 +661,18 @@ def to_networkx(
     leaf_id: Any = UNSET,
     *,
     show_leaf_entries: bool = False,
+    layout: RowLayout | None = None,
 ) -> nx.DiGraph:
     """The session tree as a ``networkx.DiGraph`` (edges parent → child).
 
     Node attributes: ``type``, ``role``, ``kind``, ``label``, ``tokens``, ``timestamp``,
     ``depth``, ``on_path``, ``is_leaf``, ``region`` (``"summarized"``, ``"kept"``,
     ``"compaction"``, ``"after"`` or ``"active"`` on the active path, else ``None``),
-    ``summarized`` / ``kept`` (by the last compaction), ``is_compaction`` and
-    ``is_branch_summary``. Graph attributes: ``leaf``, ``compaction``, ``first_kept``.
+    ``summarized`` / ``kept`` (by the last compaction), ``is_compaction``,
+    ``is_branch_summary``, ``cycle``, ``orphan``, ``edit`` and ``archived``; with a
+    ``layout`` (:func:`~pinb.render.rows.row_layout`) also ``row``, ``lane`` and ``pos``
+    (``(lane, -row)``, for ``networkx.draw``). Graph attributes: ``leaf``, ``compaction``,
+    ``first_kept``, ``archived`` (target key → entries hidden).
 
     Examples
     --------
@@ -380,10 +690,21 @@ def to_networkx(
         if isinstance(session, SessionGraph)
         else build_graph(session, leaf_id, show_leaf_entries=show_leaf_entries)
     )
+    if layout is not None and layout.graph is not graph:
+        graph = layout.graph
     g = nx.DiGraph(
-        leaf=graph.leaf_key, compaction=graph.compaction_key, first_kept=graph.first_kept_key
+        leaf=graph.leaf_key,
+        compaction=graph.compaction_key,
+        first_kept=graph.first_kept_key,
+        archived=dict(graph.archived),
     )
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
+        extra: dict[str, Any] = {}
+        if layout is not None:
+            row = layout.row_of.get(i)
+            if row is not None:
+                lane = layout.rows[row].lane
+                extra = {"row": row, "lane": lane, "pos": (float(lane), -float(row))}
         g.add_node(
             node.key,
             type=node.type,
@@ -400,6 +721,11 @@ def to_networkx(
             kept=node.region == "kept",
             is_compaction=node.type == "compaction",
             is_branch_summary=node.type == "branch_summary",
+            cycle=node.cycle,
+            orphan=node.orphan,
+            edit=node.edit,
+            archived=node.archived,
+            **extra,
         )
     for node in graph.nodes:
         if node.parent >= 0:

@@ -9,13 +9,21 @@ from typing import Any
 
 __all__ = [
     "CSS",
+    "SAFE_TAGS",
+    "STYLES",
     "clean_text",
+    "div",
     "escape",
+    "gauge",
+    "heading",
     "markdown_to_html",
     "mimebundle",
+    "muted",
     "pre",
     "shorten",
+    "style",
     "table",
+    "title",
     "wrap",
 ]
 
@@ -23,33 +31,112 @@ __all__ = [
 # an SVG or XHTML document unparseable, so they become U+FFFD before escaping.
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
-#: One style sheet for every view; every class name starts with ``pinb-``.
-CSS = """
-.pinb-view{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;font-size:13px;
-  line-height:1.4;color:#1f2328;max-width:100%;overflow-x:auto}
-.pinb-view h3{font-size:14px;margin:6px 0 4px 0}
-.pinb-view h4{font-size:13px;margin:6px 0 2px 0}
-.pinb-view table.pinb-table{border-collapse:collapse;margin:4px 0}
-.pinb-view table.pinb-table th,.pinb-view table.pinb-table td{border-bottom:1px solid #d0d7de;
-  padding:2px 8px;text-align:left;vertical-align:top;white-space:nowrap}
-.pinb-view table.pinb-table td.pinb-wrap{white-space:normal;min-width:16em;max-width:48em;
-  overflow-wrap:anywhere}
-.pinb-view table.pinb-table td.pinb-num,.pinb-view table.pinb-table th.pinb-num{text-align:right;
-  font-variant-numeric:tabular-nums}
-.pinb-view .pinb-muted{color:#6e7781}
-.pinb-view .pinb-summarized{color:#8c959f;text-decoration:line-through}
-.pinb-view .pinb-kept{background:#eef6ff}
-.pinb-view .pinb-after{background:#f0fff4}
-.pinb-view .pinb-summary-row{background:#fff8e1}
-.pinb-view pre.pinb-pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;
-  padding:6px;border-radius:4px;margin:2px 0;max-height:30em;overflow:auto}
-.pinb-view .pinb-md{border-left:3px solid #d0d7de;padding-left:8px}
-.pinb-view .pinb-badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;
-  background:#eaeef2;margin-right:4px}
-.pinb-view .pinb-bar{display:inline-block;height:10px;vertical-align:middle}
-.pinb-view .pinb-warn{color:#9a6700}
-.pinb-view .pinb-error{color:#cf222e}
-"""
+#: Markup every view limits itself to: what survives JupyterLab's sanitizer for untrusted
+#: outputs, nbconvert's ``sanitize_html`` (bleach) and GitHub alike. Other tags would be
+#: dropped or, worse, shown escaped as text; so there are no headings, paragraphs, line
+#: breaks, tables (bleach shows their ``<tbody>`` as text), ``<details>``, ``<style>`` or
+#: inline SVG. Pictures are outputs of
+#: their own (``image/svg+xml``, ``image/png``).
+SAFE_TAGS = frozenset(
+    {
+        "a",
+        "b",
+        "code",
+        "div",
+        "em",
+        "i",
+        "li",
+        "ol",
+        "pre",
+        "span",
+        "strong",
+        "table",
+        "td",
+        "tr",
+        "ul",
+    }
+)
+
+#: Inline styles (JupyterLab keeps them for untrusted outputs; nbconvert drops them, and the
+#: views still read right without them: every status is also written as a word).
+STYLES: dict[str, str] = {
+    "view": (
+        "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;"
+        "line-height:1.45;color:#1f2328;max-width:100%;overflow-x:auto"
+    ),
+    "title": "font-size:15px;font-weight:bold;margin:4px 0 2px 0",
+    "heading": "font-weight:bold;margin:10px 0 2px 0",
+    "muted": "color:#6e7781",
+    "table": "display:table;border-collapse:collapse;margin:4px 0",
+    "tr": "display:table-row",
+    "cell": (
+        "display:table-cell;border-bottom:1px solid #d0d7de;padding:2px 8px;text-align:left;"
+        "vertical-align:top;white-space:nowrap"
+    ),
+    "head": "color:#57606a;font-weight:bold",
+    "num": "text-align:right",
+    "wrap": "white-space:normal;min-width:16em;max-width:48em;overflow-wrap:anywhere",
+    "pre": (
+        "white-space:pre-wrap;word-break:break-word;background-color:#f6f8fa;padding:6px;"
+        "margin:2px 0;max-height:30em;overflow:auto"
+    ),
+    "md": "border-left:3px solid #d0d7de;padding-left:8px",
+    "badge": (
+        "display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;"
+        "background-color:#eaeef2;margin-right:4px"
+    ),
+    "warn": "color:#9a6700",
+    "error": "color:#cf222e",
+    "ok": "color:#1a7f37",
+    "gauge": "font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre",
+    # Row tones (the class names stay on the rows too).
+    "pinb-summarized": "color:#8c959f;text-decoration:line-through",
+    "pinb-kept": "background-color:#eef6ff",
+    "pinb-after": "background-color:#f0fff4",
+    "pinb-summary-row": "background-color:#fff8e1",
+    "pinb-edited": "background-color:#f6f0ff",
+    "pinb-muted": "color:#6e7781",
+    "pinb-faded": "color:#8c959f;background-color:#f3f4f6",
+}
+
+#: Kept for callers that still put a style sheet inside their own trusted output; the views
+#: themselves use inline :data:`STYLES` only.
+CSS = ""
+
+
+def style(*names: str) -> str:
+    """A ``style="…"`` attribute joining :data:`STYLES` entries (empty for none)."""
+    rules = ";".join(STYLES[n] for n in names if n in STYLES)
+    return f' style="{rules}"' if rules else ""
+
+
+def div(body: str, *styles: str, css_class: str = "") -> str:
+    """A ``<div>`` with inline styles and an optional class (``body`` is trusted HTML)."""
+    cls = f' class="{escape(css_class)}"' if css_class else ""
+    return f"<div{cls}{style(*styles)}>{body}</div>"
+
+
+def title(text: object) -> str:
+    """A view's title line (no ``<h3>``: sanitizers escape it)."""
+    return div(escape(text), "title")
+
+
+def heading(text: object) -> str:
+    """A section heading inside a view."""
+    return div(escape(text), "heading")
+
+
+def muted(text: object) -> str:
+    """Grey, escaped text in a ``<span>``."""
+    return f"<span{style('muted')}>{escape(text)}</span>"
+
+
+def gauge(share: float | None, width: int = 30) -> str:
+    """A text bar ``███████░░░░░`` for a share (0–1) of something; survives any sanitizer."""
+    if share is None:
+        return ""
+    filled = max(0, min(width, round(share * width)))
+    return "█" * filled + "░" * (width - filled)
 
 
 def clean_text(value: object) -> str:
@@ -76,7 +163,7 @@ def shorten(text: object, limit: int) -> str:
 
 def pre(text: object, css_class: str = "pinb-pre") -> str:
     """Preformatted, escaped text."""
-    return f'<pre class="{escape(css_class)}">{escape(text)}</pre>'
+    return f'<pre class="{escape(css_class)}"{style("pre")}>{escape(text)}</pre>'
 
 
 def table(
@@ -88,18 +175,24 @@ def table(
     raw_columns: Iterable[int] = (),
     wrap_columns: Iterable[int] = (),
 ) -> str:
-    """An HTML table; every cell is escaped except the ``raw_columns`` the caller built.
+    """A table made of ``<div>`` rows and ``<span>`` cells laid out by inline styles.
+
+    Not ``<table>``: nbconvert's sanitizer (bleach) turns the ``<tbody>`` every parser adds
+    into visible text. With styles (JupyterLab, trusted or not) this is a real table; where
+    styles are stripped, each row stays one line and the cells are separated by a ``│``
+    that is otherwise hidden.
 
     Parameters
     ----------
     headers:
-        Column titles (escaped).
+        Column titles (escaped); an all-empty header row is left out.
     rows:
         Cell values; ``None`` shows as empty.
     numeric:
         Column indices aligned right (numbers are shown with thousands separators).
     row_classes:
-        A CSS class per row (``""`` for none).
+        A class per row (``""`` for none); the ``pinb-…`` tones of :data:`STYLES` are also
+        applied inline.
     raw_columns:
         Column indices whose cells are already-safe HTML produced by this package.
     wrap_columns:
@@ -108,44 +201,50 @@ def table(
     numeric_set = set(numeric)
     raw_set = set(raw_columns)
     wrap_set = set(wrap_columns)
-    parts = ['<table class="pinb-table"><thead><tr>']
-    for i, header in enumerate(headers):
-        cls = ' class="pinb-num"' if i in numeric_set else ""
-        parts.append(f"<th{cls}>{escape(header)}</th>")
-    parts.append("</tr></thead><tbody>")
+    separator = '<span style="display:none"> │ </span>'
+
+    def cell(i: int, text: str, *extra: str) -> str:
+        names = ["cell", *extra]
+        if i in numeric_set:
+            names.append("num")
+        elif i in wrap_set:
+            names.append("wrap")
+        return f'<span class="pinb-td"{style(*names)}>{text}</span>'
+
+    parts = [f'<div class="pinb-table"{style("table")}>']
+    if any(headers):
+        cells = [cell(i, escape(h), "head") for i, h in enumerate(headers)]
+        parts.append(f'<div class="pinb-tr"{style("tr")}>{separator.join(cells)}</div>')
     for r, row in enumerate(rows):
         cls = row_classes[r] if row_classes is not None and r < len(row_classes) else ""
-        parts.append(f'<tr class="{escape(cls)}">' if cls else "<tr>")
-        for i, cell in enumerate(row):
+        cells = []
+        for i, value in enumerate(row):
             if i in raw_set:
-                text = "" if cell is None else str(cell)
-            elif cell is None:
+                text = "" if value is None else str(value)
+            elif value is None:
                 text = ""
-            elif i in numeric_set and isinstance(cell, int | float) and not isinstance(cell, bool):
-                text = f"{cell:,}"
+            elif (
+                i in numeric_set and isinstance(value, int | float) and not isinstance(value, bool)
+            ):
+                text = f"{value:,}"
             else:
-                text = escape(cell)
-            td = (
-                ' class="pinb-num"'
-                if i in numeric_set
-                else (' class="pinb-wrap"' if i in wrap_set else "")
-            )
-            parts.append(f"<td{td}>{text}</td>")
-        parts.append("</tr>")
-    parts.append("</tbody></table>")
+                text = escape(value)
+            cells.append(cell(i, text))
+        classes = f"pinb-tr {escape(cls)}".strip()
+        parts.append(f'<div class="{classes}"{style("tr", cls)}>{separator.join(cells)}</div>')
+    parts.append("</div>")
     return "".join(parts)
 
 
 def wrap(body: str, css_class: str = "") -> str:
-    """Wrap view HTML in a ``pinb-view`` container with the shared style sheet.
+    """Wrap view HTML in a ``pinb-view`` container (inline styles, no style sheet).
 
     The container opts out of MathJax (``tex2jax_ignore``/``mathjax_ignore``): Jupyter
     typesets ``$…$`` in HTML output, and session text must stay text.
     """
     extra = f" {escape(css_class)}" if css_class else ""
     return (
-        f'<div class="pinb-view{extra} tex2jax_ignore mathjax_ignore"><style>{CSS}</style>'
-        f"{body}</div>"
+        f'<div class="pinb-view{extra} tex2jax_ignore mathjax_ignore"{style("view")}>{body}</div>'
     )
 
 
@@ -228,8 +327,8 @@ def markdown_to_html(text: object) -> str:
 
     Examples
     --------
-    >>> markdown_to_html("**hi** <script>x</script>")
-    '<div class="pinb-md"><p><strong>hi</strong> &lt;script&gt;x&lt;/script&gt;</p></div>'
+    >>> markdown_to_html("**hi** <script>x</script>")[-60:]
+    '<div><strong>hi</strong> &lt;script&gt;x&lt;/script&gt;</div></div>'
     """
     lines = clean_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     out: list[str] = []
@@ -240,7 +339,7 @@ def markdown_to_html(text: object) -> str:
 
     def close_paragraph() -> None:
         if paragraph:
-            out.append("<p>" + "<br>".join(_inline(line) for line in paragraph) + "</p>")
+            out.append("".join(f"<div>{_inline(line)}</div>" for line in paragraph))
             paragraph.clear()
 
     def close_list() -> None:
@@ -253,7 +352,9 @@ def markdown_to_html(text: object) -> str:
         stripped = line.strip()
         if fence is not None:
             if stripped.startswith(fence):
-                out.append(f'<pre class="pinb-pre"><code>{escape(chr(10).join(code))}</code></pre>')
+                out.append(
+                    f'<pre class="pinb-pre"{style("pre")}><code>{escape(chr(10).join(code))}</code></pre>'
+                )
                 code.clear()
                 fence = None
             else:
@@ -272,8 +373,7 @@ def markdown_to_html(text: object) -> str:
         if heading:
             close_paragraph()
             close_list()
-            level = min(6, len(heading.group(1)) + 2)  # keep headings small inside a view
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+            out.append(f"<div{style('heading')}><b>{_inline(heading.group(2))}</b></div>")
             continue
         item = _BULLET.match(line)
         kind = "ul"
@@ -297,7 +397,9 @@ def markdown_to_html(text: object) -> str:
         close_list()
         paragraph.append(stripped)
     if fence is not None:
-        out.append(f'<pre class="pinb-pre"><code>{escape(chr(10).join(code))}</code></pre>')
+        out.append(
+            f'<pre class="pinb-pre"{style("pre")}><code>{escape(chr(10).join(code))}</code></pre>'
+        )
     close_paragraph()
     close_list()
-    return '<div class="pinb-md">' + "".join(out) + "</div>"
+    return f'<div class="pinb-md"{style("md")}>' + "".join(out) + "</div>"

@@ -1,6 +1,6 @@
 """Views of sessions that display anywhere (``_repr_mimebundle_``), plus the ipywidgets explorer."""
 
-# ``SessionExplorer`` (ipywidgets) and ``MemoryView`` are imported on first use, so the plain
+# ``SessionExplorer``/``TreeWidget`` (anywidget) and ``MemoryView`` are imported on first use, so the plain
 # views work without ipywidgets installed.
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .session_list import SessionListView
 from .tree import TreeView
 
 if TYPE_CHECKING:
-    from .widgets import SessionExplorer
+    from .tree_widget import SessionExplorer, TreeWidget
 
 __all__ = [
     "CompactionView",
@@ -27,15 +27,16 @@ __all__ = [
     "SessionExplorer",
     "SessionListView",
     "TreeView",
+    "TreeWidget",
     "session_mimebundle",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SessionExplorer":
-        from .widgets import SessionExplorer
+    if name in ("SessionExplorer", "TreeWidget"):
+        from . import tree_widget
 
-        return SessionExplorer
+        return getattr(tree_widget, name)
     if name == "MemoryView":
         from .memory import MemoryView
 

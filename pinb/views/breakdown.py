@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import Session, SessionContext, estimate_tokens
+from ..core.accounting import estimated_by_role
 from ..core.context import UNSET
-from ..render.graph import tool_tokens
-from ..render.html import escape, mimebundle, table, wrap
-from ..render.svg import bar_chart_svg
+from ..render.graph import kind_name, plural, tool_tokens
+from ..render.html import gauge, heading, mimebundle, muted, style, table, title, wrap
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -63,12 +63,15 @@ class ContextBreakdown:
     """
 
     def __init__(self, source: Session | SessionContext | Sequence[Any], leaf_id: Any = UNSET):
+        context: SessionContext | None = None
         if isinstance(source, Session):
-            messages: Sequence[Any] = source.build_context(leaf_id).messages
+            context = source.build_context(leaf_id)
         elif isinstance(source, SessionContext):
-            messages = source.messages
-        else:
-            messages = list(source)
+            context = source
+        messages: Sequence[Any] = (
+            context.messages if context is not None else list(cast("Sequence[Any]", source))
+        )
+        pi = context.pi if context is not None else None
         role_messages: Counter[str] = Counter()
         role_tokens: Counter[str] = Counter()
         calls: Counter[str] = Counter()
@@ -80,7 +83,7 @@ class ContextBreakdown:
                 continue
             role = str(message.get("role", "?"))
             role_messages[role] += 1
-            role_tokens[role] += estimate_tokens(message)
+            role_tokens[role] += estimate_tokens(message, pi=pi)
             for tool, side, tokens in tool_tokens(message):
                 if side == "call":
                     calls[tool] += 1
@@ -88,6 +91,9 @@ class ContextBreakdown:
                 else:
                     results[tool] += 1
                     result_tokens[tool] += tokens
+        if context is not None:
+            # The core's account: Pi 1.x counts the system prompt once, replayed.
+            role_tokens = Counter(estimated_by_role(context))
         self.by_role = sorted(
             (RoleTokens(r, role_messages[r], role_tokens[r]) for r in role_messages),
             key=lambda row: (-row.tokens, row.role),
@@ -102,7 +108,10 @@ class ContextBreakdown:
 
     def to_text(self) -> str:
         top = ", ".join(f"{row.role} {row.tokens:,}" for row in self.by_role[:4])
-        return f"<ContextBreakdown ~{self.total:,} tokens in {self.message_count} messages: {top}>"
+        return (
+            f"<ContextBreakdown {self.total:,} tokens (chars/4 estimate) in "
+            f"{plural(self.message_count, 'message')}: {top}>"
+        )
 
     __repr__ = to_text
 
@@ -110,22 +119,34 @@ class ContextBreakdown:
         def share(tokens: int) -> str:
             return f"{tokens / self.total:.1%}" if self.total else "—"
 
-        role_rows = [(r.role, r.messages, r.tokens, share(r.tokens)) for r in self.by_role]
+        def bar(tokens: int) -> str:
+            value = tokens / self.total if self.total else 0.0
+            return f"<span{style('gauge')}>{gauge(value, 20)}</span>"
+
+        role_rows = [
+            (kind_name(r.role), r.messages, r.tokens, share(r.tokens), bar(r.tokens))
+            for r in self.by_role
+        ]
         tool_rows = [
             (t.tool, t.calls, t.call_tokens, t.results, t.result_tokens, t.tokens, share(t.tokens))
             for t in self.by_tool
         ]
         parts = [
-            f"<h3>Context tokens · ~{self.total:,} in {self.message_count:,} messages</h3>",
-            "<h4>By role</h4>",
-            bar_chart_svg([(r.role, r.tokens) for r in self.by_role]),
-            table(["role", "messages", "tokens", "share"], role_rows, numeric=(1, 2, 3)),
+            title(
+                f"Context tokens · {self.total:,} (chars/4 estimate) in "
+                f"{plural(self.message_count, 'message')}"
+            ),
+            heading("By role"),
+            table(
+                ["role", "messages", "tokens (chars/4)", "share", ""],
+                role_rows,
+                numeric=(1, 2, 3),
+                raw_columns=(4,),
+            ),
         ]
         if self.by_tool:
-            tool_colors = {t.tool: "#6e7781" for t in self.by_tool}
             parts += [
-                "<h4>By tool (calls + results)</h4>",
-                bar_chart_svg([(t.tool, t.tokens) for t in self.by_tool[:20]], colors=tool_colors),
+                heading("By tool (calls + results)"),
                 table(
                     ["tool", "calls", "call tokens", "results", "result tokens", "total", "share"],
                     tool_rows,
@@ -133,7 +154,7 @@ class ContextBreakdown:
                 ),
             ]
         else:
-            parts.append(f'<div class="pinb-muted">{escape("no tool calls in this context")}</div>')
+            parts.append(muted("no tool calls in this context"))
         return wrap("".join(parts), "pinb-breakdown")
 
     def figure(self, ax: Axes | None = None, *, by: str = "role") -> Figure:

@@ -5,11 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import Entry, Session, SessionContext
-from ..core.accounting import estimated_by_role
+from ..core.accounting import estimated_by_role, thousands
 from ..core.reports import CompactionReport
-from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
-from ..render.html import escape, markdown_to_html, mimebundle, table, wrap
-from ..render.svg import stacked_bars_svg
+from ..render.graph import entry_kind, entry_preview, entry_tokens, kind_name, node_key, plural
+from ..render.html import (
+    escape,
+    gauge,
+    heading,
+    markdown_to_html,
+    mimebundle,
+    style,
+    table,
+    title,
+    wrap,
+)
+from .accounting import resolve_window
 
 __all__ = ["CompactionView", "report_from_entry"]
 
@@ -66,7 +76,12 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
 
 
 class CompactionView:
-    """One compaction: tokens before and after (by role), what went, the summary, the files.
+    """One compaction: the context before and after with one measure, what went, the summary.
+
+    Before and after are compared with the same chars/4 estimate on both sides (the
+    report's ``estimated_before`` / ``estimated_after``); Pi's recorded ``tokensBefore`` is
+    shown as recorded, with how Pi makes it. With a window, both sides are also shown as a
+    share of it.
 
     Parameters
     ----------
@@ -75,8 +90,9 @@ class CompactionView:
         id) of ``session``.
     session:
         Needed for an entry or id, and to show previews of the summarized/kept entries.
-    context_window:
-        Drawn as a marker on the bars when given.
+    context_window / window_source:
+        The window (and where it came from); without one, the session's model is looked up
+        in the model registry, and otherwise the window is unknown.
     max_rows:
         Longest entry list shown per section.
     """
@@ -87,6 +103,7 @@ class CompactionView:
         session: Session | None = None,
         *,
         context_window: int | None = None,
+        window_source: str | None = None,
         max_rows: int = 300,
     ) -> None:
         if isinstance(source, CompactionReport):
@@ -95,8 +112,16 @@ class CompactionView:
             if session is None:
                 raise TypeError("CompactionView needs the session to read a compaction entry")
             self.report = report_from_entry(session, source)
-        self.context_window = context_window
         self.max_rows = max_rows
+        window, where = context_window, window_source
+        if not window and session is not None:
+            entry = self.report.entry
+            at = entry.id if entry is not None else session.leaf_id
+            window, where = resolve_window(session.build_context(at))
+        elif window:
+            where = where or "setting"
+        self.context_window: int | None = window or None
+        self.window_source: str = (where or "setting") if window else "unknown"
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -113,9 +138,12 @@ class CompactionView:
     def to_text(self) -> str:
         r = self.report
         where = self.entry_id or "dry run"
+        share = f" ({r.tokens_saved / r.estimated_before:.0%})" if r.estimated_before else ""
         return (
-            f"<CompactionView {where}: {r.tokens_before:,} → {r.tokens_after:,} tokens, "
-            f"{len(r.summarized_ids)} entries summarized, {len(r.kept_ids)} kept>"
+            f"<CompactionView {where}: chars/4 estimate {thousands(r.estimated_before)} → "
+            f"{thousands(r.estimated_after)} tokens (saved {thousands(r.tokens_saved)}{share}); "
+            f"Pi recorded tokensBefore {thousands(r.tokens_before)}; "
+            f"{plural(len(r.summarized_ids), 'entry')} summarized, {len(r.kept_ids):,} kept>"
         )
 
     __repr__ = to_text
@@ -129,15 +157,30 @@ class CompactionView:
                 rows.append((key, "", "", None))
             else:
                 rows.append(
-                    (key, entry_kind(entry), entry_preview(entry, 120), entry_tokens(entry))
+                    (
+                        key,
+                        kind_name(entry_kind(entry)),
+                        entry_preview(entry, 120),
+                        entry_tokens(entry),
+                    )
                 )
         more = ""
         if len(ids) > len(shown):
-            more = f'<div class="pinb-muted">… and {len(ids) - len(shown):,} more</div>'
+            more = f"<div{style('muted')}>… and {len(ids) - len(shown):,} more</div>"
         table_html = table(
-            ["id", "kind", "preview", "tokens"], rows, numeric=(3,), wrap_columns=(2,)
+            ["id", "kind", "content", "tokens (chars/4)"], rows, numeric=(3,), wrap_columns=(2,)
         )
         return table_html + more
+
+    def _side(self, name: str, tokens: int) -> tuple[Any, ...]:
+        window = self.context_window
+        share = tokens / window if window else None
+        return (
+            name,
+            tokens,
+            f"{share:.1%}" if share is not None else "window unknown",
+            f"<span{style('gauge')}>{gauge(share, 24)}</span>" if share is not None else "",
+        )
 
     def to_html(self) -> str:
         r = self.report
@@ -146,19 +189,19 @@ class CompactionView:
         facts = [
             ("reason", r.reason),
             ("summarizer", r.summarizer or "—"),
-            ("first kept entry", r.first_kept_entry_id),
+            ("first kept entry", r.first_kept_entry_id or "— (nothing kept)"),
             ("split turn", "yes" if r.is_split_turn else "no"),
             ("previous compaction", r.previous_compaction_id or "—"),
         ]
-        marks: list[tuple[str, int]] = []
-        if self.context_window:
-            marks.append(("window", self.context_window))
-        before = dict(r.before_by_role) or {"(total)": r.tokens_before}
-        bars = stacked_bars_svg([("before", before), ("after", dict(r.after_by_role))], marks=marks)
+        window_note = (
+            f"share of a {thousands(self.context_window)}-token window ({self.window_source})"
+            if self.context_window
+            else "share of the window (window unknown)"
+        )
         roles = list(dict.fromkeys([*r.before_by_role, *r.after_by_role]))
         role_rows = [
             (
-                role,
+                kind_name(role),
                 r.before_by_role.get(role, 0),
                 r.after_by_role.get(role, 0),
                 r.after_by_role.get(role, 0) - r.before_by_role.get(role, 0),
@@ -166,33 +209,46 @@ class CompactionView:
             for role in roles
         ]
         files = ""
-        for title, names in (("Read files", r.read_files), ("Modified files", r.modified_files)):
+        for heading_text, names in (
+            ("Read files", r.read_files),
+            ("Modified files", r.modified_files),
+        ):
             items = "".join(f"<li><code>{escape(name)}</code></li>" for name in names)
-            files += f"<h4>{escape(title)} ({len(names)})</h4><ul>{items}</ul>" if names else ""
+            files += (
+                heading(f"{heading_text} ({len(names)})") + f"<ul>{items}</ul>" if names else ""
+            )
         parts = [
-            f"<h3>Compaction {escape(self.entry_id or '(dry run)')}</h3>",
-            f"<div>estimated (chars/4): <b>{r.estimated_before:,}</b> tokens before → "
-            f"<b>{r.estimated_after:,}</b> after · saved {saved:,}{share} · "
-            f"Pi recorded tokensBefore {r.tokens_before:,}</div>",
-            bars,
+            title(f"Compaction {self.entry_id or '(dry run)'}"),
+            f"<div>chars/4 estimate of the context: <b>{thousands(r.estimated_before)}</b> "
+            f"tokens before → <b>{thousands(r.estimated_after)}</b> after · saved "
+            f"<b>{thousands(saved)}{share}</b> <span{style('muted')}>(the same measure on both "
+            "sides)</span></div>",
+            f"<div{style('muted')}>Pi recorded tokensBefore = {thousands(r.tokens_before)} "
+            "(its own figure: the last reported usage plus an estimate of later messages, as "
+            "recorded in the entry)</div>",
+            table(
+                ["context", "tokens (chars/4)", window_note, ""],
+                [self._side("before", r.estimated_before), self._side("after", r.estimated_after)],
+                numeric=(1,),
+                raw_columns=(3,),
+            ),
+            heading("By role (chars/4 estimate)"),
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),
-            f"<details><summary>{len(r.summarized_ids):,} entries summarized</summary>"
-            f"{self._entry_table(r.summarized_ids)}</details>",
-            f"<details><summary>{len(r.kept_ids):,} entries kept verbatim</summary>"
-            f"{self._entry_table(r.kept_ids)}</details>",
+            heading(f"Summarized: {plural(len(r.summarized_ids), 'entry')}"),
+            self._entry_table(r.summarized_ids),
+            heading(f"Kept verbatim: {plural(len(r.kept_ids), 'entry')}"),
+            self._entry_table(r.kept_ids),
         ]
         if r.after_ids:
-            parts.append(
-                f"<details><summary>{len(r.after_ids):,} entries after it</summary>"
-                f"{self._entry_table(r.after_ids)}</details>"
-            )
-        parts.append("<h4>Summary</h4>" + markdown_to_html(r.summary))
+            parts.append(heading(f"After it: {plural(len(r.after_ids), 'entry')}"))
+            parts.append(self._entry_table(r.after_ids))
+        parts.append(heading("Summary") + markdown_to_html(r.summary))
         parts.append(files)
         return wrap("".join(parts), "pinb-compaction")
 
     def figure(self, ax: Any = None) -> Any:
-        """Before/after stacked bars by role as a matplotlib ``Figure``."""
+        """Before/after stacked bars by role (chars/4) as a matplotlib ``Figure``."""
         from ..render.figure import draw_stacked_bars
 
         r = self.report

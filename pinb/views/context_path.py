@@ -1,28 +1,40 @@
-"""``ContextPathView``: the leaf's path as the model sees it, with running token totals."""
+"""``ContextPathView``: the leaf's path as the model sees it, with one token account."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import CompactionSettings, Entry, Session, estimate_context_tokens, estimate_tokens
-from ..core.context import UNSET
+from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_tokens
+from ..core.accounting import ContextUsage, thousands
+from ..core.context import UNSET, current_system_message
+from ..core.target import Pi
 from ..render.graph import (
     entry_kind,
     entry_preview,
     entry_tokens,
+    is_hidden_marker,
+    kind_name,
     node_key,
     path_regions,
     paused_gc,
+    plural,
 )
-from ..render.html import escape, mimebundle, table, wrap
-from ..render.svg import stacked_bars_svg
+from ..render.html import (
+    escape,
+    gauge,
+    heading,
+    mimebundle,
+    muted,
+    shorten,
+    style,
+    table,
+    title,
+    wrap,
+)
+from .accounting import account, usage_html
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextPathView", "PathRow"]
-
-#: Window assumed when none is given (the views say so when they use it).
-DEFAULT_CONTEXT_WINDOW = 128_000
+__all__ = ["ContextPathView", "PathRow"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +42,11 @@ class PathRow:
     """One entry of the path: where it stands and what it costs in the context.
 
     ``region`` is ``"summarized"``, ``"kept"``, ``"compaction"``, ``"after"`` or
-    ``"active"`` (no compaction); ``in_context`` tells whether the model sees a message for
-    it; ``running`` is the context total up to and including it (model order).
+    ``"active"`` (no compaction); ``in_context`` tells whether the model is sent anything
+    for it; ``tokens`` is the chars/4 estimate of what it contributes (for a summarized
+    entry, of its own message); ``running`` the context total up to it (model order, the
+    same chars/4 measure). ``status`` says in words what happens to the entry; ``edit`` is
+    ``"replaced"`` or ``"omitted"`` when a context edit (``edit_key``) changed it.
     """
 
     entry: Entry
@@ -42,6 +57,11 @@ class PathRow:
     tokens: int
     running: int | None
     label: str | None
+    status: str = ""
+    edit: str | None = None
+    edit_key: str | None = None
+    replacement: str | None = None
+    messages: int = 0
 
     @property
     def role(self) -> str | None:
@@ -53,13 +73,35 @@ class PathRow:
         return entry_preview(self.entry, 120)
 
 
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
 class ContextPathView:
     """The active path from root to leaf, as the model will see it.
 
+    One token account (:func:`pinb.core.accounting.context_usage`): the context's size as
+    Pi judges it, the chars/4 estimate of every message, the share of the window in use
+    and the compaction threshold, each labelled with how it was made. The window is the
+    one given, else the model registry's for the session's model, else unknown (never
+    assumed).
+
     Entries summarized by the last compaction are listed apart (they are not sent); the
-    context part starts with the compaction summary, then the entries kept from
-    ``firstKeptEntryId`` and those after the compaction, each with its token estimate and
-    the running total against the context window and the compaction threshold.
+    context starts with the compaction (its summary and, in Pi 1.x, the system checkpoint),
+    then the kept entries and those after it. Context edits are shown on the entry they
+    change (what was replaced, with what, or that it was omitted, and by which edit);
+    bookkeeping entries (settings, labels, usage, edits) are listed as "not sent".
 
     Parameters
     ----------
@@ -67,10 +109,10 @@ class ContextPathView:
         The session.
     leaf_id:
         The leaf to look from (default: the session's).
-    context_window:
-        The model's window; :data:`DEFAULT_CONTEXT_WINDOW` (marked as assumed) if ``None``.
+    context_window / window_source:
+        The model's window and where it came from (``"setting"`` by default).
     settings:
-        Compaction settings (the threshold is ``window - reserve_tokens``).
+        Compaction settings (the threshold is the window minus ``reserve_tokens``).
     max_rows:
         Rows shown per section; the middle of a longer section is elided.
     """
@@ -81,103 +123,193 @@ class ContextPathView:
         leaf_id: Any = UNSET,
         *,
         context_window: int | None = None,
+        window_source: str | None = None,
         settings: CompactionSettings | None = None,
         max_rows: int = 400,
     ) -> None:
-        self.window_assumed = context_window is None
-        self.context_window = context_window or DEFAULT_CONTEXT_WINDOW
-        self.settings = settings or CompactionSettings()
         self.max_rows = max_rows
         with paused_gc():
-            self._read(session, session.leaf_id if leaf_id is UNSET else leaf_id)
+            leaf = session.leaf_id if leaf_id is UNSET else leaf_id
+            self.context: SessionContext = session.build_context(leaf)
+            self.usage: ContextUsage = account(
+                self.context,
+                context_window=context_window,
+                window_source=window_source,
+                settings=settings,
+            )
+            self._read(session)
 
-    def _read(self, session: Session, leaf: Any) -> None:
-        context = session.build_context(leaf)
-        self.leaf_key = node_key(leaf) if leaf is not None else None
-        self.compaction_key = node_key(context.compaction.id) if context.compaction else None
-        tokens_of: dict[int, int] = {}
-        for entry, message in zip(context.sources, context.messages, strict=True):
-            tokens_of[id(entry)] = tokens_of.get(id(entry), 0) + estimate_tokens(message)
+    # -- reading --------------------------------------------------------------------------
+
+    def _read(self, session: Session) -> None:
+        context = self.context
+        pi = context.pi
+        shown_path = [e for e in context.path if not is_hidden_marker(e)]
+        self.leaf_key = node_key(shown_path[-1].id) if shown_path else None
+        compaction = context.compaction
+        self.compaction_key = node_key(compaction.id) if compaction is not None else None
+        regions = {id(entry): region for entry, region in path_regions(context)}
+        selected = {id(p.entry) for p in context.entries}
+
         summary_rows: list[PathRow] = []
+        for entry in context.path:
+            if id(entry) in selected or is_hidden_marker(entry):
+                continue
+            region = regions.get(id(entry), "active")
+            if region == "summarized":
+                status = "summarized: sent only as part of the compaction's summary"
+            elif entry.role == "system":
+                status = "not sent itself: replayed in the compaction's system checkpoint"
+            else:
+                status = "not sent"
+            summary_rows.append(
+                PathRow(
+                    entry,
+                    node_key(entry.id),
+                    entry_kind(entry),
+                    region,
+                    False,
+                    entry_tokens(entry, pi),
+                    None,
+                    session.label(entry.id),
+                    status,
+                )
+            )
+
         context_rows: list[PathRow] = []
         running = 0
-        by_role: Counter[str] = Counter()
-        compaction = context.compaction
-        if compaction is not None:
-            tokens = tokens_of.get(id(compaction), 0)
-            running += tokens
-            by_role["compactionSummary"] += tokens
-            context_rows.append(self._row(session, compaction, "compaction", True, tokens, running))
-        for entry, region in path_regions(context):
-            if entry is compaction:
+        system_before = 0
+        seen_messages: list[Any] = []
+        for projected in context.entries:
+            entry = projected.entry
+            if is_hidden_marker(entry):
                 continue
-            in_context = id(entry) in tokens_of
-            tokens = tokens_of.get(id(entry), 0)
-            if region == "summarized":
-                message_tokens = entry_tokens(entry)
-                summary_rows.append(self._row(session, entry, region, False, message_tokens, None))
-                continue
+            tokens = 0
+            for message in projected.messages:
+                seen_messages.append(message)
+                if pi >= Pi.V1_6 and isinstance(message, dict) and message.get("role") == "system":
+                    # Pi counts the system prompt once, replayed from every system message:
+                    # each system message adds what it changes in that prompt.
+                    prompt = current_system_message(seen_messages)
+                    now = estimate_tokens(prompt, pi=pi) if prompt is not None else 0
+                    tokens += now - system_before
+                    system_before = now
+                else:
+                    tokens += estimate_tokens(message, pi=pi)
+            in_context = bool(projected.messages)
             if in_context:
                 running += tokens
-                by_role[entry_kind(entry)] += tokens
+            region = regions.get(id(entry), "active")
+            edit, edit_key, replacement = None, None, None
+            if projected.edit is not None:
+                edit = "omitted" if projected.omitted else "replaced"
+                edit_key = node_key(projected.edit.id)
+                if not projected.omitted:
+                    replacement = " ".join(_message_text(m) for m in projected.messages).strip()
             context_rows.append(
-                self._row(
-                    session, entry, region, in_context, tokens, running if in_context else None
+                PathRow(
+                    entry,
+                    node_key(entry.id),
+                    entry_kind(entry),
+                    "compaction" if entry is compaction else region,
+                    in_context,
+                    tokens,
+                    running if in_context else None,
+                    session.label(entry.id),
+                    self._status(entry, projected.messages, edit, edit_key, entry is compaction),
+                    edit,
+                    edit_key,
+                    replacement,
+                    len(projected.messages),
                 )
             )
         self.summarized_rows = summary_rows
         self.context_rows = context_rows
-        self.by_role = dict(by_role)
         self.total = running
-        self.estimate = estimate_context_tokens(context.messages)
         self.message_count = len(context.messages)
+        self.by_role = dict(self.usage.by_role)
 
     @staticmethod
-    def _row(
-        session: Session,
+    def _status(
         entry: Entry,
-        region: str,
-        in_context: bool,
-        tokens: int,
-        running: int | None,
-    ) -> PathRow:
-        return PathRow(
-            entry=entry,
-            key=node_key(entry.id),
-            kind=entry_kind(entry),
-            region=region,
-            in_context=in_context,
-            tokens=tokens,
-            running=running,
-            label=session.label(entry.id),
-        )
+        messages: list[Any],
+        edit: str | None,
+        edit_key: str | None,
+        is_compaction: bool,
+    ) -> str:
+        if edit == "omitted":
+            return f"omitted by context edit {edit_key}"
+        if edit == "replaced":
+            if entry.type == "custom_message" or entry.role in _EDITABLE:
+                return f"content replaced by context edit {edit_key}"
+            return f"named by context edit {edit_key}, which changes nothing here"
+        if is_compaction:
+            if len(messages) > 1:
+                return "sent: system checkpoint + summary"
+            return "sent: summary"
+        if entry.type == "context_edit":
+            return "not sent: edits another entry"
+        if entry.type == "usage":
+            return "not sent: usage bookkeeping"
+        if not messages:
+            if entry.type == "compaction":
+                return "not sent: an older compaction inside the kept range"
+            return "not sent: bookkeeping"
+        if entry.role == "system":
+            return "sent: system prompt"
+        return "sent"
+
+    # -- figures --------------------------------------------------------------------------
 
     @property
-    def threshold(self) -> int:
-        """Tokens above which Pi compacts automatically (``window - reserve_tokens``)."""
-        return self.context_window - self.settings.reserve_tokens
+    def context_window(self) -> int | None:
+        """The window used (``None`` when unknown)."""
+        return self.usage.window
+
+    @property
+    def window_source(self) -> str:
+        return self.usage.window_source
+
+    @property
+    def threshold(self) -> int | None:
+        """Tokens above which Pi compacts automatically (``None`` without a window)."""
+        return self.usage.threshold
 
     @property
     def rows(self) -> list[PathRow]:
-        """Every row: summarized entries first, then the context in model order."""
+        """Every row: entries not sent (summarized) first, then the context in model order."""
         return [*self.summarized_rows, *self.context_rows]
 
+    @property
+    def edits(self) -> list[PathRow]:
+        """Rows changed by a context edit."""
+        return [row for row in self.context_rows if row.edit]
+
     def to_text(self) -> str:
-        assumed = " (assumed)" if self.window_assumed else ""
+        usage = self.usage
         text = (
-            f"<ContextPathView leaf {self.leaf_key}: {self.message_count} messages, "
-            f"~{self.total:,} tokens (usage-based {self.estimate.tokens:,}) of "
-            f"{self.context_window:,}{assumed}, threshold {self.threshold:,}"
+            f"<ContextPathView leaf {self.leaf_key}: {plural(self.message_count, 'message')}; "
+            f"{thousands(usage.tokens)} tokens ({usage.measure_label})"
         )
-        if self.compaction_key:
+        if usage.window and usage.share is not None:
             text += (
-                f"; compaction {self.compaction_key} summarized {len(self.summarized_rows)} entries"
+                f" · {usage.share:.1%} of a {thousands(usage.window)} window "
+                f"({usage.window_source}) · threshold {thousands(usage.threshold)}"
             )
+        else:
+            text += " · window unknown"
+        if self.compaction_key:
+            summarized = sum(1 for r in self.summarized_rows if r.region == "summarized")
+            text += f"; compaction {self.compaction_key} summarized {plural(summarized, 'entry')}"
+        if self.edits:
+            text += f"; {plural(len(self.edits), 'context edit')} in effect"
         return text + ">"
 
     __repr__ = to_text
 
-    def _table(self, rows: list[PathRow]) -> str:
+    # -- HTML -----------------------------------------------------------------------------
+
+    def _table(self, rows: list[PathRow], *, running: bool) -> str:
         shown: list[PathRow | None] = list(rows)
         if len(rows) > self.max_rows:
             head = max(1, self.max_rows // 5)
@@ -187,68 +319,102 @@ class ContextPathView:
         for row in shown:
             if row is None:
                 hidden = len(rows) - self.max_rows
-                cells.append(("", "", "", f"… {hidden:,} rows not shown …", None, None))
+                cells.append(("", "", f"… {hidden:,} rows not shown …", "", None, None))
                 classes.append("pinb-muted")
                 continue
-            label = f" [{row.label}]" if row.label else ""
+            label = f"[{shorten(row.label, 40)}] " if row.label else ""
+            text = f"{label}{row.preview}"
+            if row.edit == "replaced" and row.status.startswith("content replaced"):
+                text = f"{label}was: {row.preview} → model sees: {row.replacement or '(empty)'}"
+            elif row.edit == "omitted":
+                text = f"{label}was: {row.preview} → omitted from the context"
             cells.append(
                 (
                     row.key,
-                    row.kind,
-                    row.region if row.in_context or row.region == "summarized" else "not sent",
-                    f"{row.preview}{label}",
+                    kind_name(row.kind),
+                    row.status,
+                    text,
                     row.tokens if row.tokens or row.in_context else None,
                     row.running,
                 )
             )
-            classes.append(
-                _ROW_CLASS.get(row.region, "")
-                if row.in_context or row.region == "summarized"
-                else "pinb-muted"
+            if row.edit:
+                classes.append("pinb-edited")
+            elif row.in_context:
+                classes.append(_ROW_CLASS.get(row.region, ""))
+            else:
+                classes.append("pinb-muted")
+        headers = ["id", "kind", "status", "content", "tokens (chars/4)"]
+        if running:
+            headers.append("running total")
+        else:
+            cells = [c[:5] for c in cells]
+        return table(headers, cells, numeric=(4, 5), row_classes=classes, wrap_columns=(2, 3))
+
+    def _roles_table(self) -> str:
+        usage = self.usage
+        total = usage.estimated_tokens
+        rows = []
+        for role, tokens in sorted(usage.by_role.items(), key=lambda kv: -kv[1]):
+            share = tokens / total if total else 0.0
+            rows.append(
+                (
+                    kind_name(role),
+                    tokens,
+                    f"{share:.1%}",
+                    f"<span{style('gauge')}>{gauge(share, 20)}</span>",
+                )
             )
         return table(
-            ["id", "kind", "status", "preview", "tokens", "running total"],
-            cells,
-            numeric=(4, 5),
-            row_classes=classes,
-            wrap_columns=(3,),
+            ["role", "tokens (chars/4)", "share", ""], rows, numeric=(1, 2), raw_columns=(3,)
         )
 
     def to_html(self) -> str:
-        assumed = " (assumed)" if self.window_assumed else ""
-        over = self.estimate.tokens > self.threshold
-        state = (
-            '<span class="pinb-error">over the compaction threshold</span>'
-            if over
-            else '<span class="pinb-muted">below the compaction threshold</span>'
-        )
-        bars = stacked_bars_svg(
-            [("context", self.by_role)],
-            marks=[("threshold", self.threshold), ("window", self.context_window)],
-            scale=max(self.context_window, self.total, self.estimate.tokens),
-        )
         parts = [
-            f"<h3>Context at leaf {escape(self.leaf_key)}</h3>",
-            f"<div>{self.message_count:,} messages · ~{self.total:,} tokens (chars/4) · "
-            f"{self.estimate.tokens:,} with the last reported usage · window "
-            f"{self.context_window:,}{escape(assumed)} · threshold {self.threshold:,} · "
-            f"{state}</div>",
-            bars,
+            title(f"Context at leaf {self.leaf_key or '(none)'}"),
+            usage_html(self.usage),
         ]
-        if self.summarized_rows:
-            total = sum(row.tokens for row in self.summarized_rows)
+        if self.usage.by_role:
+            parts.append(heading("By role (chars/4 estimate)"))
+            parts.append(self._roles_table())
+        if self.edits:
+            replaced = sum(1 for r in self.edits if r.edit == "replaced")
+            omitted = len(self.edits) - replaced
             parts.append(
-                f"<details><summary>{len(self.summarized_rows):,} entries summarized by "
-                f"compaction {escape(self.compaction_key)} (~{total:,} tokens, not sent)"
-                f"</summary>{self._table(self.summarized_rows)}</details>"
+                f"<div{style('muted')}>{escape(plural(len(self.edits), 'context edit'))} in "
+                f"effect on this path ({replaced:,} replaced, {omitted:,} omitted): the model sees "
+                "the edited content, the file keeps the original.</div>"
             )
-        parts.append("<h4>What the model sees, in order</h4>")
-        parts.append(self._table(self.context_rows))
+        if self.summarized_rows:
+            summarized = [r for r in self.summarized_rows if r.region == "summarized"]
+            tokens = sum(r.tokens for r in summarized)
+            note = (
+                f"{plural(len(summarized), 'entry')} summarized by compaction "
+                f"{self.compaction_key} (their messages ~{thousands(tokens)} tokens chars/4): "
+                "the model gets the summary instead"
+                if summarized
+                else "Entries on the path that are not sent"
+            )
+            parts.append(heading("Not sent"))
+            parts.append(f"<div{style('muted')}>{escape(note)}</div>")
+            parts.append(self._table(self.summarized_rows, running=False))
+        parts.append(heading("What the model sees, in order"))
+        if self.context_rows:
+            parts.append(self._table(self.context_rows, running=True))
+        else:
+            parts.append(muted("Nothing: the context is empty."))
+        parts.append(
+            f"<div{style('muted')}>running total: chars/4 of each message, summed in model "
+            f"order; it ends at the estimate of every message "
+            f"({thousands(self.usage.estimated_tokens)}).</div>"
+        )
         return wrap("".join(parts), "pinb-context-path")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
 
+
+_EDITABLE = frozenset({"user", "assistant", "toolResult"})
 
 _ROW_CLASS = {
     "summarized": "pinb-summarized",

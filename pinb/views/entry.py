@@ -7,7 +7,8 @@ from typing import Any
 
 from ..core import Entry, Session
 from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
-from ..render.html import escape, markdown_to_html, mimebundle, pre, table, wrap
+from ..render.html import escape, heading, markdown_to_html, mimebundle, pre, style, table, wrap
+from ..render.html import title as title_html
 
 __all__ = ["EntryView", "entry_html"]
 
@@ -23,17 +24,17 @@ def _block_html(block: Any) -> str:
         return pre(block.get("text", ""))
     if kind == "thinking":
         text = "(redacted)" if block.get("redacted") else block.get("thinking", "")
-        return f'<div class="pinb-muted">thinking</div>{pre(text)}'
+        return f'<div class="pinb-muted" style="color:#6e7781">thinking</div>{pre(text)}'
     if kind == "toolCall":
         args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=2, default=str)
         return (
-            f'<div><span class="pinb-badge">tool call</span><b>{escape(block.get("name", "?"))}'
-            f'</b> <span class="pinb-muted">{escape(block.get("id", ""))}</span></div>{pre(args)}'
+            f'<div><span class="pinb-badge" style="display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background-color:#eaeef2;margin-right:4px">tool call</span><b>{escape(block.get("name", "?"))}'
+            f'</b> <span class="pinb-muted" style="color:#6e7781">{escape(block.get("id", ""))}</span></div>{pre(args)}'
         )
     if kind == "image":
         size = len(block.get("data", "")) if isinstance(block.get("data"), str) else 0
         return (
-            f'<div class="pinb-muted">[image {escape(block.get("mimeType", "?"))}, '
+            f'<div class="pinb-muted" style="color:#6e7781">[image {escape(block.get("mimeType", "?"))}, '
             f"{size:,} base64 chars]</div>"
         )
     return pre(json.dumps(block, ensure_ascii=False, indent=2, default=str))
@@ -56,16 +57,20 @@ def _body_html(entry: Entry) -> str:
         if role == "bashExecution":
             return pre(f"$ {message.get('command', '')}") + pre(message.get("output", ""))
         if role == "toolResult":
-            error = ' <span class="pinb-error">error</span>' if message.get("isError") else ""
+            error = (
+                ' <span class="pinb-error" style="color:#cf222e">error</span>'
+                if message.get("isError")
+                else ""
+            )
             head = (
                 f"<div><b>{escape(message.get('toolName', '?'))}</b> "
-                f'<span class="pinb-muted">{escape(message.get("toolCallId", ""))}</span>'
+                f'<span class="pinb-muted" style="color:#6e7781">{escape(message.get("toolCallId", ""))}</span>'
                 f"{error}</div>"
             )
             return head + _content_html(message.get("content"))
         body = _content_html(message.get("content"))
         if message.get("errorMessage"):
-            body += f'<div class="pinb-error">{escape(message["errorMessage"])}</div>'
+            body += f'<div class="pinb-error" style="color:#cf222e">{escape(message["errorMessage"])}</div>'
         return body
     if kind in ("compaction", "branch_summary"):
         return markdown_to_html(raw.get("summary", ""))
@@ -100,14 +105,16 @@ def entry_html(entry: Entry, *, label: str | None = None, max_raw: int = MAX_RAW
     text = json.dumps(raw, ensure_ascii=False, indent=2, default=str)
     cut = ""
     if len(text) > max_raw:
-        cut = f'<div class="pinb-warn">raw JSON cut at {max_raw:,} of {len(text):,} chars</div>'
+        cut = f"<div{style('warn')}>raw JSON cut at {max_raw:,} of {len(text):,} chars</div>"
         text = text[:max_raw]
     return (
         table(
             ["field", "value"], [(k, "" if v is None else v) for k, v in fields], wrap_columns=(1,)
         )
         + _body_html(entry)
-        + f"<details><summary>raw entry JSON</summary>{cut}{pre(text)}</details>"
+        + heading("Raw entry JSON")
+        + cut
+        + pre(text)
     )
 
 
@@ -139,7 +146,7 @@ class EntryView:
 
     def to_html(self) -> str:
         title = f"{entry_kind(self.entry)} {node_key(self.entry.id)}"
-        return wrap(f"<h3>{escape(title)}</h3>" + entry_html(self.entry, label=self.label))
+        return wrap(title_html(title) + entry_html(self.entry, label=self.label))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..render.html import escape, mimebundle, shorten, wrap
+from ..render.graph import plural
+from ..render.html import escape, mimebundle, shorten, style, table, title, wrap
 
 __all__ = ["COLUMNS", "SessionListView", "SessionRow"]
 
@@ -22,12 +23,6 @@ COLUMNS: dict[str, str] = {
     "id": "id",
     "path": "path",
     "parent_session_path": "parent session",
-}
-
-_CELL_CLASS = {
-    "message_count": ' class="pinb-num"',
-    "first_message": ' class="pinb-wrap"',
-    "name": ' class="pinb-wrap"',
 }
 
 _CAMEL = {
@@ -183,28 +178,29 @@ class SessionListView:
 
     def to_html(self) -> str:
         arrow = "▼" if self.descending else "▲"
-        head = "".join(
-            f'<th data-column="{escape(c)}">{escape(COLUMNS[c])}'
-            f"{' ' + arrow if c == self.sort_by else ''}</th>"
-            for c in self.columns
-        )
-        body: list[str] = []
+        headers = [f"{COLUMNS[c]}{' ' + arrow if c == self.sort_by else ''}" for c in self.columns]
+        body: list[tuple[Any, ...]] = []
         for row in self.rows:
-            cells = []
+            cells: list[Any] = []
             for c in self.columns:
                 text = escape(_cell(row, c))
                 if c == "name" and not row.name:
-                    text = '<span class="pinb-muted">—</span>'
-                title = f' title="{escape(row.path)}"' if c in ("name", "id") else ""
-                css = _CELL_CLASS.get(c, "")
-                cells.append(f"<td{css}{title}>{text}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
+                    text = '<span style="color:#6e7781">—</span>'
+                cells.append(text)
+            body.append(tuple(cells))
+        numeric = [i for i, c in enumerate(self.columns) if c == "message_count"]
+        wrapped = [i for i, c in enumerate(self.columns) if c in ("first_message", "name")]
         html = (
-            f"<h3>{len(self.rows):,} sessions</h3>"
-            f'<div class="pinb-muted">sorted by {escape(COLUMNS[self.sort_by])}; '
+            title(f"{plural(len(self.rows), 'session')}")
+            + f"<div{style('muted')}>sorted by {escape(COLUMNS[self.sort_by])}; "
             "use <code>.sorted(column)</code> for another order</div>"
-            f'<table class="pinb-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>"
+            + table(
+                headers,
+                body,
+                raw_columns=range(len(self.columns)),
+                numeric=numeric,
+                wrap_columns=wrapped,
+            )
         )
         return wrap(html, "pinb-session-list")
 

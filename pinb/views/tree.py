@@ -1,4 +1,10 @@
-"""``TreeView``: the whole session tree as SVG, active path highlighted, chains collapsible."""
+"""``TreeView``: the session tree as a picture you can read — rows beside a lane graph.
+
+The picture is an output of its own (``image/svg+xml`` and, with matplotlib, ``image/png``)
+with a text form (``text/plain``), so it shows untrusted, converted by nbconvert with
+sanitizing on, and on GitHub alike; :meth:`TreeView.to_html` gives the same rows as a
+sanitizer-safe table for embedding in other HTML.
+"""
 
 from __future__ import annotations
 
@@ -8,48 +14,76 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core import Session
 from ..core.context import UNSET
 from ..render.graph import SessionGraph, build_graph, to_networkx
-from ..render.html import escape, mimebundle, wrap
-from ..render.layout import TreeLayout, layout_tree
-from ..render.svg import ROLE_COLORS, label_room, tree_svg
+from ..render.html import escape, mimebundle, muted, style, table, title, wrap
+from ..render.picture import (
+    Cells,
+    lane_strings,
+    row_cells,
+    title_lines,
+    tree_picture_svg,
+    tree_text,
+)
+from ..render.rows import MAX_ROWS, RowLayout, row_layout
 
 if TYPE_CHECKING:
     import networkx as nx
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["TreeView", "legend_html"]
-
-_LEGEND = (
-    ("user", "user"),
-    ("assistant", "assistant"),
-    ("toolResult", "tool result"),
-    ("bashExecution", "bash"),
-    ("custom", "custom"),
-    ("compaction", "compaction ■"),
-    ("branch_summary", "branch summary ◆"),
-    ("chain", "collapsed chain"),
-)
+__all__ = ["TreeView", "tree_table_html"]
 
 
-def legend_html() -> str:
-    """A one-line colour legend for tree pictures."""
-    parts = [
-        f'<span class="pinb-badge" style="background:{ROLE_COLORS[k]};color:#fff">{escape(t)}</span>'
-        for k, t in _LEGEND
-    ]
-    parts.append('<span class="pinb-badge">metadata</span>')
-    parts.append(
-        '<span class="pinb-muted">blue line: active path · dashed ring: leaf · '
-        "faded: summarized by the last compaction</span>"
+def tree_table_html(layout: RowLayout, cells: list[Cells] | None = None) -> str:
+    """The rows as an HTML table (lanes as box-drawing text): no SVG, no style sheet."""
+    cells = cells if cells is not None else row_cells(layout, text_chars=90)
+    lanes = lane_strings(layout, cells)
+    rows: list[tuple[Any, ...]] = []
+    classes: list[str] = []
+    for lane, cell in zip(lanes, cells, strict=True):
+        if cell.boundary:
+            rows.append(("", "", "", f"┄┄ {cell.boundary} ┄┄", None))
+            classes.append("pinb-summary-row")
+        tags = " ".join(text for text, _ in cell.tags)
+        label = f"[{cell.label}]" if cell.label else ""
+        body = " ".join(part for part in (tags, label, cell.text) if part)
+        rows.append(
+            (
+                f'<span style="font-family:ui-monospace,Menlo,Consolas,monospace;'
+                f'white-space:pre;color:{cell.color}">{escape(lane)}</span>',
+                cell.kind_text,
+                cell.id_text,
+                body,
+                cell.tokens,
+            )
+        )
+        classes.append(
+            "pinb-faded"
+            if cell.band == "summarized"
+            else "pinb-summary-row"
+            if cell.band in ("compaction", "branch_summary")
+            else "pinb-kept"
+            if cell.on_path
+            else ""
+        )
+    return table(
+        ["", "kind", "id", "label and content", "tokens (chars/4)"],
+        rows,
+        numeric=(4,),
+        raw_columns=(0,),
+        wrap_columns=(3,),
+        row_classes=classes,
     )
-    return "<div>" + "".join(parts) + "</div>"
 
 
 class TreeView:
-    """The session tree: every branch, the active path, the leaf, labels and summaries.
+    """The session tree: one row per entry beside the lane graph, the active path marked.
 
-    A value object: the tree is read and laid out when the view is made; display it (or
-    call :meth:`to_svg` / :meth:`to_html`) any number of times.
+    Every row says what the entry is (kind, short id, label, a line of its content, its
+    chars/4 tokens); the active path is the thick blue lane, the leaf is ringed, entries
+    the last compaction summarized are greyed, its boundary is a red dashed line, branch
+    summaries are gold. Bookkeeping markers (navigation, archive) are hidden, archived
+    branches are left out and counted. A value object: the tree is read and laid out
+    when the view is made.
 
     Parameters
     ----------
@@ -58,14 +92,21 @@ class TreeView:
     leaf_id:
         Draw the active path to this entry instead of the session's leaf.
     collapse:
-        Collapse runs of plain single-child entries into one "⋯ N entries" item:
-        ``True``, ``False`` or ``"auto"`` (only for large trees).
+        Collapse runs of plain single-child entries into one row: ``True``, ``False`` or
+        ``"auto"`` (only for large trees).
     show_leaf_entries:
-        Also draw ``leaf`` navigation records (bookkeeping, hidden by default).
+        Also draw pinb's navigation and archive markers (bookkeeping, hidden by default).
+    show_archived:
+        Draw archived branches too (flagged "archived").
     selected:
-        Key of an entry to outline (and keep out of collapsed chains).
+        Key of an entry to highlight (and keep out of collapsed chains).
     expanded:
-        Keys of chain heads to keep open.
+        Keys of chain heads and folded branches to keep open.
+    max_rows:
+        Most rows in the picture: beyond it, side branches are folded, then rows elided.
+    png:
+        Add an ``image/png`` rendering (needs matplotlib) to the display, which is what an
+        untrusted notebook in JupyterLab shows.
 
     Examples
     --------
@@ -83,74 +124,91 @@ class TreeView:
         *,
         collapse: bool | Literal["auto"] = "auto",
         show_leaf_entries: bool = False,
+        show_archived: bool = False,
         selected: str | None = None,
         expanded: Collection[str] = (),
+        max_rows: int | None = MAX_ROWS,
+        png: bool = True,
     ) -> None:
         self.session_id = session.id
         self.session_name = session.name
         self.selected = selected
+        self.png = png
         self.graph: SessionGraph = build_graph(
-            session, leaf_id, show_leaf_entries=show_leaf_entries
+            session, leaf_id, show_leaf_entries=show_leaf_entries, show_archived=show_archived
         )
-        self.layout: TreeLayout = layout_tree(
+        self.layout: RowLayout = row_layout(
             self.graph,
             collapse=collapse,
             pinned=(selected,) if selected else (),
             expanded=expanded,
-            room=label_room,
+            max_rows=max_rows,
         )
+        self.cells: list[Cells] = row_cells(self.layout)
         self._svg: str | None = None
+        self._png: tuple[bytes, int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.graph)
 
-    def to_text(self) -> str:
-        """One line: entries, branches, leaf, compactions."""
-        compactions = sum(1 for n in self.graph.nodes if n.type == "compaction")
-        summaries = sum(1 for n in self.graph.nodes if n.type == "branch_summary")
-        parts = [f"{len(self.graph)} entries", f"{self.graph.branch_count} branches"]
-        if compactions:
-            parts.append(f"{compactions} compactions")
-        if summaries:
-            parts.append(f"{summaries} branch summaries")
-        if self.layout.chains:
-            parts.append(f"{self.layout.chains} chains collapsed")
-        return f"<TreeView {', '.join(parts)}; leaf {self.graph.leaf_key}>"
+    def summary(self) -> str:
+        """One line: entries, branches, compactions, summaries, what is hidden, the leaf."""
+        return title_lines(self.layout)[1]
 
-    __repr__ = to_text
+    def __repr__(self) -> str:
+        return f"<TreeView {self.summary()}>"
+
+    def to_text(self) -> str:
+        """The tree as text, like ``git log --graph`` (the ``text/plain`` form)."""
+        return tree_text(self.layout)
 
     def to_svg(self) -> str:
-        """The tree as one SVG document (cached)."""
+        """The picture as one SVG document (cached)."""
         if self._svg is None:
-            self._svg = tree_svg(self.layout, selected=self.selected)
+            self._svg = tree_picture_svg(self.layout, cells=self.cells, selected=self.selected)
         return self._svg
 
+    def to_png(self) -> bytes:
+        """The picture as PNG (matplotlib, the same layout), cached."""
+        return self._png_data()[0]
+
+    def _png_data(self) -> tuple[bytes, int, int]:
+        if self._png is None:
+            from ..render.figure import tree_png
+
+            self._png = tree_png(self.layout, selected=self.selected)
+        return self._png
+
     def to_html(self) -> str:
-        """Title, legend and the scrollable SVG."""
-        title = escape(self.session_name or self.session_id[:8])
-        body = (
-            f"<h3>Session tree · {title}</h3>"
-            f'<div class="pinb-muted">{escape(self.to_text())}</div>'
-            f"{legend_html()}"
-            f'<div style="max-height:640px;overflow:auto">{self.to_svg()}</div>'
-        )
+        """Title, summary and the rows as a sanitizer-safe table (no inline SVG)."""
+        heading, summary = title_lines(self.layout)
+        body = title(heading) + f"<div{style('muted')}>{escape(summary)}</div>"
+        if self.layout.rows:
+            body += tree_table_html(self.layout, self.cells)
+        else:
+            body += muted("Nothing to draw yet: the tree grows with the first message.")
         return wrap(body, "pinb-tree-view")
 
     def figure(self, ax: Axes | None = None) -> Figure:
-        """The same tree drawn with matplotlib (on ``ax`` or a new ``Figure``)."""
+        """The same picture drawn with matplotlib (on ``ax`` or a new ``Figure``)."""
         from ..render.figure import draw_tree
 
-        return draw_tree(self.layout, ax)
+        return draw_tree(self.layout, ax, selected=self.selected)
 
     def to_networkx(self) -> nx.DiGraph:
-        """The drawn entries as a ``networkx.DiGraph`` with their annotations."""
-        return to_networkx(self.graph)
+        """The drawn entries as a ``networkx.DiGraph`` with their annotations and rows."""
+        return to_networkx(self.graph, layout=self.layout)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return mimebundle(
-            self.to_text(),
-            html=self.to_html(),
-            svg=self.to_svg(),
-            include=include,
-            exclude=exclude,
-        )
+        """``text/plain`` (the text form) and ``image/svg+xml``; IPython adds ``image/png``
+        from :meth:`_repr_png_` (with its display size), which untrusted notebooks show."""
+        return mimebundle(self.to_text(), svg=self.to_svg(), include=include, exclude=exclude)
+
+    def _repr_png_(self) -> tuple[bytes, dict[str, int]] | None:
+        if not self.png:
+            return None
+        try:
+            png, width, height = self._png_data()
+        except ImportError:  # no Pillow: the SVG and the text still show
+            return None
+        return png, {"width": width, "height": height}

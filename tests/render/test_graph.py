@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import networkx as nx
@@ -9,7 +10,17 @@ import pytest
 
 from pinb.core import Session, estimate_tokens
 from pinb.core.context import entry_to_message
-from pinb.render.graph import build_graph, entry_preview, node_key, to_networkx, tool_tokens
+from pinb.render.graph import (
+    _short_args,
+    build_graph,
+    entry_preview,
+    node_key,
+    to_networkx,
+    tool_tokens,
+)
+from pinb.render.picture import row_cells, tree_picture_svg, tree_text
+from pinb.render.rows import row_layout
+from pinb.testing.fuzz import random_session_bytes
 from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import demo_session
 
@@ -118,3 +129,81 @@ def test_previews_and_tool_tokens() -> None:
     }
     assert list(tool_tokens(result)) == [("read", "result", 2)]
     assert list(tool_tokens("not a message")) == []
+
+
+def test_entries_on_a_parent_loop_stay_visible_and_flagged() -> None:
+    s = Session.open(CASE_FILES["cycles"])
+    graph = build_graph(s)
+    assert len(graph) == len(s.entries)  # the 2-cycle no root reaches is drawn too
+    flagged = {n.key for n in graph.nodes if n.cycle}
+    assert flagged == {"self", "loopA", "loopB"}
+    assert "3 entries on a parent loop" in graph.summary()
+    layout = row_layout(graph)
+    assert {layout.rows[layout.row_for(k)].key for k in flagged} == flagged  # type: ignore[index]
+    assert "parent loop" in tree_text(layout)
+
+
+def test_duplicate_ids_and_odd_fields_do_not_break_the_graph() -> None:
+    s = Session.open(CASE_FILES["duplicate-ids"])
+    graph = build_graph(s)
+    assert graph.shadowed == 1 and "1 line with a repeated id" in graph.summary()
+    odd = Session.open(CASE_FILES["odd-fields"])
+    graph = build_graph(odd)
+    label = next(n for n in graph.nodes if n.label is not None)
+    assert label.label == 7 and label.label_text == "7"  # a number as a label
+    assert any(n.orphan for n in graph.nodes)
+    tree_text(row_layout(graph))
+
+
+def test_archived_branches_are_hidden_counted_and_reversible(tmp_path: Path) -> None:
+    demo = demo_session(tmp_path)
+    s, ids = demo.session, demo.ids
+    before = len(build_graph(s))
+    s.archive(ids["u2"], note="dead end")
+    graph = build_graph(s)
+    assert graph.archived == {ids["u2"]: 4}
+    assert len(graph) == before - 4
+    assert graph.get(ids["a4"]) is None
+    assert "1 archived branch hidden (4 entries)" in graph.summary()
+    assert graph.leaf_key == ids["a7"]  # the marker appended at the leaf is not the leaf shown
+    shown = build_graph(s, show_archived=True)
+    node = shown.get(ids["u2"])
+    assert node is not None and node.archived
+    # An archived branch the active path runs through stays visible.
+    s.archive(ids["u3"])
+    on_path = build_graph(s).get(ids["u3"])
+    assert on_path is not None and on_path.archived and on_path.on_path
+    s.unarchive(ids["u2"])
+    assert build_graph(s).get(ids["a4"]) is not None
+
+
+def test_context_edits_are_marked_on_their_targets() -> None:
+    s = Session.open(CASE_FILES["context-edits"])
+    graph = build_graph(s)
+    edited = {n.key: (n.edit, n.edit_key) for n in graph.nodes if n.edit}
+    assert edited["e0000003"] == ("replaced", "e0000006")
+    cells = {c.key: c for c in row_cells(row_layout(graph))}
+    assert ("replaced by e0000006", "edit") in cells["e0000003"].tags
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_odd_trees_render(seed: int, tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(random_session_bytes(seed, 80, newer=True, odd=True))
+    s = Session.open(path, strict=False)
+    graph = build_graph(s)
+    keys = [n.key for n in graph.nodes]
+    assert len(keys) == len(set(keys))
+    layout = row_layout(graph, max_rows=30)
+    assert len(layout.rows) <= 31
+    tree_text(layout)
+    ET.fromstring(tree_picture_svg(layout))
+
+
+def test_cut_tool_arguments_say_they_were_cut() -> None:
+    path = "/very/long/" + "directory/" * 10 + "file.py"
+    short = _short_args({"path": path, "a": 1, "b": 2, "c": 3})
+    assert "…" in short and path not in short
+    assert short.endswith(", …")  # a fourth argument left out is said too
+    assert _short_args({"path": "x.py"}) == "path=x.py"
+    assert _short_args("y" * 100).endswith("…")

@@ -10,6 +10,7 @@ from pinb.render.html import (
     markdown_to_html,
     mimebundle,
     shorten,
+    style,
     table,
     wrap,
 )
@@ -35,20 +36,20 @@ def test_shorten_collapses_whitespace_and_marks_the_cut() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("# Goal", "<h3>Goal</h3>"),
-        ("**bold** and *it*", "<p><strong>bold</strong> and <em>it</em></p>"),
+        ("# Goal", f"<div{style('heading')}><b>Goal</b></div>"),
+        ("**bold** and *it*", "<div><strong>bold</strong> and <em>it</em></div>"),
         ("- [x] done\n- [ ] todo", "<ul><li>☑ done</li><li>☐ todo</li></ul>"),
         ("1. one\n2. two", "<ol><li>one</li><li>two</li></ol>"),
-        ("`<b>` **x**", "<p><code>&lt;b&gt;</code> <strong>x</strong></p>"),
-        ("a\nb\n\nc", "<p>a<br>b</p><p>c</p>"),
+        ("`<b>` **x**", "<div><code>&lt;b&gt;</code> <strong>x</strong></div>"),
+        ("a\nb\n\nc", "<div>a</div><div>b</div><div>c</div>"),
         (
             "```\n<script>x</script>\n```",
-            '<pre class="pinb-pre"><code>&lt;script&gt;x&lt;/script&gt;</code></pre>',
+            f'<pre class="pinb-pre"{style("pre")}><code>&lt;script&gt;x&lt;/script&gt;</code></pre>',
         ),
     ],
 )
 def test_markdown_subset(source: str, expected: str) -> None:
-    assert markdown_to_html(source) == f'<div class="pinb-md">{expected}</div>'
+    assert markdown_to_html(source) == f'<div class="pinb-md"{style("md")}>{expected}</div>'
 
 
 def test_markdown_links_only_for_safe_schemes() -> None:
@@ -83,15 +84,17 @@ def test_markdown_never_passes_html_through() -> None:
 
 def test_unclosed_fence_and_backtick_do_not_swallow_text() -> None:
     assert "&lt;x&gt;" in markdown_to_html("```\n<x>")
-    assert markdown_to_html("a ` b") == '<div class="pinb-md"><p>a ` b</p></div>'
+    assert markdown_to_html("a ` b") == f'<div class="pinb-md"{style("md")}><div>a ` b</div></div>'
 
 
 def test_table_escapes_cells_and_formats_numbers() -> None:
     html = table(["<h>", "n"], [("<td>", 12345), (None, 1.5)], numeric=(1,), row_classes=["x", ""])
-    assert "<th>&lt;h&gt;</th>" in html
-    assert "<td>&lt;td&gt;</td>" in html
-    assert '<td class="pinb-num">12,345</td>' in html
-    assert '<tr class="x">' in html
+    assert ">&lt;h&gt;</span>" in html and "<table" not in html and "<th" not in html
+    assert ">&lt;td&gt;</span>" in html
+    assert f'<span class="pinb-td"{style("cell", "num")}>12,345</span>' in html
+    assert '<div class="pinb-tr x"' in html
+    # Where styles are stripped (nbconvert), cells stay apart: the separator shows.
+    assert '<span style="display:none"> │ </span>' in html
 
 
 def test_mimebundle_filters() -> None:
@@ -103,5 +106,6 @@ def test_mimebundle_filters() -> None:
 
 def test_wrapped_views_opt_out_of_mathjax() -> None:
     html = wrap("$x$", "pinb-extra")
-    assert html.startswith('<div class="pinb-view pinb-extra tex2jax_ignore mathjax_ignore">')
+    assert html.startswith('<div class="pinb-view pinb-extra tex2jax_ignore mathjax_ignore" style=')
+    assert "<style" not in html
     assert html.endswith("$x$</div>")

@@ -1,4 +1,4 @@
-"""SVG strings are well-formed and mark what they should; matplotlib figures avoid pyplot."""
+"""The tree picture (SVG, text, matplotlib/PNG) marks what it should; figures avoid pyplot."""
 
 from __future__ import annotations
 
@@ -11,46 +11,163 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pinb.render.figure import draw_stacked_bars, draw_token_bars, draw_tree
+from pinb.core import Session
+from pinb.render.figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from pinb.render.graph import build_graph
-from pinb.render.layout import layout_tree
-from pinb.render.svg import bar_chart_svg, label_room, stacked_bars_svg, tree_svg
-from tests.views.builders import demo_session, long_chain_session
+from pinb.render.picture import row_cells, tree_picture_svg, tree_text
+from pinb.render.rows import row_layout
+from pinb.render.svg import bar_chart_svg, stacked_bars_svg
+from tests.views.builders import demo_session, long_chain_session, user
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def test_tree_svg_marks_path_leaf_compaction_summary_and_labels(tmp_path: Path) -> None:
+def _texts(svg: str) -> str:
+    return " ".join(el.text or "" for el in ET.fromstring(svg).iter(f"{SVG}text"))
+
+
+def test_picture_says_what_each_row_is(tmp_path: Path) -> None:
     demo = demo_session(tmp_path)
+    ids = demo.ids
     graph = build_graph(demo.session)
-    layout = layout_tree(graph, collapse=False, room=label_room)
-    svg = tree_svg(layout, selected=demo.ids["u2"])
+    layout = row_layout(graph)
+    svg = tree_picture_svg(layout, selected=ids["u2"])
     root = ET.fromstring(svg)
-    ids = {el.get("data-id") for el in root.iter() if el.get("data-id")}
-    assert ids == {n.key for n in graph.nodes}
-    titles = [el.text or "" for el in root.iter(f"{SVG}title")]
-    assert len(titles) == len(graph)
-    compaction = next(el for el in root.iter() if el.get("data-id") == demo.ids["compaction"])
+    shown = {el.get("data-id") for el in root.iter() if el.get("data-id")}
+    assert shown == {n.key for n in graph.nodes}  # one node per entry, nothing collapsed
+    texts = _texts(svg)
+    # Title, counts with correct plurals, column heads and a line of every entry.
+    assert "Session tree · Demo session" in texts
+    assert "25 entries, 3 branches, 1 compaction, 1 branch summary" in texts
+    assert "tokens (chars/4)" in texts
+    assert "Read the config and fix the bug" in texts and "All tests pass." in texts
+    assert "[alternative]" in texts and "◀ leaf" in texts
+    assert "summarized" in texts and "kept" in texts
+    assert "▲ summarized by compaction" in texts  # the compaction boundary
+    assert ids["u1"][:8] in texts  # short ids, as Pi shows them
+    compaction = next(el for el in root.iter() if el.get("data-id") == ids["compaction"])
     assert compaction.tag == f"{SVG}rect"
-    summary = next(el for el in root.iter() if el.get("data-id") == demo.ids["branch_summary"])
+    summary = next(el for el in root.iter() if el.get("data-id") == ids["branch_summary"])
     assert summary.tag == f"{SVG}path"
-    texts = " ".join(el.text or "" for el in root.iter(f"{SVG}text"))
-    assert "[alternative]" in texts and "compaction" in texts and "← leaf" in texts
-    paths = [el for el in root.iter(f"{SVG}path") if el.get("stroke") == "#0969da"]
-    assert len(paths) == 1  # the active path is one thick blue path
-    rings = [el for el in root.iter(f"{SVG}circle") if el.get("stroke-dasharray")]
-    assert len(rings) == 1  # the leaf marker
-    assert any(el.get("stroke") == "#fb8500" for el in root.iter(f"{SVG}circle"))
-    faded = [el for el in root.iter(f"{SVG}circle") if el.get("fill-opacity")]
-    assert faded  # entries summarized by the compaction
+    blue = [
+        el
+        for el in root.iter(f"{SVG}path")
+        if el.get("stroke") == "#0969da" and "V" in (el.get("d") or "")
+    ]
+    assert len(blue) == 1  # the active path is one thick blue line
+    rings = [el for el in root.iter(f"{SVG}circle") if el.get("r") == "8.5"]
+    assert len(rings) == 1  # the leaf marker (the legend has its own, smaller)
+    assert any(el.get("fill") == "#ffe8cc" for el in root.iter(f"{SVG}rect"))  # selected row
+    # The legend lists only kinds present.
+    assert "system" not in texts and "collapsed chain" not in texts
+    assert "bookkeeping (model change, thinking level, session name, label)" in texts
 
 
-def test_tree_svg_chain_pill() -> None:
-    layout = layout_tree(build_graph(long_chain_session(100)), collapse=True)
-    root = ET.fromstring(tree_svg(layout))
-    chains = [el for el in root.iter(f"{SVG}rect") if el.get("data-chain")]
-    assert [el.get("data-chain") for el in chains] == ["98"]
-    assert "98 entries" in (chains[0].find(f"{SVG}title").text or "")  # type: ignore[union-attr]
+def test_active_path_is_one_straight_lane(tmp_path: Path) -> None:
+    demo = demo_session(tmp_path)
+    layout = row_layout(build_graph(demo.session))
+    on_path = [row for row in layout.rows if row.on_path]
+    assert on_path and all(row.lane == 0 for row in on_path)
+    # The branches leaving a2 come before the path continues, one lane right.
+    order = [row.key for row in layout.rows]
+    a2 = order.index(demo.ids["a2"])
+    assert order[a2 + 1] == demo.ids["u2"] and layout.rows[a2 + 1].lane == 1
+    assert order.index(demo.ids["u3"]) > order.index(demo.ids["a4"])
+    for edge in layout.edges:
+        assert edge.parent < edge.child
+        assert edge.child_lane in (edge.lane, edge.lane + 1)
+
+
+def test_text_form_reads_like_git_log_graph(tmp_path: Path) -> None:
+    demo = demo_session(tmp_path)
+    text = tree_text(row_layout(build_graph(demo.session)))
+    lines = text.splitlines()
+    assert lines[0] == "Session tree · Demo session"
+    assert any(line.startswith("├─○") and "Also run the tests" in line for line in lines)
+    assert any(line.startswith("●") and "◀ leaf" in line for line in lines)
+    assert any("▲ summarized by compaction" in line for line in lines)
+    assert lines[-1].startswith("legend:")
+
+
+def test_empty_session_says_so() -> None:
+    s = Session.in_memory("/x")
+    layout = row_layout(build_graph(s))
+    assert not layout.rows
+    assert "empty session: no entries yet" in tree_text(layout)
+    assert "Nothing to draw yet" in _texts(tree_picture_svg(layout))
+    assert "leaf None" not in tree_text(layout)
+
+
+def branchy_session(main: int = 300, every: int = 30, side: int = 40) -> Session:
+    """A main line with a side branch of ``side`` entries every ``every`` entries."""
+    s = Session.in_memory("/x")
+    previous = None
+    for i in range(main):
+        entry = s.append_message(user(f"main {i}"), validate=False)
+        if i and i % every == 0:
+            s.branch(entry.id, persist=False)
+            for j in range(side):
+                s.append_message(user(f"side {i}.{j}"), validate=False)
+            s.branch(entry.id, persist=False)
+        previous = entry
+    assert previous is not None
+    return s
+
+
+def test_chains_and_folds_keep_large_trees_small() -> None:
+    s = branchy_session()
+    graph = build_graph(s)
+    layout = row_layout(graph, max_rows=20)
+    assert len(layout.rows) <= 21
+    assert layout.chains and layout.folded
+    svg = tree_picture_svg(layout)
+    texts = _texts(svg)
+    assert "in a chain" in texts and "folded: a branch of" in texts
+    # Every node is represented by a row, and the leaf's row is there.
+    leaf_row = layout.row_for(graph.leaf_key or "")
+    assert leaf_row is not None and layout.rows[leaf_row].on_path
+    assert sum(r.count for r in layout.rows if r.kind != "elided") + sum(
+        r.count for r in layout.rows if r.kind == "elided"
+    ) >= len(layout.rows)
+    expanded = row_layout(graph, max_rows=None, collapse=False)
+    assert len(expanded.rows) == len(graph)
+
+
+def test_elided_rows_when_the_path_alone_is_too_long() -> None:
+    s = long_chain_session(300)
+    graph = build_graph(s)
+    labels = [e.id for e in s.entries[::3]]
+    layout = row_layout(graph, pinned=labels, max_rows=40)
+    assert layout.elided > 0
+    gap = [r for r in layout.rows if r.kind == "elided"]
+    assert len(gap) == 1 and gap[0].count == layout.elided
+    assert any(e.dotted for e in layout.edges)
+    assert "rows not shown" in tree_text(layout)
+    ET.fromstring(tree_picture_svg(layout))
+
+
+def test_matplotlib_draws_the_same_rows(tmp_path: Path) -> None:
+    s = demo_session(tmp_path).session
+    layout = row_layout(build_graph(s))
+    figure = draw_tree(layout)
+    assert isinstance(figure, Figure)
+    texts = [t.get_text() for t in figure.axes[0].texts]
+    cells = row_cells(layout)
+    assert [c.kind_text for c in cells] == [t for t in texts if t in {c.kind_text for c in cells}][
+        : len(cells)
+    ]
+    assert "Session tree · Demo session" in texts
+    fresh = Figure()
+    ax: Axes = fresh.add_subplot()
+    assert draw_tree(build_graph(s), ax) is fresh
+    png, width, height = tree_png(layout)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and width > 500 and height > 300
+    bars = draw_token_bars([("user", 3), ("$x$ tool", 5)], title="t $")
+    stacked = draw_stacked_bars(
+        [("before", {"user": 5}), ("after", {"user": 2})], marks=[("window", 9)]
+    )
+    for fig in (figure, fresh, bars, stacked):
+        fig.savefig(io.BytesIO(), format="png")  # renders without pyplot
 
 
 def test_bar_svgs_are_well_formed() -> None:
@@ -64,22 +181,6 @@ def test_bar_svgs_are_well_formed() -> None:
     assert len(list(root.iter(f"{SVG}line"))) == 2
 
 
-def test_figures_draw_on_given_axes_or_new_figure(tmp_path: Path) -> None:
-    s = demo_session(tmp_path).session
-    figure = draw_tree(s)
-    assert isinstance(figure, Figure)
-    fresh = Figure()
-    ax: Axes = fresh.add_subplot()
-    assert draw_tree(build_graph(s), ax) is fresh
-    assert len(ax.collections) >= 3  # two edge collections and the node scatters
-    bars = draw_token_bars([("user", 3), ("$x$ tool", 5)], title="t $")
-    stacked = draw_stacked_bars(
-        [("before", {"user": 5}), ("after", {"user": 2})], marks=[("window", 9)]
-    )
-    for fig in (figure, fresh, bars, stacked):
-        fig.savefig(io.BytesIO(), format="png")  # renders without pyplot
-
-
 def test_render_never_imports_pyplot_ipython_or_widgets() -> None:
     code = (
         "import sys\n"
@@ -88,11 +189,13 @@ def test_render_never_imports_pyplot_ipython_or_widgets() -> None:
         "s = Session.in_memory('/x')\n"
         "s.append_message({'role': 'user', 'content': 'hi', 'timestamp': 1})\n"
         "r.draw_tree(s).savefig(__import__('io').BytesIO())\n"
+        "r.tree_png(s)\n"
         "r.to_networkx(s)\n"
         "bad = [m for m in ('matplotlib.pyplot', 'IPython', 'ipywidgets') if m in sys.modules]\n"
         "assert not bad, bad\n"
         "import pinb.views\n"
         "assert 'ipywidgets' not in sys.modules and 'IPython' not in sys.modules\n"
+        "assert 'anywidget' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -103,29 +206,3 @@ def test_core_does_not_import_render_or_views() -> None:
         "assert not [m for m in sys.modules if m.startswith(('pinb.render', 'pinb.views'))]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-def _row_of(y: float) -> int:
-    return round((y - 14) / 22)  # MARGIN and DY of the tree drawing
-
-
-def test_labels_never_overlap_their_right_neighbour(tmp_path: Path) -> None:
-    demo = demo_session(tmp_path)
-    graph = build_graph(demo.session)
-    tight = layout_tree(graph, collapse=False)  # no room made: labels are cut or dropped
-    roomy = layout_tree(graph, collapse=False, room=label_room)
-    assert roomy.width > tight.width
-    for layout in (tight, roomy):
-        root = ET.fromstring(tree_svg(layout))
-        nodes: dict[int, list[float]] = {}
-        for item in layout.items:
-            nodes.setdefault(item.depth, []).append(14 + item.x * 20)
-        labels = [
-            (float(el.get("x") or 0), _row_of(float(el.get("y") or 0) - 4), el.text or "")
-            for el in root.iter(f"{SVG}text")
-        ]
-        assert labels
-        for x, row, text in labels:
-            right = [cx for cx in nodes[row] if cx > x]
-            if right:
-                assert x + 6.5 * len(text) <= min(right), (text, x, right)

@@ -6,12 +6,15 @@ import datetime as dt
 import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 import pinb.views
 from pinb.core import CompactionSettings, Session, build_session_context, estimate_tokens
+from pinb.core.accounting import context_usage, estimated_by_role
 from pinb.core.reports import CompactionReport
+from pinb.llm.registry import default_registry
 from pinb.views import (
     CompactionView,
     ContextBreakdown,
@@ -21,46 +24,71 @@ from pinb.views import (
     TreeView,
     session_mimebundle,
 )
+from pinb.views.accounting import resolve_window
 from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import Demo, demo_session, long_chain_session
+from tests.views.sanitizers import check_bundle, check_html_survives, displayed
 
 PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
 
-def _check_bundle(bundle: dict[str, str]) -> None:
-    plain = bundle["text/plain"]
-    assert "\n" not in plain and len(plain) < 400
-    assert "text/html" in bundle or "image/svg+xml" in bundle
-    if "text/html" in bundle:
-        assert bundle["text/html"].startswith('<div class="pinb-view')
+def _check_bundle(bundle: Any, *, picture: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = bundle[0] if isinstance(bundle, tuple) else bundle
+    plain = data["text/plain"]
+    if "text/html" in data:  # a view's one-line summary (pictures carry their text form)
+        assert "\n" not in plain and len(plain) < 600
+    assert "text/html" in data or "image/svg+xml" in data
+    if "text/html" in data:
+        assert data["text/html"].startswith('<div class="pinb-view')
+    check_bundle(bundle, picture=picture)
+    return data
 
 
 def test_tree_view(demo: Demo) -> None:
     view = TreeView(demo.session)
-    bundle = view._repr_mimebundle_()
-    _check_bundle(bundle)
-    assert set(bundle) == {"text/plain", "text/html", "image/svg+xml"}
-    assert bundle["image/svg+xml"] in bundle["text/html"]
-    assert "3 branches" in bundle["text/plain"] and "1 compactions" in bundle["text/plain"]
-    assert f'data-id="{demo.ids["a7"]}"' in bundle["image/svg+xml"]
+    bundle = displayed(view)  # what a kernel sends: _repr_mimebundle_ and _repr_png_
+    data = _check_bundle(bundle, picture=True)
+    assert set(data) == {"text/plain", "image/svg+xml", "image/png"}
+    assert bundle[1]["image/png"]["width"] > 500  # shown at its size, sharp at 2x
+    assert set(view._repr_mimebundle_()) == {"text/plain", "image/svg+xml"}
+    assert data["text/plain"].startswith("Session tree · Demo session")
+    assert "3 branches" in view.summary() and "1 compaction" in view.summary()
+    assert "1 compactions" not in view.summary()
+    assert f'data-id="{demo.ids["a7"]}"' in data["image/svg+xml"]
     assert view._repr_mimebundle_(include=["image/svg+xml"]).keys() == {"image/svg+xml"}
-    assert len(view) == len(demo.session.entries) - 2  # `leaf` records hidden
+    assert len(view) == len(demo.session.entries) - 2  # navigation markers hidden
     assert len(TreeView(demo.session, show_leaf_entries=True)) == len(demo.session.entries)
-    assert view.to_networkx().number_of_nodes() == len(view)
+    g = view.to_networkx()
+    assert g.number_of_nodes() == len(view)
+    assert g.nodes[demo.ids["a7"]]["pos"] == (0.0, -float(g.nodes[demo.ids["a7"]]["row"]))
     assert view.figure() is not None
     other = TreeView(demo.session, demo.ids["a4"])
     assert other.graph.leaf_key == demo.ids["a4"]
+    html = view.to_html()
+    check_html_survives(html)
+    assert "Also run the tests" in html and "<svg" not in html
+    assert "image/png" not in displayed(TreeView(demo.session, png=False))[0]
+
+
+def test_tree_view_of_an_empty_session() -> None:
+    view = TreeView(Session.in_memory("/x"))
+    assert "empty session: no entries yet" in view.to_text()
+    assert "leaf None" not in view.to_text()
+    _check_bundle(displayed(view), picture=True)
+    assert "Nothing to draw yet" in view.to_html()
 
 
 def test_tree_view_collapses_large_trees() -> None:
     s = long_chain_session(2000, branch_every=400)
-    view = TreeView(s)
-    assert view.layout.chains >= 5
+    view = TreeView(s, png=False)
+    assert view.layout.chains
     assert "chains collapsed" in repr(view)
-    assert len(TreeView(s, collapse=False).layout.items) == 2000
+    assert len(TreeView(s, collapse=False, max_rows=None, png=False).layout.rows) == 2000
     target = s.entries[1000].id
-    assert TreeView(s, selected=target).graph.get(target) is not None
-    assert 'stroke="#fb8500"' in TreeView(s, selected=target).to_svg()
+    selected = TreeView(s, selected=target, png=False)
+    assert selected.layout.row_for(target) is not None
+    assert selected.layout.rows[selected.layout.row_for(target)].kind == "entry"  # type: ignore[index]
+    assert 'fill="#ffe8cc"' in selected.to_svg()
 
 
 def test_context_path_view_regions_and_running_totals(demo: Demo) -> None:
@@ -69,25 +97,83 @@ def test_context_path_view_regions_and_running_totals(demo: Demo) -> None:
         s, context_window=10_000, settings=CompactionSettings(reserve_tokens=2000)
     )
     context = s.build_context()
-    assert view.threshold == 8000 and not view.window_assumed
-    assert view.total == sum(estimate_tokens(m) for m in context.messages)
+    usage = context_usage(context, window=10_000, settings=CompactionSettings(reserve_tokens=2000))
+    assert view.threshold == 8000 and view.window_source == "setting"
+    assert view.usage == usage  # the core's account, nothing of its own
+    assert view.total == usage.estimated_tokens == sum(usage.by_role.values())
     sent = [r for r in view.context_rows if r.in_context]
-    assert [r.key for r in sent] == [str(e.id) for e in context.sources]
+    assert [r.key for r in sent] == list(dict.fromkeys(str(e.id) for e in context.sources))
     assert sent[0].region == "compaction" and sent[0].key == ids["compaction"]
     assert [r.running for r in sent] == [
         sum(x.tokens for x in sent[: i + 1]) for i in range(len(sent))
     ]
     summarized = {r.key for r in view.summarized_rows}
     assert {ids["u1"], ids["a1"], ids["a5"], ids["bash"]} <= summarized
-    kept = [r.key for r in view.context_rows if r.region == "kept"]
+    kept = [r.key for r in view.context_rows if r.region == "kept" and r.in_context]
     assert kept == [ids["u4"], ids["a6"], ids["r6"]]
     after = [r.key for r in view.context_rows if r.region == "after"]
     assert after == [ids["u5"], ids["a7"]]
     html = view.to_html()
     assert "What the model sees" in html and "summarized by compaction" in html
-    assert "threshold 8,000" in html and "(assumed)" not in html
+    assert "threshold 8,000" in html and "of a 10,000-token window" in html
+    assert f"{usage.share:.1%}" in html and "(setting)" in html
+    assert usage.measure_label in html
     _check_bundle(view._repr_mimebundle_())
-    assert "(assumed)" in ContextPathView(s).to_text()
+    assert f"{usage.tokens:,} tokens ({usage.measure_label})" in view.to_text()
+    assert "threshold 8,000" in view.to_text() and f"{usage.share:.1%}" in view.to_text()
+
+
+def test_every_view_uses_one_window_for_one_model(demo: Demo) -> None:
+    s = demo.session
+    context = s.build_context()
+    window, source = resolve_window(context)
+    assert source.startswith("model registry") and window
+    info = default_registry().info("anthropic/claude-test")
+    assert window == info.context_window
+    path = ContextPathView(s)
+    compaction = CompactionView(demo.ids["compaction"], s)
+    explorer_window = resolve_window(s.build_context(demo.ids["a4"]))
+    assert path.context_window == compaction.context_window == explorer_window[0] == window
+    assert f"{window:,}-token window" in path.to_html()
+    # No model: the window is unknown, never assumed.
+    bare = Session.in_memory("/x")
+    bare.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    unknown = ContextPathView(bare)
+    assert unknown.context_window is None and "window unknown" in unknown.to_text()
+    assert "window unknown" in unknown.to_html()
+
+
+def test_context_path_view_shows_context_edits() -> None:
+    s = Session.open(CASE_FILES["context-edits"])
+    view = ContextPathView(s)
+    rows = {r.key: r for r in view.context_rows}
+    tool = rows["e0000003"]
+    assert tool.edit == "replaced" and tool.edit_key == "e0000006"
+    assert tool.replacement == "[redacted tool output]"
+    assert tool.status == "content replaced by context edit e0000006"
+    assert rows["e0000006"].status == "not sent: edits another entry"
+    html = view.to_html()
+    assert "was: read: secret token = 1234" in html
+    assert "model sees: [redacted tool output]" in html
+    assert "4 context edits in effect" in html
+    latest = ContextPathView(Session.open(CASE_FILES["edits-latest-wins"]))
+    omitted = {r.key: r for r in latest.context_rows}["e0000004"]
+    assert omitted.edit == "omitted" and not omitted.in_context
+    assert omitted.status == "omitted by context edit e0000011"
+    assert "omitted from the context" in latest.to_html()
+
+
+def test_context_path_view_system_messages_and_usage_entries() -> None:
+    s = Session.open(CASE_FILES["system-messages"])
+    view = ContextPathView(s)
+    assert view.total == view.usage.estimated_tokens  # the system prompt counted once
+    compaction = next(r for r in view.context_rows if r.region == "compaction")
+    assert compaction.status == "sent: system checkpoint + summary" and compaction.messages == 2
+    assert any("system checkpoint" in r.status for r in view.summarized_rows)
+    usage = ContextPathView(Session.open(CASE_FILES["usage-entries"]))
+    statuses = {r.kind: r.status for r in usage.context_rows}
+    assert statuses["usage"] in ("not sent: usage bookkeeping", "omitted by context edit e0000007")
+    assert "usage bookkeeping" in usage.to_html()
 
 
 def test_context_path_view_without_compaction_and_elision(demo: Demo) -> None:
@@ -100,7 +186,7 @@ def test_context_path_view_without_compaction_and_elision(demo: Demo) -> None:
     long = ContextPathView(long_chain_session(300), max_rows=50)
     html = long.to_html()
     assert "250 rows not shown" in html
-    assert html.count("<tr") < 60
+    assert html.count("<tr") < 70
     assert ContextPathView(demo.session, None).message_count == 0
 
 
@@ -120,9 +206,14 @@ def test_compaction_view_from_entry(demo: Demo) -> None:
     assert report.after_by_role["compactionSummary"] > 0
     assert report.read_files == ["src/config.py"] and report.modified_files == ["src/new.py"]
     html = view.to_html()
-    assert "<h4>Goal</h4>" in html  # the summary rendered as Markdown
+    assert "<b>Goal</b>" in html  # the summary rendered as Markdown
     assert "☑ read config" in html and "<code>src/new.py</code>" in html
     assert "Try a different approach" in html  # previews of summarized entries
+    # One measure on both sides; Pi's recorded figure shown as recorded.
+    assert f"<b>{report.estimated_before:,}</b> tokens before" in html
+    assert f"<b>{report.estimated_after:,}</b> after" in html
+    assert "Pi recorded tokensBefore = 3,100" in html
+    assert "share of a 200,000-token window (setting)" in html
     _check_bundle(view._repr_mimebundle_())
     assert view.figure() is not None
     assert CompactionView(s[ids["compaction"]], s).report.kept_ids == report.kept_ids
@@ -143,9 +234,10 @@ def test_compaction_view_from_report_and_errors(demo: Demo) -> None:
         reason="threshold",
     )
     view = CompactionView(report)
-    assert "dry run" in view.to_text()
+    assert "dry run" in view.to_text() and "saved 900 (90%)" in view.to_text()
     html = view.to_html()
-    assert "saved 900 (90%)" in html and "offline-extractive" in html and "threshold" in html
+    assert "saved <b>900 (90%)</b>" in html and "offline-extractive" in html
+    assert "threshold" in html and "window unknown" in html
     bundle = report._repr_mimebundle_()  # the core's report displays through this view
     assert bundle["text/html"] == html
     with pytest.raises(TypeError):
@@ -166,7 +258,8 @@ def test_context_breakdown(demo: Demo) -> None:
     assert view.by_role == ContextBreakdown(s.build_context(demo.ids["a4"])).by_role
     assert view.by_tool == ContextBreakdown(s.build_context(demo.ids["a4"]).messages).by_tool
     html = view.to_html()
-    assert "By tool" in html and "<svg" in html
+    assert "By tool" in html and "<svg" not in html and "█" in html
+    assert view.total == sum(estimated_by_role(s.build_context(demo.ids["a4"])).values())
     _check_bundle(view._repr_mimebundle_())
     assert view.figure() is not None and view.figure(by="tool") is not None
     empty = ContextBreakdown([])
@@ -225,10 +318,12 @@ def test_session_and_entry_display(demo: Demo) -> None:
     bundle = s._repr_mimebundle_()
     assert bundle == session_mimebundle(s)
     assert bundle["text/plain"] == repr(s)
-    assert "Demo session" in bundle["text/html"] and "<svg" in bundle["text/html"]
+    assert "Demo session" in bundle["text/html"] and "<svg" not in bundle["text/html"]
+    assert "Also run the tests" in bundle["text/html"]  # the tree, as a safe table
+    check_html_survives(bundle["text/html"])
     entry = EntryView(demo.ids["a1"], s)
     html = entry.to_html()
-    assert "tool call" in html and "src/config.py" in html and "raw entry JSON" in html
+    assert "tool call" in html and "src/config.py" in html and "Raw entry JSON" in html
     _check_bundle(entry._repr_mimebundle_())
     assert "label" in EntryView(demo.ids["u3"], s).to_html()
     with pytest.raises(TypeError):
@@ -238,11 +333,12 @@ def test_session_and_entry_display(demo: Demo) -> None:
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_every_view_renders_pi_files(path: Path) -> None:
     s = Session.open(path, strict=False)
-    views: list[object] = [TreeView(s), ContextPathView(s), ContextBreakdown(s)]
+    views: list[object] = [ContextPathView(s), ContextBreakdown(s)]
     views += [CompactionView(e, s) for e in s.entries if e.type == "compaction"]
     views += [EntryView(e, s) for e in s.entries[:20]]
     for view in views:
         _check_bundle(view._repr_mimebundle_())  # type: ignore[attr-defined]
+    _check_bundle(TreeView(s, png=False)._repr_mimebundle_(), picture=False)
     _check_bundle(session_mimebundle(s))
 
 

@@ -14,7 +14,6 @@ import pytest
 from pinb.core import Session
 from pinb.core.reports import CompactionReport
 from pinb.render.figure import draw_tree
-from pinb.render.html import CSS
 from pinb.views import (
     CompactionView,
     ContextBreakdown,
@@ -24,8 +23,9 @@ from pinb.views import (
     TreeView,
     session_mimebundle,
 )
-from pinb.views.widgets import _STYLE, SessionExplorer
+from pinb.views.tree_widget import SessionExplorer
 from tests.views.builders import demo_session
+from tests.views.sanitizers import check_html_survives
 
 PAYLOADS = [
     "<script>window.__pinb_xss=1</script>",
@@ -78,6 +78,7 @@ ALLOWED_TAGS = {
     "text",
     "title",
     "line",
+    "g",
 }
 ALLOWED_ATTRS = {
     "class",
@@ -113,8 +114,11 @@ ALLOWED_ATTRS = {
     "data-chain",
     "data-column",
     "paint-order",
+    "font-weight",
+    "font-style",
+    "data-ready",
 }
-STYLES = {CSS, _STYLE.removeprefix("<style>").removesuffix("</style>")}
+STYLES: set[str] = set()  # the views write no style sheet at all
 
 
 class SafetyChecker(HTMLParser):
@@ -241,6 +245,7 @@ def test_every_view_escapes_everything(hostile: Session) -> None:
     visible = ""
     for html in htmls:
         visible += check_html(html)
+        check_html_survives(html)  # and every sanitizer leaves it readable
     # The payloads were shown as text, not dropped and not double-escaped.
     for fragment in VISIBLE:
         assert fragment in visible
@@ -298,26 +303,36 @@ def test_reports_and_lists_escape_everything() -> None:
     assert "window.__pinb_xss=2" in check_html(view.to_html())
 
 
-def test_explorer_panels_escape_everything(hostile: Session, comms: list[Any]) -> None:
+def test_widget_escapes_everything(hostile: Session, comms: list[Any]) -> None:
     def navigate(session: Session, target: str, summarize: bool) -> Any:
         raise RuntimeError(TEXT)
 
     explorer = SessionExplorer(hostile, navigate=navigate, fork=navigate)  # type: ignore[arg-type]
-    for index in range(3):
-        explorer.tabs.selected_index = index
-    panels = [explorer.header, explorer.context_panel, explorer.tokens_panel, explorer.picture]
     for entry in hostile.entries:
-        if entry.is_navigation:
+        if entry.is_navigation or str(entry.id) not in hostile:
             continue
+        explorer.tab = "details"
         explorer.select(str(entry.id))
-        check_html(explorer.details.value)
+        explorer.tab = "context_html"
+        explorer.tab = "compaction_html"
+        for html in (explorer.details, explorer.context_html, explorer.compaction_html):
+            check_html(html)
     explorer.continue_here()
-    assert "window.__pinb_xss" in check_html(explorer.status.value)
+    assert "window.__pinb_xss" in explorer.status  # shown as text (set with textContent)
     explorer.fork()
-    check_html(explorer.status.value)
-    for panel in panels:
-        check_html(panel.value)
-    assert all(isinstance(label, str) for label, _ in explorer.tree.options)  # text only
+    explorer.search("<script>")
+    # Rows are plain values: the ES module writes every one with textContent.
+    for row in explorer.rows:
+        for value in row.values():
+            assert isinstance(value, str | int | float | bool | list | type(None))
+    js = (
+        Path(__import__("pinb.views.tree_widget").views.tree_widget.__file__).parent
+        / "tree_widget.js"
+    ).read_text()
+    assert js.count("innerHTML") == 1  # only the panels, whose HTML the views escaped
+    svg_text = check_svg(explorer.to_svg())
+    assert "window.__pinb_xss" in svg_text
+    explorer.close()
 
 
 @pytest.mark.parametrize(

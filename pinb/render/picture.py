@@ -1,0 +1,665 @@
+"""What each row of the tree picture says and how it looks, drawn as SVG and as plain text.
+
+:func:`row_cells` turns a :class:`~pinb.render.rows.RowLayout` into the words, marks and
+colours of every row (pure data); :func:`tree_picture_svg` and :func:`tree_text` draw those
+cells, and :func:`~pinb.render.figure.draw_rows` draws the same cells with matplotlib. The
+widget's ES module receives the same cells. Every piece of session text is escaped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .graph import NodeInfo, kind_name, plural
+from .html import clean_text, escape, shorten
+from .rows import Row, RowLayout
+
+__all__ = [
+    "BAND_COLORS",
+    "CHAR_W",
+    "KIND_COLORS",
+    "LANE_W",
+    "ROW_H",
+    "Cells",
+    "Geometry",
+    "geometry",
+    "legend_items",
+    "row_cells",
+    "short_id",
+    "tree_picture_svg",
+    "tree_text",
+]
+
+#: Fill colour per kind (role or entry type); bookkeeping is grey.
+KIND_COLORS: dict[str, str] = {
+    "user": "#2f81f7",
+    "assistant": "#8250df",
+    "toolResult": "#57606a",
+    "bashExecution": "#bf8700",
+    "system": "#0a7e8c",
+    "custom": "#8c959f",
+    "custom_message": "#1a7f37",
+    "compaction": "#cf222e",
+    "branch_summary": "#b08800",
+    "chain": "#8c959f",
+    "folded": "#8c959f",
+}
+BOOKKEEPING_COLOR = "#afb8c1"
+PATH_COLOR = "#0969da"
+EDGE_COLOR = "#a0a8b0"
+TEXT_COLOR = "#1f2328"
+MUTED_COLOR = "#6e7781"
+# A white outline under text keeps it readable where it crosses lines and bands.
+HALO = ' stroke="#ffffff" stroke-width="3" paint-order="stroke"'
+#: Row background per band.
+BAND_COLORS: dict[str, str] = {
+    "path": "#eef5ff",
+    "summarized": "#e9ebee",
+    "compaction": "#ffebe9",
+    "branch_summary": "#fff8c5",
+    "selected": "#ffe8cc",
+}
+TAG_COLORS: dict[str, str] = {
+    "leaf": PATH_COLOR,
+    "summarized": MUTED_COLOR,
+    "kept": "#1a7f37",
+    "edit": "#8250df",
+    "problem": "#cf222e",
+    "archived": "#9a6700",
+    "label": "#9a6700",
+}
+
+#: Pixels: row height, lane width, width of one monospace character at font size 12.
+ROW_H = 20
+LANE_W = 14
+CHAR_W = 7.2
+FONT = "ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',monospace"
+#: Characters per text column.
+KIND_CHARS = 15
+ID_CHARS = 9
+TEXT_CHARS = 72
+TOKEN_CHARS = 9
+
+
+def short_id(key: str) -> str:
+    """The first 8 characters of an entry key (as Pi shows ids)."""
+    return shorten(key, 8) if len(key) > 8 else clean_text(key)
+
+
+@dataclass(slots=True)
+class Cells:
+    """Everything one row shows.
+
+    ``glyph`` is ``"circle"``, ``"square"`` (compaction), ``"diamond"`` (branch summary),
+    ``"dot"`` (bookkeeping), ``"chain"``, ``"folded"`` or ``"gap"`` (elided rows);
+    ``tags`` are ``(text, tone)`` pairs with tones from :data:`TAG_COLORS`; ``band`` names
+    the row background (:data:`BAND_COLORS`) or is ``None``.
+    """
+
+    key: str
+    kind: str
+    glyph: str
+    color: str
+    kind_text: str
+    id_text: str
+    tags: list[tuple[str, str]] = field(default_factory=list)
+    label: str = ""
+    text: str = ""
+    tokens: int | None = None
+    band: str | None = None
+    muted: bool = False
+    on_path: bool = False
+    is_leaf: bool = False
+    boundary: str | None = None  # a compaction boundary drawn above this row
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values for the widget (JSON)."""
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "glyph": self.glyph,
+            "color": self.color,
+            "kindText": self.kind_text,
+            "idText": self.id_text,
+            "tags": [list(tag) for tag in self.tags],
+            "label": self.label,
+            "text": self.text,
+            "tokens": self.tokens,
+            "band": self.band,
+            "muted": self.muted,
+            "onPath": self.on_path,
+            "isLeaf": self.is_leaf,
+            "boundary": self.boundary,
+        }
+
+
+def _glyph(node: NodeInfo) -> str:
+    if node.type == "compaction":
+        return "square"
+    if node.type == "branch_summary":
+        return "diamond"
+    if node.bookkeeping or node.type not in ("message", "custom_message"):
+        return "dot"
+    return "circle"
+
+
+def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
+    graph = layout.graph
+    node = graph.nodes[row.node]
+    glyph = _glyph(node)
+    color = KIND_COLORS.get(node.kind, BOOKKEEPING_COLOR) if glyph != "dot" else BOOKKEEPING_COLOR
+    tags: list[tuple[str, str]] = []
+    if node.is_leaf:
+        tags.append(("◀ leaf", "leaf"))
+    message_like = glyph != "dot"
+    if node.region == "summarized" and message_like:
+        tags.append(("summarized", "summarized"))
+    elif node.region == "kept" and message_like:
+        tags.append(("kept", "kept"))
+    if node.edit == "omitted":
+        tags.append((f"omitted by {short_id(node.edit_key or '')}", "edit"))
+    elif node.edit == "replaced":
+        tags.append((f"replaced by {short_id(node.edit_key or '')}", "edit"))
+    if node.cycle:
+        tags.append(("parent loop", "problem"))
+    if node.orphan:
+        tags.append(("parent missing", "problem"))
+    if node.archived:
+        tags.append(("archived", "archived"))
+    band: str | None = None
+    if node.type == "compaction" and node.on_path:
+        band = "compaction"
+    elif node.type == "branch_summary":
+        band = "branch_summary"
+    elif node.region == "summarized":
+        band = "summarized"
+    elif node.on_path:
+        band = "path"
+    label = node.label_text or ""
+    preview = node.preview
+    if node.type == "compaction":
+        preview = f"summary: {preview}"
+    elif node.type == "branch_summary":
+        preview = f"summary of a branch left: {preview}"
+    return Cells(
+        key=node.key,
+        kind=node.kind,
+        glyph=glyph,
+        color=color,
+        kind_text=shorten(kind_name(node.kind), KIND_CHARS - 1),
+        id_text=short_id(node.key),
+        tags=tags,
+        label=shorten(label, 30) if label else "",
+        text=shorten(preview, text_chars),
+        tokens=node.tokens or None,
+        band=band,
+        muted=node.region == "summarized" or node.bookkeeping,
+        on_path=node.on_path,
+        is_leaf=node.is_leaf,
+    )
+
+
+def row_cells(layout: RowLayout, *, text_chars: int = TEXT_CHARS) -> list[Cells]:
+    """The cells of every row of ``layout`` (see :class:`Cells`)."""
+    graph = layout.graph
+    out: list[Cells] = []
+    for row in layout.rows:
+        if row.kind == "entry":
+            out.append(_entry_cells(layout, row, text_chars))
+            continue
+        if row.kind == "elided":
+            out.append(
+                Cells("", "gap", "gap", MUTED_COLOR, "", "", text=layout.describe(row), muted=True)
+            )
+            continue
+        leaf = any(graph.nodes[i].is_leaf for i in row.nodes)
+        summarized = row.on_path and all(graph.nodes[i].region == "summarized" for i in row.nodes)
+        tags = [("summarized", "summarized")] if summarized else []
+        out.append(
+            Cells(
+                key=row.key,
+                kind=row.kind,
+                glyph=row.kind,
+                color=KIND_COLORS[row.kind],
+                kind_text="⋯ chain" if row.kind == "chain" else "⊞ folded",
+                id_text=short_id(row.key),
+                tags=tags,
+                text=shorten(layout.describe(row), text_chars),
+                tokens=row.tokens or None,
+                band=("summarized" if summarized else "path") if row.on_path else None,
+                muted=summarized,
+                on_path=row.on_path,
+                is_leaf=leaf,
+            )
+        )
+    # The boundary of the last compaction: above the first kept entry (or the compaction
+    # itself when it kept nothing), on the active path.
+    if graph.compaction_key is not None:
+        target = graph.first_kept_key
+        if target is None or layout.row_for(target) is None:
+            target = graph.compaction_key
+        at = layout.row_for(target)
+        if at is not None and out[at].kind != "gap":
+            out[
+                at
+            ].boundary = f"▲ summarized by compaction {short_id(graph.compaction_key)} · kept ▼"
+    return out
+
+
+def legend_items(layout: RowLayout, cells: list[Cells]) -> list[tuple[str, str, str]]:
+    """``(glyph, colour, words)`` for the kinds and marks that occur, nothing else."""
+    items: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    bookkeeping: list[str] = []
+    for cell in cells:
+        if cell.glyph == "gap" or cell.kind in seen:
+            continue
+        seen.add(cell.kind)
+        if cell.glyph == "dot":
+            bookkeeping.append(kind_name(cell.kind))
+            continue
+        items.append((cell.glyph, cell.color, kind_name(cell.kind)))
+    if bookkeeping:
+        items.append(("dot", BOOKKEEPING_COLOR, f"bookkeeping ({', '.join(bookkeeping)})"))
+    if any(c.on_path for c in cells):
+        items.append(("path", PATH_COLOR, "active path: the model's context comes from it"))
+    if any(c.is_leaf for c in cells):
+        items.append(("leaf", PATH_COLOR, "leaf: where the conversation continues"))
+    if any(c.band == "summarized" for c in cells):
+        items.append(("band", BAND_COLORS["summarized"], "summarized: sent only as the summary"))
+    if any(c.boundary for c in cells):
+        items.append(("boundary", TAG_COLORS["problem"], "compaction boundary"))
+    if any(tone == "edit" for c in cells for _, tone in c.tags):
+        items.append(("tag", TAG_COLORS["edit"], "a context edit changes what the model sees"))
+    if any(tone == "problem" for c in cells for _, tone in c.tags):
+        items.append(("tag", TAG_COLORS["problem"], "odd file: a parent loop or missing parent"))
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# Geometry shared by SVG and matplotlib
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Pixel positions of the picture's parts (top-left origin)."""
+
+    width: float
+    height: float
+    top: float  # y of the first row's top edge
+    graph_x: float  # x of lane 0's centre
+    kind_x: float
+    id_x: float
+    text_x: float
+    tokens_right: float
+    legend_y: float
+    header: bool
+
+    def row_y(self, row: int) -> float:
+        """y of a row's centre line."""
+        return self.top + row * ROW_H + ROW_H / 2
+
+    def lane_x(self, lane: int) -> float:
+        return self.graph_x + lane * LANE_W
+
+
+def geometry(layout: RowLayout, *, header: bool = True, legend_rows: int = 0) -> Geometry:
+    """Where everything goes for ``layout`` (the text column starts after the lanes)."""
+    margin = 10.0
+    top = margin + (56.0 if header else 0.0)
+    graph_x = margin + LANE_W / 2
+    kind_x = margin + max(1, layout.lanes) * LANE_W + 6
+    id_x = kind_x + KIND_CHARS * CHAR_W
+    text_x = id_x + ID_CHARS * CHAR_W
+    tokens_right = text_x + (TEXT_CHARS + TOKEN_CHARS + 2) * CHAR_W
+    rows_bottom = top + max(1, len(layout.rows)) * ROW_H
+    legend_y = rows_bottom + 14
+    height = legend_y + legend_rows * 16 + margin
+    return Geometry(
+        width=tokens_right + margin,
+        height=height,
+        top=top,
+        graph_x=graph_x,
+        kind_x=kind_x,
+        id_x=id_x,
+        text_x=text_x,
+        tokens_right=tokens_right,
+        legend_y=legend_y,
+        header=header,
+    )
+
+
+def title_lines(layout: RowLayout) -> tuple[str, str]:
+    """The picture's title and its one-line summary."""
+    graph = layout.graph
+    name = graph.name or (f"session {graph.session_id[:8]}" if graph.session_id else "session")
+    summary = graph.summary()
+    if graph.nodes:
+        summary += (
+            f"; leaf {short_id(graph.leaf_key)}"
+            if graph.leaf_key
+            else "; no leaf (before the first entry)"
+        )
+    if layout.chains:
+        summary += f"; {plural(len(layout.chains), 'chain')} collapsed"
+    if layout.folded:
+        summary += f"; {plural(len(layout.folded), 'side branch', 'side branches')} folded"
+    return f"Session tree · {name}", summary
+
+
+def _legend_rows(items: list[tuple[str, str, str]], width: float) -> list[list[int]]:
+    """Legend items packed into lines that fit ``width`` pixels."""
+    lines: list[list[int]] = [[]]
+    used = 0.0
+    for i, (_, _, words) in enumerate(items):
+        need = 24 + len(words) * 6.8
+        if lines[-1] and used + need > width:
+            lines.append([])
+            used = 0.0
+        lines[-1].append(i)
+        used += need
+    return [line for line in lines if line]
+
+
+def _num(value: float) -> str:
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _shape_svg(glyph: str, x: float, y: float, color: str, key: str, on_path: bool) -> str:
+    stroke = f' stroke="{PATH_COLOR}" stroke-width="1.5"' if on_path else ' stroke="#ffffff"'
+    data = f' data-id="{escape(key)}"' if key else ""
+    if glyph == "circle":
+        return f'<circle{data} cx="{_num(x)}" cy="{_num(y)}" r="5" fill="{color}"{stroke}/>'
+    if glyph == "square":
+        return (
+            f'<rect{data} x="{_num(x - 5.5)}" y="{_num(y - 5.5)}" width="11" height="11" '
+            f'fill="{color}"{stroke}/>'
+        )
+    if glyph == "diamond":
+        return f'<path{data} d="M{_num(x)} {_num(y - 7)}l7 7l-7 7l-7 -7z" fill="{color}"{stroke}/>'
+    if glyph == "dot":
+        return f'<circle{data} cx="{_num(x)}" cy="{_num(y)}" r="3" fill="{color}"/>'
+    if glyph == "chain":
+        return (
+            f'<rect{data} x="{_num(x - 4)}" y="{_num(y - 8)}" width="8" height="16" rx="4" '
+            f'fill="#ffffff" stroke="{PATH_COLOR if on_path else color}" stroke-width="2" '
+            'stroke-dasharray="2 2"/>'
+        )
+    if glyph == "folded":
+        return (
+            f'<rect{data} x="{_num(x - 6)}" y="{_num(y - 6)}" width="12" height="12" '
+            f'fill="#ffffff" stroke="{color}" stroke-width="1.5"/>'
+            f'<path d="M{_num(x - 3)} {_num(y)}h6M{_num(x)} {_num(y - 3)}v6" stroke="{color}"/>'
+        )
+    return ""  # gap: no node
+
+
+def _legend_svg(glyph: str, x: float, y: float, color: str) -> str:
+    if glyph == "path":
+        return f'<path d="M{_num(x - 6)} {_num(y)}h12" stroke="{color}" stroke-width="3"/>'
+    if glyph == "leaf":
+        return (
+            f'<circle cx="{_num(x)}" cy="{_num(y)}" r="7" fill="none" stroke="{color}" '
+            'stroke-width="2" stroke-dasharray="3 2"/>'
+        )
+    if glyph == "band":
+        return f'<rect x="{_num(x - 7)}" y="{_num(y - 6)}" width="14" height="12" fill="{color}" stroke="#d0d7de"/>'
+    if glyph == "boundary":
+        return (
+            f'<path d="M{_num(x - 7)} {_num(y)}h14" stroke="{color}" stroke-width="1.5" '
+            'stroke-dasharray="4 3"/>'
+        )
+    if glyph == "tag":
+        return f'<rect x="{_num(x - 6)}" y="{_num(y - 5)}" width="12" height="10" rx="3" fill="{color}"/>'
+    return _shape_svg(glyph, x, y, color, "", False)
+
+
+def tree_picture_svg(
+    layout: RowLayout,
+    *,
+    cells: list[Cells] | None = None,
+    selected: str | None = None,
+    header: bool = True,
+    legend: bool = True,
+) -> str:
+    """Draw the rows as one standalone SVG document (valid XML, no script, no links).
+
+    Parameters
+    ----------
+    layout:
+        From :func:`~pinb.render.rows.row_layout`.
+    cells:
+        Precomputed :func:`row_cells` (computed when omitted).
+    selected:
+        Key of an entry whose row is highlighted.
+    header / legend:
+        Draw the title and summary above, the legend (only what occurs) below.
+    """
+    cells = cells if cells is not None else row_cells(layout)
+    items = legend_items(layout, cells) if legend else []
+    probe = geometry(layout, header=header)
+    lines = _legend_rows(items, probe.width - 20) if items else []
+    geo = geometry(layout, header=header, legend_rows=len(lines))
+    w, h = geo.width, geo.height
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="pinb-tree" width="{_num(w)}" '
+        f'height="{_num(h)}" viewBox="0 0 {_num(w)} {_num(h)}" font-family="{FONT}" '
+        f'font-size="12"><rect width="{_num(w)}" height="{_num(h)}" fill="#ffffff"/>'
+    ]
+    if header:
+        title, summary = title_lines(layout)
+        out.append(
+            f'<text x="10" y="24" font-size="15" font-weight="bold" fill="{TEXT_COLOR}" '
+            f'font-family="system-ui,sans-serif">{escape(title)}</text>'
+            f'<text x="10" y="42" fill="{MUTED_COLOR}" font-family="system-ui,sans-serif">'
+            f"{escape(summary)}</text>"
+        )
+        if layout.rows:
+            hy = geo.top - 4
+            out.append(
+                f'<g fill="{MUTED_COLOR}" font-size="11">'
+                f'<text x="{_num(geo.kind_x)}" y="{_num(hy)}">kind</text>'
+                f'<text x="{_num(geo.id_x)}" y="{_num(hy)}">id</text>'
+                f'<text x="{_num(geo.text_x)}" y="{_num(hy)}">label and content</text>'
+                f'<text x="{_num(geo.tokens_right)}" y="{_num(hy)}" text-anchor="end">'
+                "tokens (chars/4)</text></g>"
+            )
+    # Row bands.
+    band_w = geo.tokens_right + 4 - (geo.graph_x - LANE_W / 2)
+    for i, cell in enumerate(cells):
+        band = "selected" if selected is not None and cell.key == selected else cell.band
+        if band is None:
+            continue
+        y = geo.top + i * ROW_H
+        out.append(
+            f'<rect x="{_num(geo.graph_x - LANE_W / 2)}" y="{_num(y + 1)}" '
+            f'width="{_num(band_w)}" height="{ROW_H - 2}" fill="{BAND_COLORS[band]}"/>'
+        )
+    # Edges: off-path below, the path on top.
+    plain: list[str] = []
+    dotted: list[str] = []
+    active: list[str] = []
+    for edge in layout.edges:
+        x0 = geo.lane_x(edge.lane)
+        y0 = geo.row_y(edge.parent)
+        y1 = geo.row_y(edge.child)
+        if edge.side:
+            x1 = geo.lane_x(edge.child_lane)
+            turn = y1 - ROW_H * 0.75
+            d = f"M{_num(x0)} {_num(y0)}V{_num(turn)}Q{_num(x0)} {_num(y1)} {_num(x1)} {_num(y1)}"
+        else:
+            d = f"M{_num(x0)} {_num(y0)}V{_num(y1)}"
+        (dotted if edge.dotted else active if edge.on_path else plain).append(d)
+    if plain:
+        out.append(
+            f'<path d="{"".join(plain)}" stroke="{EDGE_COLOR}" stroke-width="1.5" fill="none"/>'
+        )
+    if dotted:
+        out.append(
+            f'<path d="{"".join(dotted)}" stroke="{EDGE_COLOR}" stroke-width="1.5" '
+            'stroke-dasharray="2 3" fill="none"/>'
+        )
+    if active:
+        out.append(
+            f'<path d="{"".join(active)}" stroke="{PATH_COLOR}" stroke-width="3" fill="none"/>'
+        )
+    # Nodes and text.
+    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
+        x = geo.lane_x(row.lane)
+        y = geo.row_y(i)
+        base = y + 4
+        if cell.is_leaf:
+            out.append(
+                f'<circle cx="{_num(x)}" cy="{_num(y)}" r="8.5" fill="#ffffff" stroke="{PATH_COLOR}" '
+                'stroke-width="2" stroke-dasharray="3 2"/>'
+            )
+        out.append(_shape_svg(cell.glyph, x, y, cell.color, cell.key, cell.on_path))
+        if cell.boundary:
+            by = geo.top + i * ROW_H
+            label_right = geo.tokens_right - (TOKEN_CHARS + 1) * CHAR_W
+            out.append(
+                f'<path d="M{_num(geo.kind_x - 4)} {_num(by)}H{_num(geo.tokens_right + 2)}" '
+                f'stroke="{TAG_COLORS["problem"]}" stroke-width="1.5" stroke-dasharray="5 3"/>'
+                f'<text x="{_num(label_right)}" y="{_num(by + 3.5)}" text-anchor="end" '
+                f'font-size="10" font-weight="bold" fill="{TAG_COLORS["problem"]}"{HALO}>'
+                f"{escape(cell.boundary)}</text>"
+            )
+        text_color = MUTED_COLOR if cell.muted else TEXT_COLOR
+        if cell.glyph == "gap":
+            out.append(
+                f'<text x="{_num(geo.kind_x)}" y="{_num(base)}" fill="{MUTED_COLOR}" '
+                f'font-style="italic">{escape(cell.text)}</text>'
+            )
+            continue
+        kind_color = cell.color if cell.glyph not in ("dot",) else MUTED_COLOR
+        out.append(
+            f'<text x="{_num(geo.kind_x)}" y="{_num(base)}" fill="{kind_color}">'
+            f"{escape(cell.kind_text)}</text>"
+            f'<text x="{_num(geo.id_x)}" y="{_num(base)}" fill="{MUTED_COLOR}">'
+            f"{escape(cell.id_text)}</text>"
+        )
+        tx = geo.text_x
+        budget = TEXT_CHARS
+        for text, tone in cell.tags:
+            out.append(
+                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{TAG_COLORS[tone]}" '
+                f'font-weight="bold">{escape(text)}</text>'
+            )
+            tx += (len(text) + 1) * CHAR_W
+            budget -= len(text) + 1
+        if cell.label:
+            label = f"[{cell.label}]"
+            out.append(
+                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{TAG_COLORS["label"]}" '
+                f'font-weight="bold">{escape(label)}</text>'
+            )
+            tx += (len(label) + 1) * CHAR_W
+            budget -= len(label) + 1
+        text = shorten(cell.text, max(0, budget))
+        if text:
+            out.append(
+                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{text_color}">{escape(text)}</text>'
+            )
+        if cell.tokens:
+            out.append(
+                f'<text x="{_num(geo.tokens_right)}" y="{_num(base)}" text-anchor="end" '
+                f'fill="{text_color}">{cell.tokens:,}</text>'
+            )
+    if not layout.rows:
+        out.append(
+            f'<text x="10" y="{_num(geo.top + 14)}" fill="{MUTED_COLOR}" '
+            'font-family="system-ui,sans-serif">Nothing to draw yet: the tree grows with the '
+            "first message.</text>"
+        )
+    # Legend.
+    for n, line in enumerate(lines):
+        y = geo.legend_y + n * 16
+        x = 18.0
+        for i in line:
+            glyph, color, words = items[i]
+            out.append(_legend_svg(glyph, x, y, color))
+            out.append(
+                f'<text x="{_num(x + 11)}" y="{_num(y + 4)}" fill="{MUTED_COLOR}" '
+                f'font-size="11" font-family="system-ui,sans-serif">{escape(words)}</text>'
+            )
+            x += 24 + len(words) * 6.8
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Plain text
+# ---------------------------------------------------------------------------------------
+
+_TEXT_GLYPHS = {
+    "circle": ("●", "○"),
+    "square": ("■", "□"),
+    "diamond": ("◆", "◇"),
+    "dot": ("·", "·"),
+    "chain": ("┆", "┆"),
+    "folded": ("⊞", "⊞"),
+    "gap": ("┄", "┄"),
+}
+
+
+def lane_strings(layout: RowLayout, cells: list[Cells]) -> list[str]:
+    """The lane graph of every row as box-drawing text, two characters per lane."""
+    width = max(1, layout.lanes) * 2
+    grid = [[" "] * width for _ in layout.rows]
+    for edge in layout.edges:
+        col = edge.lane * 2
+        for r in range(edge.parent + 1, edge.child):
+            if grid[r][col] == " ":
+                grid[r][col] = "┊" if edge.dotted else "│"
+        if edge.side:
+            grid[edge.child][col] = "├"
+            for c in range(col + 1, edge.child_lane * 2):
+                grid[edge.child][c] = "─"
+    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
+        on, off = _TEXT_GLYPHS[cell.glyph]
+        grid[i][row.lane * 2] = on if cell.on_path else off
+    return ["".join(line) for line in grid]
+
+
+def tree_text(layout: RowLayout, *, cells: list[Cells] | None = None, legend: bool = True) -> str:
+    """The tree as plain text, like ``git log --graph``: lanes, kind, id, tags, text, tokens."""
+    cells = cells if cells is not None else row_cells(layout, text_chars=56)
+    title, summary = title_lines(layout)
+    lines = [title, summary]
+    if not layout.rows:
+        return "\n".join(lines)
+    lanes = lane_strings(layout, cells)
+    for lane, cell in zip(lanes, cells, strict=True):
+        if cell.boundary:
+            lines.append(" " * len(lane) + f"  ┄┄ {cell.boundary} ┄┄")
+        if cell.glyph == "gap":
+            lines.append(f"{lane}  {cell.text}")
+            continue
+        tags = " ".join(text for text, _ in cell.tags)
+        label = f"[{cell.label}]" if cell.label else ""
+        body = " ".join(part for part in (tags, label, cell.text) if part)
+        body = shorten(body, 64)
+        tokens = f"{cell.tokens:,}" if cell.tokens else ""
+        lines.append(
+            f"{lane} {cell.kind_text:<{KIND_CHARS}}{cell.id_text:<{ID_CHARS}}{body:<64} {tokens:>8}".rstrip()
+        )
+    if legend:
+        shown = {c.glyph for c in cells}
+        keys = [
+            f"{_TEXT_GLYPHS[g][0]}/{_TEXT_GLYPHS[g][1]} {words}"
+            for g, words in (
+                ("circle", "message on/off the active path"),
+                ("square", "compaction"),
+                ("diamond", "branch summary"),
+                ("chain", "collapsed chain"),
+                ("folded", "folded branch"),
+            )
+            if g in shown
+        ]
+        if "dot" in shown:
+            keys.append("· bookkeeping")
+        lines.append("legend: " + " · ".join(keys) + " · tokens are chars/4 estimates")
+    return "\n".join(lines)

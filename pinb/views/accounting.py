@@ -1,0 +1,136 @@
+"""One token account for every view: the window, where it came from, and how to show it.
+
+The numbers come from :func:`pinb.core.accounting.context_usage`; this module only finds
+the context window (given, or looked up for the session's model in the model registry,
+never assumed) and writes the account the same way in every view, each figure labelled
+with how it was made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import CompactionSettings, SessionContext
+from ..core.accounting import ContextUsage, context_usage, thousands
+from ..render.html import escape, gauge, style
+
+__all__ = ["account", "model_spec", "resolve_window", "usage_html", "usage_rows"]
+
+
+def model_spec(context: SessionContext) -> str | None:
+    """``"provider/model"`` of the context's model, if both are known strings."""
+    model = context.model
+    if not isinstance(model, dict):
+        return None
+    provider, model_id = model.get("provider"), model.get("modelId")
+    if isinstance(provider, str) and isinstance(model_id, str) and provider and model_id:
+        return f"{provider}/{model_id}"
+    return None
+
+
+def resolve_window(
+    context: SessionContext,
+    context_window: int | None = None,
+    window_source: str | None = None,
+) -> tuple[int | None, str]:
+    """The window to show and where it came from: given, else the model registry's.
+
+    Without a window and a model the registry knows of, ``(None, "unknown")``: no view
+    assumes a window.
+    """
+    if context_window:
+        return int(context_window), window_source or "setting"
+    spec = model_spec(context)
+    if spec is None:
+        return None, "unknown"
+    try:
+        from ..llm.registry import default_registry
+
+        info = default_registry().info(spec)
+    except Exception:  # an unknown provider, or no LLM layer: say the window is unknown
+        return None, "unknown"
+    window = getattr(info, "context_window", None)
+    if not isinstance(window, int) or window <= 0:
+        return None, "unknown"
+    if getattr(info, "known", True):
+        return window, "model registry"
+    return window, "model registry (model not listed: the provider's default)"
+
+
+def account(
+    context: SessionContext,
+    *,
+    context_window: int | None = None,
+    window_source: str | None = None,
+    settings: CompactionSettings | None = None,
+) -> ContextUsage:
+    """:func:`~pinb.core.accounting.context_usage` with the window resolved as above."""
+    window, source = resolve_window(context, context_window, window_source)
+    return context_usage(context, window=window, window_source=source, settings=settings)
+
+
+def usage_rows(usage: ContextUsage) -> list[tuple[str, str, str]]:
+    """``(figure, value, how it was made)`` rows of an account, for tables and text."""
+    rows = [
+        ("context size", f"{thousands(usage.tokens)} tokens", usage.measure_label),
+        (
+            "estimate of every message",
+            f"{thousands(usage.estimated_tokens)} tokens",
+            f"chars/4 of the {usage.messages:,} messages the model is sent",
+        ),
+    ]
+    if usage.window:
+        rows.append(
+            ("window", f"{thousands(usage.window)} tokens", f"from the {usage.window_source}")
+        )
+        rows.append(
+            (
+                "share in use",
+                f"{usage.share:.1%}" if usage.share is not None else "—",
+                "context size ÷ window",
+            )
+        )
+        rows.append(
+            (
+                "compaction threshold",
+                f"{thousands(usage.threshold)} tokens",
+                f"window − reserve {thousands(usage.settings.reserve_tokens)}",
+            )
+        )
+    else:
+        rows.append(("window", "unknown", "no window given and no model the registry knows"))
+    return rows
+
+
+def usage_html(usage: ContextUsage) -> str:
+    """The account in one block: the figure and how it was made, the share of the window
+    as a text gauge, the threshold, and the chars/4 estimate beside it."""
+    head = (
+        f"<b>{thousands(usage.tokens)} tokens</b> in the context "
+        f"<span{style('muted')}>({escape(usage.measure_label)})</span>"
+    )
+    if usage.window and usage.share is not None:
+        tone = "error" if usage.over_threshold else "ok"
+        state = "over the compaction threshold" if usage.over_threshold else "below it"
+        line = (
+            f"<div><span{style('gauge')}>{gauge(usage.share)}</span> "
+            f"<b>{usage.share:.1%}</b> of a {thousands(usage.window)}-token window "
+            f"<span{style('muted')}>({escape(usage.window_source)})</span> · compaction "
+            f"threshold {thousands(usage.threshold)} · <span{style(tone)}>{state}</span></div>"
+        )
+    else:
+        line = (
+            f"<div{style('muted')}>window unknown: pass context_window= (or set the "
+            "session's model) to see the share in use</div>"
+        )
+    estimate = (
+        f"<div{style('muted')}>chars/4 estimate of every message the model is sent: "
+        f"{thousands(usage.estimated_tokens)} tokens in {usage.messages:,} messages</div>"
+    )
+    return f"<div>{head}</div>{line}{estimate}"
+
+
+def describe(usage: ContextUsage) -> str:
+    """The core's one-line account (for ``text/plain``)."""
+    text: Any = usage.describe()
+    return str(text)

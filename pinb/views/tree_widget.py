@@ -1,0 +1,643 @@
+"""``TreeWidget``: the session tree as an interactive anywidget (also ``SessionExplorer``).
+
+Two files make the widget: this model (traitlets synced with the browser) and one ES module
+(``tree_widget.js``, with ``tree_widget.css``). The browser draws the rows of the render
+layer's :class:`~pinb.render.rows.RowLayout` — the same layout the static picture draws —
+keeping only the visible rows in the page, so 10,000 entries scroll, zoom and pan smoothly.
+Clicking a row selects the entry: the panels show the entry, the context path as the model
+would see it from there, and what a compaction there would summarize. The actions (continue
+here, continue with a branch summary, label, fork, archive/unarchive) are messages the ES
+module sends; the kernel carries them out on the session and redraws.
+
+Without a kernel (a saved notebook, nbconvert, GitHub) the output falls back to the static
+picture (``image/svg+xml`` and ``image/png``) of the same layout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import anywidget
+import traitlets
+
+from ..core import CompactionSettings, Session
+from ..core.accounting import thousands
+from ..errors import PinbError
+from ..render.graph import SessionGraph, build_graph, node_key, plural, to_networkx
+from ..render.html import escape, muted, shorten, style, wrap
+from ..render.picture import legend_items, row_cells, title_lines, tree_picture_svg, tree_text
+from ..render.rows import RowLayout, row_layout
+from .accounting import resolve_window
+from .compaction import CompactionView
+from .context_path import ContextPathView
+from .entry import entry_html
+
+__all__ = ["WIDGET_MAX_ROWS", "Fork", "Navigate", "SessionExplorer", "TreeWidget"]
+
+#: ``navigate(session, target_id, summarize)``: move the leaf, optionally with a summary.
+Navigate = Callable[[Session, str, bool], Any]
+#: ``fork(session, entry_id)``: copy the path to ``entry_id`` into a new session file.
+Fork = Callable[[Session, str], Any]
+
+#: Rows the widget sends to the browser at most (side branches fold beyond it).
+WIDGET_MAX_ROWS = 4000
+#: Search hits pinned open at most (the rest are counted).
+MAX_MATCHES = 200
+
+_HERE = Path(__file__).parent
+
+
+class TreeWidget(anywidget.AnyWidget):
+    """Explore a session's tree: select, read, search, zoom, and act on any entry.
+
+    Parameters
+    ----------
+    session:
+        The session to explore (its file is re-read for entries others appended).
+    navigate:
+        ``navigate(session, target_id, summarize)``, used by both "continue" actions;
+        without it "continue here" is :meth:`Session.branch` and "continue with branch
+        summary" is :meth:`Session.navigate` with ``summarizer`` (without one the widget
+        says a summarizer is needed and leaves the leaf alone).
+    summarizer:
+        A :class:`~pinb.core.Summarizer` for branch summaries when no ``navigate`` is given.
+    fork:
+        ``fork(session, entry_id)`` for "fork"; by default the path up to the selected
+        entry is copied into a new session file (:meth:`Session.clone`).
+    context_window / window_source:
+        The window the context and compaction panels measure against; by default the model
+        registry's for the session's model, else unknown.
+    settings:
+        Compaction settings for the threshold and the compaction preview.
+    poll_interval:
+        Seconds between automatic refreshes (needs a running event loop, as in a kernel).
+    collapse:
+        Collapse chains of plain entries: ``True``, ``False`` or ``"auto"``.
+    show_leaf_entries:
+        Also show pinb's navigation and archive markers.
+    max_rows:
+        Rows sent to the browser at most (side branches fold beyond it).
+    """
+
+    _esm = _HERE / "tree_widget.js"
+    _css = _HERE / "tree_widget.css"
+
+    # Drawn by the browser (kernel → browser).
+    rows: traitlets.List[Any] = traitlets.List(
+        help="Cells of every row (render layer), with lane and parent."
+    ).tag(sync=True)
+    edges: traitlets.List[Any] = traitlets.List(
+        help="[parent, child, lane, child lane, on path, dotted]"
+    ).tag(sync=True)
+    lanes = traitlets.Int(1).tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+    summary = traitlets.Unicode("").tag(sync=True)
+    legend: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    details = traitlets.Unicode("").tag(sync=True)
+    context_html = traitlets.Unicode("").tag(sync=True)
+    compaction_html = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    status_tone = traitlets.Unicode("info").tag(sync=True)
+    matches = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    match_note = traitlets.Unicode("").tag(sync=True)
+    leaf = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    archived_list: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    revision = traitlets.Int(0).tag(sync=True)
+    # Set by the browser (browser → kernel), and by the methods below.
+    selected_id = traitlets.Unicode(None, allow_none=True, help="Key of the selected entry.").tag(
+        sync=True
+    )
+    expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    query = traitlets.Unicode("").tag(sync=True)
+    show_archived = traitlets.Bool(False).tag(sync=True)
+    zoom = traitlets.Float(1.0).tag(sync=True)
+    tab = traitlets.Unicode("details", help="The panel shown: details, context_html, ...").tag(
+        sync=True
+    )
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        navigate: Navigate | None = None,
+        summarizer: Any = None,
+        fork: Fork | None = None,
+        context_window: int | None = None,
+        window_source: str | None = None,
+        settings: CompactionSettings | None = None,
+        poll_interval: float | None = None,
+        collapse: bool | Literal["auto"] = "auto",
+        show_leaf_entries: bool = False,
+        max_rows: int | None = WIDGET_MAX_ROWS,
+        **kwargs: Any,
+    ) -> None:
+        self._poll_task: asyncio.Task[None] | None = None
+        self.session = session
+        self.navigate = navigate
+        self.summarizer = summarizer
+        self.fork_callable = fork
+        self.context_window = context_window
+        self.window_source = window_source
+        self.settings = settings
+        self.collapse = collapse
+        self.show_leaf_entries = show_leaf_entries
+        self.max_rows = max_rows
+        self.graph: SessionGraph | None = None
+        #: The rows drawn now (``layout`` is the widget's CSS layout, as in ipywidgets).
+        self.tree_layout: RowLayout | None = None
+        self._signature: tuple[Any, ...] | None = None
+        self._quiet = False
+        self._panel_entry: Any = None
+        self._stale: set[str] = set()
+        self.timings: dict[str, float] = {}
+        super().__init__(**kwargs)
+        self.observe(self._on_selected, names="selected_id")
+        self.observe(self._on_relayout, names=["expanded", "show_archived"])
+        self.observe(self._on_query, names="query")
+        self.observe(self._on_tab, names="tab")
+        self.on_msg(self._on_message)
+        self.refresh(force=True)
+        leaf = self.graph.leaf_key if self.graph is not None else None
+        if leaf is not None:
+            self.selected_id = leaf
+        if poll_interval:
+            self.start_polling(poll_interval)
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[Any, ...]:
+        return (len(self.session.entries), self.session.leaf_id)
+
+    def refresh(self, force: bool = False) -> list[Any]:
+        """Read what others appended to the file, and redraw if anything changed.
+
+        Returns the entries read from the file (changes made through this process's
+        ``Session`` object are picked up too, but are not returned).
+        """
+        new: list[Any] = []
+        try:
+            new = self.session.refresh()
+        except PinbError as exc:
+            self._error(str(exc))
+        if force or new or self._snapshot() != self._signature:
+            self._render()
+        return new
+
+    def _pinned(self) -> list[str]:
+        pinned = list(self.matches[:MAX_MATCHES])
+        if self.selected_id:
+            pinned.append(self.selected_id)
+        return pinned
+
+    def _render(self) -> None:
+        started = time.perf_counter()
+        self._signature = self._snapshot()
+        self.graph = build_graph(
+            self.session,
+            show_leaf_entries=self.show_leaf_entries,
+            show_archived=self.show_archived,
+        )
+        self._layout()
+        self._panels()
+        self.timings["render"] = time.perf_counter() - started
+
+    def _layout(self) -> None:
+        graph = self.graph
+        assert graph is not None
+        layout = row_layout(
+            graph,
+            collapse=self.collapse,
+            pinned=self._pinned(),
+            expanded=self.expanded,
+            max_rows=self.max_rows,
+        )
+        self.tree_layout = layout
+        cells = row_cells(layout)
+        rows = []
+        for row, cell in zip(layout.rows, cells, strict=True):
+            data = cell.to_dict()
+            data.update(lane=row.lane, parent=row.parent, row=row.kind, count=row.count)
+            rows.append(data)
+        heading, summary = title_lines(layout)
+        archived = self.session.archived
+        with self.hold_sync():
+            self.rows = rows
+            self.edges = [
+                [e.parent, e.child, e.lane, e.child_lane, e.on_path, e.dotted] for e in layout.edges
+            ]
+            self.lanes = max(1, layout.lanes)
+            self.title = heading
+            self.summary = summary
+            self.legend = [list(item) for item in legend_items(layout, cells)]
+            self.leaf = graph.leaf_key
+            self.archived_list = [
+                [node_key(target), graph.archived.get(node_key(target), 0), _note(marker)]
+                for target, marker in archived.items()
+            ]
+            self.revision += 1
+
+    # -- panels ---------------------------------------------------------------------------
+
+    def _panels(self) -> None:
+        """The entry panel now; the context and compaction panels when they are shown."""
+        key = self.selected_id
+        session = self.session
+        node = self.graph.get(key) if key and self.graph is not None else None
+        entry = node.entry if node is not None else (session.get(key) if key else None)
+        self._panel_entry = entry
+        self._stale = {"context_html", "compaction_html"}
+        if entry is None:
+            self.details = wrap(muted("Select an entry in the tree."))
+            self.context_html = ""
+            self.compaction_html = ""
+            self._stale.clear()
+            return
+        self.details = wrap(entry_html(entry, label=session.label(entry.id)))
+        self._fill(self.tab)
+
+    def _fill(self, tab: str) -> None:
+        """Compute a lazy panel if it is stale (the context path of a long session costs)."""
+        entry = self._panel_entry
+        if tab not in self._stale or entry is None:
+            return
+        self._stale.discard(tab)
+        try:
+            view = ContextPathView(
+                self.session,
+                entry.id,
+                context_window=self.context_window,
+                window_source=self.window_source,
+                settings=self.settings,
+                max_rows=200,
+            )
+            html = (
+                view.to_html()
+                if tab == "context_html"
+                else self._compaction_preview(entry.id, view)
+            )
+        except Exception as exc:  # shown in the panel: an observer has no caller
+            html = wrap(f"<div{style('error')}>{escape(f'{type(exc).__name__}: {exc}')}</div>")
+        if tab == "context_html":
+            self.context_html = html
+        else:
+            self.compaction_html = html
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        self._fill(change["new"])
+        self.timings["tab"] = time.perf_counter() - started
+
+    def _compaction_preview(self, entry_id: Any, context: ContextPathView) -> str:
+        from ..core import plan_compaction
+
+        window = context.usage.window
+        settings = (self.settings or CompactionSettings()).fit_window(window)
+        try:
+            report = plan_compaction(self.session, settings, leaf_id=entry_id)
+        except Exception as exc:  # NothingToCompactError and odd files: say why
+            reason = str(exc) or type(exc).__name__
+            return wrap(
+                f"<div{style('heading')}>A compaction from here would summarize nothing</div>"
+                f"<div>{escape(reason)}</div><div{style('muted')}>Pi keeps the most recent "
+                f"{thousands(settings.keep_recent_tokens)} tokens verbatim; this context "
+                f"measures {thousands(context.usage.tokens)} ({escape(context.usage.measure_label)})."
+                "</div>"
+            )
+        view = CompactionView(
+            report,
+            self.session,
+            context_window=window,
+            window_source=context.usage.window_source,
+            max_rows=100,
+        )
+        return (
+            wrap(
+                f"<div{style('muted')}>A dry run: what a compaction with the leaf here would "
+                "summarize and keep (nothing is written).</div>"
+            )
+            + view.to_html()
+        )
+
+    # -- selection, search, layout changes ------------------------------------------------
+
+    def select(self, entry_id: str) -> None:
+        """Select an entry (as a click in the tree would), opening its chain if collapsed."""
+        if entry_id not in self.session:
+            raise KeyError(f"no entry {entry_id!r} in this session")
+        key = node_key(entry_id)
+        if self.selected_id == key:
+            self._on_selected({"new": key})
+        else:
+            self.selected_id = key
+
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        key = change["new"]
+        layout = self.tree_layout
+        if key and layout is not None:
+            row = layout.row_for(key)
+            if row is None or layout.rows[row].kind != "entry":
+                self._layout()  # pinned now: its chain or folded branch opens
+        started = time.perf_counter()
+        self._panels()
+        self.timings["select"] = time.perf_counter() - started
+
+    def _on_relayout(self, change: dict[str, Any]) -> None:
+        if self._quiet:
+            return
+        if change["name"] == "show_archived":
+            self._render()
+        else:
+            self._layout()
+
+    def _on_query(self, change: dict[str, Any]) -> None:
+        self.search(change["new"])
+
+    def search(self, text: str) -> list[str]:
+        """Entries whose id starts with ``text`` or whose label or content contains it.
+
+        The hits are pinned open in the tree (at most :data:`MAX_MATCHES`) and listed in
+        :attr:`matches`; the browser jumps between them.
+        """
+        graph = self.graph
+        needle = text.strip().lower()
+        hits: list[str] = []
+        total = 0
+        if graph is not None and needle:
+            for node in graph.nodes:
+                key = node.key.lower()
+                label = (node.label_text or "").lower()
+                if key.startswith(needle) or needle in label or needle in node.preview.lower():
+                    total += 1
+                    if len(hits) < MAX_MATCHES:
+                        hits.append(node.key)
+        with self.hold_sync():
+            self.matches = hits
+            if not needle:
+                self.match_note = ""
+            elif total:
+                extra = f" (the first {len(hits)} shown)" if total > len(hits) else ""
+                self.match_note = f"{plural(total, 'match', 'matches')}{extra}"
+            else:
+                self.match_note = "no match"
+            self._layout()
+        return hits
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        action = content.get("action")
+        key = content.get("id")
+        if isinstance(key, str) and key and key in self.session and key != self.selected_id:
+            self.selected_id = key
+        handlers: dict[str, Callable[[], Any]] = {
+            "continue": self.continue_here,
+            "summarize": self.continue_with_summary,
+            "label": lambda: self.set_label(str(content.get("text") or "")),
+            "fork": self.fork,
+            "archive": self.archive,
+            "unarchive": lambda: self.unarchive(content.get("target")),
+            "refresh": lambda: self.refresh(force=True),
+        }
+        handler = handlers.get(str(action))
+        if handler is not None:
+            handler()
+
+    def _info(self, text: str) -> None:
+        self.status_tone = "info"
+        self.status = text
+
+    def _error(self, text: str) -> None:
+        self.status_tone = "error"
+        self.status = text
+
+    def _target(self) -> str | None:
+        if not self.selected_id or self.selected_id not in self.session:
+            self._error("Select an entry in the tree first.")
+            return None
+        return self.selected_id
+
+    def continue_here(self) -> Any:
+        """Move the leaf to the selected entry (with ``navigate`` if given)."""
+        target = self._target()
+        if target is None:
+            return None
+        try:
+            if self.navigate is not None:
+                result = self.navigate(self.session, target, False)
+            else:
+                self.session.branch(target)
+                result = None
+        except Exception as exc:  # shown in the widget: a callback has no caller
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        self.refresh(force=True)
+        text = getattr(result, "editor_text", None)
+        extra = f" Text to edit and resend: {shorten(text, 200)}" if text else ""
+        self._info(f"Leaf moved to {self.session.leaf_id}.{extra}")
+        return result
+
+    def continue_with_summary(self) -> Any:
+        """Move the leaf to the selected entry, summarizing the branch left behind."""
+        target = self._target()
+        if target is None:
+            return None
+        if self.navigate is None and self.summarizer is None:
+            self._error(
+                "Continuing with a branch summary needs a summarizer: create the widget "
+                "with summarizer=... (e.g. pinb.core.ExtractiveSummarizer()) or "
+                "navigate=callable(session, target_id, summarize). The leaf was not moved."
+            )
+            return None
+        try:
+            if self.navigate is not None:
+                result = self.navigate(self.session, target, True)
+            else:
+                window, _ = resolve_window(self.session.build_context(), self.context_window)
+                result = self.session.navigate(
+                    target, summarize=True, summarizer=self.summarizer, context_window=window
+                )
+        except Exception as exc:
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        self.refresh(force=True)
+        text = getattr(result, "editor_text", None)
+        extra = f" Text to edit and resend: {shorten(text, 200)}" if text else ""
+        self._info(f"Leaf moved to {self.session.leaf_id} with a branch summary.{extra}")
+        return result
+
+    def set_label(self, text: str | None) -> None:
+        """Label the selected entry (an empty text clears its label)."""
+        target = self._target()
+        if target is None:
+            return
+        try:
+            self.session.set_label(target, text or None)
+        except Exception as exc:
+            self._error(f"{type(exc).__name__}: {exc}")
+            return
+        self.refresh(force=True)
+        self._info(
+            f"Label of {target} set." if (text or "").strip() else f"Label of {target} cleared."
+        )
+
+    def fork(self) -> Any:
+        """Copy the path to the selected entry into a new session file (or call ``fork``)."""
+        target = self._target()
+        if target is None:
+            return None
+        try:
+            if self.fork_callable is not None:
+                result = self.fork_callable(self.session, target)
+            else:
+                result = self.session.clone(target)
+        except Exception as exc:
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        where = getattr(result, "path", result)
+        self._info(f"Forked the path to {target}: {where}")
+        return result
+
+    def archive(self, note: str | None = None) -> Any:
+        """Archive the branch that starts at the selected entry: hidden, nothing deleted.
+
+        The active path cannot be archived away: select an entry off it.
+        """
+        target = self._target()
+        if target is None:
+            return None
+        node = self.graph.get(target) if self.graph is not None else None
+        if node is not None and node.on_path:
+            self._error(
+                "This entry is on the active path; archive a branch off it (move the leaf "
+                "first to archive this one)."
+            )
+            return None
+        try:
+            marker = self.session.archive(target, note)
+        except Exception as exc:
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        self.refresh(force=True)
+        count = self.graph.archived.get(target, 0) if self.graph is not None else 0
+        self._info(
+            f"Archived the branch at {target} ({plural(count, 'entry')} hidden; nothing was "
+            "deleted: unarchive it from the list below the tree)."
+        )
+        return marker
+
+    def unarchive(self, target: Any = None) -> Any:
+        """Show an archived branch again (default: the selected entry's)."""
+        target = target or self.selected_id
+        if not target or target not in self.session.archived:
+            self._error(f"{target!r} is not archived.")
+            return None
+        try:
+            marker = self.session.unarchive(target)
+        except Exception as exc:
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        self.refresh(force=True)
+        self._info(f"The branch at {target} is shown again.")
+        return marker
+
+    # -- exports and the static fallback --------------------------------------------------
+
+    def to_networkx(self) -> Any:
+        """The drawn tree as a ``networkx.DiGraph`` (rows and lanes included)."""
+        return to_networkx(self.graph or build_graph(self.session), layout=self.tree_layout)
+
+    def to_svg(self) -> str:
+        """The static picture of what the widget shows (same layout, no kernel needed)."""
+        assert self.tree_layout is not None
+        return tree_picture_svg(self.tree_layout, selected=self.selected_id)
+
+    def to_text(self) -> str:
+        assert self.tree_layout is not None
+        return tree_text(self.tree_layout)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None or self.tree_layout is None:
+            return bundle
+        data, metadata = bundle
+        data = dict(data)
+        metadata = dict(metadata or {})
+        # Where no kernel draws the widget, the same layout shows as a picture.
+        static = row_layout(self.tree_layout.graph, collapse=self.collapse, pinned=self._pinned())
+        data["text/plain"] = tree_text(static)
+        data["image/svg+xml"] = tree_picture_svg(static, selected=self.selected_id)
+        try:
+            from ..render.figure import tree_png
+
+            png, width, height = tree_png(static, selected=self.selected_id)
+        except ImportError:
+            pass
+        else:
+            data["image/png"] = base64.b64encode(png).decode("ascii")
+            metadata["image/png"] = {"width": width, "height": height}
+        return data, metadata
+
+    # -- polling --------------------------------------------------------------------------
+
+    def start_polling(self, interval: float = 2.0) -> None:
+        """Refresh every ``interval`` seconds on the running event loop (a kernel's)."""
+        self.stop_polling()
+        loop = asyncio.get_running_loop() if _loop_running() else None
+        if loop is None:
+            raise RuntimeError(
+                "polling needs a running asyncio event loop (as in a Jupyter kernel)"
+            )
+
+        async def poll() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    self.refresh()
+                except Exception as exc:  # keep polling; say what went wrong
+                    self._error(f"refresh failed: {type(exc).__name__}: {exc}")
+
+        self._poll_task = loop.create_task(poll())
+
+    def stop_polling(self) -> None:
+        """Stop automatic refreshes."""
+        if self._poll_task is not None:
+            self._poll_task.cancel()
+            self._poll_task = None
+
+    @property
+    def polling(self) -> bool:
+        return self._poll_task is not None and not self._poll_task.done()
+
+    @property
+    def leaf_id(self) -> Any:
+        """The session's current leaf."""
+        return self.session.leaf_id
+
+    def close(self) -> None:
+        self.stop_polling()
+        super().close()
+
+
+class SessionExplorer(TreeWidget):
+    """The session explorer: the tree widget with its panels and actions (same API)."""
+
+
+def _note(marker: Any) -> str:
+    data = marker.raw.get("data") if marker is not None else None
+    note = data.get("note") if isinstance(data, dict) else None
+    return note if isinstance(note, str) else ""
+
+
+def _loop_running() -> bool:
+    with contextlib.suppress(RuntimeError):
+        asyncio.get_running_loop()
+        return True
+    return False
