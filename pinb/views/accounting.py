@@ -40,21 +40,9 @@ def resolve_window(
     """
     if context_window:
         return int(context_window), window_source or "setting"
-    spec = model_spec(context)
-    if spec is None:
-        return None, "unknown"
-    try:
-        from ..llm.registry import default_registry
+    from ..llm.registry import window_of  # the LLM layer loads only when a view needs it
 
-        info = default_registry().info(spec)
-    except Exception:  # an unknown provider, or no LLM layer: say the window is unknown
-        return None, "unknown"
-    window = getattr(info, "context_window", None)
-    if not isinstance(window, int) or window <= 0:
-        return None, "unknown"
-    if getattr(info, "known", True):
-        return window, "model registry"
-    return window, "model registry (model not listed: the provider's default)"
+    return window_of(context.model)
 
 
 def account(
