@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = [
     "SessionCatalog",
+    "UsageTotalsView",
     "compactions_frame",
     "entries_frame",
     "export_html",
@@ -23,6 +24,7 @@ __all__ = [
     "search",
     "sessions_frame",
     "tool_calls_frame",
+    "usage_totals",
     "write_export",
 ]
 
@@ -33,6 +35,8 @@ _HOMES = {
     "messages_frame": "frames",
     "sessions_frame": "frames",
     "tool_calls_frame": "frames",
+    "usage_totals": "totals",
+    "UsageTotalsView": "totals",
     "plot_branches": "plots",
     "plot_cost": "plots",
     "plot_tokens": "plots",
