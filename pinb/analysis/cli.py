@@ -20,11 +20,21 @@ def add_parser(subparsers: Any) -> None:
     raised as :class:`pinb.errors.PinbError` subclasses.
     """
     search = subparsers.add_parser(
-        "search", help="full-text search over sessions (indexed, fast once warm)"
+        "search",
+        help="full-text search over session entries, each hit cited as path:line#entry-id",
+        description=(
+            'Words must all occur in one entry; "exact phrase" (quote it for the shell: '
+            """'"exact phrase"'), -excluded, refact* (a prefix), and filters role:user|"""
+            "assistant|toolResult, tool:NAME, file:PATH, session:ID-PREFIX, after:DATE, "
+            "before:DATE. Repeats and fork copies fold into one hit."
+        ),
     )
-    search.add_argument("text", help="words that must all occur (case-insensitive)")
+    search.add_argument("text", nargs="+", help="the query (its words are joined by spaces)")
     search.add_argument("--all", action="store_true", help="every project, not only this folder")
     search.add_argument("--limit", type=int, default=20, help="at most this many hits")
+    search.add_argument(
+        "--no-fold", action="store_true", help="list repeats and fork copies as hits of their own"
+    )
     search.add_argument("--json", action="store_true", help="one JSON list of hits")
     search.set_defaults(func=cmd_search)
 
@@ -51,22 +61,29 @@ def add_parser(subparsers: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """``pinb search TEXT [--all] [--json]``."""
+    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
     from ..core.paths import sessions_dir_for
     from .index import search
 
+    text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
-    hits = search(args.text, folder, limit=args.limit)
+    hits = search(text, folder, limit=args.limit, fold=not args.no_fold)
     if args.json:
         payload = [
             {
+                "cite": hit.cite,
                 "path": str(hit.path),
+                "line": hit.line,
+                "entryId": hit.entry_id,
+                "role": hit.role,
+                "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
                 "id": hit.info.id,
                 "cwd": hit.info.cwd,
                 "name": hit.info.name,
                 "modified": hit.info.modified.isoformat(),
                 "firstMessage": hit.info.first_message,
                 "snippet": hit.snippet,
+                "copies": [str(c) for c in hit.copies],
             }
             for hit in hits
         ]
@@ -74,7 +91,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         where = "" if args.all else " in this folder's sessions (try --all)"
-        say(f"no sessions match {args.text!r}{where}")
+        say(f"nothing matches {text!r}{where}")
         return 1
     say(repr(hits))
     return 0
