@@ -1,4 +1,5 @@
-"""Many sessions as data: pandas frames, plots, dask, a search index, importers and exports."""
+"""Many sessions as data: pandas frames, fork-aware totals, plots, dask, Parquet, a citable
+search index, importers and exports."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ __all__ = [
     "export_html",
     "export_ipynb",
     "export_markdown",
+    "frame_of",
     "import_claude",
     "import_codex",
     "list_indexed",
@@ -26,6 +28,7 @@ __all__ = [
     "tool_calls_frame",
     "usage_totals",
     "write_export",
+    "write_parquet",
 ]
 
 # Loaded on first use, so importing pinb.analysis (the CLI does) costs no pandas or matplotlib.
@@ -36,6 +39,8 @@ _HOMES = {
     "sessions_frame": "frames",
     "tool_calls_frame": "frames",
     "usage_totals": "totals",
+    "frame_of": "parquet",
+    "write_parquet": "parquet",
     "UsageTotalsView": "totals",
     "plot_branches": "plots",
     "plot_cost": "plots",

@@ -1,4 +1,7 @@
-"""``pinb search``, ``pinb export`` and ``pinb import``: thin command-line wrappers (no pandas)."""
+"""``pinb search``, ``export``, ``import`` and ``frames``: thin command-line wrappers.
+
+Importing this module loads no pandas; ``pinb frames`` loads it when it runs.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,14 @@ from typing import Any
 
 from ..cliout import say, write
 
-__all__ = ["add_parser"]
+__all__ = ["FRAME_KINDS", "add_parser"]
+
+#: ``pinb frames`` kinds (the same as :data:`pinb.analysis.parquet.FRAME_KINDS`).
+FRAME_KINDS = ("entries", "messages", "tool_calls", "compactions", "sessions", "usage")
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register ``search``, ``export`` and ``import`` on the ``pinb`` sub-command parsers.
+    """Register ``search``, ``export``, ``import`` and ``frames`` on the ``pinb`` sub-commands.
 
     Each parser's ``func`` takes the parsed arguments and returns an exit code; errors are
     raised as :class:`pinb.errors.PinbError` subclasses.
@@ -58,6 +64,24 @@ def add_parser(subparsers: Any) -> None:
         "--include-sidechains", action="store_true", help="Claude Code: keep sub-agent lines"
     )
     imp.set_defaults(func=cmd_import)
+
+    frames = subparsers.add_parser(
+        "frames",
+        help="a frame of many sessions written to Parquet (needs pinb[parquet])",
+        description="One frame of every session of SOURCE, written as typed Parquet columns.",
+    )
+    frames.add_argument("kind", choices=FRAME_KINDS, help="what one row stands for")
+    frames.add_argument(
+        "source", nargs="*", help="session files, folders or globs (default: this folder's)"
+    )
+    frames.add_argument("--all", action="store_true", help="every project's sessions")
+    frames.add_argument("--parquet", required=True, metavar="OUT", help="the Parquet file to write")
+    frames.add_argument(
+        "--dask",
+        action="store_true",
+        help="read with dask; OUT is a folder with one file per partition",
+    )
+    frames.set_defaults(func=cmd_frames)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -148,3 +172,29 @@ def cmd_import(args: argparse.Namespace) -> int:
         if left:
             say(f"note: {left} sub-agent transcript(s) left out; --include-sidechains imports them")
     return 1 if failed else 0
+
+
+def cmd_frames(args: argparse.Namespace) -> int:
+    """``pinb frames KIND [SOURCE...] [--all] --parquet OUT [--dask]``."""
+    from ..core.paths import sessions_dir_for, sessions_root
+
+    source: Any = list(args.source) or (
+        sessions_root() if args.all else sessions_dir_for(os.getcwd())
+    )
+    if args.dask:
+        from ..errors import UsageError
+        from .dask import to_parquet
+
+        if args.kind == "usage":
+            raise UsageError("--dask reads the frames of pinb.analysis.dask; usage is not one")
+        target = to_parquet(args.kind, source, args.parquet)
+        say(f"wrote {args.kind} to {target} (one file per partition)")
+        return 0
+    from .parquet import frame_of
+    from .parquet import to_parquet as write_frame
+
+    frame = frame_of(args.kind, source)
+    write_frame(frame, args.parquet)
+    sessions = frame["id" if args.kind == "sessions" else "session_id"].nunique()
+    say(f"wrote {len(frame):,} {args.kind} row(s) of {sessions} session(s) to {args.parquet}")
+    return 0

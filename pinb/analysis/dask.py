@@ -64,6 +64,7 @@ __all__ = [
     "read_messages",
     "read_sessions",
     "read_tool_calls",
+    "to_parquet",
 ]
 
 #: What one row stands for.
@@ -597,3 +598,50 @@ def read_sessions(
         files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
     return _read_frame("sessions", source, options)
+
+
+def to_parquet(
+    kind: Kind,
+    source: Any,
+    path: str | os.PathLike[str],
+    *,
+    files_per_partition: int | None = None,
+    partition_bytes: int = DEFAULT_PARTITION_BYTES,
+    npartitions: int | None = None,
+    errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> str:
+    """Write the dask frame of ``kind`` as a folder of Parquet files, one per partition.
+
+    The columns keep the pandas frames' types, so ``pd.read_parquet(path)`` (or
+    ``dask.dataframe.read_parquet``) gives the rows back as the pandas frame would have
+    them. Reader parameters as in :func:`read_bag`; ``storage_options`` also serve the
+    target (``path`` may be an fsspec URL); ``options`` go to
+    :meth:`dask.dataframe.DataFrame.to_parquet`. With ``client``, the files are written
+    by the cluster.
+
+    Raises
+    ------
+    MissingExtraError
+        pyarrow is not installed (``pip install 'pinb[parquet]'``).
+
+    Examples
+    --------
+    >>> to_parquet("entries", "s3://logs/pi/**/*.jsonl", "s3://logs/pi-entries/")  # doctest: +SKIP
+    """
+    from .parquet import require
+
+    require("pyarrow", "parquet", "Writing Parquet")
+    options_ = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
+    )
+    frame = _read_frame(kind, source, options_)
+    target = os.fspath(path)
+    if client is not None:
+        options.setdefault("compute_kwargs", {"scheduler": _resolve_client(client)})
+    frame.to_parquet(  # type: ignore[no-untyped-call]
+        target, write_index=False, storage_options=dict(storage_options or {}), **options
+    )
+    return target
