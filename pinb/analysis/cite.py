@@ -149,13 +149,14 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
             parts = [message_text(message)]
             made = _calls(message)
             if made:
-                tools = tuple(dict.fromkeys(str(c.get("name", "")).lower() for c in made))
-                files = tuple(dict.fromkeys(f for c in made for f in _files(c.get("arguments"))))
+                named = [(str(c.get("name", "")).lower(), tuple(_files(c.get("arguments"))))
+                         for c in made]  # fmt: skip
+                tools = tuple(dict.fromkeys(name for name, _ in named))
+                files = tuple(dict.fromkeys(f for _, paths in named for f in paths))
                 parts += [s for c in made for s in _strings(c.get("arguments"))]
-                for call in made:
+                for call, (name, paths) in zip(made, named, strict=True):
                     if isinstance(call.get("id"), str):
-                        called = str(call.get("name", "")).lower()
-                        calls[call["id"]] = ((called,), tuple(_files(call.get("arguments"))))
+                        calls[call["id"]] = ((name,), paths)
             elif role == "toolResult":
                 answered = message.get("toolName")
                 tools, files = calls.get(str(message.get("toolCallId")), ((), ()))

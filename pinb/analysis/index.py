@@ -60,6 +60,7 @@ CREATE TABLE entries(
   digest TEXT NOT NULL
 );
 CREATE INDEX entries_by_session ON entries(session);
+CREATE INDEX entries_by_digest ON entries(digest);
 CREATE TABLE entry_tools(entry INTEGER NOT NULL, tool TEXT NOT NULL);
 CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
 CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
@@ -423,40 +424,65 @@ class SessionCatalog:
         prefix = os.path.join(os.fspath(base), "")
         match = _text(text) if raw else query.match()
         clauses, params = ([], []) if raw else sql_filters(query)
-        where = ["s.path >= ?", "s.path < ?", *clauses]
-        values: list[object] = [prefix, prefix + "\U0010ffff", *params]
+        # The session is in scope: under the folder, at the depth of its session files.
+        where = [
+            "s.path >= ?",
+            "s.path < ?",
+            "length(s.path) - length(replace(s.path, ?, '')) = ?",
+            *clauses,
+        ]
+        values: list[object] = [prefix, prefix + "\U0010ffff", os.sep,
+                                prefix.count(os.sep) + depth, *params]  # fmt: skip
         excluded = None if raw or match is not None else query.excluded()
         if excluded is not None:
             where.append("e.rowid NOT IN (SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?)")
             values.append(excluded)
         # Only fixed SQL fragments are joined here; every value of the query is a parameter.
+        # First the best groups (a digest is the same role and text: repeats, fork copies),
+        # ranked in SQLite, then every member of those groups. The inner LIMIT -1 keeps
+        # SQLite from flattening the subquery, where bm25() could not run.
+        group = "e.digest" if fold else "e.rowid"
+        joined = " FROM entries e JOIN sessions s ON s.rowid = e.session"
         if match is not None:
-            sql = (
-                "SELECT e.rowid, e.digest, bm25(entry_texts), e.timestamp, s.created, s.path,"
-                " e.line FROM entry_texts JOIN entries e ON e.rowid = entry_texts.rowid"
-                " JOIN sessions s ON s.rowid = e.session WHERE entry_texts MATCH ? AND "
+            ranked = (
+                f"SELECT g, min(score), max(t) FROM (SELECT {group} AS g, bm25(entry_texts) AS"
+                f" score, e.timestamp AS t FROM entry_texts JOIN entries e ON e.rowid ="
+                " entry_texts.rowid JOIN sessions s ON s.rowid = e.session"
+                f" WHERE entry_texts MATCH ? AND {' AND '.join(where)} LIMIT -1)"
+                " GROUP BY g ORDER BY 2, 3 DESC, g LIMIT ?"
             )
-            values.insert(0, match)
+            ranked_values = [match, *values, max(limit, 0)]
         else:
-            sql = (
-                "SELECT e.rowid, e.digest, 0.0, e.timestamp, s.created, s.path, e.line"
-                " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE "
+            ranked = (
+                f"SELECT {group}, 0.0, max(e.timestamp) AS t{joined} WHERE {' AND '.join(where)}"
+                f" GROUP BY {group} ORDER BY t IS NULL, t DESC, {group} LIMIT ?"
             )
+            ranked_values = [*values, max(limit, 0)]
         try:
-            rows = self._db.execute(sql + " AND ".join(where), values).fetchall()
+            best = self._db.execute(ranked, ranked_values).fetchall()
+            keys = [row[0] for row in best]
+            members = (
+                f"SELECT e.rowid, {group}, e.timestamp, s.created, s.path, e.line, e.entry_id"
+                f"{joined} WHERE {' AND '.join(where)}"
+                + (" AND e.rowid IN (SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?)"
+                   if match is not None else "")
+                + f" AND {group} IN "
+            )  # fmt: skip
+            before = [*values, match] if match is not None else values
+            rows = list(self._select(members, keys, before))
         except sqlite3.OperationalError as exc:
             raise SearchIndexError(f"bad search query {text!r}: {exc}") from exc
-        rows = [r for r in rows if _in_scope(r[5], prefix, depth)]
-        groups = _fold(rows, ranked=match is not None, fold=fold)[: max(limit, 0)]
+        groups = _fold(rows, [(key, score) for key, score, _ in best])
         return SearchResults(self._hits(groups, match), text, query)
 
-    def _hits(self, groups: list[list[tuple[Any, ...]]], match: str | None) -> list[SearchHit]:
+    def _hits(
+        self, groups: list[tuple[float, list[tuple[Any, ...]]]], match: str | None
+    ) -> list[SearchHit]:
         """The hits of ranked groups of rows: the earliest row of each, the rest as copies."""
-        wanted = [row[0] for group in groups for row in group]
+        primaries = [group[0][0] for _, group in groups]
         details = {r[0]: r for r in self._select(
             f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, ''"
-            " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", wanted)}  # fmt: skip
-        primaries = [group[0][0] for group in groups]
+            " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", primaries)}  # fmt: skip
         if match is not None:
             snippets = {r[0]: r[1] for r in self._select(
                 "SELECT rowid, snippet(entry_texts, 0, ?, ?, '…', 16) FROM entry_texts"
@@ -466,13 +492,18 @@ class SessionCatalog:
             snippets = {r[0]: r[1] for r in self._select(
                 "SELECT rowid, substr(body, 1, 200) FROM entry_texts WHERE rowid IN ", primaries)}  # fmt: skip
         hits = []
-        for group in groups:
+        paths: dict[str, Path] = {}  # one Path per file, however many copies cite it
+
+        def path(text: str) -> Path:
+            found = paths.get(text)
+            if found is None:
+                found = paths[text] = Path(text)
+            return found
+
+        for score, group in groups:
             first = details[group[0][0]]
             marked = snippets.get(first[0]) or ""
-            copies = tuple(
-                Citation(Path(details[r[0]][6]), details[r[0]][1], details[r[0]][2])
-                for r in group[1:]
-            )
+            copies = tuple(Citation(path(r[4]), r[5], r[6]) for r in group[1:])
             hits.append(
                 SearchHit(
                     info=_info(first[5:]),
@@ -481,7 +512,7 @@ class SessionCatalog:
                     role=first[3],
                     timestamp=_dt(first[4]),
                     snippet=marked.replace(_MARK_START, "«").replace(_MARK_END, "»"),
-                    score=float(group[0][2]),
+                    score=float(score),
                     copies=copies,
                     _marked=marked,
                 )
@@ -491,7 +522,7 @@ class SessionCatalog:
     def _select(
         self, sql: str, rowids: Sequence[int], before: Sequence[object] = ()
     ) -> Iterator[tuple[Any, ...]]:
-        """``sql`` ending in ``rowid IN `` for ``rowids``, a few hundred at a time."""
+        """``sql`` ending in ``… IN `` for ``rowids`` (or other keys), a few hundred at a time."""
         for start in range(0, len(rowids), 500):
             chunk = list(rowids[start : start + 500])
             marks = ", ".join("?" * len(chunk))
@@ -517,29 +548,26 @@ def _read(path: str) -> tuple[SessionInfo | None, list[IndexedEntry]]:
         return info, []
 
 
-def _fold(rows: list[tuple[Any, ...]], *, ranked: bool, fold: bool) -> list[list[tuple[Any, ...]]]:
-    """Rows grouped by digest (each row alone without ``fold``), best group first.
+def _fold(
+    rows: list[tuple[Any, ...]], ranking: list[tuple[Any, float]]
+) -> list[tuple[float, list[tuple[Any, ...]]]]:
+    """The ranked groups with their rows, each group's earliest entry first.
 
-    Rows are ``(rowid, digest, score, timestamp, created, path, line)``. With a ranked
-    query groups follow their best score; otherwise their newest entry. Inside a group
-    the earliest entry comes first (the original, before its copies): by time, then the
-    older session, then path and line.
+    Rows are ``(rowid, group, timestamp, created, path, line, entry_id)``. The earliest
+    entry is the original, before its copies: by time, then the older session, then path
+    and line.
     """
     never = float("inf")
-    if ranked:
-        rows = sorted(rows, key=lambda r: (r[2], -(r[3] or 0.0), r[5], r[6]))
-    else:
-        rows = sorted(rows, key=lambda r: (-(r[3] if r[3] is not None else -never), r[5], r[6]))
-    groups: dict[object, list[tuple[Any, ...]]] = {}
+    members: dict[Any, list[tuple[Any, ...]]] = {}
     for row in rows:
-        groups.setdefault(row[1] if fold else row[0], []).append(row)
+        members.setdefault(row[1], []).append(row)
 
     def earliest(row: tuple[Any, ...]) -> tuple[float, float, str, int]:
-        stamp = row[3] if row[3] is not None else never
-        created = row[4] if row[4] is not None else never
-        return (stamp, created, row[5], row[6])
+        stamp = row[2] if row[2] is not None else never
+        created = row[3] if row[3] is not None else never
+        return (stamp, created, row[4], row[5])
 
-    return [sorted(group, key=earliest) for group in groups.values()]
+    return [(score, sorted(members[key], key=earliest)) for key, score in ranking if key in members]
 
 
 def _in_scope(path: str, prefix: str, depth: int) -> bool:
