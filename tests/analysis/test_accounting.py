@@ -341,3 +341,13 @@ def test_bad_groupings_and_no_sessions(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl").write_text("not a session\n")
     with pytest.warns(UserWarning, match="1 file"):
         assert len(usage_totals(tmp_path)) == 0
+
+
+def test_a_cycle_of_parents_ends_the_walk(family: dict[str, Session]) -> None:
+    clone, grandchild = Path(_path(family["clone"])), Path(_path(family["grandchild"]))
+    relink_parent(clone, str(grandchild))  # clone -> grandchild -> clone
+    lineage = session_lineage(Session.open(grandchild))
+    assert lineage.relation == FORK and lineage.parent_session == str(clone)
+    assert lineage.root_session in (str(clone), str(grandchild))
+    relink_parent(clone, str(clone))  # a session naming itself is not its own parent
+    assert session_lineage(Session.open(clone)).relation == ORPHAN
