@@ -22,6 +22,7 @@ The tree::
     │   ├── UnknownProviderError           a provider pinb does not know
     │   └── UnsupportedApiError            a wire protocol pinb does not speak
     ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
+    ├── MissingExtraError (pinb.analysis.parquet)  an optional package is missing (names the extra)
     ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
     └── UsageError                         bad command-line or magic arguments
 

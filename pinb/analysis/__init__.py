@@ -1,4 +1,5 @@
-"""Many sessions as data: pandas frames, plots, dask, a search index, importers and exports."""
+"""Many sessions as data: pandas frames, fork-aware totals, plots, dask, Parquet, a citable
+search index, importers and exports."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 __all__ = [
     "SessionCatalog",
+    "UsageTotalsView",
     "compaction_ledger",
     "compactions_frame",
     "compare_branches",
@@ -14,6 +16,7 @@ __all__ = [
     "export_html",
     "export_ipynb",
     "export_markdown",
+    "frame_of",
     "import_claude",
     "import_codex",
     "list_indexed",
@@ -26,8 +29,10 @@ __all__ = [
     "sessions_frame",
     "tool_calls_frame",
     "usage_calibration",
+    "usage_totals",
     "what_if",
     "write_export",
+    "write_parquet",
 ]
 
 # Loaded on first use, so importing pinb.analysis (the CLI does) costs no pandas or matplotlib.
@@ -37,6 +42,10 @@ _HOMES = {
     "messages_frame": "frames",
     "sessions_frame": "frames",
     "tool_calls_frame": "frames",
+    "usage_totals": "totals",
+    "frame_of": "parquet",
+    "write_parquet": "parquet",
+    "UsageTotalsView": "totals",
     "plot_branches": "plots",
     "plot_cost": "plots",
     "plot_tokens": "plots",

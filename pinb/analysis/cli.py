@@ -1,4 +1,7 @@
-"""``pinb search``, ``pinb export`` and ``pinb import``: thin command-line wrappers (no pandas)."""
+"""``pinb search``, ``export``, ``import`` and ``frames``: thin command-line wrappers.
+
+Importing this module loads no pandas; ``pinb frames`` loads it when it runs.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +13,34 @@ from typing import Any
 
 from ..cliout import say, write
 
-__all__ = ["add_parser"]
+__all__ = ["FRAME_KINDS", "add_parser"]
+
+#: ``pinb frames`` kinds (the same as :data:`pinb.analysis.parquet.FRAME_KINDS`).
+FRAME_KINDS = ("entries", "messages", "tool_calls", "compactions", "sessions", "usage")
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register ``search``, ``export`` and ``import`` on the ``pinb`` sub-command parsers.
+    """Register ``search``, ``export``, ``import`` and ``frames`` on the ``pinb`` sub-commands.
 
     Each parser's ``func`` takes the parsed arguments and returns an exit code; errors are
     raised as :class:`pinb.errors.PinbError` subclasses.
     """
     search = subparsers.add_parser(
-        "search", help="full-text search over sessions (indexed, fast once warm)"
+        "search",
+        help="full-text search over session entries, each hit cited as path:line#entry-id",
+        description=(
+            'Words must all occur in one entry; "exact phrase" (quote it for the shell: '
+            """'"exact phrase"'), -excluded, refact* (a prefix), and filters role:user|"""
+            "assistant|toolResult, tool:NAME, file:PATH, session:ID-PREFIX, after:DATE, "
+            "before:DATE. Repeats and fork copies fold into one hit."
+        ),
     )
-    search.add_argument("text", help="words that must all occur (case-insensitive)")
+    search.add_argument("text", nargs="+", help="the query (its words are joined by spaces)")
     search.add_argument("--all", action="store_true", help="every project, not only this folder")
     search.add_argument("--limit", type=int, default=20, help="at most this many hits")
+    search.add_argument(
+        "--no-fold", action="store_true", help="list repeats and fork copies as hits of their own"
+    )
     search.add_argument("--json", action="store_true", help="one JSON list of hits")
     search.set_defaults(func=cmd_search)
 
@@ -49,24 +65,49 @@ def add_parser(subparsers: Any) -> None:
     )
     imp.set_defaults(func=cmd_import)
 
+    frames = subparsers.add_parser(
+        "frames",
+        help="a frame of many sessions written to Parquet (needs pinb[parquet])",
+        description="One frame of every session of SOURCE, written as typed Parquet columns.",
+    )
+    frames.add_argument("kind", choices=FRAME_KINDS, help="what one row stands for")
+    frames.add_argument(
+        "source", nargs="*", help="session files, folders or globs (default: this folder's)"
+    )
+    frames.add_argument("--all", action="store_true", help="every project's sessions")
+    frames.add_argument("--parquet", required=True, metavar="OUT", help="the Parquet file to write")
+    frames.add_argument(
+        "--dask",
+        action="store_true",
+        help="read with dask; OUT is a folder with one file per partition",
+    )
+    frames.set_defaults(func=cmd_frames)
+
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """``pinb search TEXT [--all] [--json]``."""
+    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
     from ..core.paths import sessions_dir_for
     from .index import search
 
+    text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
-    hits = search(args.text, folder, limit=args.limit)
+    hits = search(text, folder, limit=args.limit, fold=not args.no_fold)
     if args.json:
         payload = [
             {
+                "cite": hit.cite,
                 "path": str(hit.path),
+                "line": hit.line,
+                "entryId": hit.entry_id,
+                "role": hit.role,
+                "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
                 "id": hit.info.id,
                 "cwd": hit.info.cwd,
                 "name": hit.info.name,
                 "modified": hit.info.modified.isoformat(),
                 "firstMessage": hit.info.first_message,
                 "snippet": hit.snippet,
+                "copies": [str(c) for c in hit.copies],
             }
             for hit in hits
         ]
@@ -74,7 +115,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         where = "" if args.all else " in this folder's sessions (try --all)"
-        say(f"no sessions match {args.text!r}{where}")
+        say(f"nothing matches {text!r}{where}")
         return 1
     say(repr(hits))
     return 0
@@ -131,3 +172,29 @@ def cmd_import(args: argparse.Namespace) -> int:
         if left:
             say(f"note: {left} sub-agent transcript(s) left out; --include-sidechains imports them")
     return 1 if failed else 0
+
+
+def cmd_frames(args: argparse.Namespace) -> int:
+    """``pinb frames KIND [SOURCE...] [--all] --parquet OUT [--dask]``."""
+    from ..core.paths import sessions_dir_for, sessions_root
+
+    source: Any = list(args.source) or (
+        sessions_root() if args.all else sessions_dir_for(os.getcwd())
+    )
+    if args.dask:
+        from ..errors import UsageError
+        from .dask import to_parquet
+
+        if args.kind == "usage":
+            raise UsageError("--dask reads the frames of pinb.analysis.dask; usage is not one")
+        target = to_parquet(args.kind, source, args.parquet)
+        say(f"wrote {args.kind} to {target} (one file per partition)")
+        return 0
+    from .parquet import frame_of
+    from .parquet import to_parquet as write_frame
+
+    frame = frame_of(args.kind, source)
+    write_frame(frame, args.parquet)
+    sessions = frame["id" if args.kind == "sessions" else "session_id"].nunique()
+    say(f"wrote {len(frame):,} {args.kind} row(s) of {sessions} session(s) to {args.parquet}")
+    return 0

@@ -4,7 +4,7 @@ The branches are the paths from the entry the two leaves share last (their commo
 ancestor) down to each leaf. Both leaves may be in one session file, where the tree gives
 the ancestor, or the second in another file: a fork copies the path it starts from with
 the same entry ids, so the ancestor is the last entry of the run the two paths share
-(the rule is in :mod:`pinb.analysis.lineage`).
+(the rule is in :mod:`pinb.analysis.ancestry`).
 
 Nothing here imports pandas until :meth:`BranchComparison.to_frame` is called.
 """
@@ -28,8 +28,8 @@ from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, entry_tokens, node_key
+from .ancestry import file_relation, shared_prefix
 from .frames import open_session
-from .lineage import file_relation, shared_prefix
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import posixpath
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .frames import (
     to_frame,
     tool_call_rows,
 )
+from .lineage import header_reference, session_lineage
 
 if TYPE_CHECKING:
     import dask.bag as db
@@ -62,6 +64,7 @@ __all__ = [
     "read_messages",
     "read_sessions",
     "read_tool_calls",
+    "to_parquet",
 ]
 
 #: What one row stands for.
@@ -92,7 +95,7 @@ def _session_rows(path: str) -> list[dict[str, Any]]:
     return [row] if row is not None else []
 
 
-_ROWS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+_ROWS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "entries": entry_rows,
     "messages": message_rows,
     "tool_calls": tool_call_rows,
@@ -131,12 +134,14 @@ class SessionFile:
             return _ROWS[kind](self.path)
         data = self.read()
         session = open_session_bytes(data, self.name)
+        # The parent of a fork is looked for on the same file system.
+        lineage = session_lineage(session, path=self.path, reader=_FsReader(self.fs))
         if kind != "sessions":
-            return _ROWS[kind](session)  # type: ignore[arg-type]
+            return _ROWS[kind](session, lineage=lineage)
         info = session_info_from_bytes(data, Path(self.path), self._mtime())
         if info is None:
             return []
-        row = session_row(session, info=info, path=self.name)
+        row = session_row(session, info=info, path=self.name, lineage=lineage)
         return [row] if row is not None else []
 
     def _mtime(self) -> float:
@@ -145,6 +150,40 @@ class SessionFile:
             return float(self.fs.modified(self.path).timestamp())
         except (NotImplementedError, OSError, AttributeError, ValueError):
             return 0.0
+
+
+@dataclass(frozen=True)
+class _FsReader:
+    """Reads parent sessions on an fsspec file system (see :mod:`pinb.analysis.lineage`)."""
+
+    fs: AbstractFileSystem
+    pathmod: Any = posixpath
+
+    def is_file(self, path: str) -> bool:
+        try:
+            return bool(self.fs.isfile(path))
+        except OSError:
+            return False
+
+    def open_session(self, path: str) -> Any:
+        name = self.name(path)  # as when the file is read for its own rows (version 1 ids)
+        return open_session_bytes(SessionFile(name, path, 0, self.fs).read(), name)
+
+    def parent_reference(self, path: str) -> str | None:
+        try:
+            return header_reference(SessionFile(path, path, 0, self.fs).read(1 << 16))
+        except OSError:
+            return None
+
+    def name(self, path: str) -> str:
+        return str(self.fs.unstrip_protocol(path))
+
+    def stamp(self, path: str) -> object:
+        try:
+            info = self.fs.info(path)
+        except OSError:
+            return None
+        return (info.get("size"), info.get("mtime") or info.get("LastModified"))
 
 
 def _is_url(item: Any) -> bool:
@@ -559,3 +598,50 @@ def read_sessions(
         files_per_partition, partition_bytes, npartitions, errors, client, storage_options
     )
     return _read_frame("sessions", source, options)
+
+
+def to_parquet(
+    kind: Kind,
+    source: Any,
+    path: str | os.PathLike[str],
+    *,
+    files_per_partition: int | None = None,
+    partition_bytes: int = DEFAULT_PARTITION_BYTES,
+    npartitions: int | None = None,
+    errors: Errors = "warn",
+    client: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> str:
+    """Write the dask frame of ``kind`` as a folder of Parquet files, one per partition.
+
+    The columns keep the pandas frames' types, so ``pd.read_parquet(path)`` (or
+    ``dask.dataframe.read_parquet``) gives the rows back as the pandas frame would have
+    them. Reader parameters as in :func:`read_bag`; ``storage_options`` also serve the
+    target (``path`` may be an fsspec URL); ``options`` go to
+    :meth:`dask.dataframe.DataFrame.to_parquet`. With ``client``, the files are written
+    by the cluster.
+
+    Raises
+    ------
+    MissingExtraError
+        pyarrow is not installed (``pip install 'pinb[parquet]'``).
+
+    Examples
+    --------
+    >>> to_parquet("entries", "s3://logs/pi/**/*.jsonl", "s3://logs/pi-entries/")  # doctest: +SKIP
+    """
+    from .parquet import require
+
+    require("pyarrow", "parquet", "Writing Parquet")
+    options_ = _Options(
+        files_per_partition, partition_bytes, npartitions, errors, client, storage_options
+    )
+    frame = _read_frame(kind, source, options_)
+    target = os.fspath(path)
+    if client is not None:
+        options.setdefault("compute_kwargs", {"scheduler": _resolve_client(client)})
+    frame.to_parquet(  # type: ignore[no-untyped-call]
+        target, write_index=False, storage_options=dict(storage_options or {}), **options
+    )
+    return target

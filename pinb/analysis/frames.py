@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
-import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,24 +14,23 @@ from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import MISSING, Entry
 from ..core.listing import SessionInfo, read_session_info
-from ..core.paths import sessions_root
 from ..core.tokens import context_tokens_of_usage
 from ..core.wire import parse_js_date
-from ..errors import PinbError
+from .lineage import Lineage, session_lineage
+from .sources import Progress, collect_rows, session_paths, warn_skipped
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["COMPACTION_COLUMNS", "ENTRY_COLUMNS", "MESSAGE_COLUMNS", "SESSION_COLUMNS",
-           "TOOL_CALL_COLUMNS", "Progress", "SessionSource", "compaction_rows",
+           "TOOL_CALL_COLUMNS", "Progress", "SessionSource", "collect_rows", "compaction_rows",
            "compactions_frame", "entries_frame", "entry_rows", "message_rows", "message_text",
            "messages_frame", "open_session", "session_paths", "session_row", "sessions_frame",
-           "to_frame", "tokens_after_compaction", "tool_call_rows", "tool_calls_frame"]  # fmt: skip
+           "to_frame", "tokens_after_compaction", "tool_call_rows", "tool_calls_frame",
+           "warn_skipped"]  # fmt: skip
 
 #: A session given by object or by file path.
 SessionSource = Session | str | os.PathLike[str]
-#: ``progress(done, total, path)``, called after each file of a long run.
-Progress = Callable[[int, int, Path], None]
 
 _S, _I, _F, _B, _T = "string", "Int64", "float64", "boolean", "datetime64[ms, UTC]"
 
@@ -45,20 +42,22 @@ ENTRY_COLUMNS: dict[str, str] = {
     "input": _I, "output": _I, "cache_read": _I, "cache_write": _I, "total_tokens": _I,
     "context_tokens": _I, "cost": _F, "provider": _S, "model": _S, "stop_reason": _S,
     "tool_name": _S, "tool_calls": _I, "is_error": _B, "label": _S, "compaction_id": _S,
+    "copied": _B, "parent_session": _S, "root_session": _S,
 }  # fmt: skip
 #: Columns of :func:`messages_frame`.
 MESSAGE_COLUMNS: dict[str, str] = {
     "session_id": _S, "position": _I, "entry_id": _S, "role": _S, "timestamp": _T,
     "text": _S, "text_chars": _I, "tokens_est": _I, "on_path": _B, "in_context": _B,
     "provider": _S, "model": _S, "stop_reason": _S, "tool_name": _S, "is_error": _B,
-    "input": _I, "output": _I, "context_tokens": _I, "cost": _F,
+    "input": _I, "output": _I, "context_tokens": _I, "cost": _F, "copied": _B,
+    "parent_session": _S, "root_session": _S,
 }  # fmt: skip
 #: Columns of :func:`tool_calls_frame`.
 TOOL_CALL_COLUMNS: dict[str, str] = {
     "session_id": _S, "entry_id": _S, "call_id": _S, "tool_name": _S, "arguments": _S,
     "path": _S, "command": _S, "timestamp": _T, "on_path": _B, "has_result": _B,
     "result_entry_id": _S, "is_error": _B, "result_chars": _I, "result_tokens": _I,
-    "duration_s": _F,
+    "duration_s": _F, "copied": _B, "parent_session": _S, "root_session": _S,
 }  # fmt: skip
 #: Columns of :func:`compactions_frame`.
 COMPACTION_COLUMNS: dict[str, str] = {
@@ -66,7 +65,7 @@ COMPACTION_COLUMNS: dict[str, str] = {
     "tokens_before": _I, "tokens_after": _I, "summary_chars": _I, "summary_tokens": _I,
     "first_kept_entry_id": _S, "first_kept_on_path": _B, "messages_before": _I,
     "messages_after": _I, "entries_summarized": _I, "from_hook": _B, "read_files": _I,
-    "modified_files": _I,
+    "modified_files": _I, "copied": _B, "parent_session": _S, "root_session": _S,
 }  # fmt: skip
 #: Columns of :func:`sessions_frame`: ``SessionInfo`` fields, then statistics.
 SESSION_COLUMNS: dict[str, str] = {
@@ -76,7 +75,8 @@ SESSION_COLUMNS: dict[str, str] = {
     "branch_summaries": _I, "labels": _I, "user_messages": _I, "assistant_messages": _I,
     "tool_calls": _I, "tool_errors": _I, "context_tokens": _I, "input": _I, "output": _I,
     "cache_read": _I, "cache_write": _I, "cost": _F, "models": _S, "duration_s": _F,
-    "problems": _I,
+    "problems": _I, "relation": _S, "parent_session": _S, "root_session": _S,
+    "copied_entries": _I,
 }  # fmt: skip
 
 
@@ -216,15 +216,24 @@ def _walk(session: Session) -> tuple[dict[int, int], dict[int, str | None], dict
     return depth, epoch, children
 
 
+def _copy_facts(lineage: Lineage, entry: Entry) -> dict[str, Any]:
+    return {"copied": lineage.is_copied(entry), "parent_session": lineage.parent_session,
+            "root_session": lineage.root_session}  # fmt: skip
+
+
 # -- rows -----------------------------------------------------------------------------------
 
 
-def entry_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, Any]]:
+def entry_rows(
+    session: SessionSource, leaf: Any = UNSET, *, lineage: Lineage | None = None
+) -> list[dict[str, Any]]:
     """One dict per entry (file order) with the :data:`ENTRY_COLUMNS` keys.
 
     ``timestamp`` is in Unix milliseconds here; :func:`to_frame` makes it a datetime.
+    ``lineage`` (default: found on the local disk) marks entries copied from a parent.
     """
     session = open_session(session)
+    lineage = lineage or session_lineage(session)
     leaf_id = session.leaf_id if leaf is UNSET else leaf
     context = session.build_context(leaf_id)
     on_path = {id(e) for e in context.path}
@@ -248,13 +257,18 @@ def entry_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, Any]
             "tokens_est": estimate_tokens(message) if message else 0,
             **_facts(entry.message, entry.raw),
             "label": session.label(entry.id), "compaction_id": epoch.get(id(entry)),
+            **_copy_facts(lineage, entry),
         }  # fmt: skip
         rows.append(row)
     return rows
 
 
 def message_rows(
-    session: SessionSource, leaf: Any = UNSET, *, context: bool = False
+    session: SessionSource,
+    leaf: Any = UNSET,
+    *,
+    context: bool = False,
+    lineage: Lineage | None = None,
 ) -> list[dict[str, Any]]:
     """One dict per message (:data:`MESSAGE_COLUMNS`).
 
@@ -264,6 +278,7 @@ def message_rows(
     synthesized compaction and branch summaries.
     """
     session = open_session(session)
+    lineage = lineage or session_lineage(session)
     leaf_id = session.leaf_id if leaf is UNSET else leaf
     ctx = session.build_context(leaf_id)
     on_path = {id(e) for e in ctx.path}
@@ -283,18 +298,22 @@ def message_rows(
             "role": _str(message.get("role")), "timestamp": _message_ms(message, entry),
             "text": text, "text_chars": len(text), "tokens_est": estimate_tokens(message),
             "on_path": id(entry) in on_path, "in_context": id(entry) in in_context,
+            **_copy_facts(lineage, entry),
         }  # fmt: skip
         rows.append({**row, **{k: facts.get(k) for k in MESSAGE_COLUMNS if k not in row}})
     return rows
 
 
-def tool_call_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, Any]]:
+def tool_call_rows(
+    session: SessionSource, leaf: Any = UNSET, *, lineage: Lineage | None = None
+) -> list[dict[str, Any]]:
     """One dict per tool call (:data:`TOOL_CALL_COLUMNS`), paired with its result.
 
     A result is paired with the call of the same ``toolCallId`` in the nearest assistant
     message above it, so equal call ids on different branches stay apart.
     """
     session = open_session(session)
+    lineage = lineage or session_lineage(session)
     index = session.index
     leaf_id = session.leaf_id if leaf is UNSET else leaf
     on_path = {id(e) for e in session.build_context(leaf_id).path}
@@ -342,7 +361,7 @@ def tool_call_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, 
                 "is_error": bool(result_message.get("isError")) if result_message else None,
                 "result_chars": len(text) if result is not None else None,
                 "result_tokens": estimate_tokens(result_message) if result_message else None,
-                "duration_s": duration,
+                "duration_s": duration, **_copy_facts(lineage, entry),
             })  # fmt: skip
     return rows
 
@@ -352,7 +371,9 @@ def tokens_after_compaction(messages: Iterable[Any]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
 
-def compaction_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str, Any]]:
+def compaction_rows(
+    session: SessionSource, leaf: Any = UNSET, *, lineage: Lineage | None = None
+) -> list[dict[str, Any]]:
     """One dict per ``compaction`` entry (:data:`COMPACTION_COLUMNS`).
 
     ``messages_before``/``messages_after`` count the context at its parent and right after
@@ -360,6 +381,7 @@ def compaction_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str,
     replaced; ``tokens_after`` is :func:`tokens_after_compaction` of the new context.
     """
     session = open_session(session)
+    lineage = lineage or session_lineage(session)
     leaf_id = session.leaf_id if leaf is UNSET else leaf
     on_path = {id(e) for e in session.build_context(leaf_id).path}
     rows: list[dict[str, Any]] = []
@@ -389,16 +411,21 @@ def compaction_rows(session: SessionSource, leaf: Any = UNSET) -> list[dict[str,
             "from_hook": bool(raw["fromHook"]) if "fromHook" in raw else None,
             "read_files": len(details.get("readFiles") or []),
             "modified_files": len(details.get("modifiedFiles") or []),
+            **_copy_facts(lineage, entry),
         })  # fmt: skip
     return rows
 
 
 def session_row(
-    source: SessionSource, *, info: SessionInfo | None = None, path: str | None = None
+    source: SessionSource,
+    *,
+    info: SessionInfo | None = None,
+    path: str | None = None,
+    lineage: Lineage | None = None,
 ) -> dict[str, Any] | None:
     """One dict of :data:`SESSION_COLUMNS` for a session file, or ``None`` if it is not one.
 
-    ``info`` and ``path`` stand in for what a file on disk would give, for a
+    ``info``, ``path`` and ``lineage`` stand in for what a file on disk would give, for a
     :class:`Session` read from elsewhere (:meth:`Session.from_bytes`).
 
     Raises
@@ -417,6 +444,7 @@ def session_row(
         session = open_session(source)
     if path is None and session.path is not None:
         path = str(session.path)
+    lineage = lineage or session_lineage(session)
     entries = session.entries
     depth, _, children = _walk(session)
     context = session.build_context()
@@ -460,7 +488,9 @@ def session_row(
         "context_tokens": estimate_context_tokens(context.messages).tokens, **totals,
         "cost": cost, "models": ",".join(models) or None,
         "duration_s": (max(stamps) - start) / 1000 if stamps and start is not None else None,
-        "problems": len(session.problems),
+        "problems": len(session.problems), "relation": lineage.relation,
+        "parent_session": lineage.parent_session, "root_session": lineage.root_session,
+        "copied_entries": lineage.copied_count(entries),
     }  # fmt: skip
 
 
@@ -498,13 +528,17 @@ def entries_frame(session: SessionSource, leaf: Any = UNSET) -> pd.DataFrame:
         Columns :data:`ENTRY_COLUMNS`: ids and parents, ``type``, ``role``, tree ``depth``
         and ``children``, ``on_path`` (active branch), ``in_context`` (what the model sees
         after compaction), the chars/4 ``tokens_est``, usage and ``cost`` of assistant
-        messages, ``tool_name``, ``is_error``, ``label`` and ``compaction_id`` (the last
-        compaction above the entry).
+        messages, ``tool_name``, ``is_error``, ``label``, ``compaction_id`` (the last
+        compaction above the entry), and where the entry came from: ``copied`` (the
+        entry is a copy of one in the parent session, made by a fork), ``parent_session``
+        (the parent file as found) and ``root_session`` (the topmost ancestor). The rule
+        is :mod:`pinb.analysis.lineage`'s; a parent that is not found marks nothing.
 
     Examples
     --------
     >>> df = entries_frame("session.jsonl")  # doctest: +SKIP
     >>> df[df.on_path].groupby("role").tokens_est.sum()  # doctest: +SKIP
+    >>> df[~df.copied].cost.sum()  # what this fork spent itself  # doctest: +SKIP
     """
     return to_frame(entry_rows(session, leaf), ENTRY_COLUMNS)
 
@@ -512,49 +546,22 @@ def entries_frame(session: SessionSource, leaf: Any = UNSET) -> pd.DataFrame:
 def messages_frame(
     session: SessionSource, leaf: Any = UNSET, *, context: bool = False
 ) -> pd.DataFrame:
-    """One row per message with its text (see :func:`message_rows`)."""
+    """One row per message with its text (see :func:`message_rows`); ``copied``,
+    ``parent_session`` and ``root_session`` as in :func:`entries_frame`."""
     return to_frame(message_rows(session, leaf, context=context), MESSAGE_COLUMNS)
 
 
 def tool_calls_frame(session: SessionSource, leaf: Any = UNSET) -> pd.DataFrame:
-    """One row per tool call with its result (see :func:`tool_call_rows`)."""
+    """One row per tool call with its result (see :func:`tool_call_rows`); ``copied``
+    (the call is a copy made by a fork), ``parent_session`` and ``root_session`` as in
+    :func:`entries_frame`."""
     return to_frame(tool_call_rows(session, leaf), TOOL_CALL_COLUMNS)
 
 
 def compactions_frame(session: SessionSource, leaf: Any = UNSET) -> pd.DataFrame:
-    """One row per compaction: tokens before and after, summary size, entries summarized."""
+    """One row per compaction: tokens before and after, summary size, entries summarized;
+    ``copied``, ``parent_session`` and ``root_session`` as in :func:`entries_frame`."""
     return to_frame(compaction_rows(session, leaf), COMPACTION_COLUMNS)
-
-
-def session_paths(source: Any = None) -> list[Path]:
-    """The session files meant by a folder, a file, a glob, or an iterable of those.
-
-    ``None`` means every project under ``<agentDir>/sessions``. A folder is searched
-    recursively for ``*.jsonl``.
-    """
-    if source is None:
-        source = sessions_root()
-    if isinstance(source, str | os.PathLike):
-        path = Path(source).expanduser()
-        if path.is_dir():
-            return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-        if path.is_file():
-            return [path]
-        text = os.fspath(path)
-        if any(ch in text for ch in "*?["):
-            anchor = Path(text).anchor or "."
-            pattern = os.path.relpath(text, anchor) if Path(text).is_absolute() else text
-            return sorted(p for p in Path(anchor).glob(pattern) if p.is_file())
-        return []
-    return [p for item in source if not isinstance(item, Session) for p in session_paths(item)]
-
-
-def _stderr_bar(done: int, total: int, path: Path) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    end = "\n" if done == total else ""
-    sys.stderr.write(f"\rsessions [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
-    sys.stderr.flush()
 
 
 def sessions_frame(source: Any = None, *, progress: bool | Progress | None = None) -> pd.DataFrame:
@@ -572,41 +579,24 @@ def sessions_frame(source: Any = None, *, progress: bool | Progress | None = Non
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`SESSION_COLUMNS`, newest ``modified`` first. Files that are not
-        Pi sessions are left out, listed in ``frame.attrs["skipped"]`` with the reason,
-        and reported with a warning.
+        Columns :data:`SESSION_COLUMNS`, newest ``modified`` first. ``relation`` is
+        ``root``, ``fork``, ``linked``, ``subagent`` or ``orphan``
+        (:data:`pinb.analysis.lineage.RELATIONS`); ``parent_session_path`` is the
+        header's reference as written, ``parent_session`` the file found for it;
+        ``copied_entries`` counts the entries copied from it. Usage columns sum every
+        assistant message of the file, copies included: :func:`pinb.analysis.usage_totals`
+        counts copied history once. Files that are not Pi sessions are left out, listed
+        in ``frame.attrs["skipped"]`` with the reason, and reported with a warning.
     """
-    if isinstance(source, Session):
-        source = [source]
-    elif source is not None and not isinstance(source, str | os.PathLike):
-        source = list(source)  # iterated twice below
-    sessions = [] if source is None or isinstance(source, str | os.PathLike) else source
-    items: list[Session | Path] = [s for s in sessions if isinstance(s, Session)]
-    items += session_paths(source)
-    total = len(items)
-    report: Progress | None = progress if callable(progress) else None
-    if progress is True or (progress is None and total >= 100):
-        report = _stderr_bar
-    rows: list[dict[str, Any]] = []
-    skipped: list[tuple[str, str]] = []
-    for done, item in enumerate(items, start=1):
-        try:
-            row = session_row(item)
-        except (PinbError, OSError, ValueError) as exc:
-            row, reason = None, str(exc)
-        else:
-            reason = "not a Pi session (no valid header)"
-        if row is None:
-            skipped.append((str(item), reason))
-        else:
-            rows.append(row)
-        if report is not None:
-            report(done, total, item.path or Path() if isinstance(item, Session) else item)
+    rows, skipped = collect_rows(source, _one_session_row, progress)
     frame = to_frame(rows, SESSION_COLUMNS)
     frame = frame.sort_values("modified", ascending=False, na_position="last", kind="stable")
     frame = frame.reset_index(drop=True)
     frame.attrs["skipped"] = skipped
-    if skipped:
-        example = f"{skipped[0][0]}: {skipped[0][1]}"
-        warnings.warn(f"{len(skipped)} file(s) skipped, e.g. {example}", stacklevel=2)
+    warn_skipped(skipped, stacklevel=3)
     return frame
+
+
+def _one_session_row(item: Session | Path) -> list[dict[str, Any]] | None:
+    row = session_row(item)
+    return None if row is None else [row]

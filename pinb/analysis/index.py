@@ -1,9 +1,8 @@
-"""A rebuildable SQLite FTS5 sidecar index of session listings and texts, for fast ``ls`` and search."""
+"""A rebuildable SQLite FTS5 sidecar index of sessions and their entries: fast ``ls`` and citable search."""
 
 from __future__ import annotations
 
 import contextlib
-import html
 import logging
 import os
 import re
@@ -17,9 +16,15 @@ from typing import Any
 from ..core.listing import SessionInfo, read_session_info
 from ..core.paths import agent_dir, sessions_root
 from ..errors import PinbError
+from .cite import Citation, IndexedEntry
+from .hits import MARK_END as _MARK_END
+from .hits import MARK_START as _MARK_START
+from .hits import SearchHit, SearchResults
+from .query import SearchQuery, parse_query, sql_filters
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Citation",
     "RefreshStats",
     "SearchHit",
     "SearchIndexError",
@@ -31,10 +36,12 @@ __all__ = [
 ]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_MARK_START, _MARK_END = "\x02", "\x03"
 
+# One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
+# read again), one per searchable entry, the entries' text in FTS5 (same rowid), and the
+# tools and files of tool calls for the tool: and file: filters.
 _SCHEMA = """
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY,
@@ -43,10 +50,34 @@ CREATE TABLE sessions(
   mtime_ns INTEGER NOT NULL,
   is_session INTEGER NOT NULL,
   id TEXT, cwd TEXT, name TEXT, parent_session_path TEXT,
-  created REAL, modified REAL, message_count INTEGER, first_message TEXT
+  created REAL, modified REAL, message_count INTEGER, first_message TEXT, body TEXT
 );
-CREATE VIRTUAL TABLE texts USING fts5(name, body, tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE entries(
+  rowid INTEGER PRIMARY KEY,
+  session INTEGER NOT NULL,
+  line INTEGER NOT NULL,
+  entry_id TEXT, type TEXT NOT NULL, role TEXT, timestamp REAL,
+  digest TEXT NOT NULL
+);
+CREATE INDEX entries_by_session ON entries(session);
+CREATE INDEX entries_by_digest ON entries(digest);
+CREATE TABLE entry_tools(entry INTEGER NOT NULL, tool TEXT NOT NULL);
+CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
+CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
+CREATE INDEX entry_files_by_entry ON entry_files(entry);
+CREATE VIRTUAL TABLE entry_texts USING fts5(body, tokenize='unicode61 remove_diacritics 2');
 """
+
+_TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")
+
+#: The session columns :func:`_info` reads, in its order (``body`` or ``''`` follows).
+_SESSION_COLUMNS = (
+    "s.rowid, s.path, s.size, s.mtime_ns, s.is_session, s.id, s.cwd, s.name,"
+    " s.parent_session_path, s.created, s.modified, s.message_count, s.first_message"
+)
+
+#: Files read and written per transaction while refreshing.
+_BATCH = 100
 
 
 class SearchIndexError(PinbError):
@@ -65,67 +96,6 @@ class RefreshStats:
     scanned: int
     updated: int
     removed: int
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One session matching a search, with a snippet around the match.
-
-    ``snippet`` marks matched words with ``«`` and ``»``.
-    """
-
-    info: SessionInfo
-    snippet: str
-    score: float
-
-    @property
-    def path(self) -> Path:
-        return self.info.path
-
-
-class SearchResults(list[SearchHit]):
-    """Search hits, best first, that display as a table in a notebook (escaped)."""
-
-    def __init__(self, hits: Sequence[SearchHit] = (), query: str = "") -> None:
-        super().__init__(hits)
-        self.query = query
-
-    def __repr__(self) -> str:
-        lines = [f"{len(self)} session(s) matching {self.query!r}"]
-        for hit in self:
-            title = hit.info.name or hit.info.first_message
-            lines.append(f"{hit.info.modified:%Y-%m-%d %H:%M}  {_short(title, 50):50}  {hit.path}")
-            lines.append(f"    {_short(hit.snippet, 110)}")
-        return "\n".join(lines)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        rows = []
-        for hit in self:
-            snippet = html.escape(hit.snippet).replace("«", "<mark>").replace("»", "</mark>")
-            title = hit.info.name or hit.info.first_message
-            rows.append(
-                f"<tr><td>{hit.info.modified:%Y-%m-%d %H:%M}</td>"
-                f"<td>{html.escape(_short(title, 60))}</td><td>{snippet}</td>"
-                f"<td><code>{html.escape(str(hit.path))}</code></td></tr>"
-            )
-        table = (
-            f"<p>{len(self)} session(s) matching <code>{html.escape(self.query)}</code></p>"
-            "<table><tr><th>modified</th><th>session</th><th>match</th><th>file</th></tr>"
-            + "".join(rows)
-            + "</table>"
-        )
-        return {"text/plain": repr(self), "text/html": table}
-
-
-def _short(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _fts_query(text: str) -> str:
-    """Every word of ``text`` as a quoted FTS5 string (all must match; no operators)."""
-    words = text.split()
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
 log = logging.getLogger("pinb.analysis")
@@ -237,8 +207,8 @@ class SessionCatalog:
     def _create(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DROP TABLE IF EXISTS sessions")
-            db.execute("DROP TABLE IF EXISTS texts")
+            for table in _TABLES:
+                db.execute(f"DROP TABLE IF EXISTS {table}")  # names from the code
             try:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -303,27 +273,49 @@ class SessionCatalog:
         removed = [row[2] for p, row in stored.items() if p not in scanned]
         if not changed and not removed:
             return RefreshStats(len(scanned), 0, 0)
-        updates = [(p, scanned[p], read_session_info(p)) for p in changed]
+        with self._transaction():
+            for rowid in removed:
+                self._forget(rowid)
+        for start in range(0, len(changed), _BATCH):
+            # Files are read before the write transaction, a batch at a time.
+            batch = [(p, *scanned[p], *_read(p)) for p in changed[start : start + _BATCH]]
+            with self._transaction():
+                for item in batch:
+                    self._upsert(*item)
+        return RefreshStats(len(scanned), len(changed), len(removed))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            for rowid in removed:
-                db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
-                db.execute("DELETE FROM texts WHERE rowid = ?", (rowid,))
-            for path, (size, mtime), info in updates:
-                self._upsert(path, size, mtime, info)
+            yield
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return RefreshStats(len(scanned), len(changed), len(removed))
 
-    def _upsert(self, path: str, size: int, mtime: int, info: SessionInfo | None) -> None:
+    def _forget(self, rowid: int) -> None:
+        db = self._db
+        entries = "SELECT rowid FROM entries WHERE session = ?"
+        db.execute(f"DELETE FROM entry_texts WHERE rowid IN ({entries})", (rowid,))
+        db.execute(f"DELETE FROM entry_tools WHERE entry IN ({entries})", (rowid,))
+        db.execute(f"DELETE FROM entry_files WHERE entry IN ({entries})", (rowid,))
+        db.execute("DELETE FROM entries WHERE session = ?", (rowid,))
+        db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
+
+    def _upsert(
+        self,
+        path: str,
+        size: int,
+        mtime: int,
+        info: SessionInfo | None,
+        entries: Sequence[IndexedEntry],
+    ) -> None:
         db = self._db
         old = db.execute("SELECT rowid FROM sessions WHERE path = ?", (path,)).fetchone()
         if old is not None:
-            db.execute("DELETE FROM sessions WHERE rowid = ?", (old[0],))
-            db.execute("DELETE FROM texts WHERE rowid = ?", (old[0],))
+            self._forget(old[0])
         if info is None:
             db.execute(
                 "INSERT INTO sessions(path, size, mtime_ns, is_session) VALUES (?, ?, ?, 0)",
@@ -332,8 +324,8 @@ class SessionCatalog:
             return
         cursor = db.execute(
             "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
-            " parent_session_path, created, modified, message_count, first_message)"
-            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " parent_session_path, created, modified, message_count, first_message, body)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 path,
                 size,
@@ -346,12 +338,27 @@ class SessionCatalog:
                 _ts(info.modified),
                 info.message_count,
                 _text(info.first_message),
+                _text(info.all_messages_text),
             ),
         )
-        db.execute(
-            "INSERT INTO texts(rowid, name, body) VALUES (?, ?, ?)",
-            (cursor.lastrowid, _text(info.name) or "", _text(info.all_messages_text)),
-        )
+        session = cursor.lastrowid
+        for item in entries:
+            row = db.execute(
+                "INSERT INTO entries(session, line, entry_id, type, role, timestamp, digest)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session, item.line, _text(item.entry_id), item.type, item.role,
+                 item.timestamp, item.digest),
+            ).lastrowid  # fmt: skip
+            db.execute(
+                "INSERT INTO entry_texts(rowid, body) VALUES (?, ?)", (row, _text(item.body))
+            )
+            db.executemany(
+                "INSERT INTO entry_tools(entry, tool) VALUES (?, ?)", [(row, t) for t in item.tools]
+            )
+            db.executemany(
+                "INSERT INTO entry_files(entry, path) VALUES (?, ?)",
+                [(row, _text(f)) for f in item.files],
+            )
 
     # -- queries --------------------------------------------------------------------------
 
@@ -366,10 +373,9 @@ class SessionCatalog:
         self.refresh(folder)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
-        text_column = "t.body" if with_text else "''"
+        text_column = "s.body" if with_text else "''"
         rows = self._db.execute(
-            f"SELECT s.*, {text_column} FROM sessions s"  # a fixed column choice
-            " LEFT JOIN texts t ON t.rowid = s.rowid"
+            f"SELECT {_SESSION_COLUMNS}, {text_column} FROM sessions s"  # fixed column choices
             " WHERE s.is_session = 1 AND s.path >= ? AND s.path < ?"
             " ORDER BY s.modified DESC, s.path DESC",
             (prefix, prefix + "\U0010ffff"),
@@ -383,48 +389,185 @@ class SessionCatalog:
         *,
         limit: int = 50,
         raw: bool = False,
+        fold: bool = True,
     ) -> SearchResults:
-        """Sessions whose name or user/assistant text contains every word of ``text``.
+        """Entries matching a query, best first, each citable as ``path:line#entry-id``.
 
         Parameters
         ----------
         text:
-            Words to find (case- and accent-insensitive, whole words; ``raw=True`` passes
-            FTS5 query syntax through instead, e.g. ``"refactor*"`` or ``a OR b``).
+            A query: words (all must occur in one entry; case- and accent-insensitive,
+            whole words, ``refact*`` a prefix), ``"exact phrases"``, ``-excluded`` words,
+            and ``role:``, ``tool:``, ``file:``, ``session:``, ``after:``, ``before:``
+            filters (:mod:`pinb.analysis.query`). ``raw=True`` passes FTS5 query syntax
+            through instead (``a OR b``, ``NEAR(a b)``), without filters.
         folder:
             Limit to one project folder (default: every project under the root).
         limit:
             At most this many hits, best first.
+        fold:
+            Fold repeats and fork copies (the same role and text) into one hit, the
+            earliest, with the others in :attr:`SearchHit.copies`.
+
+        Raises
+        ------
+        SearchQueryError
+            A filter's value is not usable (an unknown role, a date that is not one).
+        SearchIndexError
+            A raw query that FTS5 rejects.
         """
         self.refresh(folder)
-        query = text if raw else _fts_query(text)
-        if not query.strip():
-            return SearchResults([], text)
+        query = SearchQuery(text) if raw else parse_query(text)
+        if (raw and not text.strip()) or (not raw and query.empty):
+            return SearchResults([], text, query)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
+        match = _text(text) if raw else query.match()
+        clauses, params = ([], []) if raw else sql_filters(query)
+        # The session is in scope: under the folder, at the depth of its session files.
+        where = [
+            "s.path >= ?",
+            "s.path < ?",
+            "length(s.path) - length(replace(s.path, ?, '')) = ?",
+            *clauses,
+        ]
+        values: list[object] = [prefix, prefix + "\U0010ffff", os.sep,
+                                prefix.count(os.sep) + depth, *params]  # fmt: skip
+        excluded = None if raw or match is not None else query.excluded()
+        if excluded is not None:
+            where.append("e.rowid NOT IN (SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?)")
+            values.append(excluded)
+        # Only fixed SQL fragments are joined here; every value of the query is a parameter.
+        # First the best groups (a digest is the same role and text: repeats, fork copies),
+        # ranked in SQLite, then every member of those groups. The inner LIMIT -1 keeps
+        # SQLite from flattening the subquery, where bm25() could not run.
+        group = "e.digest" if fold else "e.rowid"
+        joined = " FROM entries e JOIN sessions s ON s.rowid = e.session"
+        if match is not None:
+            ranked = (
+                f"SELECT g, min(score), max(t) FROM (SELECT {group} AS g, bm25(entry_texts) AS"
+                f" score, e.timestamp AS t FROM entry_texts JOIN entries e ON e.rowid ="
+                " entry_texts.rowid JOIN sessions s ON s.rowid = e.session"
+                f" WHERE entry_texts MATCH ? AND {' AND '.join(where)} LIMIT -1)"
+                " GROUP BY g ORDER BY 2, 3 DESC, g LIMIT ?"
+            )
+            ranked_values = [match, *values, max(limit, 0)]
+        else:
+            ranked = (
+                f"SELECT {group}, 0.0, max(e.timestamp) AS t{joined} WHERE {' AND '.join(where)}"
+                f" GROUP BY {group} ORDER BY t IS NULL, t DESC, {group} LIMIT ?"
+            )
+            ranked_values = [*values, max(limit, 0)]
         try:
-            rows = self._db.execute(
-                "SELECT s.*, '', snippet(texts, -1, ?, ?, '…', 16), bm25(texts)"
-                " FROM texts JOIN sessions s ON s.rowid = texts.rowid"
-                " WHERE texts MATCH ? AND s.path >= ? AND s.path < ?"
-                " ORDER BY bm25(texts) LIMIT ?",
-                (_MARK_START, _MARK_END, query, prefix, prefix + "\U0010ffff", limit * 4),
-            ).fetchall()
+            best = self._db.execute(ranked, ranked_values).fetchall()
+            keys = [row[0] for row in best]
+            members = (
+                f"SELECT e.rowid, {group}, e.timestamp, s.created, s.path, e.line, e.entry_id"
+                f"{joined} WHERE {' AND '.join(where)}"
+                + (" AND e.rowid IN (SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?)"
+                   if match is not None else "")
+                + f" AND {group} IN "
+            )  # fmt: skip
+            before = [*values, match] if match is not None else values
+            rows = list(self._select(members, keys, before))
         except sqlite3.OperationalError as exc:
             raise SearchIndexError(f"bad search query {text!r}: {exc}") from exc
-        hits = [
-            SearchHit(
-                _info(row[:-2]),
-                row[-2].replace(_MARK_START, "«").replace(_MARK_END, "»"),
-                float(row[-1]),
+        groups = _fold(rows, [(key, score) for key, score, _ in best])
+        return SearchResults(self._hits(groups, match), text, query)
+
+    def _hits(
+        self, groups: list[tuple[float, list[tuple[Any, ...]]]], match: str | None
+    ) -> list[SearchHit]:
+        """The hits of ranked groups of rows: the earliest row of each, the rest as copies."""
+        primaries = [group[0][0] for _, group in groups]
+        details = {r[0]: r for r in self._select(
+            f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, ''"
+            " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", primaries)}  # fmt: skip
+        if match is not None:
+            snippets = {r[0]: r[1] for r in self._select(
+                "SELECT rowid, snippet(entry_texts, 0, ?, ?, '…', 16) FROM entry_texts"
+                " WHERE entry_texts MATCH ? AND rowid IN ", primaries,
+                (_MARK_START, _MARK_END, match))}  # fmt: skip
+        else:
+            snippets = {r[0]: r[1] for r in self._select(
+                "SELECT rowid, substr(body, 1, 200) FROM entry_texts WHERE rowid IN ", primaries)}  # fmt: skip
+        hits = []
+        paths: dict[str, Path] = {}  # one Path per file, however many copies cite it
+
+        def path(text: str) -> Path:
+            found = paths.get(text)
+            if found is None:
+                found = paths[text] = Path(text)
+            return found
+
+        for score, group in groups:
+            first = details[group[0][0]]
+            marked = snippets.get(first[0]) or ""
+            copies = tuple(Citation(path(r[4]), r[5], r[6]) for r in group[1:])
+            hits.append(
+                SearchHit(
+                    info=_info(first[5:]),
+                    line=first[1],
+                    entry_id=first[2],
+                    role=first[3],
+                    timestamp=_dt(first[4]),
+                    snippet=marked.replace(_MARK_START, "«").replace(_MARK_END, "»"),
+                    score=float(score),
+                    copies=copies,
+                    _marked=marked,
+                )
             )
-            for row in rows
-            if _in_scope(row[1], prefix, depth)
-        ]
-        return SearchResults(hits[:limit], text)
+        return hits
+
+    def _select(
+        self, sql: str, rowids: Sequence[int], before: Sequence[object] = ()
+    ) -> Iterator[tuple[Any, ...]]:
+        """``sql`` ending in ``… IN `` for ``rowids`` (or other keys), a few hundred at a time."""
+        for start in range(0, len(rowids), 500):
+            chunk = list(rowids[start : start + 500])
+            marks = ", ".join("?" * len(chunk))
+            yield from self._db.execute(f"{sql}({marks})", [*before, *chunk])
 
     def __iter__(self) -> Iterator[SessionInfo]:
         return iter(self.sessions())
+
+
+def _read(path: str) -> tuple[SessionInfo | None, list[IndexedEntry]]:
+    """A file's listing row and searchable entries (``None, []`` when it is not a session)."""
+    info = read_session_info(path)
+    if info is None:
+        return None, []
+    from .cite import indexed_entries
+    from .frames import open_session
+
+    try:
+        return info, indexed_entries(open_session(path))
+    except (PinbError, OSError, ValueError) as exc:
+        # Listed (Pi lists it too), but its entries cannot be read: say so, once.
+        log.warning("%s: entries not indexed: %s", path, exc)
+        return info, []
+
+
+def _fold(
+    rows: list[tuple[Any, ...]], ranking: list[tuple[Any, float]]
+) -> list[tuple[float, list[tuple[Any, ...]]]]:
+    """The ranked groups with their rows, each group's earliest entry first.
+
+    Rows are ``(rowid, group, timestamp, created, path, line, entry_id)``. The earliest
+    entry is the original, before its copies: by time, then the older session, then path
+    and line.
+    """
+    never = float("inf")
+    members: dict[Any, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        members.setdefault(row[1], []).append(row)
+
+    def earliest(row: tuple[Any, ...]) -> tuple[float, float, str, int]:
+        stamp = row[2] if row[2] is not None else never
+        created = row[3] if row[3] is not None else never
+        return (stamp, created, row[4], row[5])
+
+    return [(score, sorted(members[key], key=earliest)) for key, score in ranking if key in members]
 
 
 def _in_scope(path: str, prefix: str, depth: int) -> bool:
@@ -469,12 +612,15 @@ def search(
     root: str | os.PathLike[str] | None = None,
     limit: int = 50,
     raw: bool = False,
+    fold: bool = True,
 ) -> SearchResults:
-    """Full-text search over sessions (see :meth:`SessionCatalog.search`).
+    """Full-text search over session entries (see :meth:`SessionCatalog.search`).
 
     Examples
     --------
-    >>> search("sqlite migration")  # doctest: +SKIP
+    >>> hits = search('"flaky test" role:assistant -retry')  # doctest: +SKIP
+    >>> hits[0].cite  # doctest: +SKIP
+    '/home/me/.pi/agent/sessions/--home-me-app--/2026-…_….jsonl:42#a1b2c3d4'
     """
     with SessionCatalog(root=root) as catalog:
-        return catalog.search(text, folder, limit=limit, raw=raw)
+        return catalog.search(text, folder, limit=limit, raw=raw, fold=fold)

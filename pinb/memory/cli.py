@@ -35,14 +35,24 @@ def _line(record: MemoryRecord) -> str:
     return f"#{record.id:<5} {record.kind:<12} {record.updated_at[:10]}  {text}{tail}"
 
 
-def _print_records(records: list[MemoryRecord], args: argparse.Namespace, out: IO[str]) -> None:
+def _print_records(
+    records: list[MemoryRecord], args: argparse.Namespace, out: IO[str], *, cite: bool = False
+) -> None:
+    """Records as lines (or JSON); with ``cite``, each with its citation and its source's."""
     if getattr(args, "json", False):
-        say(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False), file=out)
+        data = [r.to_dict() for r in records]
+        if cite:
+            for item, record in zip(data, records, strict=True):
+                item["source_cite"] = record.source_cite()
+        say(json.dumps(data, indent=2, ensure_ascii=False), file=out)
         return
     if not records:
         say("(no memories)", file=out)
     for record in records:
         say(_line(record), file=out)
+        if cite:
+            source = record.source_cite()
+            say(f"       {record.cite}" + (f"  from {source}" if source else ""), file=out)
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
@@ -231,7 +241,7 @@ def _memory(args: argparse.Namespace, out: IO[str]) -> int:
             tags=args.tag,
             limit=args.limit or 10,
         )
-        _print_records(records, args, out)
+        _print_records(records, args, out, cite=True)
     elif command == "forget":
         record = store.forget(args.id, args.reason, project=project)
         say(f"forgot #{record.id}: {record.deleted_reason}", file=out)

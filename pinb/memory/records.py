@@ -133,10 +133,31 @@ class MemoryRecord:
         """Whether the session file this record cites was removed through pinb."""
         return self.source_deleted_at is not None
 
+    @property
+    def cite(self) -> str:
+        """``memory:<id>``: a note lives in the memory database, not in a session file."""
+        return f"memory:{self.id}"
+
+    def source_cite(self) -> str | None:
+        """``path:line#entry-id`` of the session entry the note was taken from (as search
+        hits cite entries), or ``None`` when it names none or the file or entry is gone."""
+        if not self.source_session or not self.source_entry:
+            return None
+        from ..core.session import Session
+
+        try:
+            entry = Session.open(self.source_session).get(self.source_entry)
+        except (PinbError, OSError, ValueError):
+            return None
+        if entry is None or entry.line is None:
+            return None
+        return f"{self.source_session}:{entry.line}#{self.source_entry}"
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (tags as a list)."""
+        """A JSON-ready dict (tags as a list), with :attr:`cite`."""
         data = asdict(self)
         data["tags"] = list(self.tags)
+        data["cite"] = self.cite
         return data
 
 

@@ -39,12 +39,22 @@ def test_search_this_folder_or_all(
     hits = json.loads(capsys.readouterr().out)
     assert [h["path"] for h in hits] == [str(here)]
     assert hits[0]["name"] == "demo session" and "«other»" in hits[0]["snippet"]
-    assert _run(["search", "other way", "--all", "--json"]) == 0
+    assert hits[0]["cite"] == f"{here}:{hits[0]['line']}#{hits[0]['entryId']}"
+    assert hits[0]["role"] == "user" and hits[0]["copies"] == []
+    # The same message in both projects folds into one hit; --no-fold lists both.
+    assert _run(["search", "other", "way", "--all", "--json"]) == 0
+    [folded] = json.loads(capsys.readouterr().out)
+    assert {folded["path"], *(c.split(":")[0] for c in folded["copies"])} == {
+        str(here),
+        str(other),
+    }
+    assert _run(["search", "other way", "--all", "--no-fold", "--json"]) == 0
     assert {h["path"] for h in json.loads(capsys.readouterr().out)} == {str(here), str(other)}
     assert _run(["search", "no-such-words-anywhere"]) == 1
     assert "try --all" in capsys.readouterr().out
     assert _run(["search", "continue"]) == 0
-    assert str(here) in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{here}:" in out and "#" in out
 
 
 def test_export_to_stdout_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,129 @@
+"""Search hits, citable as ``path:line#entry-id``, and how a list of them displays."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..core.listing import SessionInfo
+from ..render.html import escape
+from .cite import Citation
+from .query import SearchQuery
+
+__all__ = ["MARK_END", "MARK_START", "SearchHit", "SearchResults"]
+
+#: How FTS5's ``snippet()`` marks a matched word here (shown as ``«``/``»`` or bold).
+MARK_START, MARK_END = "\x02", "\x03"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One matching entry, citable as ``path:line#entry-id``.
+
+    Attributes
+    ----------
+    info:
+        The session's listing row.
+    line, entry_id:
+        Where the entry is: the 1-based physical line of its JSON in the file, its id.
+    role, timestamp:
+        The message's role (``None`` for a session name or a label) and time.
+    snippet:
+        Text around the match, matched words marked with ``«`` and ``»``.
+    score:
+        FTS5's BM25 rank (lower is better; ``0.0`` for a query of filters only).
+    copies:
+        The other places holding the same text, folded into this hit: the entry copied
+        into forks, or the same text repeated. The hit itself is the earliest of them.
+    """
+
+    info: SessionInfo
+    line: int
+    entry_id: str | None
+    role: str | None
+    timestamp: datetime | None
+    snippet: str
+    score: float
+    copies: tuple[Citation, ...] = ()
+    _marked: str = field(default="", repr=False, compare=False)
+
+    @property
+    def path(self) -> Path:
+        return self.info.path
+
+    @property
+    def citation(self) -> Citation:
+        """Where the entry is, as a :class:`Citation`."""
+        return Citation(self.info.path, self.line, self.entry_id)
+
+    @property
+    def cite(self) -> str:
+        """``path:line#entry-id``."""
+        return str(self.citation)
+
+    def open(self) -> Any:
+        """The :class:`~pinb.core.Session` holding the entry (``session.get(hit.entry_id)``)."""
+        return self.citation.open()
+
+
+class SearchResults(list[SearchHit]):
+    """Search hits, best first, that display as a table in a notebook (escaped)."""
+
+    def __init__(
+        self, hits: Sequence[SearchHit] = (), query: str = "", parsed: SearchQuery | None = None
+    ) -> None:
+        super().__init__(hits)
+        self.query = query
+        self.parsed = parsed if parsed is not None else SearchQuery(query)
+
+    def __repr__(self) -> str:
+        folded = sum(len(h.copies) for h in self)
+        lines = [f"{len(self)} hit(s) for {self.query!r}"
+                 + (f" ({folded} repeat(s) and fork copies folded in)" if folded else "")]  # fmt: skip
+        for hit in self:
+            when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else " " * 16
+            copies = f"  (+{len(hit.copies)} copies)" if hit.copies else ""
+            lines.append(f"{when}  {hit.role or hit.info.name or '':<10}  {hit.cite}{copies}")
+            lines.append(f"    {_short(hit.snippet, 110)}")
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        rows = []
+        for hit in self:
+            title = hit.info.name or hit.info.first_message
+            when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else ""
+            copies = f"+{len(hit.copies)}" if hit.copies else ""
+            rows.append(
+                f"<tr><td>{escape(when)}</td><td>{escape(hit.role or '')}</td>"
+                f"<td>{escape(_short(title, 60))}</td><td>{_marked_html(hit._marked)}</td>"
+                f"<td><code>{escape(hit.cite)}</code></td><td>{escape(copies)}</td></tr>"
+            )
+        table = (
+            f"<div>{len(self)} hit(s) for <code>{escape(self.query)}</code></div>"
+            "<table><tr><th>time</th><th>role</th><th>session</th><th>match</th>"
+            "<th>citation</th><th>copies</th></tr>" + "".join(rows) + "</table>"
+        )
+        return {"text/plain": repr(self), "text/html": f"<div>{table}</div>"}
+
+
+def _marked_html(text: str) -> str:
+    """A snippet with FTS5's marks as ``<strong>``; every piece of text escaped."""
+    parts: list[str] = []
+    for piece in re.split(f"({MARK_START}|{MARK_END})", _short(text, 240)):
+        if piece == MARK_START:
+            parts.append("<strong>")
+        elif piece == MARK_END:
+            parts.append("</strong>")
+        else:
+            parts.append(escape(piece))
+    opened = sum(1 for p in parts if p == "<strong>") - sum(1 for p in parts if p == "</strong>")
+    return "".join(parts) + "</strong>" * max(opened, 0)
+
+
+def _short(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
