@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.listing import SessionInfo
-from ..render.html import escape
+from ..render.html import div, escape, mimebundle, table, wrap
 from .cite import Citation
 from .query import SearchQuery
 
@@ -97,17 +97,20 @@ class SearchResults(list[SearchHit]):
             title = hit.info.name or hit.info.first_message
             when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else ""
             copies = f"+{len(hit.copies)}" if hit.copies else ""
-            rows.append(
-                f"<tr><td>{escape(when)}</td><td>{escape(hit.role or '')}</td>"
-                f"<td>{escape(_short(title, 60))}</td><td>{_marked_html(hit._marked)}</td>"
-                f"<td><code>{escape(hit.cite)}</code></td><td>{escape(copies)}</td></tr>"
-            )
-        table = (
-            f"<div>{len(self)} hit(s) for <code>{escape(self.query)}</code></div>"
-            "<table><tr><th>time</th><th>role</th><th>session</th><th>match</th>"
-            "<th>citation</th><th>copies</th></tr>" + "".join(rows) + "</table>"
+            rows.append((
+                when, hit.role or "", _short(title, 60), _marked_html(hit._marked),
+                f"<code>{escape(hit.cite)}</code>", copies,
+            ))  # fmt: skip
+        head = div(f"{len(self)} hit(s) for <code>{escape(self.query)}</code>", "title")
+        body = table(
+            ("time", "role", "session", "match", "citation", "copies"),
+            rows,
+            raw_columns=(3, 4),
+            wrap_columns=(3,),
         )
-        return {"text/plain": repr(self), "text/html": f"<div>{table}</div>"}
+        return mimebundle(
+            repr(self), html=wrap(head + body, "pinb-search"), include=include, exclude=exclude
+        )
 
 
 def _marked_html(text: str) -> str:

@@ -21,7 +21,7 @@ from ..agent.events import (
 from ..core.accounting import ContextUsage
 from ..errors import PinbError
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
-from ..render.html import escape, markdown_to_html, mimebundle, wrap
+from ..render.html import div, escape, markdown_to_html, mimebundle, pre, style, wrap
 
 __all__ = ["AssistantReply", "LiveRun", "RunFailedError", "RunTranscript", "retry_line"]
 
@@ -29,16 +29,6 @@ _RESULT_PREVIEW = 3000
 #: While a reply streams, a longer text shows only its end (the whole of it afterwards):
 #: rendering a 10 MB reply on every update would make the display fall behind.
 STREAM_PREVIEW = 20_000
-
-_CSS = """
-.pinb-run .pinb-turn{margin:.2em 0}
-.pinb-run details{margin:.25em 0;border-left:3px solid #ccc;padding-left:.5em}
-.pinb-run details.pinb-tool{border-color:#6a9fd4}
-.pinb-run details.pinb-tool.pinb-error{border-color:#d46a6a}
-.pinb-run summary{cursor:pointer;color:#555}
-.pinb-run .pinb-note{color:#777;font-size:90%}
-.pinb-run pre{white-space:pre-wrap;max-height:24em;overflow:auto;margin:.2em 0}
-"""
 
 
 class _Text:
@@ -217,24 +207,23 @@ class RunTranscript:
         return "\n".join(lines)
 
     def html(self) -> str:
+        """The run as HTML that reads the same untrusted and after nbconvert's sanitizer:
+        inline styles and safe tags only (no ``<details>``, ``<style>`` or ``<br>``)."""
         parts: list[str] = []
         for i, turn in enumerate(self.turns):
             body: list[str] = []
             if turn.thinking:
                 thought = self._preview(turn.thinking, i) or turn.thinking.value()
                 body.append(
-                    f"<details class='pinb-thinking'><summary>thinking ({turn.thinking.chars:,} chars)"
-                    f"</summary><pre>{escape(thought)}</pre></details>"
+                    div(escape(f"thinking ({turn.thinking.chars:,} chars)"), "muted") + pre(thought)
                 )
             if turn.text and i != self._final_turn_index():
                 tail = self._preview(turn.text, i)
                 if tail is None:
                     body.append(turn.text_html())
                 else:
-                    body.append(
-                        f"<div class='pinb-note'>… the last {STREAM_PREVIEW:,} of "
-                        f"{turn.text.chars:,} characters so far</div><pre>{escape(tail)}</pre>"
-                    )
+                    note = f"… the last {STREAM_PREVIEW:,} of {turn.text.chars:,} characters so far"
+                    body.append(div(escape(note), "muted") + pre(tail))
             for tool in turn.tools:
                 args = (
                     json.dumps(tool.arguments, ensure_ascii=False, indent=1)
@@ -242,17 +231,20 @@ class RunTranscript:
                     else tool.arguments_text.tail(_RESULT_PREVIEW)
                 )
                 state = " (running…)" if tool.running else (" — error" if tool.is_error else "")
-                css = "pinb-tool pinb-error" if tool.is_error else "pinb-tool"
-                result = f"<pre>{escape(tool.result)}</pre>" if tool.result is not None else ""
-                body.append(
-                    f"<details class='{css}'><summary><code>{escape(tool.name)}</code>{escape(state)}</summary>"
-                    f"<pre>{escape(args)}</pre>{result}</details>"
+                head = f"<code>{escape(tool.name)}</code>" + (
+                    f"<span{style('error' if tool.is_error else 'muted')}>{escape(state)}</span>"
                 )
-            body.extend(f"<div class='pinb-note'>{escape(note)}</div>" for note in turn.notes)
+                result = pre(tool.result) if tool.result is not None else ""
+                edge = "#cf222e" if tool.is_error else "#6a9fd4"
+                body.append(
+                    f'<div class="pinb-tool" style="border-left:3px solid {edge};'
+                    f'padding-left:8px;margin:4px 0">{head}{pre(args)}{result}</div>'
+                )
+            body.extend(div(escape(note), "muted") for note in turn.notes)
             if body:
-                parts.append(f"<div class='pinb-turn'>{''.join(body)}</div>")
-        parts.extend(f"<div class='pinb-note'>{escape(note)}</div>" for note in self.notes)
-        return wrap(f"<style>{_CSS}</style>" + "".join(parts), "pinb-run")
+                parts.append(f'<div class="pinb-turn" style="margin:4px 0">{"".join(body)}</div>')
+        parts.extend(div(escape(note), "muted") for note in self.notes)
+        return wrap("".join(parts), "pinb-run")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return mimebundle(self.text(), html=self.html(), include=include, exclude=exclude)
@@ -407,9 +399,7 @@ class AssistantReply:
         plain = self._footer() if self.printed else f"{self.text}\n\n{self._footer()}".strip()
         html = wrap(
             markdown_to_html(self.text)
-            + "<div class='pinb-note' style='color:#777;font-size:90%'>"
-            + "<br>".join(escape(line) for line in self._footer().splitlines())
-            + "</div>",
+            + "".join(div(escape(line), "muted") for line in self._footer().splitlines()),
             "pinb-reply",
         )
         return mimebundle(plain, html=html, include=include, exclude=exclude)

@@ -11,23 +11,12 @@ from urllib.parse import quote
 
 from ..memory.records import MemoryRecord
 from ..memory.store import MemoryStore
+from ..render.html import div, escape, muted, style, table, wrap
 
 __all__ = ["MemoryView", "memory_html", "memory_text"]
 
 #: Rows shown in the text/plain form before "… and N more".
 TEXT_ROWS = 10
-
-_STYLE = (
-    "<style>"
-    ".pinb-memory table{border-collapse:collapse;font-size:90%}"
-    ".pinb-memory th,.pinb-memory td{padding:2px 8px;text-align:left;vertical-align:top;"
-    "border-bottom:1px solid #ddd}"
-    ".pinb-memory .kind{font-family:monospace;white-space:nowrap}"
-    ".pinb-memory .date{white-space:nowrap;color:#666}"
-    ".pinb-memory tr.forgotten{opacity:.55}"
-    ".pinb-memory tr.forgotten .text{text-decoration:line-through}"
-    "</style>"
-)
 
 
 def _e(value: object) -> str:
@@ -50,8 +39,8 @@ def _source_cell(record: MemoryRecord) -> str:
     entry = f" · {_e(record.source_entry)}" if record.source_entry else ""
     if record.source_deleted:
         return (
-            f'<s title="{_e(record.source_session)}">{name}</s>{entry} '
-            f'<em title="removed {_e(record.source_deleted_at)}">(deleted)</em>'
+            f'<span title="{_e(record.source_session)}"{style("pinb-summarized")}>{name}</span>'
+            f'{entry} <em title="removed {_e(record.source_deleted_at)}">(deleted)</em>'
         )
     return (
         f'<a href="{_e(_file_uri(record.source_session))}" title="{_e(record.source_session)}">'
@@ -60,29 +49,38 @@ def _source_cell(record: MemoryRecord) -> str:
 
 
 def memory_html(records: Sequence[MemoryRecord], *, title: str = "Memory") -> str:
-    """An HTML table of ``records``: kind, text, tags, source link and dates; all escaped."""
-    rows: list[str] = []
+    """A table of ``records``: kind, text, tags, source link and dates; all escaped.
+
+    Safe tags and inline styles only, like every view: it reads the same untrusted and
+    after nbconvert's sanitizer.
+    """
+    rows: list[tuple[object, ...]] = []
     for r in records:
         text = _e(r.text)
         if r.deleted:
-            text += f'<br><em>forgotten: {_e(r.deleted_reason)}</em>'
-        kind = _e(r.kind)
+            text = f"<span{style('pinb-summarized')}>{text}</span> " + (
+                f"<em>forgotten: {_e(r.deleted_reason)}</em>"
+            )
+        kind = f"<code>{_e(r.kind)}</code>"
         if r.kind == "observation" and r.proposed_kind:
-            kind += f"<br><small>→ {_e(r.proposed_kind)}?</small>"
-        rows.append(
-            f'<tr class="{"forgotten" if r.deleted else "live"}">'
-            f"<td>{r.id}</td><td class=\"kind\">{kind}</td><td class=\"text\">{text}</td>"
-            f"<td>{_e(', '.join(r.tags))}</td><td>{_source_cell(r)}</td>"
-            f'<td class="date" title="{_e(r.created_at)}">{_e(r.created_at[:10])}</td>'
-            f'<td class="date" title="{_e(r.updated_at)}">{_e(r.updated_at[:10])}</td></tr>'
-        )
-    body = "".join(rows) or '<tr><td colspan="7"><em>no memories</em></td></tr>'
-    return (
-        f'<div class="pinb-memory">{_STYLE}<strong>{_e(title)}</strong> '
-        f"<small>({len(records)} record{'s' if len(records) != 1 else ''})</small>"
-        "<table><thead><tr><th>#</th><th>kind</th><th>text</th><th>tags</th><th>source</th>"
-        f"<th>created</th><th>updated</th></tr></thead><tbody>{body}</tbody></table></div>"
+            kind += f" <span{style('muted')}>→ {_e(r.proposed_kind)}?</span>"
+        rows.append((
+            r.id, kind, text, ", ".join(r.tags), _source_cell(r),
+            r.created_at[:10], r.updated_at[:10],
+        ))  # fmt: skip
+    noun = "record" if len(records) == 1 else "records"
+    head = div(f"{escape(title)} " + muted(f"({len(records)} {noun})"), "title")
+    if not rows:
+        return wrap(head + muted("no memories"), "pinb-memory")
+    body = table(
+        ("#", "kind", "text", "tags", "source", "created", "updated"),
+        rows,
+        numeric=(0,),
+        row_classes=["pinb-faded" if r.deleted else "" for r in records],
+        raw_columns=(1, 2, 4),
+        wrap_columns=(2,),
     )
+    return wrap(head + body, "pinb-memory")
 
 
 def memory_text(records: Sequence[MemoryRecord], *, title: str = "Memory") -> str:

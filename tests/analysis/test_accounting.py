@@ -32,6 +32,7 @@ from pinb.errors import UsageError
 from pinb.memory.sessions import relink_parent
 from pinb.render.html import escape
 from pinb.testing.story import write_story_session
+from tests.views.sanitizers import check_html_survives
 
 from .conftest import assistant, user
 
@@ -329,6 +330,7 @@ def test_the_totals_view_shows_the_rule_and_escapes_text(tmp_path: Path) -> None
     assert "<style" not in html and "<svg" not in html
     assert escape(DEDUPE_RULE) in html and DEDUPE_RULE in bundle["text/plain"]
     assert "Usage by project" in view.caption()
+    check_html_survives(html)
 
 
 def test_bad_groupings_and_no_sessions(tmp_path: Path) -> None:

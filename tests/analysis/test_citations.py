@@ -16,6 +16,7 @@ from pinb.core.paths import sessions_root
 from pinb.memory import MemoryStore
 from pinb.testing import SessionShape, generate_session
 from pinb.testing.story import write_story_session
+from tests.views.sanitizers import check_html_survives
 
 from .conftest import SCRIPT, assistant, tool_result, user
 
@@ -185,6 +186,7 @@ def test_the_results_view_cites_and_escapes() -> None:
         assert f"<code>{hit.cite}</code>" in html
     # A literal « in the text is text, not a mark.
     assert "&lt;b&gt;" in html and "«name»" in html
+    check_html_survives(html)  # the same untrusted and after nbconvert's sanitizer
 
 
 def test_an_index_of_the_old_layout_is_rebuilt(story: Session) -> None:

@@ -58,3 +58,13 @@ def test_memory_frame_columns_and_types(store: MemoryStore) -> None:
     assert both.loc[1, "deleted_reason"] == "why not" and not both["deleted"].isna().all()
     assert len(memory_frame(store, all_projects=True)) == 2
     assert tuple(memory_frame(MemoryStore(), "nobody").columns) == MEMORY_COLUMNS
+
+
+def test_memory_view_reads_the_same_after_sanitizers(store: MemoryStore, tmp_path: Path) -> None:
+    from tests.views.sanitizers import check_html_survives
+
+    store.save(EVIL, project="p", tags=["t"], source_session=tmp_path / "s.jsonl")
+    gone = store.save("old note", project="p")
+    store.forget(gone.id, "superseded")
+    check_html_survives(MemoryView(store, "p", include_deleted=True)._repr_html_())
+    check_html_survives(MemoryView([])._repr_html_())

@@ -101,3 +101,19 @@ def test_a_retry_is_shown_at_once_not_at_the_next_throttled_update() -> None:
     live.add(ModelEvent(TextDelta(0, "partial")))
     live.add(RetryScheduled(1, 3, 8.0, "Connection lost\nsecond line"))
     assert shown[-1].endswith("· retrying in 8 s (retry 1 of 3): Connection lost")
+
+
+def test_a_saved_run_reads_the_same_untrusted_and_converted() -> None:
+    # The saved output of a %%pi cell, opened untrusted or through nbconvert's sanitizer:
+    # no tag may be dropped or shown as text (the old <details> and <style> were).
+    from tests.views.sanitizers import check_html_survives, jupyterlab_mime
+
+    transcript = RunTranscript()
+    for event in _events():
+        transcript.add(event)  # type: ignore[arg-type]
+    reply = AssistantReply(_events()[-1])  # type: ignore[arg-type]
+    for bundle in (transcript._repr_mimebundle_(), reply._repr_mimebundle_()):
+        check_html_survives(bundle["text/html"])
+        assert jupyterlab_mime(bundle) == "text/html"
+    html = transcript._repr_mimebundle_()["text/html"]
+    assert "thinking (" in html and "bash" in html and "— error" in html
