@@ -23,6 +23,7 @@ from ..agent import Agent, AgentConfig, AgentEnd
 from ..agent.recovery import load_retry_policy
 from ..agent.tools import all_tools
 from ..core import (
+    UNSET,
     CompactionSettings,
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -55,6 +56,7 @@ COMMANDS_HELP = """\
 %pi tree                         the session tree
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
+%pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
 %pi compact [--offline] [INSTRUCTIONS]   compact now
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
@@ -185,15 +187,22 @@ class PiMagics(Magics):
 
         return window_of(session.current_context().model)
 
+    def _account_settings(self, model: ChatModel | None = None) -> CompactionSettings:
+        """Compaction settings for the account (the views fit them to the window)."""
+        settings = self._settings()
+        model = model or self._model
+        if model is not None:
+            settings = settings.for_model(model.info.provider, model.info.id)
+        return settings
+
     def _context_usage(self, session: Session, model: ChatModel | None = None) -> ContextUsage:
         """The context's size by Pi's measure, with the window and threshold in force."""
         window, source = self._window(session, model)
-        settings = self._settings()
-        if model is not None or self._model is not None:
-            info = (model or self._model).info  # type: ignore[union-attr]
-            settings = settings.for_model(info.provider, info.id)
         return context_usage(
-            session.build_context(), window=window, window_source=source, settings=settings
+            session.build_context(),
+            window=window,
+            window_source=source,
+            settings=self._account_settings(model),
         )
 
     def _fitted(self, model: ChatModel | None) -> CompactionSettings:
@@ -434,21 +443,32 @@ class PiMagics(Magics):
         parser.add_argument("--leaf")
         opts = parser.parse_args(args)
         session = self.current_session()
-        window = self._model.info.context_window if self._model is not None else None
-        settings = self._fitted(self._model)
-        if opts.leaf:
-            return ContextPathView(
-                session,
-                self._entry_id(session, opts.leaf),
-                context_window=window,
-                settings=settings,
-            )
-        return ContextPathView(session, context_window=window, settings=settings)
+        leaf = self._entry_id(session, opts.leaf) if opts.leaf else UNSET
+        window, source = self._window(session)
+        return ContextPathView(
+            session,
+            leaf,
+            context_window=window,
+            window_source=source,
+            settings=self._account_settings(),
+        )
 
     def _cmd_tokens(self, args: list[str]) -> Any:
         from ..views import ContextBreakdown
 
-        return ContextBreakdown(self.current_session())
+        session = self.current_session()
+        return ContextBreakdown(session, usage=self._context_usage(session))
+
+    def _cmd_totals(self, args: list[str]) -> Any:
+        from ..analysis.totals import UsageTotalsView, usage_totals
+
+        parser = _parser("%pi totals")
+        parser.add_argument("by", nargs="?", default="session")
+        parser.add_argument("source", nargs="?", help="a folder, file or glob; default all")
+        parser.add_argument("--no-dedupe", action="store_true")
+        opts = parser.parse_args(args)
+        totals = usage_totals(opts.source, opts.by, dedupe=not opts.no_dedupe, progress=False)
+        return UsageTotalsView(totals)
 
     def _cmd_compact(self, args: list[str]) -> Any:
         from ..views import CompactionView
@@ -460,8 +480,10 @@ class PiMagics(Magics):
         # use all the same (else a small window keeps everything: "nothing to compact").
         settings = self._fitted(model if model is not None else self._model)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
-        report = compact(self.current_session(), summarizer, instructions, settings)
-        return CompactionView(report, self.current_session())
+        session = self.current_session()
+        report = compact(session, summarizer, instructions, settings)
+        window, source = self._window(session, model)
+        return CompactionView(report, session, context_window=window, window_source=source)
 
     def _cmd_compare(self, args: list[str]) -> Any:
         from ..analysis.compare import compare_branches

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core import Session, SessionContext, estimate_tokens
-from ..core.accounting import estimated_by_role
+from ..core.accounting import ContextUsage, estimated_by_role
 from ..core.context import UNSET
 from ..render.graph import kind_name, plural, tool_tokens
-from ..render.html import gauge, heading, mimebundle, muted, style, table, title, wrap
+from ..render.html import div, escape, gauge, heading, mimebundle, muted, style, table, title, wrap
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,7 +62,16 @@ class ContextBreakdown:
     RoleTokens(role='user', messages=1, tokens=2)
     """
 
-    def __init__(self, source: Session | SessionContext | Sequence[Any], leaf_id: Any = UNSET):
+    def __init__(
+        self,
+        source: Session | SessionContext | Sequence[Any],
+        leaf_id: Any = UNSET,
+        *,
+        usage: ContextUsage | None = None,
+    ):
+        #: The context's size by Pi's measure, shown above the breakdown when given (the
+        #: same account as the cell footer and ``%pi context``).
+        self.usage = usage
         context: SessionContext | None = None
         if isinstance(source, Session):
             context = source.build_context(leaf_id)
@@ -108,10 +117,13 @@ class ContextBreakdown:
 
     def to_text(self) -> str:
         top = ", ".join(f"{row.role} {row.tokens:,}" for row in self.by_role[:4])
-        return (
+        text = (
             f"<ContextBreakdown {self.total:,} tokens (chars/4 estimate) in "
             f"{plural(self.message_count, 'message')}: {top}>"
         )
+        if self.usage is not None:
+            text = f"context: {self.usage.describe()}\n{text}"
+        return text
 
     __repr__ = to_text
 
@@ -136,6 +148,7 @@ class ContextBreakdown:
                 f"Context tokens · {self.total:,} (chars/4 estimate) in "
                 f"{plural(self.message_count, 'message')}"
             ),
+            *([div(escape(f"context: {self.usage.describe()}"))] if self.usage else []),
             heading("By role"),
             table(
                 ["role", "messages", "tokens (chars/4)", "share", ""],

@@ -344,3 +344,26 @@ def test_compare_ledger_and_whatif_commands(shell: InteractiveShell, tmp_path: P
     assert magics.current_session().path == story.path
     with pytest.raises(EntryNotFoundError, match="nosuchid not found"):
         shell.run_line_magic("pi", "compare nosuchid")
+
+
+def test_footer_context_and_tokens_tell_one_story(
+    shell: InteractiveShell, server: LLMServer
+) -> None:
+    # The figures the issue saw disagree (1,627 / ~109 / 976; 32,000 / 128,000 assumed)
+    # now come from one account: the same tokens, measure and window in every place.
+    server.reply("A first answer with some words in it.", usage={"input": 700, "output": 30})
+    server.reply("A second answer.", usage={"input": 900, "output": 12})
+    shell.run_cell_magic("pi", "--model loop/tiny --no-tools", "first question")
+    reply = shell.run_cell_magic("pi", "--no-tools", "second question")
+    context = shell.run_line_magic("pi", "context")
+    tokens = shell.run_line_magic("pi", "tokens")
+    assert reply.context is not None and context.usage is not None and tokens.usage is not None
+    for usage in (context.usage, tokens.usage):
+        assert usage.tokens == reply.context.tokens == 912
+        assert usage.measure == reply.context.measure
+        assert (usage.window, usage.window_source) == (4_000, "model registry")
+    assert reply.context.describe() in tokens.to_text()
+    assert "4,000" in context.to_text() and "128,000" not in context.to_text()
+    totals = shell.run_line_magic("pi", "totals model")
+    frame = totals.totals
+    assert frame["output"].sum() == 42 and frame["input"].sum() == 1_600
