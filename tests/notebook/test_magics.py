@@ -34,6 +34,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     magics.model = ""
     magics.thinking = "off"
     magics.tools = ["read", "write", "edit", "bash", "ls", "grep", "find"]
+    magics._observe = False  # another test may have switched observation on
+    magics.context_window = 0
     yield ip
     magics.session = None
     magics._model = None
