@@ -389,7 +389,10 @@ class PiMagics(Magics):
         opts = parser.parse_args(args)
         cwd = Path(opts.cwd).expanduser() if opts.cwd else self._cwd()
         self.session = Session.create(cwd, self.sessions_dir or None)
-        print(f"new session {self.session.id} → {self.session.path} (written at the first reply)")
+        path = self.session.require_path()
+        # The file's name, not its folder: `%pi session` gives the path, and a saved
+        # notebook output should not carry the author's (or a temporary) folder.
+        print(f"new session {self.session.id}: {path.name}, written at its first reply")
 
     def _cmd_open(self, args: list[str]) -> None:
         if len(args) != 1:

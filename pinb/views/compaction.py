@@ -45,7 +45,11 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     before = session.build_context(parent) if parent else SessionContext()
     after = session.build_context(entry.id)
     after_sources = {id(e) for e in after.sources}
-    summarized = [node_key(e.id) for e in before.sources if id(e) not in after_sources]
+    # A system message before the cut is not summarized: the compaction's checkpoint
+    # replays it (Pi 1.x), as the core's report leaves it out too.
+    summarized = [
+        node_key(e.id) for e in before.sources if id(e) not in after_sources and e.role != "system"
+    ]
     kept = [node_key(e.id) for e in after.sources if e is not entry]
     current_path = session.path_to()
     after_ids: list[str] = []

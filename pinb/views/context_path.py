@@ -73,6 +73,10 @@ class PathRow:
         return entry_preview(self.entry, 120)
 
 
+#: Entry types whose content reaches the model (what a compaction can summarize).
+_CONVERSATION = frozenset({"message", "custom_message", "branch_summary", "compaction"})
+
+
 def _message_text(message: Any) -> str:
     if not isinstance(message, dict):
         return ""
@@ -299,7 +303,16 @@ class ContextPathView:
         else:
             text += " · window unknown"
         if self.compaction_key:
-            summarized = sum(1 for r in self.summarized_rows if r.region == "summarized")
+            # Conversation entries, as the compaction report counts them (a model change,
+            # a thinking level or a system message before the cut is not "summarized": it
+            # is not sent, or replayed in the compaction's checkpoint).
+            summarized = sum(
+                1
+                for r in self.summarized_rows
+                if r.region == "summarized"
+                and r.entry.type in _CONVERSATION
+                and r.entry.role != "system"
+            )
             text += f"; compaction {self.compaction_key} summarized {plural(summarized, 'entry')}"
         if self.edits:
             text += f"; {plural(len(self.edits), 'context edit')} in effect"

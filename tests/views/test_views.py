@@ -365,3 +365,41 @@ def test_session_list_view_of_a_real_listing(tmp_path: Path) -> None:
     assert all(row.message_count > 10 for row in view.rows)
     html = view.to_html()
     assert "Demo session again" in html and "Read the config" in html
+
+
+def test_views_count_what_a_compaction_summarized_alike(tmp_path: Path) -> None:
+    # An agent run (system messages on the path) that compacts on its own: the context
+    # view, the compaction view of the report and that of the entry count the same set.
+    from pinb.agent import Agent, AgentConfig
+    from pinb.agent.events import CompactionDone
+    from pinb.agent.tools import default_tools
+    from pinb.core import ExtractiveSummarizer
+    from pinb.testing.story import prompts, story_model, story_tasks, write_project
+
+    project = write_project(tmp_path / "project")
+    session = Session.create(project, tmp_path / "sessions")
+    tasks = story_tasks(wrong_turn=False)[:5]
+    settings = CompactionSettings(reserve_tokens=1_500, keep_recent_tokens=600)
+    agent = Agent(
+        session,
+        story_model(tasks, context_window=6_000),
+        default_tools(project),
+        config=AgentConfig(compaction=settings),
+        summarizer=ExtractiveSummarizer(),
+    )
+    reports = [
+        event.report
+        for prompt in prompts(tasks)
+        for event in agent.run(prompt)
+        if isinstance(event, CompactionDone)
+    ]
+    assert reports and reports[0].entry is not None
+    report = reports[0]
+    assert any(e.role == "system" for e in session.path_to(report.entry.parent_id))
+    from_entry = CompactionView(report.entry.id, session)
+    assert from_entry.report.summarized_ids == report.summarized_ids
+    text = ContextPathView(session, report.entry.id).to_text()
+    assert f"summarized {len(report.summarized_ids)} entries" in text
+    assert f"{len(report.summarized_ids)} entries summarized" in repr(
+        CompactionView(report, session)
+    )
