@@ -117,7 +117,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         where = "" if args.all else " in this folder's sessions (try --all)"
         say(f"nothing matches {text!r}{where}")
         return 1
-    say(repr(hits))
+    say(hits.to_text(full_paths=True))  # a terminal opens whole paths
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,20 +75,43 @@ class SearchResults(list[SearchHit]):
     """Search hits, best first, that display as a table in a notebook (escaped)."""
 
     def __init__(
-        self, hits: Sequence[SearchHit] = (), query: str = "", parsed: SearchQuery | None = None
+        self,
+        hits: Sequence[SearchHit] = (),
+        query: str = "",
+        parsed: SearchQuery | None = None,
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else SearchQuery(query)
+        #: The sessions folder searched: the display names files relative to it (each
+        #: hit's :attr:`~SearchHit.cite` keeps the full path).
+        self.root = Path(root) if root is not None else None
+
+    def shown_cite(self, hit: SearchHit) -> str:
+        """``hit.cite`` with the file named relative to the sessions folder, when inside it."""
+        if self.root is not None:
+            try:
+                relative = Path(hit.info.path).relative_to(self.root)
+            except ValueError:
+                return hit.cite
+            return str(Citation(relative, hit.line, hit.entry_id))
+        return hit.cite
 
     def __repr__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, *, full_paths: bool = False) -> str:
+        """One hit per two lines; files relative to the sessions folder unless ``full_paths``."""
         folded = sum(len(h.copies) for h in self)
         lines = [f"{len(self)} hit(s) for {self.query!r}"
                  + (f" ({folded} repeat(s) and fork copies folded in)" if folded else "")]  # fmt: skip
         for hit in self:
             when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else " " * 16
             copies = f"  (+{len(hit.copies)} copies)" if hit.copies else ""
-            lines.append(f"{when}  {hit.role or hit.info.name or '':<10}  {hit.cite}{copies}")
+            lines.append(
+                f"{when}  {hit.role or hit.info.name or '':<10}  {hit.cite if full_paths else self.shown_cite(hit)}{copies}"
+            )
             lines.append(f"    {_short(hit.snippet, 110)}")
         return "\n".join(lines)
 
@@ -99,7 +123,7 @@ class SearchResults(list[SearchHit]):
             copies = f"+{len(hit.copies)}" if hit.copies else ""
             rows.append((
                 when, hit.role or "", _short(title, 60), _marked_html(hit._marked),
-                f"<code>{escape(hit.cite)}</code>", copies,
+                f"<code>{escape(self.shown_cite(hit))}</code>", copies,
             ))  # fmt: skip
         head = div(f"{len(self)} hit(s) for <code>{escape(self.query)}</code>", "title")
         body = table(

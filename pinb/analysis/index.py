@@ -419,7 +419,7 @@ class SessionCatalog:
         self.refresh(folder)
         query = SearchQuery(text) if raw else parse_query(text)
         if (raw and not text.strip()) or (not raw and query.empty):
-            return SearchResults([], text, query)
+            return SearchResults([], text, query, root=self.root)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         match = _text(text) if raw else query.match()
@@ -473,7 +473,7 @@ class SessionCatalog:
         except sqlite3.OperationalError as exc:
             raise SearchIndexError(f"bad search query {text!r}: {exc}") from exc
         groups = _fold(rows, [(key, score) for key, score, _ in best])
-        return SearchResults(self._hits(groups, match), text, query)
+        return SearchResults(self._hits(groups, match), text, query, root=self.root)
 
     def _hits(
         self, groups: list[tuple[float, list[tuple[Any, ...]]]], match: str | None

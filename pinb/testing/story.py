@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.entries import Entry
 from ..core.operations import compact, compaction_due, navigate
 from ..core.session import Session
 from ..core.summarize import ExtractiveSummarizer
@@ -47,6 +48,9 @@ __all__ = [
     "Call",
     "Step",
     "Task",
+    "append_prompt",
+    "append_reply",
+    "assistant_message",
     "prompts",
     "story_clock",
     "story_model",
@@ -657,6 +661,71 @@ _MODELS = {
 }
 
 
+def assistant_message(content: list[dict[str, Any]], model: str, timestamp: int) -> dict[str, Any]:
+    """A Pi assistant message of ``model`` (``provider/id`` of the story's models), no usage."""
+    provider, model_id = model.split("/", 1)
+    calls = any(block.get("type") == "toolCall" for block in content)
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": _MODELS[model][0],
+        "provider": provider,
+        "model": model_id,
+        "usage": {},
+        "stopReason": "toolUse" if calls else "stop",
+        "timestamp": timestamp,
+    }
+
+
+def _prompt_tokens(session: Session) -> int:
+    """What a provider would count for the next request: system prompt, tools, context."""
+    return SYSTEM_TOKENS + sum(estimate_tokens(m) for m in session.current_context().messages)
+
+
+def _usage(model: str, prompt: int, output: int, cached: int = 0) -> dict[str, Any]:
+    """Usage as a provider reports it, the last request's prompt read from the cache."""
+    _, *prices = _MODELS[model]
+    cache_read = cached if cached <= prompt else 0
+    fresh = prompt - cache_read
+    cost = [
+        round(c / 1e6, 8)
+        for c in (fresh * prices[0], output * prices[1], cache_read * prices[2], 0.0)
+    ]
+    return {
+        "input": fresh,
+        "output": output,
+        "cacheRead": cache_read,
+        "cacheWrite": 0,
+        "totalTokens": prompt + output,
+        "cost": {
+            "input": cost[0],
+            "output": cost[1],
+            "cacheRead": cost[2],
+            "cacheWrite": cost[3],
+            "total": round(sum(cost), 8),
+        },
+    }
+
+
+def append_reply(
+    session: Session, text: str, *, model: str = "anthropic/claude-sonnet-4-5"
+) -> Entry:
+    """Append an assistant reply with the usage a provider would report for this context."""
+    message = assistant_message([{"type": "text", "text": text}], model, _now_ms())
+    message["usage"] = _usage(model, _prompt_tokens(session), estimate_tokens(message))
+    return session.append_message(message)
+
+
+def append_prompt(session: Session, text: str) -> Entry:
+    """Append a user prompt."""
+    content = [{"type": "text", "text": text}]
+    return session.append_message({"role": "user", "content": content, "timestamp": _now_ms()})
+
+
+def _now_ms() -> int:
+    return int(paths.now().timestamp() * 1000)
+
+
 @contextlib.contextmanager
 def story_clock(start: datetime, rng: random.Random) -> Iterator[_Clock]:
     """Entry timestamps from a clock that moves only when the story says so."""
@@ -703,8 +772,6 @@ class _Writer:
             self.reply(step)
 
     def reply(self, step: Step) -> None:
-        provider, model_id = self.model.split("/", 1)
-        api, *prices = _MODELS[self.model]
         content: list[dict[str, Any]] = []
         if step.thinking and self.thinking:
             content.append({"type": "thinking", "thinking": step.thinking})
@@ -723,38 +790,10 @@ class _Writer:
                     "arguments": dict(call.arguments),
                 }
             )
-        context = self.session.current_context().messages
-        prompt = SYSTEM_TOKENS + sum(estimate_tokens(m) for m in context)
-        cache_read = self.cached if self.cached <= prompt else 0
         stamp = self.clock.wait(3, 25)
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": content,
-            "api": api,
-            "provider": provider,
-            "model": model_id,
-            "usage": {},
-            "stopReason": "toolUse" if calls else "stop",
-            "timestamp": stamp,
-        }
-        output = estimate_tokens(message)
-        fresh = prompt - cache_read
-        cost = [fresh * prices[0], output * prices[1], cache_read * prices[2], 0.0]
-        cost = [round(c / 1e6, 8) for c in cost]
-        message["usage"] = {
-            "input": fresh,
-            "output": output,
-            "cacheRead": cache_read,
-            "cacheWrite": 0,
-            "totalTokens": prompt + output,
-            "cost": {
-                "input": cost[0],
-                "output": cost[1],
-                "cacheRead": cost[2],
-                "cacheWrite": cost[3],
-                "total": round(sum(cost), 8),
-            },
-        }
+        message = assistant_message(content, self.model, stamp)
+        prompt = _prompt_tokens(self.session)
+        message["usage"] = _usage(self.model, prompt, estimate_tokens(message), self.cached)
         self.session.append_message(message)
         self.cached = prompt
         for call_id, call in calls:

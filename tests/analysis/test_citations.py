@@ -182,8 +182,11 @@ def test_the_results_view_cites_and_escapes() -> None:
     assert "<style" not in html and "<mark" not in html and "<svg" not in html
     assert "<strong>flaky</strong>" in html
     for hit in results:
-        assert hit.cite in bundle["text/plain"]
-        assert f"<code>{hit.cite}</code>" in html
+        # Shown relative to the sessions folder; the hit keeps the whole path.
+        shown = results.shown_cite(hit)
+        assert hit.cite.endswith(shown) and not shown.startswith("/")
+        assert shown in bundle["text/plain"] and f"<code>{shown}</code>" in html
+        assert hit.cite in results.to_text(full_paths=True)
     # A literal « in the text is text, not a mark.
     assert "&lt;b&gt;" in html and "«name»" in html
     check_html_survives(html)  # the same untrusted and after nbconvert's sanitizer
