@@ -470,3 +470,71 @@ def test_saved_outputs_show_untrusted(lab: tuple[str, str, Path]) -> None:
                 page.screenshot(path=str(ARTIFACTS / "untrusted-failure.png"), full_page=True)
             raise
     assert time.monotonic() - started < BUDGET_S
+
+
+def test_shipped_notebooks_show_their_pictures_untrusted(lab: tuple[str, str, Path]) -> None:
+    """Each shipped notebook as a newcomer first meets it: saved outputs, untrusted."""
+    import shutil
+
+    import nbformat
+
+    base, token, root = lab
+    folder = root / "shipped"
+    folder.mkdir()
+    ARTIFACTS.mkdir(exist_ok=True)
+    started = time.monotonic()
+    with watchdog(BUDGET_S), chromium_page(1300, 1100) as page:
+        for notebook in sorted((REPO / "notebooks").glob("*.ipynb")):
+            shutil.copy(notebook, folder / notebook.name)
+            nb = nbformat.read(notebook, as_version=4)
+            saved_pictures = sum(
+                "image/png" in output.get("data", {})
+                for cell in nb.cells
+                if cell.cell_type == "code"
+                for output in cell.outputs
+            )
+            page.goto(
+                # A workspace of its own, so only this notebook is open.
+                f"{base}/lab/workspaces/{notebook.stem}/tree/shipped/{notebook.name}?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-OutputArea-output")
+            pictures = page.locator(".jp-OutputArea-output.jp-RenderedImage img")
+            if saved_pictures:
+                pictures.first.wait_for()
+            # JupyterLab renders cells as they scroll into view: scroll down as a reader
+            # would, and note every picture that shows, loaded and of a readable size.
+            shown: set[str] = set()
+            seen_text: list[str] = []
+            captured = False
+            for _ in range(60):
+                shown |= set(
+                    page.evaluate(
+                        "() => [...document.querySelectorAll("
+                        "'.jp-OutputArea-output.jp-RenderedImage img')]"
+                        ".filter(img => img.complete && img.naturalWidth > 100"
+                        " && img.getBoundingClientRect().width > 250)"
+                        ".map(img => img.src.length + ':' + img.src.slice(-64))"
+                    )
+                )
+                seen_text.append(page.locator(".jp-Notebook").inner_text())
+                if notebook.name.startswith("02") and shown and not captured:
+                    page.screenshot(path=str(ARTIFACTS / "shipped-02.png"))
+                    captured = True
+                at_end = page.evaluate(
+                    "() => { const el = document.querySelector("
+                    "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer');"
+                    " const before = el.scrollTop; el.scrollTop += el.clientHeight * 0.8;"
+                    " return el.scrollTop === before; }"
+                )
+                page.wait_for_timeout(150)
+                if at_end:
+                    break
+            assert len(shown) == saved_pictures, (
+                f"{notebook.name}: {len(shown)} of {saved_pictures}"
+            )
+            text = "\n".join(seen_text)
+            for leak in ("{font-family", "<div", "<details", "<span", "pinb-view{", "<svg"):
+                assert leak not in text, f"{notebook.name}: {leak}"
+            _no_injected_markup(page)
+    assert time.monotonic() - started < BUDGET_S

@@ -91,3 +91,35 @@ def test_nbconvert_with_sanitizing_shows_pictures_and_no_markup(tmp_path: Path) 
     for leak in ("<tbody>", "<style", "{font-family", "<table", "<div", "<svg"):
         assert leak not in text, leak
     assert "What the model sees, in order" in text and "tokens (chars/4)" in text
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", SHIPPED, ids=lambda p: p.name)
+def test_shipped_notebooks_read_right_untrusted_and_converted(notebook: Path) -> None:
+    # The saved outputs a user (or GitHub, or nbviewer) meets before running anything.
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert outputs, "the shipped notebook has no saved outputs"
+    pictures = 0
+    for output in outputs:
+        assert output.output_type != "error", f"{notebook.name} saved an error"
+        data = output.get("data", {})
+        # pandas' own tables are left alone: nbconvert's sanitizer mangles every
+        # DataFrame (its <style> and <tbody>), in any notebook; JupyterLab and GitHub don't.
+        if "text/html" in data and 'class="dataframe"' not in data["text/html"]:
+            check_html_survives(data["text/html"])
+        if "image/svg+xml" in data:
+            pictures += 1  # a tree picture: untrusted JupyterLab shows its PNG instead
+            assert jupyterlab_mime(data) == "image/png"
+        text = str(data.get("text/plain", "")) + "".join(output.get("text", ""))
+        for private in ("/tmp/", "/root/", "/home/runner", str(Path.home()) + "/"):
+            assert private not in text, f"{notebook.name} shows a local path: {private}"
+    if notebook.name.startswith(("01", "02", "04")):
+        assert pictures > 0, f"{notebook.name} lost its tree picture"
+    converted = nbconvert_sanitized(notebook)
+    for leak in ("&lt;div", "&lt;span", "&lt;details", "pinb-view{", "&lt;svg"):
+        assert leak not in converted, f"{notebook.name}: {leak} shows as text after nbconvert"
