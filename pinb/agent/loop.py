@@ -253,6 +253,9 @@ class Agent:
             yield TurnStart(turn)
             model = self._request_model()  # per turn: an overflow may have taught a window
             context = session.current_context()
+            # The session extends this context when the reply is appended: remember what
+            # was sent (for a reply whose usage must be estimated).
+            sent = len(context.messages)
             messages, system_prompt = self._request(context)
             options: dict[str, Any] = {}
             if self.config.tool_choice and specs and not run.answered:
@@ -281,7 +284,7 @@ class Agent:
                 run.answered = True
                 run.retries = 0
                 if not final.usage_reported:
-                    estimate = self._estimate_usage(context, message)
+                    estimate = self._estimate_usage(context, context.messages[:sent], message)
                     run.estimated[len(run.replies) - 1] = estimate
                     yield UsageEstimated(entry, estimate)
             else:
@@ -388,14 +391,16 @@ class Agent:
             return []
         return [self.session.append_message(patch, validate=False)]
 
-    def _estimate_usage(self, context: SessionContext, message: dict[str, Any]) -> dict[str, Any]:
+    def _estimate_usage(
+        self, context: SessionContext, sent_messages: Sequence[Any], message: dict[str, Any]
+    ) -> dict[str, Any]:
         """chars/4 of what was sent and what came back, for a reply without usage."""
         pi = context.pi
         system = context.system_message()
         sent = estimate_tokens(system, pi=pi) if system is not None else 0
         sent += sum(
             estimate_tokens(m, pi=pi)
-            for m in context.messages
+            for m in sent_messages
             if not (isinstance(m, dict) and m.get("role") == "system")
         )
         if system is None:

@@ -336,3 +336,23 @@ def test_a_v058_session_steps_back_instead_of_hiding(tmp_path: Path) -> None:
     kinds = {e.type for e in Session.open(session.path, pi="0.58").entries}
     assert "context_edit" not in kinds and not any(e.role == "system" for e in session.entries)
     assert "word word" not in json.dumps(server.requests[-1].body)
+
+
+def test_an_estimated_input_counts_what_was_sent_not_the_reply(tmp_path: Path) -> None:
+    # The session extends its kept context when the reply is appended; the estimate of
+    # what was sent must not take the reply in too.
+    from pinb.core import estimate_tokens
+
+    with LLMServer() as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        agent = _agent(session, _model(server))
+        server.add(ServerReply(text="a long answer " + "w" * 4000, no_usage=True))
+        estimates = [e for e in agent.run("short question") if isinstance(e, UsageEstimated)]
+        assert len(estimates) == 1
+        context = session.build_context()
+        reply = context.messages[-1]
+        system = context.system_message()
+        sent = [m for m in context.messages[:-1] if m.get("role") != "system"]
+        expected = estimate_tokens(system) + sum(estimate_tokens(m) for m in sent)
+        assert estimates[0].usage["input"] == expected
+        assert estimates[0].usage["output"] == estimate_tokens(reply) > 1000
