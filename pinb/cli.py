@@ -19,7 +19,6 @@ from .errors import NothingToCompactError, PinbError, SessionFileError, UsageErr
 if TYPE_CHECKING:
     from .core import Session
     from .core.listing import SessionInfo
-    from .core.tree import TreeNode
 
 __all__ = ["main"]
 
@@ -169,31 +168,14 @@ def _leaf(args: argparse.Namespace, session: Session) -> Any:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
+    from .views.tree import TreeView  # the render layer's picture, as text
+
     session = _open(args)
     _legacy_notice(session)
-    active = {id(e) for e in session.path_to()}
-    for root in session.tree():
-        _print_tree(root, session, active)
+    rows = args.rows if args.rows > 0 else len(session.entries) + 1
+    say(TreeView(session, max_rows=rows, png=False).to_text())
     _print_problems(session)
     return 0
-
-
-def _print_tree(root: TreeNode, session: Session, active: set[int]) -> None:
-    # Like Pi's tree view: indentation grows only where the conversation branches.
-
-    stack: list[tuple[TreeNode, str]] = [(root, "")]
-    while stack:
-        node, indent = stack.pop()
-        entry = node.entry
-        if entry.is_navigation:
-            continue
-        marker = "*" if id(entry) in active else " "
-        leaf = "  ← leaf" if entry.id == session.leaf_id else ""
-        label = f" [{node.label}]" if node.label else ""
-        say(f"{marker} {indent}{entry.id}{label} {entry_preview(entry)}{leaf}")
-        children = [c for c in node.children if not c.entry.is_navigation]
-        child_indent = indent + "  " if len(children) > 1 else indent
-        stack.extend((child, child_indent) for child in reversed(children))
 
 
 def _print_problems(session: Session) -> None:
@@ -373,8 +355,13 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_cmd_ls)
 
-    tree = sub.add_parser("tree", help="the entry tree of a session file")
+    tree = sub.add_parser(
+        "tree", help="the entry tree of a session file: one row per entry, the active path marked"
+    )
     tree.add_argument("file")
+    tree.add_argument(
+        "--rows", type=int, default=300, help="rows before side branches fold (0: no limit)"
+    )
     tree.set_defaults(func=_cmd_tree)
 
     context = sub.add_parser("context", help="what the model sees from a leaf")

@@ -21,18 +21,20 @@ def test_context_json_is_pis_shape(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_context_llm_and_leaf(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(["context", str(CASE_FILES["two-leaves"]), "--leaf", "e0000004", "--llm"]) == 0
-    )
+    assert main(["context", str(CASE_FILES["two-leaves"]), "--leaf", "e0000004", "--llm"]) == 0
     out = capsys.readouterr().out
     assert "Use quicksort" in out and "mergesort done" not in out.lower()
 
 
 def test_tree_marks_the_active_path(capsys: pytest.CaptureFixture[str]) -> None:
+    # The views' text picture: one row per entry, the active lane ●, a side branch ○.
     assert main(["tree", str(CASE_FILES["two-leaves"])]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1].startswith("*") and lines[-1].endswith("← leaf")
-    assert any(line.startswith("  ") and "Use quicksort" in line for line in lines)
+    leaf = next(line for line in lines if "◀ leaf" in line)
+    assert leaf.lstrip("│ ").startswith("●")
+    side = next(line for line in lines if "Use quicksort" in line)
+    assert "○" in side.split("Use quicksort")[0] and "●" not in side.split("Use quicksort")[0]
+    assert "legend" in lines[-1] or any(line.startswith("legend") for line in lines)
 
 
 def test_tokens_tell_one_story(capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,13 +43,17 @@ def test_tokens_tell_one_story(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tokens", path, "--json", "--window", "200000"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tokens"] > 0 and data["measure"] in ("usage+estimate", "estimate")
-    assert sum(data["byRole"].values()) == data["estimatedTokens"] and "toolResult" in data["byRole"]
+    assert (
+        sum(data["byRole"].values()) == data["estimatedTokens"] and "toolResult" in data["byRole"]
+    )
     assert data["window"] == 200000 and data["windowSource"] == "setting"
     assert data["threshold"] == 200000 - 16384 and data["share"] > 0
     assert main(["tokens", path, "--window", "200000"]) == 0
     out = capsys.readouterr().out
     assert f"{data['tokens']:,} tokens (" in out and "of a 200,000 window (setting)" in out
-    assert f"chars/4 estimate of all {data['messages']:,} messages: {data['estimatedTokens']:,}" in out
+    assert (
+        f"chars/4 estimate of all {data['messages']:,} messages: {data['estimatedTokens']:,}" in out
+    )
 
 
 def test_ls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         process.stdout.close()  # what `| head -1` does
         err = process.stderr.read()
         code = process.wait(timeout=60)
-    assert first.startswith("* e0000000")
+    assert first.startswith("Session tree")
     assert err == "" and code == 0
 
 
@@ -120,14 +120,12 @@ def test_cut_tool_arguments_end_with_an_ellipsis(
     assistant = {"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 2}
     path = _session(tmp_path / "s.jsonl", [_user("read it"), assistant])
     assert main(["tree", str(path)]) == 0
-    line = capsys.readouterr().out.splitlines()[-1]
-    assert "read(" in line and long_path not in line
+    line = next(line for line in capsys.readouterr().out.splitlines() if "read(" in line)
+    assert long_path not in line
     assert "…" in line.split("read(", 1)[1]
 
 
-@pytest.mark.parametrize(
-    ("case", "version"), [("v1-legacy", 1), ("v2-hook-message", 2)]
-)
+@pytest.mark.parametrize(("case", "version"), [("v1-legacy", 1), ("v2-hook-message", 2)])
 def test_legacy_files_are_named_as_such(
     case: str, version: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
