@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -103,12 +104,33 @@ class MemoryStore:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             if not self._ready:  # WAL is a property of the file: set once, then kept
-                conn.execute("PRAGMA journal_mode = WAL")
+                self._use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, waiting while another process holds it.
+
+        Two processes opening a new database at once: switching the journal needs the
+        file to itself, and SQLite answers "database is locked" at once instead of calling
+        the busy handler; so wait and try again, up to the store's timeout.
+        """
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def _ensure_schema(self) -> None:
         with self._lock:
