@@ -9,18 +9,15 @@ call is left without one.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
-import warnings
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from ..core import Session
 from ..core.entries import Entry
-from ..core.paths import agent_dir
+from ..core.paths import read_settings
 from ..core.target import Pi
 from ..errors import PinbError
 from ..llm.retry import RetryPolicy, is_retryable_error
@@ -50,18 +47,8 @@ def load_retry_policy(cwd: str | os.PathLike[str] | None = None) -> RetryPolicy:
     ``maxAgentDelayMs`` (60000).
     """
     merged: dict[str, Any] = {}
-    files = [agent_dir() / "settings.json"]
-    if cwd is not None:
-        files.append(Path(cwd) / ".pi" / "settings.json")
-    for file in files:
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:
-            warnings.warn(f"{file}: settings ignored ({exc})", stacklevel=2)
-            continue
-        if isinstance(data, dict) and isinstance(data.get("retry"), dict):
+    for data in read_settings(cwd):
+        if isinstance(data.get("retry"), dict):
             merged.update(data["retry"])
     return RetryPolicy.from_settings(merged)
 

@@ -6,12 +6,9 @@ is passed in (:mod:`pinb.core.summarize`), never imported from the LLM layer.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
 from ..errors import EntryNotFoundError, NothingToCompactError, UsageError
@@ -26,7 +23,7 @@ from .compaction import CompactionPreparation, prepare_compaction, serialize_con
 from .context import UNSET, SessionContext, convert_to_llm
 from .fileops import format_file_operations
 from .forks import user_text
-from .paths import agent_dir
+from .paths import read_settings
 from .reports import BranchReport, CompactionReport
 from .session import Session
 from .summarize import Summarizer
@@ -374,21 +371,10 @@ def load_compaction_settings(cwd: str | os.PathLike[str] | None = None) -> Compa
     a ``"pinb": {"compaction": {...}}`` object in the same files, which Pi ignores.
     """
     settings = CompactionSettings()
-    files = [agent_dir() / "settings.json"]
-    if cwd is not None:
-        files.append(Path(cwd) / ".pi" / "settings.json")
-    for file in files:
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:
-            warnings.warn(f"{file}: settings ignored ({exc})", stacklevel=2)
-            continue
-        if isinstance(data, dict):
-            if isinstance(data.get("compaction"), dict):
-                settings = settings._with(data["compaction"])
-            pinb = data.get("pinb")
-            if isinstance(pinb, dict) and isinstance(pinb.get("compaction"), dict):
-                settings = settings._with(pinb["compaction"])
+    for data in read_settings(cwd):
+        if isinstance(data.get("compaction"), dict):
+            settings = settings._with(data["compaction"])
+        pinb = data.get("pinb")
+        if isinstance(pinb, dict) and isinstance(pinb.get("compaction"), dict):
+            settings = settings._with(pinb["compaction"])
     return settings

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "AGENT_DIR_ENV",
     "agent_dir",
     "encode_cwd",
     "iso_now",
+    "read_settings",
     "resolve_cwd",
     "session_file_name",
     "sessions_dir_for",
@@ -99,3 +103,24 @@ now: Callable[[], datetime] = _system_now
 def iso_now() -> str:
     """The current UTC time as JavaScript's ``Date.toISOString()`` prints it."""
     return now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def read_settings(cwd: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Pi's settings files as layers, global first: ``<agentDir>/settings.json``, then
+    ``<cwd>/.pi/settings.json`` (later layers win). Missing files are skipped; a file that
+    cannot be read or is not a JSON object is skipped with a warning naming it."""
+    files = [agent_dir() / "settings.json"]
+    if cwd is not None:
+        files.append(Path(cwd) / ".pi" / "settings.json")
+    layers: list[dict[str, Any]] = []
+    for file in files:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"{file}: settings ignored ({exc})", stacklevel=3)
+            continue
+        if isinstance(data, dict):
+            layers.append(data)
+    return layers

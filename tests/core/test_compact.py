@@ -397,3 +397,24 @@ def test_settings_fit_small_windows() -> None:
     assert (small.reserve_tokens, small.keep_recent_tokens) == (2048, 2048)
     assert CompactionSettings().fit_window(200_000) == CompactionSettings()
     assert CompactionSettings().fit_window(None) == CompactionSettings()
+
+
+def test_one_reader_of_pi_settings_serves_compaction_and_retry(
+    tmp_path: Path, isolated_agent_dir: Path
+) -> None:
+    from pinb.agent.recovery import load_retry_policy
+
+    (isolated_agent_dir / "settings.json").write_text(
+        json.dumps({"compaction": {"reserveTokens": 1000}, "retry": {"maxRetries": 5}})
+    )
+    (tmp_path / ".pi").mkdir()
+    broken = tmp_path / ".pi" / "settings.json"
+    broken.write_text("{not json")
+    with pytest.warns(UserWarning, match=f"{broken}: settings ignored"):
+        settings = load_compaction_settings(tmp_path)
+    with pytest.warns(UserWarning, match="settings ignored"):
+        retry = load_retry_policy(tmp_path)
+    # The global layer still counts when the project's file is broken.
+    assert settings.reserve_tokens == 1000 and retry.max_retries == 5
+    broken.write_text(json.dumps({"retry": {"maxRetries": 1}}))
+    assert load_retry_policy(tmp_path).max_retries == 1  # the project's layer wins
