@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -11,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Entry, Session, SessionContext, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
+from ..core.gc import gc_paused
 from ..core.target import Pi
 
 if TYPE_CHECKING:
@@ -32,8 +31,8 @@ __all__ = [
     "kind_name",
     "node_key",
     "path_regions",
-    "paused_gc",
     "plural",
+    "summarizable",
     "to_networkx",
     "tool_tokens",
 ]
@@ -407,6 +406,17 @@ class SessionGraph:
         return text
 
 
+#: Entry types whose content reaches the model.
+CONVERSATION_TYPES = frozenset({"message", "custom_message", "branch_summary", "compaction"})
+
+
+def summarizable(entry: Entry) -> bool:
+    """Whether a compaction summarizes ``entry`` when it lies before the kept part, as the
+    core's report counts it: a conversation entry, but not a system message (the
+    compaction's checkpoint replays those) nor a model change or thinking level."""
+    return entry.type in CONVERSATION_TYPES and entry.role != "system"
+
+
 def path_regions(context: SessionContext) -> list[tuple[Entry, str]]:
     """Each entry of a context's path with its region relative to the last compaction.
 
@@ -429,22 +439,6 @@ def path_regions(context: SessionContext) -> list[tuple[Entry, str]]:
         else:
             out.append((entry, "compaction" if i == position else "after"))
     return out
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many small objects are made.
-
-    Building a 100k-entry tree otherwise triggers repeated full collections over every
-    live object, which costs more than the work itself. Nothing made here forms cycles.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def build_graph(
@@ -481,7 +475,7 @@ def build_graph(
         aside: entries on a parent loop that no root reaches become roots of their own,
         flagged ``cycle``.
     """
-    with paused_gc():
+    with gc_paused():
         return _build_graph(session, leaf_id, show_leaf_entries, show_archived, context)
 
 

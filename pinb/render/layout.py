@@ -10,7 +10,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .graph import SessionGraph, paused_gc
+from ..core.gc import gc_paused
+from .graph import SessionGraph
 
 __all__ = ["AUTO_COLLAPSE", "Item", "TreeLayout", "collapse_chains", "layout_tree", "tidy_layout"]
 
@@ -329,7 +330,7 @@ def layout_tree(
     TreeLayout
     """
     enabled = len(graph) > AUTO_COLLAPSE if collapse == "auto" else bool(collapse)
-    with paused_gc():
+    with gc_paused():
         items, roots, item_of = collapse_chains(
             graph, min_chain=max(2, min_chain), pinned=pinned, expanded=expanded, enabled=enabled
         )

@@ -15,7 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .graph import SessionGraph, kind_name, paused_gc, plural
+from ..core.gc import gc_paused
+from .graph import SessionGraph, kind_name, plural
 from .layout import AUTO_COLLAPSE, collapse_chains
 
 __all__ = [
@@ -208,7 +209,7 @@ def row_layout(
     -------
     RowLayout
     """
-    with paused_gc():
+    with gc_paused():
         return _row_layout(graph, collapse, min_chain, pinned, expanded, max_rows)
 
 

@@ -7,7 +7,15 @@ from typing import Any
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
 from ..core.reports import CompactionReport
-from ..render.graph import entry_kind, entry_preview, entry_tokens, kind_name, node_key, plural
+from ..render.graph import (
+    entry_kind,
+    entry_preview,
+    entry_tokens,
+    kind_name,
+    node_key,
+    plural,
+    summarizable,
+)
 from ..render.html import (
     escape,
     gauge,
@@ -45,10 +53,8 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     before = session.build_context(parent) if parent else SessionContext()
     after = session.build_context(entry.id)
     after_sources = {id(e) for e in after.sources}
-    # A system message before the cut is not summarized: the compaction's checkpoint
-    # replays it (Pi 1.x), as the core's report leaves it out too.
     summarized = [
-        node_key(e.id) for e in before.sources if id(e) not in after_sources and e.role != "system"
+        node_key(e.id) for e in before.sources if id(e) not in after_sources and summarizable(e)
     ]
     kept = [node_key(e.id) for e in after.sources if e is not entry]
     current_path = session.path_to()

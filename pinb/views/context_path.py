@@ -8,6 +8,7 @@ from typing import Any
 from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_tokens
 from ..core.accounting import ContextUsage, thousands
 from ..core.context import UNSET, current_system_message
+from ..core.gc import gc_paused
 from ..core.target import Pi
 from ..render.graph import (
     entry_kind,
@@ -17,8 +18,8 @@ from ..render.graph import (
     kind_name,
     node_key,
     path_regions,
-    paused_gc,
     plural,
+    summarizable,
 )
 from ..render.html import (
     escape,
@@ -71,10 +72,6 @@ class PathRow:
     def preview(self) -> str:
         """A one-line preview (made on demand: long paths show only some rows)."""
         return entry_preview(self.entry, 120)
-
-
-#: Entry types whose content reaches the model (what a compaction can summarize).
-_CONVERSATION = frozenset({"message", "custom_message", "branch_summary", "compaction"})
 
 
 def _message_text(message: Any) -> str:
@@ -132,7 +129,7 @@ class ContextPathView:
         max_rows: int = 400,
     ) -> None:
         self.max_rows = max_rows
-        with paused_gc():
+        with gc_paused():
             leaf = session.leaf_id if leaf_id is UNSET else leaf_id
             self.context: SessionContext = session.build_context(leaf)
             self.usage: ContextUsage = account(
@@ -303,15 +300,10 @@ class ContextPathView:
         else:
             text += " · window unknown"
         if self.compaction_key:
-            # Conversation entries, as the compaction report counts them (a model change,
-            # a thinking level or a system message before the cut is not "summarized": it
-            # is not sent, or replayed in the compaction's checkpoint).
             summarized = sum(
                 1
                 for r in self.summarized_rows
-                if r.region == "summarized"
-                and r.entry.type in _CONVERSATION
-                and r.entry.role != "system"
+                if r.region == "summarized" and summarizable(r.entry)
             )
             text += f"; compaction {self.compaction_key} summarized {plural(summarized, 'entry')}"
         if self.edits:
