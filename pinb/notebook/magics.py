@@ -206,16 +206,12 @@ class PiMagics(Magics):
         )
 
     def _fitted(self, model: ChatModel | None) -> CompactionSettings:
-        """The settings a model's runs use: its override, fitted to its window.
-
-        Every path (the threshold, ``%pi context``, manual and offline compaction) uses
-        these, so a 4,096-token local model never sees Pi's 16k reserve.
-        """
-        settings = self._settings()
+        """The settings a model's runs and compactions use: its override, fitted to its
+        window, so a 4,096-token local model never sees Pi's 16k reserve. (The views fit
+        :meth:`_account_settings` to the window they show themselves.)"""
         if model is None:
-            return settings
-        info = model.info
-        return settings.for_model(info.provider, info.id).fit_window(info.context_window)
+            return self._settings()
+        return self._account_settings(model).fit_window(model.info.context_window)
 
     def _summarizer(
         self, model: ChatModel, settings: CompactionSettings, offline: bool = False

@@ -25,7 +25,7 @@ import contextlib
 import random
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -761,7 +761,6 @@ class _Writer:
     files: dict[str, str]
     thinking: bool
     cached: int = 0  # prompt tokens the provider has cached from the last request
-    calls: int = field(default=0)
 
     def prompt(self, task: Task) -> None:
         stamp = self.clock.wait(20, 90)
@@ -779,7 +778,6 @@ class _Writer:
             content.append({"type": "text", "text": step.text})
         calls = []
         for call in step.calls:
-            self.calls += 1
             call_id = "toolu_" + uuid.UUID(int=self.rng.getrandbits(128)).hex[:24]
             calls.append((call_id, call))
             content.append(

@@ -14,18 +14,7 @@ from ..core import CompactionSettings, SessionContext
 from ..core.accounting import ContextUsage, context_usage, thousands
 from ..render.html import escape, gauge, style
 
-__all__ = ["account", "model_spec", "resolve_window", "usage_html", "usage_rows"]
-
-
-def model_spec(context: SessionContext) -> str | None:
-    """``"provider/model"`` of the context's model, if both are known strings."""
-    model = context.model
-    if not isinstance(model, dict):
-        return None
-    provider, model_id = model.get("provider"), model.get("modelId")
-    if isinstance(provider, str) and isinstance(model_id, str) and provider and model_id:
-        return f"{provider}/{model_id}"
-    return None
+__all__ = ["account", "resolve_window", "usage_html", "usage_rows"]
 
 
 def resolve_window(
