@@ -199,7 +199,7 @@ class PiMagics(Magics):
         """The context's size by Pi's measure, with the window and threshold in force."""
         window, source = self._window(session, model)
         return context_usage(
-            session.build_context(),
+            session.current_context(),  # read only: no copy of a long path per cell
             window=window,
             window_source=source,
             settings=self._account_settings(model),
