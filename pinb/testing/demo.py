@@ -42,7 +42,9 @@ class OfflineDemoModel(ScriptedLLM):
     """
 
     def __init__(self, *, use_tools: bool = True, delay: float = 0.0) -> None:
-        super().__init__(provider="pinb", model="offline-demo", context_window=32_000)
+        super().__init__(
+            provider="pinb", model="offline-demo", context_window=32_000, window_source="model"
+        )
         self.use_tools = use_tools
         self.delay = delay
 
