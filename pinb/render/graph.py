@@ -10,6 +10,7 @@ from ..core import Entry, Session, SessionContext, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
 from ..core.gc import gc_paused
+from ..core.system_prompt import system_shares, system_summary
 from ..core.target import Pi
 
 if TYPE_CHECKING:
@@ -190,6 +191,8 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
             )
         elif role == "bashExecution":
             text = f"$ {message.get('command', '')} {message.get('output', '')}"
+        elif role == "system":
+            text = system_summary(message)  # its sections and tool changes, not blank
         else:
             text = _text_of(message.get("content"))
             if not text and not isinstance(message.get("content"), str | list | None):
@@ -505,6 +508,12 @@ def _build_graph(
     leaf_key = node_key(shown[-1].id) if shown else None
     index = session.index
     pi = session.pi
+    # A system message on the path costs its share of the prompt as sent (as in the views).
+    prompt_shares = {
+        id(context.sources[s.index]): s.tokens
+        for s in system_shares(context.messages, pi)
+        if context.sources[s.index].role == "system"
+    }
     archived_targets = {node_key(k): k for k in session.archived}
     orphans = {id(e) for e in index.orphans()}
     cycle_lines = {p.line for p in index.problems if p.kind == "cycle" and p.line is not None}
@@ -545,7 +554,7 @@ def _build_graph(
                 label=tree_node.label
                 if not isinstance(tree_node, Entry)
                 else index.label(entry.id),
-                tokens=entry_tokens(entry, pi),
+                tokens=prompt_shares.get(id(entry), entry_tokens(entry, pi)),
                 on_path=region is not None,
                 is_leaf=key == leaf_key,
                 region=region,
