@@ -94,10 +94,9 @@ def compaction_span(session: Any, entry: Entry | str) -> CompactionSpan:
     ValueError
         ``entry`` is not a compaction.
     """
-    if not isinstance(entry, Entry):
-        entry = session[entry]
-    if entry.type != "compaction":
-        raise ValueError(f"entry {entry.id!r} is a {entry.type!r} entry, not a compaction")
-    parent = entry.raw.get("parentId")
+    found: Entry = entry if isinstance(entry, Entry) else session[entry]
+    if found.type != "compaction":
+        raise ValueError(f"entry {found.id!r} is a {found.type!r} entry, not a compaction")
+    parent = found.raw.get("parentId")
     before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
-    return split_at_cut(before, entry.raw.get("firstKeptEntryId"))
+    return split_at_cut(before, found.raw.get("firstKeptEntryId"))

@@ -20,7 +20,14 @@ from .context import _content_text, current_system_message
 from .target import PiLike
 from .tokens import estimate_tokens
 
-__all__ = ["SystemShare", "system_prompt_tokens", "system_shares", "system_summary"]
+__all__ = [
+    "SystemShare",
+    "entry_costs",
+    "message_costs",
+    "system_prompt_tokens",
+    "system_shares",
+    "system_summary",
+]
 
 
 @dataclass(frozen=True)
@@ -162,3 +169,22 @@ def system_summary(message: Any) -> str:
     if removed:
         parts.append("tools − " + ", ".join(removed))
     return " · ".join(parts)
+
+
+def message_costs(messages: Sequence[Any], pi: PiLike | None = None) -> list[int]:
+    """chars/4 of each message as the model is sent it: a system message costs its share
+    of the prompt (:func:`system_shares`), every other message its own estimate. The costs
+    add up to the estimate of the whole context (the prompt counted once) and none is
+    negative."""
+    shares = {s.index: s.tokens for s in system_shares(messages, pi)}
+    return [shares[i] if i in shares else estimate_tokens(m, pi=pi) for i, m in enumerate(messages)]
+
+
+def entry_costs(context: Any) -> dict[int, int]:
+    """What each entry of a built context costs in it, by ``id(entry)`` (see
+    :func:`message_costs`): the tree and the context views show the same figure."""
+    costs = message_costs(context.messages, context.pi)
+    out: dict[int, int] = {}
+    for source, cost in zip(context.sources, costs, strict=True):
+        out[id(source)] = out.get(id(source), 0) + cost
+    return out

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import Entry, Session, SessionContext, estimate_tokens
+from ..core.compaction_span import CompactionSpan, compaction_span
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
 from ..core.gc import gc_paused
-from ..core.system_prompt import system_shares, system_summary
+from ..core.system_prompt import entry_costs, system_summary
 from ..core.target import Pi
 
 if TYPE_CHECKING:
@@ -331,6 +332,9 @@ class SessionGraph:
         Key of the leaf the annotations are relative to (``None``: before the first entry).
     compaction_key / first_kept_key:
         The last compaction on the active path and its ``firstKeptEntryId``, if any.
+    compaction_counts:
+        ``(summarized, kept)`` entries of that compaction (the core's
+        :func:`~pinb.core.compaction_span.compaction_span`), or ``None``.
     path_keys:
         Keys of the active path, root first (hidden entries left out).
     hidden:
@@ -358,6 +362,7 @@ class SessionGraph:
     archived: dict[str, int] = field(default_factory=dict)
     shadowed: int = 0
     entries: int = 0
+    compaction_counts: tuple[int, int] | None = None
     problems: int = 0
     name: str | None = None
     session_id: str = ""
@@ -508,12 +513,9 @@ def _build_graph(
     leaf_key = node_key(shown[-1].id) if shown else None
     index = session.index
     pi = session.pi
-    # A system message on the path costs its share of the prompt as sent (as in the views).
-    prompt_shares = {
-        id(context.sources[s.index]): s.tokens
-        for s in system_shares(context.messages, pi)
-        if context.sources[s.index].role == "system"
-    }
+    # An entry in the context costs what it costs there (a system message its share of the
+    # prompt as sent, a compaction its checkpoint and summary), as in the context views.
+    in_context = entry_costs(context) if pi >= Pi.V1_6 else {}
     archived_targets = {node_key(k): k for k in session.archived}
     orphans = {id(e) for e in index.orphans()}
     cycle_lines = {p.line for p in index.problems if p.kind == "cycle" and p.line is not None}
@@ -554,7 +556,10 @@ def _build_graph(
                 label=tree_node.label
                 if not isinstance(tree_node, Entry)
                 else index.label(entry.id),
-                tokens=prompt_shares.get(id(entry), entry_tokens(entry, pi)),
+                tokens=in_context.get(id(entry), 0)
+                if id(entry) in in_context
+                and (entry.role == "system" or entry.type == "compaction")
+                else entry_tokens(entry, pi),
                 on_path=region is not None,
                 is_leaf=key == leaf_key,
                 region=region,
@@ -621,7 +626,14 @@ def _build_graph(
         problems=len(session.problems),
         name=session.name,
         session_id=session.id,
+        compaction_counts=(
+            (len(span.summarized), len(span.kept)) if (span := _span(session, compaction)) else None
+        ),
     )
+
+
+def _span(session: Session, compaction: Entry | None) -> CompactionSpan | None:
+    return compaction_span(session, compaction) if compaction is not None else None
 
 
 def _count_subtree(root: Any, children_of: Any, seen: set[int]) -> int:

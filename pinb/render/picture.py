@@ -153,7 +153,9 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
     if node.is_leaf:
         tags.append(("◀ leaf", "leaf"))
     message_like = glyph != "dot"
-    if node.region == "summarized" and message_like:
+    if node.role == "system" and node.region in ("summarized", "kept") and message_like:
+        tags.append(("not sent itself", "summarized"))  # the compaction's checkpoint replays it
+    elif node.region == "summarized" and message_like:
         tags.append(("summarized", "summarized"))
     elif node.region == "kept" and message_like:
         tags.append(("kept", "kept"))
@@ -241,9 +243,11 @@ def row_cells(layout: RowLayout, *, text_chars: int = TEXT_CHARS) -> list[Cells]
             target = graph.compaction_key
         at = layout.row_for(target)
         if at is not None and out[at].kind != "gap":
-            out[
-                at
-            ].boundary = f"▲ summarized by compaction {short_id(graph.compaction_key)} · kept ▼"
+            n_summarized, n_kept = graph.compaction_counts or (0, 0)
+            out[at].boundary = (
+                f"▲ {plural(n_summarized, 'entry')} summarized by compaction "
+                f"{short_id(graph.compaction_key)} · {n_kept:,} kept ▼"
+            )
     return out
 
 

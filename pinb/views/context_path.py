@@ -10,7 +10,7 @@ from ..core.accounting import ContextUsage, thousands
 from ..core.compaction_span import CompactionSpan, compaction_span
 from ..core.context import UNSET
 from ..core.gc import gc_paused
-from ..core.system_prompt import SystemShare, system_shares
+from ..core.system_prompt import SystemShare, message_costs, system_shares
 from ..core.target import Pi
 from ..render.graph import (
     entry_kind,
@@ -196,19 +196,21 @@ class ContextPathView:
         # message costs its share of that prompt (never negative), and what it removes is
         # a removal noted on its row.
         shares = {s.index: s for s in system_shares(context.messages, pi)} if pi >= Pi.V1_6 else {}
+        costs = (
+            message_costs(context.messages, pi)
+            if pi >= Pi.V1_6
+            else [estimate_tokens(m, pi=pi) for m in context.messages]
+        )
         position = 0
         for projected in context.entries:
             entry = projected.entry
             tokens = 0
             notes: list[str] = []
-            for message in projected.messages:
-                share = shares.get(position)
+            for _ in projected.messages:
+                tokens += costs[position]
+                if position in shares:
+                    notes.extend(_share_notes(shares[position]))
                 position += 1
-                if share is None:
-                    tokens += estimate_tokens(message, pi=pi)
-                    continue
-                tokens += share.tokens
-                notes.extend(_share_notes(share))
             if is_hidden_marker(entry):
                 continue
             in_context = bool(projected.messages)
