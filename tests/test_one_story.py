@@ -30,7 +30,7 @@ from pinb.cli import main
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.notebook import PiMagics
 from pinb.testing.story import prompts, story_model, story_tasks, write_project
-from pinb.views import CompactionView, ContextPathView, TreeView
+from pinb.views import CompactionView, ContextPathView, TreeView, TreeWidget
 
 WINDOW = 6_000
 
@@ -254,6 +254,11 @@ def _everything(
     figures.read("%pi session html", _text(shown._repr_mimebundle_()["text/html"]))
     read_tree(figures, "%pi tree", ip.run_line_magic("pi", "tree")._repr_mimebundle_(), True)
     read_tree(figures, "TreeView(session)", TreeView(session)._repr_mimebundle_(), True)
+    widget = TreeWidget(session)
+    widget.select(str(session.leaf_id))
+    widget.tab = "context_html"
+    assert _ACCOUNT.search(_text(widget.context_html))
+    figures.read("TreeWidget context tab", _text(widget.context_html))
     cli_tokens = run_cli(capsys, "tokens", str(session.path), *window_args)
     figures.read("pinb tokens", cli_tokens)
     system = re.search(r"^\s+system\s+([\d,]+)$", cli_tokens, re.M)
