@@ -635,8 +635,8 @@ class PiMagics(Magics):
         print(f"wrote {target}")
 
     def _cmd_memory(self, args: list[str]) -> Any:
+        from ..cli.memory import memory_command
         from ..memory import MemoryStore, project_id
-        from ..memory.cli import memory_command
         from ..views import MemoryView
 
         if not args or args == ["list"]:
