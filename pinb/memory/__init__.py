@@ -1,8 +1,9 @@
 """Long-term memory beside the session files: project-scoped notes to save, recall and forget."""
 
 # The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
-# never rewrites a session file. tools: memory_save / memory_recall / memory_forget (loaded
-# on first use, so importing this package never loads the agent); observation: opt-in
+# never rewrites a session file. the agent's memory tools live in
+# pinb.agent.tools.memory (these names stay here as aliases, loaded by name on first use, so
+# memory never imports the agent); observation: opt-in
 # auto-observation; inject: recalled notes in the system prompt; sessions: removing a
 # session to the trash and relinking its forks; frame: pandas; cli: ``pinb memory ...``.
 
@@ -99,7 +100,7 @@ _HOMES = {
     ),
     "MemoryStore": "store",
     **dict.fromkeys(
-        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"), "tools"
+        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"), "tools"  # alias
     ),
 }
 

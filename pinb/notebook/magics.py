@@ -37,7 +37,7 @@ from ..core.forks import clone_session, fork_session
 from ..core.listing import list_all_sessions, list_sessions
 from ..errors import EntryNotFoundError, PinbError, UsageError
 from ..llm import THINKING_LEVELS, ChatModel
-from ..testing.demo import OfflineDemoModel
+from ..llm.offline import OfflineDemoModel
 from .interpolate import interpolate
 from .live import AssistantReply, LiveRun, RunFailedError
 from .models import choose_model
@@ -234,7 +234,7 @@ class PiMagics(Magics):
             if name == "python":
                 chosen.append(PythonTool(self.shell))
             elif name.startswith("memory"):
-                from ..memory import memory_tools
+                from ..agent.tools.memory import memory_tools
 
                 chosen.extend(t for t in memory_tools() if t.name == name or name == "memory")
             elif name in by_name:
