@@ -15,7 +15,7 @@ import os
 import sys
 from typing import IO, Any
 
-__all__ = ["one_line", "printable", "quiet_stdout", "say", "write"]
+__all__ = ["printable", "quiet_stdout", "say", "write"]
 
 
 def printable(text: str, stream: IO[str] | None = None) -> str:
@@ -48,9 +48,3 @@ def quiet_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-
-
-def one_line(text: str, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with a visible ``…``."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.describe import one_line
 from ..errors import NothingToCompactError, PinbError, SessionFileError, UsageError
-from .output import one_line, say
+from .output import say
 
 if TYPE_CHECKING:
     from ..core import Session

@@ -25,6 +25,7 @@ __all__ = [
     "kind_name",
     "message_preview",
     "node_key",
+    "one_line",
     "plural",
     "tool_tokens",
 ]
@@ -183,10 +184,11 @@ def message_preview(message: Any, limit: int = 160) -> str:
         text = _text_of(message.get("content"))
         if not text and not isinstance(message.get("content"), str | list | None):
             text = _clip(message.get("content"))  # a number or object as content
-    return _line(text, limit)
+    return one_line(text, limit)
 
 
-def _line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` with ``…``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -243,7 +245,7 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
         text = ", ".join(str(n) for n in names) if isinstance(names, list) else ""
     else:
         text = ""
-    return _line(text, limit)
+    return one_line(text, limit)
 
 
 def entry_tokens(entry: Entry, pi: Pi | None = None) -> int:

@@ -459,7 +459,8 @@ class PiMagics(Magics):
         return ContextBreakdown(session, usage=self._context_usage(session))
 
     def _cmd_totals(self, args: list[str]) -> Any:
-        from ..analysis.totals import UsageTotalsView, usage_totals
+        from ..analysis.totals import usage_totals
+        from ..views.totals import UsageTotalsView
 
         parser = _parser("%pi totals")
         parser.add_argument("by", nargs="?", default="session")
