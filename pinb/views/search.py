@@ -48,4 +48,3 @@ def _marked_html(text: str) -> str:
             parts.append(escape(piece))
     opened = sum(1 for p in parts if p == "<strong>") - sum(1 for p in parts if p == "</strong>")
     return "".join(parts) + "</strong>" * max(opened, 0)
-

@@ -7,7 +7,7 @@ keeping only the visible rows in the page, so 10,000 entries scroll, zoom and pa
 Clicking a row selects the entry: the panels show the entry, the context path as the model
 would see it from there, and what a compaction there would summarize. The actions (continue
 here, continue with a branch summary, label, fork, archive/unarchive) are messages the ES
-module sends; the kernel carries them out on the session and redraws.
+module sends; the kernel carries them out on the session (:mod:`.tree_actions`) and redraws.
 
 Without a kernel (a saved notebook, nbconvert, GitHub) the output falls back to the static
 picture (``image/svg+xml`` and ``image/png``) of the same layout.
