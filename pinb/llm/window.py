@@ -4,7 +4,8 @@ Four things can know a window: a setting (``%config PiMagics.context_window``, `
 ``context_window=`` given to a view), the model in use (its registry entry, or what its
 server reported — an answer to a discovery request or an overflow message), the window the
 session last ran with (:attr:`pinb.core.Session.run_window`, set by whoever ran it: an
-agent, the magics), and the model registry's entry for the model the session recorded.
+agent, the magics), and the model registry's entry for the model the session recorded
+(or, for the offline demo model, its own window).
 :func:`resolve_window` takes them in that order and returns the window with where it came
 from; without any of them the window is unknown, and every caller says so the same way.
 """
@@ -109,7 +110,11 @@ def resolve_window(
     recorded = _recorded_model(session, context)
     if recorded is None:
         return ContextWindow(None, UNKNOWN)
+    from pinb.llm.offline import OFFLINE_MODEL, OFFLINE_WINDOW
     from pinb.llm.registry import window_of
+
+    if (recorded.get("provider"), recorded.get("modelId")) == OFFLINE_MODEL:
+        return ContextWindow(OFFLINE_WINDOW, "model")  # the demo model, which no registry lists
 
     tokens, source = window_of(recorded, registry)
     return ContextWindow(tokens, source) if tokens else ContextWindow(None, UNKNOWN)
