@@ -194,7 +194,8 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
         tags=tags,
         label=shorten(label, 30) if label else "",
         text=shorten(preview, text_chars),
-        tokens=node.tokens or None,
+        # A system patch that only removes tools costs 0: say so rather than leave a blank.
+        tokens=node.tokens if node.tokens or (node.role == "system" and node.on_path) else None,
         band=band,
         muted=node.region == "summarized" or node.bookkeeping,
         on_path=node.on_path,
@@ -567,7 +568,7 @@ def tree_picture_svg(
             out.append(
                 f'<text x="{_num(tx)}" y="{_num(base)}" fill="{text_color}">{escape(text)}</text>'
             )
-        if cell.tokens:
+        if cell.tokens is not None:
             out.append(
                 f'<text x="{_num(geo.tokens_right)}" y="{_num(base)}" text-anchor="end" '
                 f'fill="{text_color}">{cell.tokens:,}</text>'
@@ -646,7 +647,7 @@ def tree_text(layout: RowLayout, *, cells: list[Cells] | None = None, legend: bo
         label = f"[{cell.label}]" if cell.label else ""
         body = " ".join(part for part in (tags, label, cell.text) if part)
         body = shorten(body, 64)
-        tokens = f"{cell.tokens:,}" if cell.tokens else ""
+        tokens = f"{cell.tokens:,}" if cell.tokens is not None else ""
         lines.append(
             f"{lane} {cell.kind_text:<{KIND_CHARS}}{cell.id_text:<{ID_CHARS}}{body:<64} {tokens:>8}".rstrip()
         )
