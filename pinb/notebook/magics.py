@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
-from traitlets import Bool, Int, List, Unicode
+from traitlets import Bool, Enum, Int, List, Unicode
 
 from ..agent import Agent, AgentConfig, AgentEnd
 from ..agent.recovery import load_retry_policy
@@ -38,6 +38,7 @@ from ..core.listing import list_all_sessions, list_sessions
 from ..errors import EntryNotFoundError, PinbError, UsageError
 from ..llm import THINKING_LEVELS, ChatModel
 from ..testing.demo import OfflineDemoModel
+from .engine import ENGINES, ROUTED_COMMANDS, PiEngine, pi_cell, pi_command
 from .interpolate import interpolate
 from .live import AssistantReply, LiveRun, RunFailedError
 from .models import choose_model
@@ -48,6 +49,7 @@ __all__ = ["PiMagics"]
 
 COMMANDS_HELP = """\
 %%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate] [--tool-choice C]   the cell is the prompt
+%%pi --engine pi|pinb ...        run the cell with your own Pi (`pi --mode rpc`) or pinb's agent
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
 %pi resume                       the most recent session of this folder (as `pi --resume`)
@@ -117,6 +119,17 @@ class PiMagics(Magics):
     interpolate_limit = Int(
         4000, help="characters of one {var} value pasted into a prompt (longer ones are cut)"
     ).tag(config=True)
+    engine = Enum(
+        ENGINES,
+        default_value="pinb",
+        help="who runs %%pi cells: pinb (the built-in agent) or pi (your own Pi, through "
+        "`pi --mode rpc`, on the same session file)",
+    ).tag(config=True)
+    pi_command = Unicode(
+        "",
+        help="the command line of your Pi for engine 'pi' ($PINB_PI_COMMAND wins); "
+        "empty: `pi` on PATH",
+    ).tag(config=True)
     renderer = Unicode(
         "auto",
         help="how a run is shown: jupyter (one updating display), terminal (printed "
@@ -131,6 +144,8 @@ class PiMagics(Magics):
         self._observe = False
         #: Server URLs chosen with ``%pi model --base-url``, by provider.
         self.base_urls: dict[str, str] = {}
+        #: The user's Pi for ``--engine pi`` cells (started at the first one).
+        self.pi_engine = PiEngine(lambda: self.pi_command)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -266,9 +281,11 @@ class PiMagics(Magics):
         parser.add_argument("--no-tools", action="store_true")
         parser.add_argument("--no-interpolate", action="store_true")
         parser.add_argument("--tool-choice")
+        parser.add_argument("--engine", choices=ENGINES)
         args = parser.parse_args(shlex.split(line))
         if args.session:
             self.session = Session.open(Path(args.session).expanduser())
+            self._follow_session()
         prompt = cell.strip("\n")
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
@@ -276,6 +293,8 @@ class PiMagics(Magics):
             prompt = interpolate(
                 prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
             )
+        if (args.engine or self.engine) == "pi":
+            return pi_cell(self, prompt, args.model)
         model = self.current_model(args.model)
         return self.run_prompt(
             prompt,
@@ -368,7 +387,19 @@ class PiMagics(Magics):
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
-        return handler(rest)
+        if self.engine == "pi" and command in ROUTED_COMMANDS:
+            return pi_command(self, command, rest)
+        try:
+            return handler(rest)
+        finally:
+            self._follow_session()
+
+    def _follow_session(self) -> None:
+        """Close the user's Pi when the current session is no longer the file it has open."""
+        engine = self.pi_engine
+        path = self.session.path if self.session is not None else None
+        if engine.session_file is not None and (path is None or path.resolve() != engine.session_file):
+            engine.close()
 
     pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP  # type: ignore[assignment]
 
