@@ -2,19 +2,26 @@
 
 A cell that waits on Pi blocks the kernel, so a widget's click would only arrive after
 the cell ended; ``jupyter_ui_poll`` lets the cell process front-end events while it
-waits. Without a live kernel, ipywidgets or jupyter_ui_poll there is no one to ask:
-:func:`live_dialogs` returns ``None`` and the engine answers with Pi's cancel response.
+waits. Someone can answer only in a kernel that a notebook server started for a front end
+(it sets ``JPY_SESSION_NAME``; nbclient, papermill and scripts do not) with ipywidgets and
+jupyter_ui_poll installed; otherwise :func:`live_dialogs` returns ``None`` and the engine
+answers with Pi's cancel response. ``PINB_PI_DIALOGS=widgets`` or ``=cancel`` decides
+instead (a front end that starts kernels without a server).
 Titles and messages come from an extension, so they are shown as text (``Label``,
 ``Textarea``), never as HTML.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Dialog", "live_dialogs"]
+__all__ = ["DIALOGS_ENV", "Dialog", "live_dialogs"]
+
+#: ``widgets``, ``cancel`` or ``auto`` (the default: widgets when a notebook server runs).
+DIALOGS_ENV = "PINB_PI_DIALOGS"
 
 
 class Dialog:
@@ -74,6 +81,9 @@ def live_dialogs(
     display: Callable[..., Any] | None = None,
 ) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """A dialog handler for the current kernel, or ``None`` without a live front end."""
+    choice = os.environ.get(DIALOGS_ENV, "auto")
+    if choice == "cancel" or (choice == "auto" and not os.environ.get("JPY_SESSION_NAME")):
+        return None
     try:
         from IPython import get_ipython
 

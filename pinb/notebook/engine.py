@@ -155,7 +155,8 @@ class PiEngine:
             )
         if thinking and thinking != process.state.get("thinkingLevel"):
             process.request("set_thinking_level", level=thinking)
-            process.state["thinkingLevel"] = thinking
+            # Pi clamps the level to what the model supports: keep what it chose.
+            process.state.update(process.request("get_state"))
 
     def close(self) -> None:
         """Stop the process (if any); the next Pi cell starts a new one."""
@@ -315,16 +316,19 @@ def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
         if len(args) != 1 or args[0] not in PI_THINKING:
             raise UsageError(f"usage: %pi thinking {'|'.join(PI_THINKING)}")
         magics.thinking = args[0]
-        if engine.process is not None and engine.process.alive:
-            engine.ensure(session, cwd, None, args[0])
-        print(f"thinking: {args[0]}")
+        process = engine.ensure(session, cwd, None, args[0])
+        used = process.state.get("thinkingLevel")
+        print(
+            f"thinking: {args[0]}"
+            + (f" (Pi uses {used} with this model)" if used != args[0] else "")
+        )
         return None
     if command == "model":
         if len(args) > 1 or (args and "/" not in args[0]):
             raise UsageError("usage: %pi model [provider/model-id]  (the engine is pi)")
-        if args:
-            magics.model = magics._model_spec = args[0]
         process = engine.ensure(session, cwd, args[0] if args else None, None)
+        if args:  # Pi took it (an unknown model raised Pi's own error above)
+            magics.model = magics._model_spec = args[0]
         info = process.state.get("model") or {}
         print(
             f"Pi: {info.get('provider')}/{info.get('id')} · window {info.get('contextWindow', 0):,}"
@@ -353,7 +357,10 @@ def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
     new_file = engine.current_file()
     if new_file is None:
         raise PiEngineError("Pi did not say which file it forked into")
-    magics.session = Session.open(new_file)
+    if new_file.exists():
+        magics.session = Session.open(new_file)
+    else:  # nothing before that message: Pi writes the file at the first reply
+        magics.session = Session.create(cwd, new_file.parent, parent_session=session.path)
     if args:
         print(f"forked into {new_file}; the message to send again:\n{(data or {}).get('text', '')}")
     else:
