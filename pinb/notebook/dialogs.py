@@ -1,121 +1,101 @@
-"""Pi's extension dialogs (select, confirm, input, editor) as widgets in the running cell.
+"""Pi's extension dialogs (select, confirm, input, editor) asked in the running cell.
 
-A cell that waits on Pi blocks the kernel, so a widget's click would only arrive after
-the cell ended; ``jupyter_ui_poll`` lets the cell process front-end events while it
-waits. Someone can answer only in a kernel that a notebook server started for a front end
-(it sets ``JPY_SESSION_NAME``; nbclient, papermill and scripts do not) with ipywidgets and
-jupyter_ui_poll installed; otherwise :func:`live_dialogs` returns ``None`` and the engine
-answers with Pi's cancel response. ``PINB_PI_DIALOGS=widgets`` or ``=cancel`` decides
-instead (a front end that starts kernels without a server).
-Titles and messages come from an extension, so they are shown as text (``Label``,
-``Textarea``), never as HTML.
+A cell waiting on Pi blocks the kernel: a widget's click reaches the kernel only after
+the cell has ended (ipykernel 7 dispatches comm messages during *async* cells only, and
+jupyter_ui_poll's polling no longer reaches them). What a blocked cell can still ask
+through is the kernel's stdin channel, the box ``input()`` shows in JupyterLab, Notebook
+and VS Code, and the prompt of a terminal IPython. So a dialog is one ``input()``:
+
+- a kernel whose front end answers stdin requests asks there;
+- nbclient and papermill (``allow_stdin`` off), a script with no terminal, and a test
+  shell cannot be asked: Pi gets its cancel answer and the cell a note saying so.
+
+``PINB_PI_DIALOGS=cancel`` never asks.
 """
 
 from __future__ import annotations
 
 import os
-import time
+import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["DIALOGS_ENV", "Dialog", "live_dialogs"]
+__all__ = ["DIALOGS_ENV", "ask_in_cell", "dialog_prompt", "read_answer"]
 
-#: ``widgets``, ``cancel`` or ``auto`` (the default: widgets when a notebook server runs).
+#: ``cancel`` answers every dialog with Pi's cancel; anything else asks when someone can answer.
 DIALOGS_ENV = "PINB_PI_DIALOGS"
+_NO_ONE = "cancelled: no live notebook front end to answer it in"
 
 
-class Dialog:
-    """One extension dialog request as a box of widgets; :attr:`answer` is set by a click.
-
-    ``answer`` holds the fields of Pi's ``extension_ui_response``: ``confirmed``,
-    ``value`` or ``cancelled``.
-    """
-
-    def __init__(self, request: dict[str, Any]) -> None:
-        import ipywidgets as w
-
-        self.request = request
-        self.answer: dict[str, Any] | None = None
-        method = request.get("method")
-        title = str(request.get("title") or "Pi asks")
-        rows: list[Any] = [w.Label(value=f"Pi's extension asks: {title}")]
-        if request.get("message"):
-            rows.append(w.Label(value=str(request["message"])))
-        buttons: list[Any] = []
-        self.field: Any = None
-        if method == "confirm":
-            buttons = [
-                self._button("Yes", {"confirmed": True}),
-                self._button("No", {"confirmed": False}),
-            ]
-        elif method == "select":
-            options = [str(o) for o in request.get("options") or []]
-            buttons = [self._button(o, {"value": o}) for o in options]
-        else:  # input, editor
-            if method == "editor":
-                self.field = w.Textarea(value=str(request.get("prefill") or ""), rows=8)
-            else:
-                self.field = w.Text(placeholder=str(request.get("placeholder") or ""))
-            rows.append(self.field)
-            send = w.Button(description="Send", button_style="primary")
-            send.on_click(lambda _b: self._set({"value": self.field.value}))
-            buttons = [send]
-        buttons.append(self._button("Cancel", {"cancelled": True}))
-        self.buttons = buttons
-        rows.append(w.HBox(buttons))
-        self.box = w.VBox(rows)
-
-    def _button(self, label: str, answer: dict[str, Any]) -> Any:
-        import ipywidgets as w
-
-        button = w.Button(description=label)
-        button.on_click(lambda _b: self._set(answer))
-        return button
-
-    def _set(self, answer: dict[str, Any]) -> None:
-        if self.answer is None:
-            self.answer = dict(answer)
+def dialog_prompt(request: dict[str, Any]) -> str:
+    """The question one dialog request puts (extension text, shown as plain text)."""
+    method = request.get("method")
+    title = " ".join(str(request.get("title") or "Pi asks").split())
+    head = f"Pi's extension asks: {title}"
+    if request.get("message"):
+        head += f" ({' '.join(str(request['message']).split())})"
+    if method == "confirm":
+        return head + " [y/n, Enter to cancel]: "
+    if method == "select":
+        options = [str(o) for o in request.get("options") or []]
+        listed = "  ".join(f"{i}) {o}" for i, o in enumerate(options, 1))
+        return f"{head}\n{listed}\nnumber, Enter to cancel: "
+    if method == "editor" and request.get("prefill"):
+        return (
+            f"{head}\ntext so far: {request['prefill']!r}\nnew text (one line), Enter to keep it: "
+        )
+    placeholder = f" [{request['placeholder']}]" if request.get("placeholder") else ""
+    return f"{head}{placeholder}, Enter to cancel: "
 
 
-def live_dialogs(
-    display: Callable[..., Any] | None = None,
-) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """A dialog handler for the current kernel, or ``None`` without a live front end."""
-    choice = os.environ.get(DIALOGS_ENV, "auto")
-    if choice == "cancel" or (choice == "auto" and not os.environ.get("JPY_SESSION_NAME")):
-        return None
+def read_answer(request: dict[str, Any], text: str) -> dict[str, Any]:
+    """The ``extension_ui_response`` fields for what the user typed."""
+    method = request.get("method")
+    typed = text.strip()
+    if method == "confirm":
+        if typed.lower() in ("y", "yes"):
+            return {"confirmed": True}
+        if typed.lower() in ("n", "no"):
+            return {"confirmed": False}
+        return {"cancelled": True}
+    if method == "select":
+        options = [str(o) for o in request.get("options") or []]
+        if typed.isdigit() and 1 <= int(typed) <= len(options):
+            return {"value": options[int(typed) - 1]}
+        if typed in options:
+            return {"value": typed}
+        return {"cancelled": True}
+    if method == "editor" and not text:
+        return {"value": str(request.get("prefill") or "")}
+    return {"value": text} if text else {"cancelled": True}
+
+
+def ask_in_cell(ask: Callable[[str], str] = input) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A dialog handler asking through ``ask`` (``input``); Pi's cancel when no one can answer."""
+
+    def handler(request: dict[str, Any]) -> dict[str, Any]:
+        if os.environ.get(DIALOGS_ENV) == "cancel" or not _someone_can_answer():
+            return {"cancelled": True, "note": _NO_ONE}
+        try:
+            text = ask(dialog_prompt(request))
+        except (EOFError, OSError) as exc:
+            # nbclient's kernel: StdinNotImplementedError; a captured or closed stdin: these.
+            return {"cancelled": True, "note": f"{_NO_ONE} ({type(exc).__name__})"}
+        except Exception as exc:
+            if type(exc).__name__ == "StdinNotImplementedError":
+                return {"cancelled": True, "note": _NO_ONE}
+            raise
+        return read_answer(request, text)
+
+    return handler
+
+
+def _someone_can_answer() -> bool:
     try:
         from IPython import get_ipython
-
-        shell = get_ipython()
-        if getattr(shell, "kernel", None) is None:
-            return None
-        import ipywidgets  # noqa: F401
-        from jupyter_ui_poll import ui_events
     except ImportError:
-        return None
-    if display is None:
-        from IPython.display import display as shown
-
-        show: Callable[..., Any] = shown
-    else:
-        show = display
-
-    def ask(request: dict[str, Any]) -> dict[str, Any]:
-        dialog = Dialog(request)
-        show(dialog.box)
-        timeout = request.get("timeout")
-        deadline = time.monotonic() + float(timeout) / 1000 if timeout else None
-        try:
-            with ui_events() as poll:
-                while dialog.answer is None:
-                    poll(10)
-                    if deadline is not None and time.monotonic() > deadline:
-                        # Pi resolved it itself at its timeout; a late answer is ignored.
-                        dialog.answer = {"cancelled": True, "note": "timed out"}
-                    time.sleep(0.02)
-        finally:
-            dialog.box.close()
-        return dialog.answer
-
-    return ask
+        return sys.stdin is not None and sys.stdin.isatty()
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is not None:
+        return bool(getattr(kernel, "_allow_stdin", True))  # nbclient turns it off
+    return sys.stdin is not None and sys.stdin.isatty()

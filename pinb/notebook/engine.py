@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEnd, AgentEvent, Notice
-from ..agent.pi_events import PiRun, UIHandler, cancel_dialog
+from ..agent.pi_events import PiRun, UIHandler
 from ..agent.pi_rpc import PiEngineError, PiExitedError, PiProcess, resolve_pi_command
 from ..core import Session
 from ..errors import UsageError
@@ -68,7 +68,8 @@ class PiEngine:
         The configured command line (``%config PiMagics.pi_command``); ``$PINB_PI_COMMAND``
         wins, ``pi`` on ``PATH`` is the default (:func:`~pinb.agent.pi_rpc.resolve_pi_command`).
     ui:
-        Answers extension dialogs; default: widgets in a live kernel, else Pi's cancel.
+        Answers extension dialogs; default: asked in the cell when someone can answer
+        (:mod:`pinb.notebook.dialogs`), else Pi's cancel.
     env:
         Pi's environment; default the kernel's, read at each start.
     extra_args:
@@ -236,10 +237,10 @@ def _feed(events: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> A
 
 
 def default_dialogs() -> UIHandler:
-    """Widgets when a live notebook front end can answer them, else Pi's cancel answer."""
-    from .dialogs import live_dialogs
+    """Ask in the cell (the kernel's stdin box) when someone can answer, else Pi's cancel."""
+    from .dialogs import ask_in_cell
 
-    return live_dialogs() or cancel_dialog
+    return ask_in_cell()
 
 
 def _close_at_exit(engine: PiEngine) -> Callable[[], None]:

@@ -276,3 +276,113 @@ def test_a_dialog_without_a_front_end_is_cancelled_with_a_note(
     shown = captured.outputs[-1].data["text/plain"]
     assert "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in shown
     assert "✗ Blocked by user" in shown
+
+
+def test_a_notebook_run_by_nbclient_mixes_the_engines(
+    pi_loop: PiLoop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi16: PiReference
+) -> None:
+    """A real kernel with no one at the front end: Pi's dialog is cancelled with a note."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    project = tmp_path / "nb"
+    project.mkdir()
+    confirm_extension(pi_loop.agent_dir)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    root = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    pi_loop.server.reply(tool_calls=[("write", {"path": "asked.txt", "content": "x"})])
+    pi_loop.server.reply(text="The extension blocked the write.")
+    pi_loop.server.reply(text="The built-in agent continues.")
+    pi_loop.server.reply(tool_calls=[("read", {"path": "seen.txt"})])
+    pi_loop.server.reply(text="Pi read the file.")
+    (project / "seen.txt").write_text("a file Pi reads\n")
+    cells = [
+        "%load_ext pinb",
+        f"%%pi --engine pi --model {MODEL}\nwrite asked.txt",
+        f"%%pi --model {MODEL}\nnow pinb",
+        "%%pi --engine pi\nread seen.txt",
+        "current = %pi session\nprint(current.path)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(project)}}
+    ).execute()
+    texts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            texts.append(output.get("text") or output.get("data", {}).get("text/plain", ""))
+    joined = "\n".join(texts)
+    assert "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in joined
+    assert not (project / "asked.txt").exists()
+    assert "The built-in agent continues." in joined and "Pi read the file." in joined
+    assert "a file Pi reads" in joined  # Pi's own read tool ran in the session's folder
+    path = Path(notebook.cells[-1]["outputs"][0]["text"].strip().splitlines()[-1])
+    session = Session.open(path)
+    assert _texts(session)[-1] == "Pi read the file." and "now pinb" in _texts(session)
+    assert pi16.open(path)["context"] == json.loads(json.dumps(session.build_context().to_wire()))
+
+
+def test_a_dialog_in_a_live_kernel_is_asked_and_answered(
+    pi_loop: PiLoop, tmp_path: Path
+) -> None:
+    """A kernel whose front end answers stdin requests: Pi's confirm is asked in the cell.
+
+    The test is the front end: it waits for the kernel's ``input_request`` while the cell
+    runs and answers it as JupyterLab's input box would.
+    """
+    from jupyter_client.manager import start_new_kernel
+
+    project = tmp_path / "live"
+    project.mkdir()
+    confirm_extension(pi_loop.agent_dir)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    pi_loop.server.reply(tool_calls=[("write", {"path": "allowed.txt", "content": "yes\n"})])
+    pi_loop.server.reply(text="Written, as you allowed.")
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(project), env=env)
+    try:
+        client.execute("%load_ext pinb", reply=True, timeout=60)
+        client.execute(f"%%pi --engine pi --model {MODEL}\nwrite allowed.txt", allow_stdin=True)
+        request = client.get_stdin_msg(timeout=120)
+        assert request["msg_type"] == "input_request"
+        assert request["content"]["prompt"] == (
+            "Pi's extension asks: Write a file? (allowed.txt) [y/n, Enter to cancel]: "
+        )
+        client.input("y")
+        reply = client.get_shell_msg(timeout=120)
+        while reply["msg_type"] != "execute_reply":
+            reply = client.get_shell_msg(timeout=120)
+        assert reply["content"]["status"] == "ok"
+        outputs = []
+        while True:
+            try:
+                message = client.get_iopub_msg(timeout=2)
+            except Exception:
+                break
+            if message["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+                outputs.append(message["content"]["data"].get("text/plain", ""))
+        joined = "\n".join(outputs)
+        assert (project / "allowed.txt").read_text() == "yes\n"
+        assert "extension asked (confirm) 'Write a file?': yes" in joined
+        assert "Written, as you allowed." in joined
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_dialog_answers_read_as_pi_expects() -> None:
+    from pinb.notebook.dialogs import dialog_prompt, read_answer
+
+    select = {"method": "select", "title": "Pick\none", "options": ["Allow", "Block"]}
+    assert dialog_prompt(select) == "Pi's extension asks: Pick one\n1) Allow  2) Block\nnumber, Enter to cancel: "
+    assert read_answer(select, "2") == {"value": "Block"}
+    assert read_answer(select, "Allow") == {"value": "Allow"}
+    assert read_answer(select, "7") == {"cancelled": True}
+    confirm = {"method": "confirm", "title": "Sure?"}
+    assert read_answer(confirm, " YES ") == {"confirmed": True}
+    assert read_answer(confirm, "n") == {"confirmed": False}
+    assert read_answer(confirm, "") == {"cancelled": True}
+    editor = {"method": "editor", "title": "Edit", "prefill": "old"}
+    assert read_answer(editor, "") == {"value": "old"} and read_answer(editor, "new") == {"value": "new"}
+    assert read_answer({"method": "input", "title": "Name"}, "") == {"cancelled": True}
