@@ -41,6 +41,7 @@ __all__ = [
     "PiHandshakeError",
     "PiNotFoundError",
     "PiProcess",
+    "package_version",
     "resolve_pi_command",
     "split_records",
 ]
@@ -261,8 +262,12 @@ class PiProcess:
             f"{where} did not answer Pi 1.x's RPC handshake ({why})"
         ) from failure
 
-    def _start_version_check(self) -> subprocess.Popen[str] | None:
-        # Runs beside the RPC process: two Node starts in parallel cost about one.
+    def _start_version_check(self) -> subprocess.Popen[str] | str | None:
+        # The package.json beside the CLI script says it at no cost; only a command that
+        # hides its script (a wrapper) needs `--version`, run beside the RPC process.
+        known = package_version(self.program)
+        if known is not None:
+            return known
         try:
             return subprocess.Popen(
                 [*self.program, "--version"],
@@ -480,8 +485,33 @@ def _is_state(state: Any) -> bool:
     return isinstance(state, dict) and "sessionFile" in state
 
 
-def _version_of(checker: subprocess.Popen[str] | None) -> str:
+def package_version(program: Sequence[str]) -> str | None:
+    """The version in the ``package.json`` of the Pi package whose CLI ``program`` runs.
+
+    ``pi`` on PATH is a link into the npm package; ``node …/dist/cli.js`` names it.
+    ``None`` when no argument leads to a ``*pi-coding-agent`` package.
+    """
+    for arg in program[:3]:
+        path = Path(arg)
+        if not path.is_file():
+            continue
+        for folder in list(path.resolve().parents)[:6]:
+            manifest = folder / "package.json"
+            if manifest.is_file():
+                try:
+                    data = json.loads(manifest.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    break
+                if str(data.get("name", "")).endswith("pi-coding-agent") and data.get("version"):
+                    return str(data["version"])
+                break
+    return None
+
+
+def _version_of(checker: subprocess.Popen[str] | str | None) -> str:
     """What a ``--version`` process printed (its last line), reaped; ``unknown`` if nothing."""
+    if isinstance(checker, str):
+        return checker
     if checker is None:
         return "unknown"
     try:

@@ -21,6 +21,7 @@ from pinb.agent.pi_rpc import (
     PiHandshakeError,
     PiNotFoundError,
     PiProcess,
+    package_version,
     resolve_pi_command,
     split_records,
 )
@@ -111,6 +112,8 @@ def test_a_pi_older_than_1x_is_named_with_its_version(
     with pytest.raises(PiHandshakeError, match=r"version 0\.58\.3\) is older than Pi 1\.x"):
         process.start()
     assert not process.alive
+    # Read from the package.json beside the CLI script, without a second Node start.
+    assert package_version(pi058.cli_argv()) == "0.58.3"
 
 
 def test_an_unknown_model_is_pis_own_error_once(pi_loop: PiLoop, tmp_path: Path) -> None:
