@@ -23,6 +23,7 @@ from ..agent.events import AgentEnd, AgentEvent, Notice
 from ..agent.pi_events import PiRun, UIHandler
 from ..agent.pi_rpc import PiEngineError, PiExitedError, PiProcess, resolve_pi_command
 from ..core import Session
+from ..core.accounting import ContextUsage, context_usage
 from ..errors import UsageError
 from .live import AssistantReply, LiveRun, RunFailedError
 from .terminal import TerminalRun
@@ -303,8 +304,19 @@ def pi_cell(magics: PiMagics, prompt: str, model: str | None) -> AssistantReply:
         magics._model_spec = spec
     if end.stop_reason == "error":
         raise RunFailedError(end, session.path)
-    return AssistantReply(
-        end, session.path, printed=terminal, context=magics._context_usage(session)
+    return AssistantReply(end, session.path, printed=terminal, context=_context(magics, session))
+
+
+def _context(magics: PiMagics, session: Session) -> ContextUsage:
+    """How full the context is, against the window of the model Pi ran (not pinb's last)."""
+    process = magics.pi_engine.process
+    info = (process.state.get("model") if process is not None else None) or {}
+    window = info.get("contextWindow")
+    if magics.context_window or not isinstance(window, int) or window <= 0:
+        return magics._context_usage(session)  # the setting, or pinb's registry
+    settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
+    return context_usage(
+        session.current_context(), window=window, window_source="Pi's model", settings=settings
     )
 
 

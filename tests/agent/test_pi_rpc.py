@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from pinb.agent.events import AgentEnd, ModelEvent, Notice, ToolEnd, ToolStart, TurnStart
+from pinb.agent.events import (
+    AgentEnd,
+    ModelEvent,
+    Notice,
+    RetryScheduled,
+    ToolEnd,
+    ToolStart,
+    TurnStart,
+)
 from pinb.agent.pi_events import PiRun, cancel_dialog
 from pinb.agent.pi_rpc import (
     PiExitedError,
@@ -27,8 +35,8 @@ from pinb.agent.pi_rpc import (
 )
 from pinb.core import Session
 from pinb.llm import get_model
-from pinb.llm.types import TextDelta, ToolCallEnd
-from tests.pi.loop import KEY, MODEL, PiLoop, confirm_extension, engine_env
+from pinb.llm.types import TextDelta, ThinkingDelta, ToolCallEnd
+from tests.pi.loop import KEY, MODEL, PiLoop, configure, confirm_extension, engine_env
 from tests.pi.reference import PiReference
 
 # -- framing ---------------------------------------------------------------------------------
@@ -300,8 +308,6 @@ def test_close_reaps_the_process(pi_loop: PiLoop, tmp_path: Path) -> None:
 
 def test_one_models_json_serves_both_engines(pi: PiProcess, pi_loop: PiLoop) -> None:
     """Pi 1.x's ``$NAME`` key and header templates resolve the same in pinb's registry."""
-    from tests.pi.loop import configure
-
     configure(pi_loop.agent_dir, pi_loop.server, headers={"X-Team": "${LOOP_TEAM}-x"})
     os.environ["LOOP_TEAM"] = "blue"  # the pi_loop fixture's monkeypatch restores the env
     try:
@@ -320,3 +326,71 @@ def test_one_models_json_serves_both_engines(pi: PiProcess, pi_loop: PiLoop) -> 
         headers = {k.lower(): v for k, v in request.headers.items()}
         assert headers["authorization"] == f"Bearer {KEY}"
         assert headers["x-team"] == "blue-x"
+
+
+def test_thinking_and_a_retry_map_onto_the_agents_events(pi_loop: PiLoop, tmp_path: Path) -> None:
+    configure(pi_loop.agent_dir, pi_loop.server, reasoning=True)
+    (pi_loop.agent_dir / "settings.json").write_text(json.dumps({"retry": {"baseDelayMs": 20}}))
+    pi_loop.server.fail(503, message="overloaded, try again")
+    pi_loop.server.reply(text="the answer", thinking="let me ponder this")
+    with PiProcess(
+        pi_loop.argv, session_file=tmp_path / "s.jsonl", cwd=tmp_path, model=MODEL,
+        thinking="low", env=pi_loop.env,
+    ) as pi:  # fmt: skip
+        events = _run(pi, "think first")
+    retry = next(e for e in events if isinstance(e, RetryScheduled))
+    assert retry.attempt == 1 and retry.max_retries == 3 and "overloaded" in retry.error
+    thought = "".join(
+        e.event.thinking for e in events
+        if isinstance(e, ModelEvent) and isinstance(e.event, ThinkingDelta)
+    )  # fmt: skip
+    assert thought == "let me ponder this" and _texts(events) == "the answer"
+    end = events[-1]
+    assert isinstance(end, AgentEnd) and end.stop_reason == "stop"
+    assert [m["stopReason"] for m in end.messages] == ["error", "stop"]  # both saved, as Pi does
+
+
+ORPHAN = textwrap.dedent(
+    """
+    import os, sys
+    from pinb.agent.pi_rpc import PiProcess, resolve_pi_command
+    process = PiProcess(resolve_pi_command(), session_file=sys.argv[1], cwd=os.getcwd()).start()
+    print(process.pid, flush=True)
+    if sys.argv[2] == "crash":
+        os._exit(1)  # the kernel dies: no close, no atexit
+    from pinb.notebook.engine import PiEngine
+    engine = PiEngine()
+    engine.process, engine.session_file = process, process.session_file
+    # a normal exit: the engine's atexit hook closes Pi
+    """
+)
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):  # exited; waiting for init to reap it
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", ["exit", "crash"])
+def test_pi_does_not_outlive_its_kernel(pi_loop: PiLoop, tmp_path: Path, how: str) -> None:
+    import subprocess
+
+    script = tmp_path / "kernel.py"
+    script.write_text(ORPHAN)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "s.jsonl"), how],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    pid = int(done.stdout.split()[0])
+    # atexit closes it at once; after a crash Pi sees stdin close and shuts itself down.
+    assert _gone(pid, 20), f"Pi {pid} still runs after its kernel's {how}"

@@ -91,6 +91,27 @@ def test_a_pi_cell_streams_and_pis_write_tool_creates_the_file(
     assert "context now:" in reply._repr_mimebundle_()["text/plain"]
 
 
+def test_a_pi_cell_in_a_terminal_prints_like_a_built_in_one(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    magics = _magics(shell)
+    magics.renderer = "terminal"
+    printed = {}
+    for engine in ("pi", "pinb"):
+        pi_loop.server.reply(tool_calls=[("ls", {"path": "."})] if engine == "pinb" else [("bash", {"command": "ls"})])
+        pi_loop.server.reply(text=f"Listed by {engine}.")
+        with capture_output() as captured:
+            reply = _cell(shell, f"--engine {engine} --model {MODEL}", "list the folder")
+        assert reply.printed and reply.text == f"Listed by {engine}."
+        printed[engine] = captured.stdout
+    assert printed["pi"].startswith('→ bash({"command": "ls"})\n← ')
+    assert printed["pinb"].startswith('→ ls({"path": "."})\n← ')
+    for engine, out in printed.items():
+        assert f"Listed by {engine}.\n" in out and "this run (2 requests)" in out
+    # The footer measures the context against the window of the model Pi ran.
+    assert "of a 32,000 window (Pi's model)" in printed["pi"]
+
+
 def test_engines_mix_both_ways_on_one_file(
     shell: InteractiveShell, pi_loop: PiLoop, pi16: PiReference
 ) -> None:

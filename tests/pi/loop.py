@@ -25,13 +25,21 @@ MODEL = "loop/loop-model"
 KEY = "loop-key-0123456789"
 
 
-def configure(agent_dir: Path, server: LLMServer, *, window: int = 32000, **provider: Any) -> Path:
+def configure(
+    agent_dir: Path,
+    server: LLMServer,
+    *,
+    window: int = 32000,
+    reasoning: bool = False,
+    **provider: Any,
+) -> Path:
     """Write ``<agent_dir>/models.json`` naming ``server`` as provider ``loop``."""
+    model = {"id": "loop-model", "contextWindow": window, "maxTokens": 1000, "reasoning": reasoning}
     config = {
         "baseUrl": server.openai_base_url,
         "api": "openai-completions",
         "apiKey": "$LOOP_KEY",
-        "models": [{"id": "loop-model", "contextWindow": window, "maxTokens": 1000}],
+        "models": [model],
         **provider,
     }
     path = agent_dir / "models.json"
