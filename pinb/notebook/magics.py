@@ -398,7 +398,9 @@ class PiMagics(Magics):
         """Close the user's Pi when the current session is no longer the file it has open."""
         engine = self.pi_engine
         path = self.session.path if self.session is not None else None
-        if engine.session_file is not None and (path is None or path.resolve() != engine.session_file):
+        if engine.session_file is not None and (
+            path is None or path.resolve() != engine.session_file
+        ):
             engine.close()
 
     pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP  # type: ignore[assignment]
