@@ -15,7 +15,7 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +144,8 @@ class PiEngine:
             # or its next entry would hang off an old leaf.
             process.request("switch_session", sessionPath=str(path))
             self._stamp = session_stamp(path)
+            # The file's last model and thinking level are Pi's again: compare with those.
+            process.state.update(process.request("get_state"))
         self._apply(process, model, thinking)
         return process
 
@@ -272,16 +274,31 @@ def _reload(session: Session) -> Session:
     return Session.open(path)  # pinb's new session: Pi wrote its header and first entries
 
 
-def pi_cell(magics: PiMagics, prompt: str, model: str | None) -> AssistantReply:
+def pi_cell(
+    magics: PiMagics,
+    prompt: str,
+    model: str | None,
+    *,
+    built_in_options: Sequence[str] = (),
+) -> AssistantReply:
     """A ``%%pi --engine pi`` cell: Pi runs the prompt, pinb shows it and reads the file.
+
+    ``built_in_options`` are cell options given that only the built-in agent has.
 
     Raises
     ------
+    UsageError
+        An option of the built-in agent's was given (Pi's tools are Pi's settings).
     RunFailedError
         The run ended in an error (Pi's message).
     PiEngineError
         Pi is missing, too old, refused the prompt, or died (its last stderr lines).
     """
+    if built_in_options:
+        raise UsageError(
+            f"%%pi --engine pi: {', '.join(built_in_options)} belong to the built-in agent; "
+            "choose Pi's tools in Pi (e.g. `--tools read,bash` in $PINB_PI_COMMAND)"
+        )
     session = magics.current_session()
     spec = model or magics.model or magics._model_spec or None
     terminal = magics._terminal()

@@ -294,7 +294,8 @@ class PiMagics(Magics):
                 prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
             )
         if (args.engine or self.engine) == "pi":
-            return pi_cell(self, prompt, args.model)
+            options = ["--no-tools"] * args.no_tools + ["--tool-choice"] * bool(args.tool_choice)
+            return pi_cell(self, prompt, args.model, built_in_options=options)
         model = self.current_model(args.model)
         return self.run_prompt(
             prompt,

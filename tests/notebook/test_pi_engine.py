@@ -407,3 +407,12 @@ def test_dialog_answers_read_as_pi_expects() -> None:
     editor = {"method": "editor", "title": "Edit", "prefill": "old"}
     assert read_answer(editor, "") == {"value": "old"} and read_answer(editor, "new") == {"value": "new"}
     assert read_answer({"method": "input", "title": "Name"}, "") == {"cancelled": True}
+
+
+def test_the_built_in_agents_options_are_refused_for_pi(shell: InteractiveShell) -> None:
+    from pinb.errors import UsageError
+
+    with capture_output() as captured:
+        result = shell.run_cell("%%pi --engine pi --no-tools --tool-choice auto\nhi")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "--no-tools, --tool-choice belong to the built-in agent" in captured.stderr + captured.stdout
