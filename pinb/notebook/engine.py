@@ -311,7 +311,7 @@ def pi_cell(
             prompt,
             cwd=magics._session_cwd(session),
             model=spec,
-            thinking=magics.thinking,
+            thinking=magics.thinking if magics.thinking_chosen else None,
             show=live.add,
         )
     finally:

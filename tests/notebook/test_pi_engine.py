@@ -39,6 +39,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     magics.thinking = "off"
     magics.engine = "pinb"
     magics.renderer = "auto"
+    magics.thinking_chosen = False  # as in a fresh kernel
     yield ip
     magics.pi_engine.close()
     magics.session = None
@@ -416,3 +417,21 @@ def test_the_built_in_agents_options_are_refused_for_pi(shell: InteractiveShell)
         result = shell.run_cell("%%pi --engine pi --no-tools --tool-choice auto\nhi")
     assert isinstance(result.error_in_exec, UsageError)
     assert "--no-tools, --tool-choice belong to the built-in agent" in captured.stderr + captured.stdout
+
+
+def test_pi_keeps_its_own_thinking_level_until_one_is_chosen(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    from tests.pi.loop import configure
+
+    configure(pi_loop.agent_dir, pi_loop.server, reasoning=True)
+    (pi_loop.agent_dir / "settings.json").write_text(json.dumps({"defaultThinkingLevel": "high"}))
+    magics = _magics(shell)
+    pi_loop.server.reply(text="thinking as Pi would")
+    _cell(shell, f"--engine pi --model {MODEL}", "hi")
+    process = magics.pi_engine.process
+    assert process is not None and process.request("get_state")["thinkingLevel"] == "high"
+    shell.run_line_magic("config", 'PiMagics.thinking = "low"')
+    pi_loop.server.reply(text="thinking less")
+    _cell(shell, "--engine pi", "again")
+    assert process.request("get_state")["thinkingLevel"] == "low"

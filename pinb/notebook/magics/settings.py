@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from IPython.core.magic import Magics
-from traitlets import Bool, Enum, Int, List, Unicode
+from traitlets import Bool, Enum, Int, List, Unicode, observe
 
 from ...agent.tools import all_tools
 from ...core import (
@@ -92,6 +92,9 @@ class MagicsBase(Magics):
     ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        #: Whether a thinking level was chosen (``%config``, ``%pi thinking``): only then is
+        #: it passed to the user's Pi, which otherwise keeps its own default.
+        self.thinking_chosen = False
         super().__init__(shell=shell, **kwargs)
         self.session: Session | None = None
         self._model: ChatModel | None = None
@@ -101,6 +104,10 @@ class MagicsBase(Magics):
         self.base_urls: dict[str, str] = {}
         #: The user's Pi for ``--engine pi`` cells (started at the first one).
         self.pi_engine = PiEngine(lambda: self.pi_command)
+
+    @observe("thinking")
+    def _thinking_changed(self, change: Any) -> None:
+        self.thinking_chosen = True
 
     # -- state ----------------------------------------------------------------------------
 
