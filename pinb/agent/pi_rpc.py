@@ -246,7 +246,7 @@ class PiProcess:
         if major is not None and major >= 1 and failure is None and _is_state(state):
             self.state = state
             return self
-        self.close()
+        self.close(timeout=1.0)  # it is not a Pi that listens: do not wait long
         where = f"{' '.join(self.program)} (version {self.version})"
         if major is not None and major < 1:
             raise PiHandshakeError(

@@ -84,6 +84,28 @@ def test_a_process_writing_crlf_and_line_separators_is_read_record_by_record(
         assert process.bad_records == []
 
 
+NOT_PI = textwrap.dedent(
+    """
+    import sys, time
+    if "--version" in sys.argv:
+        print("1.7.0"); sys.exit(0)
+    print("a banner, not JSON", flush=True)
+    time.sleep(30)
+    """
+)
+
+
+def test_a_failed_handshake_names_the_version_found(tmp_path: Path) -> None:
+    script = tmp_path / "not_pi.py"
+    script.write_text(NOT_PI)
+    process = PiProcess([sys.executable, str(script)], session_file=tmp_path / "s.jsonl", cwd=tmp_path)
+    with pytest.raises(PiHandshakeError) as caught:
+        process.start(timeout=2)
+    assert "(version 1.7.0) did not answer Pi 1.x's RPC handshake" in str(caught.value)
+    assert process.bad_records == [b"a banner, not JSON"]  # counted, not silently dropped
+    assert not process.alive
+
+
 # -- finding Pi --------------------------------------------------------------------------------
 
 
