@@ -21,6 +21,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import subprocess
@@ -243,7 +244,9 @@ class PiProcess:
             failure = exc
         self.version = _version_of(checker)
         major = _major(self.version)
-        if major is not None and major >= 1 and failure is None and _is_state(state):
+        # An unknown version (a wrapper printing something else) is given the benefit of
+        # the doubt when the handshake itself is Pi 1.x's.
+        if (major is None or major >= 1) and failure is None and _is_state(state):
             self.state = state
             return self
         self.close(timeout=1.0)  # it is not a Pi that listens: do not wait long
@@ -525,5 +528,6 @@ def _version_of(checker: subprocess.Popen[str] | str | None) -> str:
 
 
 def _major(version: str) -> int | None:
-    head = version.strip().lstrip("v").split(".")[0]
-    return int(head) if head.isdigit() else None
+    """The major number of the first ``X.Y`` in ``version`` (``1.6.0``, ``v0.58.3``, ``pi 1.6``)."""
+    found = re.search(r"(\d+)\.\d+", version)
+    return int(found.group(1)) if found else None
