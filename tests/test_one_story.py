@@ -40,6 +40,15 @@ _ACCOUNT = re.compile(
 )
 _WINDOW = re.compile(r"of a ([\d,]+)(?:-token)? window \(([^)]*)\)|(window unknown)")
 _THRESHOLD = re.compile(r"(?:compacts above|compaction threshold|threshold) ([\d,]+)")
+#: The chars/4 estimate of every message, and how many messages: (tokens, messages) groups.
+_ESTIMATES = (
+    re.compile(r"estimate of every message the model is sent: ([\d,]+) tokens in ([\d,]+) mess"),
+    re.compile(r"<ContextBreakdown ([\d,]+) tokens \(chars/4 estimate\) in ([\d,]+) messages"),
+)
+_CLI_ESTIMATE = re.compile(r"chars/4 estimate of all ([\d,]+) messages: ([\d,]+)")
+_WHAT_IF = re.compile(
+    r"context ([\d,]+) tokens \((usage\+estimate|estimate)\), ([\d,]+) by chars/4"
+)
 
 
 def _n(text: str) -> int:
@@ -58,6 +67,9 @@ class Figures:
     accounts: list[tuple[str, int, str]] = field(default_factory=list)
     windows: list[tuple[str, int | None, str]] = field(default_factory=list)
     thresholds: list[tuple[str, int]] = field(default_factory=list)
+    estimates: list[tuple[str, int, int | None]] = field(default_factory=list)
+    tokens: list[tuple[str, int]] = field(default_factory=list)
+    messages: list[tuple[str, int]] = field(default_factory=list)
     system: list[tuple[str, int]] = field(default_factory=list)
     compactions: dict[str, list[tuple[str, int, int | None]]] = field(default_factory=dict)
 
@@ -72,6 +84,14 @@ class Figures:
                 self.windows.append((where, _n(match[1]), match[2]))
         for match in _THRESHOLD.finditer(text):
             self.thresholds.append((where, _n(match[1])))
+        for pattern in _ESTIMATES:
+            for match in pattern.finditer(text):
+                self.estimates.append((where, _n(match[1]), _n(match[2])))
+        for match in _CLI_ESTIMATE.finditer(text):
+            self.estimates.append((where, _n(match[2]), _n(match[1])))
+        for match in _WHAT_IF.finditer(text):
+            self.tokens.append((where, _n(match[1])))
+            self.estimates.append((where, _n(match[3]), None))
 
     def compaction(self, key: str, where: str, summarized: int, kept: int | None) -> None:
         self.compactions.setdefault(key, []).append((where, summarized, kept))
@@ -83,6 +103,10 @@ class Figures:
         assert len({(w, s) for _, w, s in self.windows}) == 1, self.windows
         assert len({t for _, t in self.thresholds}) <= 1, self.thresholds
         assert len({t for _, t in self.system}) <= 1, self.system
+        assert len({t for _, t, _ in self.estimates}) == 1, self.estimates
+        counts = {m for _, _, m in self.estimates if m is not None} | {m for _, m in self.messages}
+        assert len(counts) == 1, (self.estimates, self.messages)
+        assert {t for _, t in self.tokens} <= {t for _, t, _ in self.accounts}, self.tokens
         for key, counts in self.compactions.items():
             assert len({s for _, s, _ in counts}) == 1, (key, counts)
             assert len({k for _, _, k in counts if k is not None}) <= 1, (key, counts)
@@ -273,6 +297,13 @@ def _everything(
                 figures, f"CompactionView({entry.id})", CompactionView(entry, session)
             )
     read_ledger(figures, "%pi ledger", ip.run_line_magic("pi", "ledger"))
+    what_if = ip.run_line_magic("pi", "whatif --keep 100 300")._repr_mimebundle_()
+    assert _WHAT_IF.search(what_if["text/plain"])
+    figures.read("%pi whatif", what_if["text/plain"])
+    listing = run_cli(capsys, "context", str(session.path))
+    counted = re.match(r"(\d+) messages ·", listing)
+    assert counted is not None
+    figures.messages.append(("pinb context", int(counted[1])))
     return session
 
 
