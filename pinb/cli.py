@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .cliout import quiet_stdout, say
+from .core.jsontext import json_text, value_text
 from .errors import NothingToCompactError, PinbError, SessionFileError, UsageError
 
 if TYPE_CHECKING:
@@ -37,9 +38,9 @@ def message_preview(message: Any) -> str:
     role = message.get("role")
     content = message.get("content")
     if role in ("branchSummary", "compactionSummary"):
-        return _one_line(str(message.get("summary", "")))
+        return _one_line(value_text(message.get("summary", "")))
     if role == "bashExecution":
-        return _one_line(f"$ {message.get('command', '')}")
+        return _one_line(f"$ {value_text(message.get('command', ''))}")
     parts: list[str] = []
     if isinstance(content, str):
         parts.append(content)
@@ -49,17 +50,19 @@ def message_preview(message: Any) -> str:
                 continue
             kind = block.get("type")
             if kind == "text":
-                parts.append(str(block.get("text", "")))
+                parts.append(value_text(block.get("text", "")))
             elif kind == "thinking":
                 parts.append("(thinking)")
             elif kind == "toolCall":
                 parts.append(
-                    f"{block.get('name')}({_one_line(json.dumps(block.get('arguments')), 40)})"
+                    f"{value_text(block.get('name'), 40)}({_one_line(json_text(block.get('arguments'), limit=200), 40)})"
                 )
             elif kind == "image":
                 parts.append("[image]")
     if message.get("stopReason") in ("error", "aborted"):
-        parts.append(f"[{message.get('stopReason')}: {message.get('errorMessage', '')}]")
+        parts.append(
+            f"[{message.get('stopReason')}: {value_text(message.get('errorMessage', ''))}]"
+        )
     return _one_line(" ".join(parts))
 
 
@@ -192,7 +195,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     messages = convert_to_llm(context.messages) if args.llm else context.messages
     if args.json:
         payload: Any = messages if args.llm else context.to_wire()
-        say(json.dumps(payload, ensure_ascii=False, indent=1))
+        say(json_text(payload, indent=1))
         return 0
     model = context.model or {}
     say(

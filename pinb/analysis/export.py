@@ -12,7 +12,6 @@ surrogates (valid JSON, unencodable) become U+FFFD.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from typing import Any
 from ..core import Session
 from ..core.context import UNSET
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import SHOWN_DEPTH, json_text
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from ..fileout import replace_file
@@ -73,10 +73,7 @@ def _str(value: object) -> str:
         return value
     if value is None:
         return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
+    return json_text(value, max_depth=SHOWN_DEPTH, default=str)
 
 
 def _blocks(content: object) -> list[dict[str, Any]]:
@@ -206,7 +203,7 @@ def _html_blocks(message: dict[str, Any]) -> str:
             body = "(redacted)" if block.get("redacted") else block.get("thinking", "")
             parts.append(f"<details><summary>thinking</summary><pre>{_esc(body)}</pre></details>")
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(
                 f"<div class='call'><strong>{_esc(block.get('name', ''))}</strong>"
                 f"<span class='badge'>{_esc(block.get('id', ''))}</span><pre>{_esc(args)}</pre></div>"
@@ -379,7 +376,7 @@ def _md_message(entry: Entry) -> list[str]:
             body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
             parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(f"**Tool call** `{_md_code(block.get('name'))}`\n\n{_fence(args, 'json')}")
         elif kind == "image":
             parts.append("*[image]*")
@@ -507,7 +504,7 @@ def export_ipynb(
             if block.get("type") != "toolCall":
                 continue
             call_id = str(block.get("id"))
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             result = results.get(call_id)
             if result is not None:
                 paired.add(call_id)
@@ -561,7 +558,7 @@ def write_export(
         text = export_markdown(session, leaf=leaf, whole_tree=whole_tree)
     elif fmt == "ipynb":
         notebook = export_ipynb(session, leaf=leaf, whole_tree=whole_tree)
-        text = _clean(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n")
+        text = _clean(json_text(notebook, indent=1) + "\n")
     else:
         raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
     if out is not None:

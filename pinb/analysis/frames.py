@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import random
 from collections import Counter
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import json_text
 from ..core.listing import SessionInfo, read_session_info
 from ..core.tokens import context_tokens_of_usage
 from ..core.wire import parse_js_date
@@ -87,11 +88,18 @@ def _str(value: Any) -> str | None:
     """An id or name as text; absent and ``null`` become ``None``."""
     if value is None or value is MISSING:
         return None
-    return value if isinstance(value, str) else json.dumps(value)
+    return value if isinstance(value, str) else json_text(value)
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0  # Infinity: an integer too long for a double
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _texts(content: Any) -> list[str]:
@@ -352,7 +360,7 @@ def tool_call_rows(
             rows.append({
                 "session_id": session.id, "entry_id": _str(entry.id), "call_id": call_id,
                 "tool_name": _str(call.get("name")),
-                "arguments": json.dumps(arguments, ensure_ascii=False),
+                "arguments": json_text(arguments),
                 "path": path if isinstance(path, str) else None,
                 "command": command if isinstance(command, str) else None,
                 "timestamp": call_ms, "on_path": id(entry) in on_path,
@@ -503,6 +511,11 @@ def to_frame(rows: Iterable[Mapping[str, Any]], columns: Mapping[str, str]) -> p
 
     rows = list(rows)
     data = {name: [row.get(name) for row in rows] for name in columns}
+    for name, dtype in columns.items():
+        if dtype.lower().startswith("int"):  # Infinity (a too-long integer) has no int: missing
+            data[name] = [_finite(value) for value in data[name]]
+        elif dtype == _S:  # an odd value where text belongs: JSON text (pandas' str recurses)
+            data[name] = [_str(value) for value in data[name]]
     frame = pd.DataFrame(data, columns=list(columns))
     for name, dtype in columns.items():
         if dtype.startswith("datetime64"):

@@ -10,6 +10,7 @@ from ..core import Entry, Session, SessionContext, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
 from ..core.gc import gc_paused
+from ..core.jsontext import short_repr, value_text
 from ..core.target import Pi
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ REGIONS = ("summarized", "kept", "compaction", "after", "active")
 
 def node_key(entry_id: Any) -> str:
     """A string key for an entry id (Pi's ids are strings; odd files may hold others)."""
-    return entry_id if isinstance(entry_id, str) else f"<{entry_id!r}>"
+    return entry_id if isinstance(entry_id, str) else f"<{short_repr(entry_id, None)}>"
 
 
 def entry_kind(entry: Entry) -> str:
@@ -144,16 +145,16 @@ def _short_args(arguments: Any) -> str:
     """Tool arguments in one short line; anything cut ends in ``…`` so it never looks whole."""
     if isinstance(arguments, dict):
         pairs = list(arguments.items())
-        items = [f"{k}={_cut(str(v), 40)}" for k, v in pairs[:3]]
+        items = [f"{k}={value_text(v, 40)}" for k, v in pairs[:3]]
         if len(pairs) > 3:
             items.append("…")
         return ", ".join(items)
-    return "" if arguments is None else _cut(str(arguments), 60)
+    return "" if arguments is None else value_text(arguments, 60)
 
 
 def _clip(value: Any, limit: int = 60) -> str:
     """Any value as short text (an object where text belongs is shown as JSON-ish text)."""
-    return _cut(value if isinstance(value, str) else str(value), limit)
+    return value_text(value, limit)
 
 
 def entry_preview(entry: Entry, limit: int = 160) -> str:
@@ -180,22 +181,22 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
                     if isinstance(content, list)
                     else []
                 )
-                text = "(thinking) " + " ".join(str(t) for t in thinking) if thinking else ""
+                text = "(thinking) " + " ".join(value_text(t) for t in thinking) if thinking else ""
             if message.get("stopReason") in ("error", "aborted"):
-                text = f"[{message.get('stopReason')}] {message.get('errorMessage', '')} {text}"
+                text = f"[{message.get('stopReason')}] {value_text(message.get('errorMessage', ''))} {text}"
         elif role == "toolResult":
             flag = " (error)" if message.get("isError") else ""
             text = (
                 f"{_clip(message.get('toolName', '?'))}{flag}: {_text_of(message.get('content'))}"
             )
         elif role == "bashExecution":
-            text = f"$ {message.get('command', '')} {message.get('output', '')}"
+            text = f"$ {value_text(message.get('command', ''))} {value_text(message.get('output', ''))}"
         else:
             text = _text_of(message.get("content"))
             if not text and not isinstance(message.get("content"), str | list | None):
                 text = _clip(message.get("content"))  # a number or object as content
     elif kind in ("compaction", "branch_summary"):
-        text = str(raw.get("summary", ""))
+        text = value_text(raw.get("summary", ""))
     elif kind == "custom_message":
         text = f"{_clip(raw.get('customType', ''))}: {_text_of(raw.get('content'))}"
     elif kind == "model_change":
@@ -233,7 +234,7 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
             text += f" · {_clip(total)} tokens reported (not in the context)"
     elif kind == "active_tools_change":
         names = raw.get("activeToolNames")
-        text = ", ".join(str(n) for n in names) if isinstance(names, list) else ""
+        text = ", ".join(_clip(n) for n in names) if isinstance(names, list) else ""
     else:
         text = ""
     flat = " ".join(text.split())
@@ -254,10 +255,10 @@ def tool_tokens(message: Any) -> Iterator[tuple[str, str, int]]:
     if role == "assistant" and isinstance(message.get("content"), list):
         for block in message["content"]:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                name = str(block.get("name", "?"))
+                name = value_text(block.get("name", "?"), 60)
                 yield name, "call", estimate_tokens({"role": "assistant", "content": [block]})
     elif role == "toolResult":
-        yield str(message.get("toolName", "?")), "result", estimate_tokens(message)
+        yield value_text(message.get("toolName", "?"), 60), "result", estimate_tokens(message)
 
 
 @dataclass(slots=True)
@@ -309,7 +310,7 @@ class NodeInfo:
         """The label as text (files can hold a number or an object there)."""
         if self.label is None:
             return None
-        return self.label if isinstance(self.label, str) else str(self.label)
+        return self.label if isinstance(self.label, str) else value_text(self.label, 60)
 
 
 @dataclass

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..core.jsontext import SHOWN_DEPTH, value_text
+
 __all__ = [
     "CSS",
     "SAFE_TAGS",
@@ -140,8 +142,11 @@ def gauge(share: float | None, width: int = 30) -> str:
 
 
 def clean_text(value: object) -> str:
-    """``str(value)`` with characters that XML/HTML cannot carry replaced by U+FFFD."""
-    text = value if isinstance(value, str) else str(value)
+    """``str(value)`` with characters that XML/HTML cannot carry replaced by U+FFFD.
+
+    A list or dict shows as JSON, nested levels beyond :data:`SHOWN_DEPTH` as ``[…]``.
+    """
+    text = value if isinstance(value, str) else value_text(value, max_depth=SHOWN_DEPTH)
     return _INVALID.sub("\ufffd", text)
 
 
