@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.context import entry_to_message
 from ..core.entries import Entry
+from ..core.jsontext import value_text
 from ..core.session import Session
 from ..core.wire import parse_js_date
 from .lineage import entry_key
@@ -149,7 +150,7 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
             parts = [message_text(message)]
             made = _calls(message)
             if made:
-                named = [(str(c.get("name", "")).lower(), tuple(_files(c.get("arguments"))))
+                named = [(value_text(c.get("name", "")).lower(), tuple(_files(c.get("arguments"))))
                          for c in made]  # fmt: skip
                 tools = tuple(dict.fromkeys(name for name, _ in named))
                 files = tuple(dict.fromkeys(f for _, paths in named for f in paths))
@@ -159,7 +160,7 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
                         calls[call["id"]] = ((name,), paths)
             elif role == "toolResult":
                 answered = message.get("toolName")
-                tools, files = calls.get(str(message.get("toolCallId")), ((), ()))
+                tools, files = calls.get(value_text(message.get("toolCallId")), ((), ()))
                 if isinstance(answered, str) and answered.lower() not in tools:
                     tools = (answered.lower(), *tools)
             elif role == "bashExecution":

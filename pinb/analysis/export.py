@@ -22,7 +22,7 @@ from typing import Any
 from ..core import Session
 from ..core.context import UNSET
 from ..core.entries import MISSING, Entry
-from ..core.jsontext import SHOWN_DEPTH, json_text
+from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from ..fileout import replace_file
@@ -469,7 +469,7 @@ def export_ipynb(
     for item in items:
         message = item.entry.message
         if message and message.get("role") == "toolResult":
-            results.setdefault(str(message.get("toolCallId")), message)
+            results.setdefault(value_text(message.get("toolCallId")), message)
     cells: list[dict[str, Any]] = []
 
     def markdown(text: str) -> None:
@@ -491,7 +491,7 @@ def export_ipynb(
         entry = item.entry
         message = entry.message
         if message and message.get("role") == "toolResult":
-            if str(message.get("toolCallId")) in paired:
+            if value_text(message.get("toolCallId")) in paired:
                 continue  # shown as the output of its call
         if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
             continue
@@ -503,7 +503,7 @@ def export_ipynb(
         for block in _blocks((message or {}).get("content")):
             if block.get("type") != "toolCall":
                 continue
-            call_id = str(block.get("id"))
+            call_id = value_text(block.get("id"))
             args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             result = results.get(call_id)
             if result is not None:

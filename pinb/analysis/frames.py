@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import MISSING, Entry
-from ..core.jsontext import json_text
+from ..core.jsontext import json_text, value_text
 from ..core.listing import SessionInfo, read_session_info
 from ..core.tokens import context_tokens_of_usage
 from ..core.wire import parse_js_date
@@ -160,7 +160,7 @@ def _facts(message: dict[str, Any] | None, raw: dict[str, Any]) -> dict[str, Any
     role = message.get("role")
     tool_name = message.get("toolName") if role == "toolResult" else None
     if calls:
-        tool_name = ",".join(str(c.get("name")) for c in calls)
+        tool_name = ",".join(value_text(c.get("name")) for c in calls)
     is_error = bool(message["isError"]) if "isError" in message else None
     return {"provider": _str(message.get("provider")), "model": _str(message.get("model")),
             "stop_reason": _str(message.get("stopReason")), "tool_name": _str(tool_name),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..core.accounting import thousands
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import value_text
 from ..core.session import Session
 from ..core.wire import parse_js_date
 from ..errors import UsageError
@@ -358,7 +359,7 @@ def _cell(value: Any) -> object:
         value = value.item()  # a numpy scalar
     if isinstance(value, float):
         return None if value != value else round(value, 4)
-    return value if isinstance(value, int | str) else str(value)
+    return value if isinstance(value, int | str) else value_text(value)
 
 
 def _plain(value: object) -> str:
@@ -366,4 +367,4 @@ def _plain(value: object) -> str:
         return "—"
     if isinstance(value, int):
         return thousands(value)
-    return os.fspath(value) if isinstance(value, Path) else str(value)
+    return os.fspath(value) if isinstance(value, Path) else value_text(value)

@@ -146,9 +146,15 @@ def _key(key: Any) -> str:
 
 
 def value_text(value: Any, limit: int | None = None, *, max_depth: int = 8) -> str:
-    """What a preview shows of a field: a string as itself, anything else as short JSON."""
+    """``str(value)`` for a preview, safe at any depth: a list or dict shows as JSON.
+
+    Scalars read as ``str`` reads them (``None``, ``True``, ``1.5``); containers nested
+    beyond ``max_depth`` levels show ``[…]`` / ``{…}``; ``limit`` cuts with ``…``.
+    """
     if isinstance(value, str):
         text = value
+    elif not isinstance(value, dict | list | tuple):
+        text = str(value)
     else:
         text = json_text(value, max_depth=max_depth, limit=limit, default=str)
     if limit is not None and len(text) > limit:

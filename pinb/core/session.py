@@ -27,6 +27,7 @@ from .appends import AppendMixin
 from .context import UNSET, SessionContext, build_session_context, extend_context
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .gc import gc_paused
+from .jsontext import short_repr
 from .migrate import (
     CURRENT_VERSION,
     IdGenerator,
@@ -390,7 +391,7 @@ class Session(AppendMixin):
     def __repr__(self) -> str:
         where = str(self._path) if self._path else "in memory"
         return (
-            f"<Session {self.id[:8]} entries={len(self)} leaf={self._leaf_id!r} "
+            f"<Session {self.id[:8]} entries={len(self)} leaf={short_repr(self._leaf_id)} "
             f"({where}{'' if self.is_persisted or not self._path else ', not yet written'})>"
         )
 
@@ -648,7 +649,7 @@ class Session(AppendMixin):
             self._index.problems.append(
                 Problem(
                     "missing-leaf-target",
-                    f"leaf entry points at unknown entry {leaf!r}; using the last entry",
+                    f"leaf entry points at unknown entry {short_repr(leaf)}; using the last entry",
                     self._path,
                     last.line if last else None,
                 )
@@ -658,7 +659,7 @@ class Session(AppendMixin):
             self._index.problems.append(
                 Problem(
                     "orphan",
-                    f"entry {orphan.id!r} names unknown parent {orphan.parent_id!r}; "
+                    f"entry {short_repr(orphan.id)} names unknown parent {short_repr(orphan.parent_id)}; "
                     "a context through it starts there",
                     self._path,
                     orphan.line,

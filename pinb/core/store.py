@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
 from .entries import Entry
+from .jsontext import short_repr
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
@@ -314,18 +315,18 @@ def entry_flaw(value: dict[str, Any]) -> str | None:
     if entry_id is MISSING:
         return f"{kind!r} entry has no id, so nothing can name it as a parent"
     if not isinstance(entry_id, str):
-        return f"{kind!r} entry has a non-string id {entry_id!r}"
+        return f"{kind!r} entry has a non-string id {short_repr(entry_id)}"
     parent = value.get("parentId", MISSING)
     if parent is MISSING:
-        return f"entry {entry_id!r} has no parentId; Pi treats it as an orphan root"
+        return f"entry {short_repr(entry_id)} has no parentId; Pi treats it as an orphan root"
     if parent is not None and not isinstance(parent, str):
-        return f"entry {entry_id!r} has a non-string parentId {parent!r}"
+        return f"entry {short_repr(entry_id)} has a non-string parentId {short_repr(parent)}"
     if kind == "message":
         message = value.get("message")
         if not isinstance(message, dict):
-            return f"message entry {entry_id!r} holds no message object"
+            return f"message entry {short_repr(entry_id)} holds no message object"
         if not isinstance(message.get("role"), str):
-            return f"message entry {entry_id!r} has no string role"
+            return f"message entry {short_repr(entry_id)} has no string role"
     return None
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .context import current_system_message
 from .entries import id_key
+from .jsontext import value_text
 from .target import Pi, PiLike
 from .wire import MISSING, dumps, js_truthy, utf16_len
 
@@ -110,7 +111,7 @@ def tokens_by_role(messages: Sequence[Any], *, pi: PiLike | None = None) -> dict
     target = Pi.resolve(pi)
     totals: dict[str, int] = {}
     for message in messages:
-        role = str(message.get("role")) if isinstance(message, dict) else "?"
+        role = value_text(message.get("role")) if isinstance(message, dict) else "?"
         totals[role] = totals.get(role, 0) + estimate_tokens(message, pi=target)
     return totals
 

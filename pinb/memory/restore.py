@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.jsontext import value_text
 from ..core.store import is_valid_header
 from .records import default_db_path
 from .sessions import SessionRemovalError, first_value, relink_parent, trash_dir
@@ -85,7 +86,7 @@ def removed_sessions(trash: str | os.PathLike[str] | None = None) -> list[Remove
             RemovedEntry(
                 session,
                 original,
-                str(note.get("removedAt", "")),
+                value_text(note.get("removedAt", "")),
                 parent if isinstance(parent, str) else None,
                 [Path(p) for p in relinked if isinstance(p, str)]
                 if isinstance(relinked, list)

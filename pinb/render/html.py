@@ -225,7 +225,7 @@ def table(
         cells = []
         for i, value in enumerate(row):
             if i in raw_set:
-                text = "" if value is None else str(value)
+                text = "" if value is None else value_text(value)
             elif value is None:
                 text = ""
             elif (
