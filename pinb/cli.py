@@ -199,12 +199,13 @@ def _cmd_context(args: argparse.Namespace) -> int:
         return 0
     model = context.model or {}
     say(
-        f"{len(messages)} messages · model {model.get('provider', '?')}/{model.get('modelId', '?')}"
-        f" · thinking {context.thinking_level}"
+        f"{len(messages)} messages · model {value_text(model.get('provider', '?'))}/"
+        f"{value_text(model.get('modelId', '?'))}"
+        f" · thinking {value_text(context.thinking_level)}"
     )
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else "?"
-        say(f"[{role}] {message_preview(message)}")
+        say(f"[{value_text(role)}] {message_preview(message)}")
     _print_problems(session)
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -34,6 +35,9 @@ __all__ = ["COMPACTION_COLUMNS", "ENTRY_COLUMNS", "MESSAGE_COLUMNS", "SESSION_CO
 SessionSource = Session | str | os.PathLike[str]
 
 _S, _I, _F, _B, _T = "string", "Int64", "float64", "boolean", "datetime64[ms, UTC]"
+_SURROGATES = re.compile("[\ud800-\udfff]")
+#: The largest time pandas holds at millisecond resolution, in ms since the epoch.
+_MAX_MS = 9.2e12
 
 #: Column -> pandas dtype of :func:`entries_frame` (the dask frames use the same).
 ENTRY_COLUMNS: dict[str, str] = {
@@ -99,7 +103,16 @@ def _num(value: Any) -> float:
 
 
 def _finite(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    """A value for an integer column: Infinity (a too-long integer) missing, 2.5 as 2."""
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    return value
+
+
+def _text_cell(value: Any) -> str | None:
+    """A value for a text column: JSON text for a non-string, lone surrogates as U+FFFD."""
+    text = _str(value)
+    return text if text is None or text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
 def _texts(content: Any) -> list[str]:
@@ -174,7 +187,7 @@ def _entry_ms(entry: Entry) -> int | None:
 
 def _message_ms(message: Any, entry: Entry | None) -> int | None:
     stamp = message.get("timestamp") if isinstance(message, dict) else None
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return int(stamp)
     return _entry_ms(entry) if entry is not None else None
 
@@ -507,6 +520,7 @@ def session_row(
 
 def to_frame(rows: Iterable[Mapping[str, Any]], columns: Mapping[str, str]) -> pd.DataFrame:
     """Rows to a DataFrame with exactly ``columns`` (name -> dtype), timestamps as datetimes."""
+    import numpy as np
     import pandas as pd
 
     rows = list(rows)
@@ -515,11 +529,14 @@ def to_frame(rows: Iterable[Mapping[str, Any]], columns: Mapping[str, str]) -> p
         if dtype.lower().startswith("int"):  # Infinity (a too-long integer) has no int: missing
             data[name] = [_finite(value) for value in data[name]]
         elif dtype == _S:  # an odd value where text belongs: JSON text (pandas' str recurses)
-            data[name] = [_str(value) for value in data[name]]
+            data[name] = [_text_cell(value) for value in data[name]]
     frame = pd.DataFrame(data, columns=list(columns))
     for name, dtype in columns.items():
         if dtype.startswith("datetime64"):
-            frame[name] = pd.to_datetime(frame[name].astype("float64"), unit="ms", utc=True)
+            # A time beyond pandas' range (year 2262) is missing, not an error.
+            stamps = frame[name].astype("float64")
+            stamps[(stamps.abs() > _MAX_MS) | ~np.isfinite(stamps)] = float("nan")
+            frame[name] = pd.to_datetime(stamps, unit="ms", utc=True)
         elif dtype == "boolean":
             frame[name] = frame[name].astype("object")
     return frame.astype(dict(columns))

@@ -12,6 +12,7 @@ from ..core.entries import ARCHIVE_TYPE, MISSING, id_key
 from ..core.gc import gc_paused
 from ..core.jsontext import short_repr, value_text
 from ..core.target import Pi
+from .html import visible
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -96,8 +97,15 @@ BOOKKEEPING = frozenset(
 
 
 def kind_name(kind: str) -> str:
-    """A person's name for a kind (``"toolResult"`` → ``"tool result"``)."""
-    return KIND_NAMES.get(kind, kind)
+    """A person's name for a kind (``"toolResult"`` → ``"tool result"``).
+
+    An unknown kind (a role of an odd file) is shown with its control characters escaped.
+    """
+    name = KIND_NAMES.get(kind)
+    if name is not None:
+        return name
+    shown = visible(kind)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -130,9 +138,10 @@ def _text_of(content: Any) -> str:
             if kind == "text" and isinstance(block.get("text"), str):
                 parts.append(block["text"])
             elif kind == "image":
-                parts.append(f"[image {block.get('mimeType', '')}]")
+                parts.append(f"[image {_clip(block.get('mimeType', ''))}]")
             elif kind == "toolCall":
-                parts.append(f"→ {block.get('name', '?')}({_short_args(block.get('arguments'))})")
+                name = _clip(block.get("name", "?"))
+                parts.append(f"→ {name}({_short_args(block.get('arguments'))})")
     return " ".join(parts)
 
 

@@ -32,6 +32,12 @@ __all__ = [
 # Characters XML 1.0 forbids (and lone surrogates, which cannot be encoded): they would make
 # an SVG or XHTML document unparseable, so they become U+FFFD before escaping.
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+#: Characters a one-line picture label shows as escapes: C0 and C1 controls, line and
+#: paragraph separators, bidirectional overrides, surrogates and non-characters.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 #: Markup every view limits itself to: what survives JupyterLab's sanitizer for untrusted
 #: outputs, nbconvert's ``sanitize_html`` (bleach) and GitHub alike. Other tags would be
@@ -141,13 +147,32 @@ def gauge(share: float | None, width: int = 30) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
+def visible_source(value: object) -> str:
+    """``str(value)`` safe at any depth (a list or dict as JSON, cut at :data:`SHOWN_DEPTH`)."""
+    return value if isinstance(value, str) else value_text(value, max_depth=SHOWN_DEPTH)
+
+
 def clean_text(value: object) -> str:
     """``str(value)`` with characters that XML/HTML cannot carry replaced by U+FFFD.
 
     A list or dict shows as JSON, nested levels beyond :data:`SHOWN_DEPTH` as ``[…]``.
     """
-    text = value if isinstance(value, str) else value_text(value, max_depth=SHOWN_DEPTH)
-    return _INVALID.sub("\ufffd", text)
+    return _INVALID.sub("\ufffd", visible_source(value))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _SHORT_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(value: object) -> str:
+    """Any value as one line every picture format draws: controls shown as escapes.
+
+    ``\\r\\n`` becomes the four characters ``\\r\\n``, U+0085 ``\\x85``, U+2028
+    ``\\u2028``, a lone surrogate ``\\ud83d``; everything else is kept.
+    """
+    return _CONTROL.sub(_escaped, visible_source(value))
 
 
 def escape(value: object) -> str:
@@ -159,8 +184,10 @@ def shorten(text: object, limit: int) -> str:
     """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut).
 
     Any value is accepted: files can hold a number or an object where text belongs.
+    Whitespace (line breaks included) collapses to one space; other control characters
+    are shown as escapes (:func:`visible`).
     """
-    flat = " ".join(clean_text(text).split())
+    flat = visible(" ".join(visible_source(text).split()))
     if len(flat) <= limit:
         return flat
     return flat[: max(0, limit - 1)].rstrip() + "…"

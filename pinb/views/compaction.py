@@ -70,7 +70,7 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     return CompactionReport(
         entry=entry,
         summary=value_text(raw.get("summary", "")),
-        first_kept_entry_id=str(first_kept) if first_kept is not None else "",
+        first_kept_entry_id=value_text(first_kept) if first_kept is not None else "",
         tokens_before=tokens_before if isinstance(tokens_before, int) else 0,
         before_by_role=estimated_by_role(before),
         after_by_role=estimated_by_role(after),
