@@ -45,6 +45,7 @@ from .store import (
     read_session_file,
     serialize_line,
     split_entries,
+    upgraded_lines,
     value_entry,
 )
 from .target import Pi, PiLike
@@ -549,6 +550,13 @@ class Session(AppendMixin):
                 raise InvalidEntryError(f"invalid {kind!r} entry: {exc}") from exc
         return Entry(raw)
 
+    def _upgraded_lines(self, data: bytes) -> list[bytes]:
+        """The file in version 3 form with every line it held, each in its place."""
+        values = {e.line: e.value for e in self._index.entries if e.line is not None}
+        header_line = self._loaded.header_line if self._loaded is not None else None
+        values[header_line or 1] = self._header
+        return upgraded_lines(data, values)
+
     def _all_lines(self, *extra: Entry) -> list[bytes]:
         entries = [*self._index.entries, *extra]
         lines = [serialize_line(self._header)]
@@ -582,7 +590,7 @@ class Session(AppendMixin):
         if self._needs_rewrite:
             with file.lock():
                 self._absorb(follow=False)
-                file.upgrade(self._all_lines())
+                file.upgrade(self._upgraded_lines(file.path.read_bytes()))
                 self._needs_rewrite = False
         with file.lock() as handle:
             self._absorb(follow=False)

@@ -44,6 +44,7 @@ __all__ = [
     "parse_session_bytes",
     "read_session_file",
     "serialize_line",
+    "upgraded_lines",
 ]
 
 
@@ -390,6 +391,33 @@ def load_session_bytes(
 def serialize_line(value: Any) -> bytes:
     """One JSONL line as Pi writes it (``JSON.stringify`` + ``\\n``), UTF-8 encoded."""
     return (dumps(value) + "\n").encode("utf-8")
+
+
+def upgraded_lines(data: bytes, values: dict[int, Any]) -> list[bytes]:
+    """A file's lines after a migration, every line kept in its place.
+
+    ``values`` maps a 1-based line number to the value now standing for it (the migrated
+    header and entries). Such a line is written as Pi writes it, unless the migration
+    left its value as it was: then its bytes stay as they were, so number forms and
+    escapes ``JSON.stringify`` would change (``1E+2``, an integer of 5,000 digits, which
+    it writes as ``null``) are not lost. Every other line (blank, not JSON, a value Pi
+    skips) is kept verbatim: a rewrite never drops what the file held.
+    """
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    out: list[bytes] = []
+    for number, raw in enumerate(lines, start=1):
+        if number not in values:
+            out.append(raw + b"\n")
+            continue
+        line = serialize_line(values[number])
+        try:
+            unchanged = serialize_line(loads_line(raw)) == line
+        except (ValueError, TypeError):
+            unchanged = False
+        out.append(raw + b"\n" if unchanged else line)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
