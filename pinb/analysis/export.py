@@ -174,8 +174,8 @@ def _preview(entry: Entry) -> str:
             b.get("name") for b in _blocks(message.get("content")) if b.get("type") == "toolCall"
         ]
         if calls and not text:
-            text = "→ " + ", ".join(str(c) for c in calls)
-        return f"{entry.role}: {_short(text, 70)}"
+            text = "→ " + ", ".join(_str(c) for c in calls)
+        return f"{_str(entry.role)}: {_short(text, 70)}"
     if entry.type == "compaction":
         return f"compaction ({_str(raw.get('tokensBefore'))} tokens before)"
     if entry.type == "branch_summary":

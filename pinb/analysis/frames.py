@@ -103,10 +103,17 @@ def _num(value: Any) -> float:
 
 
 def _finite(value: Any) -> Any:
-    """A value for an integer column: Infinity (a too-long integer) missing, 2.5 as 2."""
+    """A value for an integer column: Infinity and integers beyond 64 bits missing, 2.5 as 2."""
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) else None
+        value = int(value) if math.isfinite(value) else None
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return None
     return value
+
+
+def _count(value: Any) -> int:
+    """Items of a list field (a file list); 0 for anything else an odd file holds there."""
+    return len(value) if isinstance(value, list) else 0
 
 
 def _text_cell(value: Any) -> str | None:
@@ -430,8 +437,8 @@ def compaction_rows(
             "messages_before": before, "messages_after": len(after.messages),
             "entries_summarized": max(before - (len(after.messages) - 1), 0),
             "from_hook": bool(raw["fromHook"]) if "fromHook" in raw else None,
-            "read_files": len(details.get("readFiles") or []),
-            "modified_files": len(details.get("modifiedFiles") or []),
+            "read_files": _count(details.get("readFiles")),
+            "modified_files": _count(details.get("modifiedFiles")),
             **_copy_facts(lineage, entry),
         })  # fmt: skip
     return rows

@@ -25,6 +25,7 @@ __all__ = [
     "js_key_order",
     "js_number",
     "js_string",
+    "js_to_number",
     "js_trim",
     "js_truthy",
     "loads",
@@ -358,13 +359,16 @@ def _encode(obj: Any, out: list[str]) -> None:
             out.append(_escape_js(key))
             out.append(":")
         if isinstance(value, dict):
-            items = {str(k): v for k, v in value.items()}
+            # JSON.stringify leaves out keys whose value is undefined (MISSING).
+            items = {str(k): v for k, v in value.items() if v is not MISSING}
             pending: list[tuple[str | None, Any]] = [(k, items[k]) for k in js_key_order(items)]
             out.append("{")
             frames.append((pending[::-1], "}", True))
         elif isinstance(value, list | tuple):
             out.append("[")
-            frames.append(([(None, item) for item in reversed(value)], "]", True))
+            frames.append(
+                ([(None, None if item is MISSING else item) for item in reversed(value)], "]", True)
+            )
         else:
             out.append(_scalar(value))
         while frames:
@@ -390,7 +394,7 @@ def dumps(obj: Any) -> str:
     if not _needs_js_care(obj):
         try:
             text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-        except RecursionError:  # nested deeper than Python's stack: the iterative writer
+        except (RecursionError, TypeError):  # too deep for Python's stack, or an undefined
             text = ""
         if text and (text.isascii() or _LONE_SURROGATE.search(text) is None):
             return text
@@ -528,6 +532,39 @@ def js_date_ms(value: object) -> int | None:
     return None
 
 
+_JS_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_JS_RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+
+
+def js_to_number(value: object) -> float:
+    """JavaScript's ``Number(value)`` (``ToNumber``) for a JSON value; NaN where JS gives it."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, list):
+        return js_to_number(js_string(value)) if len(value) <= 1 else math.nan
+    if not isinstance(value, str):
+        return math.nan  # undefined, an object
+    text = js_trim(value)
+    if not text:
+        return 0.0
+    if text in ("Infinity", "+Infinity", "-Infinity"):
+        return -math.inf if text[0] == "-" else math.inf
+    if _JS_DECIMAL.fullmatch(text):
+        return float(text)
+    match = _JS_RADIX.fullmatch(text)
+    if match:
+        base = {"x": 16, "o": 8, "b": 2}[match.group(1).lower()]
+        try:
+            return float(int(match.group(2), base))
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
 def js_truthy(value: object) -> bool:
     """JavaScript truthiness of a JSON value (``[]`` and ``{}`` are truthy)."""
     if value is None or value is False or value is MISSING:
@@ -549,6 +586,9 @@ def js_string(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        # Number.prototype.toString (JSON alone writes these as null).
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, int | float):
         return js_number(value)
     if isinstance(value, list):

@@ -55,7 +55,9 @@ def _body_html(entry: Entry) -> str:
         message = entry.message or {}
         role = message.get("role")
         if role == "bashExecution":
-            return pre(f"$ {value_text(message.get('command', ''))}") + pre(message.get("output", ""))
+            return pre(f"$ {value_text(message.get('command', ''))}") + pre(
+                message.get("output", "")
+            )
         if role == "toolResult":
             error = (
                 ' <span class="pinb-error" style="color:#cf222e">error</span>'
