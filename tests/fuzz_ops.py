@@ -120,9 +120,7 @@ def _views(path: Path) -> None:
 
 
 def _pictures(path: Path) -> None:
-    from matplotlib.figure import Figure
-
-    from pinb.render import build_graph, draw_tree, row_layout, tree_picture_svg, tree_text
+    from pinb.render import build_graph, row_layout, tree_picture_svg, tree_text
     from pinb.render.raster import tree_png_pillow
 
     session = _open(path)
@@ -130,6 +128,14 @@ def _pictures(path: Path) -> None:
     tree_picture_svg(layout)
     tree_text(layout)
     tree_png_pillow(layout, scale=1.0)
+
+
+def _matplotlib(path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from pinb.render import build_graph, draw_tree, row_layout
+
+    layout = row_layout(build_graph(_open(path)), collapse=False)
     figure = Figure()
     draw_tree(layout, figure.add_subplot())
     figure.savefig(io.BytesIO(), format="png")
@@ -171,6 +177,7 @@ OPERATIONS: dict[str, Callable[[Path], None]] = {
     "core": _core,
     "views": _views,
     "pictures": _pictures,
+    "matplotlib": _matplotlib,
     "widget": _widget,
     "frames": _frames,
 }
