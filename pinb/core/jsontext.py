@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ELLIPSIS", "SHOWN_DEPTH", "json_text", "short_repr", "value_text"]
+__all__ = ["ELLIPSIS", "SHOWN_DEPTH", "json_text", "short_repr", "value_text", "visible"]
 
 #: What stands for whatever was cut away.
 ELLIPSIS = "…"
@@ -174,3 +175,28 @@ def short_repr(value: Any, limit: int | None = 60) -> str:
     if limit is None:
         return json_text(value, default=repr)
     return json_text(value, max_depth=3, limit=limit, default=repr)
+
+
+#: Characters a one-line label shows as escapes: C0 and C1 controls, line and paragraph
+#: separators, bidirectional overrides, surrogates and non-characters.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _SHORT_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(value: object) -> str:
+    """Any value as one line every picture format draws: controls shown as escapes.
+
+    ``\\r\\n`` becomes the four characters ``\\r\\n``, U+0085 ``\\x85``, U+2028
+    ``\\u2028``, a lone surrogate ``\\ud83d``; everything else is kept. A list or dict
+    is JSON text first (:func:`value_text`, cut at :data:`SHOWN_DEPTH` levels).
+    """
+    text = value if isinstance(value, str) else value_text(value, max_depth=SHOWN_DEPTH)
+    return _CONTROL.sub(_escaped, text)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..core.jsontext import SHOWN_DEPTH, value_text
+from ..core.jsontext import SHOWN_DEPTH, value_text, visible
 
 __all__ = [
     "CSS",
@@ -32,13 +32,6 @@ __all__ = [
 # Characters XML 1.0 forbids (and lone surrogates, which cannot be encoded): they would make
 # an SVG or XHTML document unparseable, so they become U+FFFD before escaping.
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
-#: Characters a one-line picture label shows as escapes: C0 and C1 controls, line and
-#: paragraph separators, bidirectional overrides, surrogates and non-characters.
-_CONTROL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
-)
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
 #: Markup every view limits itself to: what survives JupyterLab's sanitizer for untrusted
 #: outputs, nbconvert's ``sanitize_html`` (bleach) and GitHub alike. Other tags would be
 #: dropped or, worse, shown escaped as text; so there are no headings, paragraphs, line
@@ -158,21 +151,6 @@ def clean_text(value: object) -> str:
     A list or dict shows as JSON, nested levels beyond :data:`SHOWN_DEPTH` as ``[…]``.
     """
     return _INVALID.sub("\ufffd", visible_source(value))
-
-
-def _escaped(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return _SHORT_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def visible(value: object) -> str:
-    """Any value as one line every picture format draws: controls shown as escapes.
-
-    ``\\r\\n`` becomes the four characters ``\\r\\n``, U+0085 ``\\x85``, U+2028
-    ``\\u2028``, a lone surrogate ``\\ud83d``; everything else is kept.
-    """
-    return _CONTROL.sub(_escaped, visible_source(value))
 
 
 def escape(value: object) -> str:
