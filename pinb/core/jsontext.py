@@ -80,6 +80,17 @@ def json_text(
     """
     if separators is None:
         separators = (", ", ": ") if indent is None else (",", ": ")
+    if max_depth is None and limit is None:
+        try:  # the C encoder when it can: all but the deepest values and non-finite floats
+            return json.dumps(
+                value, indent=indent, separators=separators, ensure_ascii=ensure_ascii,
+                default=default, allow_nan=False,
+            )  # fmt: skip
+        except RecursionError:
+            pass
+        except ValueError as exc:  # Infinity or NaN (written null below); a cycle stays an error
+            if "ircular" in str(exc):
+                raise
     item_separator, key_separator = separators
     out: list[str] = []
     size = 0

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.jsontext import visible
 from .graph import NodeInfo, kind_name, plural
-from .html import escape, shorten, visible
+from .html import escape, shorten
 from .rows import Row, RowLayout
 
 __all__ = [
