@@ -98,11 +98,13 @@ def _core(path: Path) -> None:
 
 
 def _views(path: Path) -> None:
+    from pinb.core.listing import read_session_info
     from pinb.views import (
         CompactionView,
         ContextBreakdown,
         ContextPathView,
         EntryView,
+        SessionListView,
         TreeView,
         session_mimebundle,
     )
@@ -117,6 +119,8 @@ def _views(path: Path) -> None:
     session_mimebundle(session)
     session._repr_mimebundle_()
     TreeView(session)._repr_mimebundle_()
+    listing = [read_session_info(path)]  # the session list: name, first message, dates
+    SessionListView(listing)._repr_mimebundle_()
 
 
 def _pictures(path: Path) -> None:

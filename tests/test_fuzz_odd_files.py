@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import time
 import zlib
-from pathlib import Path
 
 import pytest
 
+from pinb.core.paths import sessions_root
 from pinb.testing.fuzz import odd_session_bytes
 from tests.fuzz_ops import OPERATIONS, run_all
 
@@ -46,9 +46,10 @@ def _operations(index: int) -> dict[str, object]:
 
 
 @pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
-def test_odd_files_through_every_command_export_and_view(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
+def test_odd_files_through_every_command_export_and_view() -> None:
+    # Inside the (test's own) sessions folder, so `pinb ls --all` lists them too.
+    corpus = sessions_root() / "--home-dev-fuzz--"
+    corpus.mkdir(parents=True)
     failures = []
     seen: dict[str, int] = {}
     for index in range(FILES):
