@@ -40,7 +40,7 @@ from ..llm import THINKING_LEVELS, ChatModel
 from ..testing.demo import OfflineDemoModel
 from .interpolate import interpolate
 from .live import AssistantReply, LiveRun, RunFailedError
-from .models import choose_model
+from .models import choose_model, discover_local_servers, discovery_report
 from .python_tool import PythonTool
 from .terminal import TerminalRun
 
@@ -66,6 +66,7 @@ COMMANDS_HELP = """\
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
+%pi model --discover                          list local servers on the usual ports (picks none)
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
 %pi export html|md|ipynb PATH    export the current branch
@@ -581,7 +582,11 @@ class PiMagics(Magics):
         parser = _parser("%pi model")
         parser.add_argument("spec", nargs="?")
         parser.add_argument("--base-url")
+        parser.add_argument("--discover", action="store_true")
         opts = parser.parse_args(args)
+        if opts.discover:  # on request only: asks the usual local ports, picks nothing
+            print(discovery_report(discover_local_servers(base_urls=self.base_urls)))
+            return
         spec = opts.spec or self._model_spec or self.model or None
         if opts.base_url:
             provider = (spec or "").partition("/")[0]

@@ -84,6 +84,18 @@ class _Handler(BaseHTTPRequestHandler):
             entry: dict[str, Any] = {"id": owner.model_id, "object": "model", "owned_by": "me"}
             if owner.window_endpoint == "vllm" and window:
                 entry["max_model_len"] = window
+            if owner.window_endpoint == "llama-cpp-python":
+                entry["permissions"] = []  # what llama-cpp-python 0.3 lists: no window
+            self._json(200, {"object": "list", "data": [entry]})
+        elif path == "/api/v0/models" and owner.window_endpoint == "lmstudio" and window:
+            entry = {
+                "id": owner.model_id,
+                "object": "model",
+                "type": "llm",
+                "state": "loaded",
+                "max_context_length": 32768,
+                "loaded_context_length": window,
+            }
             self._json(200, {"object": "list", "data": [entry]})
         else:
             self._json(404, {"detail": "Not Found"})
@@ -296,8 +308,10 @@ class LLMServer:
         #: llama-cpp-python 0.3 does: a 200 stream that ends before any event, and a 400
         #: naming the window to the same request without streaming).
         self.overflow_style = overflow_style
-        #: Which server's window endpoint to offer: ``"llamacpp"`` (``/props``),
-        #: ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``) or ``None``.
+        #: Which server's window endpoint to offer: ``"llamacpp"`` (llama-server's
+        #: ``/props``), ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``
+        #: ``max_model_len``), ``"lmstudio"`` (``/api/v0/models``), or
+        #: ``"llama-cpp-python"`` / ``None`` (404 on ``/props``, no window anywhere).
         self.window_endpoint = window_endpoint
         #: Answer ``content: null`` in an assistant message with llama-cpp-python's 500.
         self.reject_null_content = reject_null_content

@@ -328,3 +328,25 @@ def test_without_a_spec_a_local_server_is_found_with_a_short_model_id(shell, mon
     # llama-cpp-python lists the GGUF file's path as the model id
     assert server.model_id.startswith("/models/")
     assert captured.stdout.startswith("llamacpp/loopback-135M.Q4_1 · window 4,096")
+
+
+def test_discover_lists_servers_and_chooses_none(shell, monkeypatch) -> None:
+    import dataclasses
+
+    from pinb.llm.catalog import BUILTIN_PROVIDERS
+
+    for name in ("OLLAMA_HOST", "OLLAMA_BASE_URL", "LMSTUDIO_BASE_URL", "VLLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LLAMACPP_BASE_URL", raising=False)
+    with LLMServer(context_window=4096, window_endpoint="llamacpp") as server:
+        moved = dataclasses.replace(BUILTIN_PROVIDERS["llamacpp"], base_url=server.openai_base_url)
+        monkeypatch.setitem(BUILTIN_PROVIDERS, "llamacpp", moved)
+        with capture_output() as captured:
+            shell.run_line_magic("pi", "model --discover")
+        assert _magics(shell)._model is None  # listed, not chosen
+        with pytest.raises(Exception, match="no model configured"):
+            shell.run_line_magic("pi", "model")
+        url = server.url
+    assert f"llamacpp at {url}/v1 (default port)" in captured.stdout
+    assert "window 4,096 (/props n_ctx)" in captured.stdout
+    assert f"%pi model llamacpp/loopback-135M.Q4_1 --base-url {url}" in captured.stdout
