@@ -113,6 +113,7 @@ class _Run:
     overflow_retried: bool = False
     answered: bool = False  # a reply succeeded: tool_choice is no longer sent
     error: str | None = None
+    output_limit: str | None = None  # the last limit the window cut, said in the footer
 
 
 class Agent:
@@ -275,6 +276,9 @@ class Agent:
                 else:
                     yield ModelEvent(model_event)
             assert final is not None, "a model stream must end with Done"
+            limit = getattr(final, "output_limit", None)
+            if limit is not None and limit.capped:
+                run.output_limit = str(limit)
             message = final.message
             entry = session.append_message(message, validate=False)
             run.replies.append(message)
@@ -335,7 +339,13 @@ class Agent:
             await asyncio.to_thread(self._observe, "end_of_run", run_messages)
         last = run.replies[-1] if run.replies else {}
         error = run.error or (last.get("errorMessage") if stop_reason == "error" else None)
-        yield AgentEnd(stop_reason, run.replies, error=error, estimated=run.estimated)
+        yield AgentEnd(
+            stop_reason,
+            run.replies,
+            error=error,
+            estimated=run.estimated,
+            output_limit=run.output_limit,
+        )
 
     # -- requests -------------------------------------------------------------------------
 

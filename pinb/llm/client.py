@@ -22,6 +22,7 @@ from pinb.llm.credentials import Secret, redact, sanitize_key
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
+from pinb.llm.limits import OutputLimit, choose_output_limit
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -321,18 +322,21 @@ class HTTPChatModel(ChatModelBase):
         """
         token = cancel or CancelToken()
         builder = MessageBuilder(self.info)
-        payload = _dumps(
-            self.build_body(
-                messages,
-                system_prompt=system_prompt,
-                tools=tools,
-                max_tokens=max_tokens,
-                thinking_level=thinking_level,
-                tool_choice=tool_choice,
-            )
+        body = self.build_body(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            max_tokens=max_tokens,
+            thinking_level=thinking_level,
+            tool_choice=tool_choice,
         )
         # chars/4 of the whole request, as pinb estimates tokens everywhere else
-        prompt_tokens = math.ceil(len(payload.decode("utf-8", "replace")) / 4)
+        prompt_tokens = math.ceil(len(_dumps(body).decode("utf-8", "replace")) / 4)
+        # Every request carries an output limit that leaves the prompt room in the window.
+        limit = choose_output_limit(self.info, prompt_tokens, max_tokens)
+        self._set_output_limit(body, limit)
+        payload = _dumps(body)
+        log.debug("%s: output limit %s", self.info.spec, limit)
         guard = _Guard(token)
         log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
         attempt = 0
@@ -350,7 +354,7 @@ class HTTPChatModel(ChatModelBase):
                     log.info("%s: empty stream; asking again without streaming", self.info.spec)
                     plain = copy.copy(self)
                     plain.streaming = False
-                    body = plain.build_body(
+                    plain_body = plain.build_body(
                         messages,
                         system_prompt=system_prompt,
                         tools=tools,
@@ -358,9 +362,10 @@ class HTTPChatModel(ChatModelBase):
                         thinking_level=thinking_level,
                         tool_choice=tool_choice,
                     )
+                    plain._set_output_limit(plain_body, limit)
                     outcome = _Outcome()
                     async with contextlib.aclosing(
-                        plain._attempt(_dumps(body), builder, guard, outcome)
+                        plain._attempt(_dumps(plain_body), builder, guard, outcome)
                     ) as events:
                         async for event in events:
                             yield event
@@ -428,7 +433,14 @@ class HTTPChatModel(ChatModelBase):
             retryable=(outcome.retryable and not overflow) if failed else None,
             retry_after=outcome.retry_after if failed else None,
             usage_reported=builder.usage_reported,
+            output_limit=limit,
         )
+
+    def _set_output_limit(self, body: dict[str, Any], limit: OutputLimit) -> None:
+        """Put the output limit into a request body (the field the server's API wants)."""
+        for name in ("max_tokens", "max_completion_tokens"):
+            body.pop(name, None)
+        body[self.compat.max_tokens_field] = limit.tokens
 
     def _judge_drop(self, outcome: _Outcome, prompt_tokens: int) -> None:
         """A stream that died before the first byte of a reply, after a large request.

@@ -383,6 +383,8 @@ class AssistantReply:
         footer = f"this run ({requests} {plural}): " + " · ".join(billed)
         if self.end.usage_estimated:
             footer += " (estimated: the server reported no usage)"
+        if self.end.output_limit:
+            footer += f"\noutput limit: {self.end.output_limit}"
         if self.context is not None:
             footer += f"\ncontext now: {self.context.describe()}"
         if self.end.stop_reason not in ("stop", "toolUse"):

@@ -141,6 +141,17 @@ class _Handler(BaseHTTPRequestHandler):
             if tokens >= owner.context_window:
                 self._overflow(tokens, owner, streaming=bool(body.get("stream")))
                 return
+            limit = body.get("max_tokens") or body.get("max_completion_tokens")
+            if owner.window_endpoint == "vllm" and isinstance(limit, int):
+                if tokens + limit > owner.context_window:  # vLLM checks the sum
+                    message = (
+                        f"This model's maximum context length is {owner.context_window} "
+                        f"tokens. However, you requested {tokens + limit} tokens ({tokens} in "
+                        f"the messages, {limit} in the completion). Please reduce the length "
+                        "of the messages or completion."
+                    )
+                    self._json(400, self._error_body(wire, "BadRequestError", message))
+                    return
         reply = owner._next()
         if reply is None:
             self._json(

@@ -350,3 +350,25 @@ def test_discover_lists_servers_and_chooses_none(shell, monkeypatch) -> None:
     assert f"llamacpp at {url}/v1 (default port)" in captured.stdout
     assert "window 4,096 (/props n_ctx)" in captured.stdout
     assert f"%pi model llamacpp/loopback-135M.Q4_1 --base-url {url}" in captured.stdout
+
+
+def test_every_cell_request_carries_a_limit_that_fits_and_the_footer_says_it(
+    shell, monkeypatch
+) -> None:
+    from pinb.testing.llm_wire import prompt_tokens
+
+    server = _local_server(monkeypatch, context_window=4096, window_endpoint="llamacpp")
+    try:
+        for i in range(12):  # compactions take some
+            server.add(ServerReply(text=f"answer {i} " + "w" * 2000, no_usage=True))
+        with capture_output():
+            shell.run_line_magic("pi", "model llamacpp/smol")
+            for i in range(4):
+                reply = shell.run_cell_magic("pi", "--no-tools", f"question {i} " + "q" * 2400)
+    finally:
+        server.stop()
+    chats = [r.body for r in server.requests]
+    assert chats and all(isinstance(b.get("max_tokens"), int) for b in chats)
+    assert all(prompt_tokens(b) + b["max_tokens"] <= 4096 for b in chats)
+    assert "output limit: " in reply._repr_mimebundle_()["text/plain"]
+    assert "4,096-token window" in reply._repr_mimebundle_()["text/plain"]
