@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..core import Session
+from ..llm.assemble import INVALID_ARGUMENTS_KEY
 from ..llm.types import CancelToken
 from .events import AgentEvent, ToolEnd, ToolStart
 from .recovery import ABORTED_TEXT
@@ -56,6 +57,11 @@ async def run_tool_calls(
         arguments = call.get("arguments")
         if not isinstance(arguments, dict):
             return ToolResult.error(f"Invalid arguments for tool {name}: expected an object")
+        if INVALID_ARGUMENTS_KEY in arguments:  # refused while parsing (JSON nested too deep)
+            return ToolResult.error(
+                f"Invalid arguments for tool {name}: {arguments[INVALID_ARGUMENTS_KEY]}. "
+                "Call the tool again with plain arguments."
+            )
         missing = [k for k in tool.parameters.get("required", []) if k not in arguments]
         if missing:
             return ToolResult.error(

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import json
 import logging
 import math
+import os
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
@@ -19,6 +21,7 @@ from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
 from pinb.llm.credentials import Secret, redact, sanitize_key
+from pinb.llm.errorbody import ERROR_BODY_READ, ERROR_KEEP, error_detail
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
@@ -40,7 +43,9 @@ from pinb.llm.types import (
 
 __all__ = [
     "ABORTED_MESSAGE",
+    "DEFAULT_DEADLINE",
     "DEFAULT_TIMEOUT",
+    "ERROR_KEEP",
     "HTTPChatModel",
     "ProviderStreamError",
     "StreamDecoder",
@@ -49,9 +54,14 @@ __all__ = [
 ]
 
 log = logging.getLogger("pinb.llm")
+T = TypeVar("T")
 
 #: Connect quickly, but let a slow model pause for minutes between chunks.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
+#: Seconds one response may take in all, however steadily it trickles (``deadline=``, or
+#: the ``PINB_STREAM_DEADLINE`` variable): a byte a second never meets the read timeout.
+DEFAULT_DEADLINE = 1800.0
+
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
 
@@ -87,6 +97,10 @@ class StreamDecoder:
 def _load_json(data: str | bytes, what: str) -> Any:
     try:
         return json.loads(data)
+    except RecursionError:
+        raise StreamProtocolError(
+            f"Malformed {what} from provider: JSON nested too deeply to read"
+        ) from None
     except ValueError:
         excerpt = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
         raise StreamProtocolError(f"Malformed {what} from provider: {excerpt!r}") from None
@@ -95,24 +109,6 @@ def _load_json(data: str | bytes, what: str) -> Any:
 def _dumps(body: Mapping[str, Any]) -> bytes:
     # Lone surrogates (from broken tool output) would make the UTF-8 encoding fail.
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
-
-
-def error_detail(raw: bytes) -> str:
-    """The human part of a provider error body (``error.message`` when there is one)."""
-    text = raw.decode("utf-8", "replace").strip()
-    if not text:
-        return "status code (no body)"
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:2000]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return text[:2000]
 
 
 @dataclass
@@ -137,6 +133,27 @@ _REQUEST_REJECTED = re.compile(
 #: A dropped stream before any reply is read as an overflow when the request was at least
 #: this share of the window (servers like llama-cpp-python fail inside the stream).
 DROP_OVERFLOW_SHARE = 0.85
+
+
+def _deadline(value: float | None) -> float | None:
+    if value is None:
+        raw = os.environ.get("PINB_STREAM_DEADLINE", "").strip()
+        try:
+            value = float(raw) if raw else DEFAULT_DEADLINE
+        except ValueError:
+            log.warning(
+                "PINB_STREAM_DEADLINE=%r is not a number; using %g s", raw, DEFAULT_DEADLINE
+            )
+            value = DEFAULT_DEADLINE
+    return value if value > 0 else None
+
+
+async def _within(awaitable: Awaitable[T], until: float | None) -> T:
+    """``await awaitable``, raising `TimeoutError` at loop time ``until`` (``None``: never)."""
+    if until is None:
+        return await awaitable
+    async with asyncio.timeout_at(until):
+        return await awaitable
 
 
 def normalize_thinking_level(level: str | None) -> str:
@@ -175,6 +192,10 @@ class HTTPChatModel(ChatModelBase):
         slow streams survive long pauses).
     stream:
         Use SSE streaming (default) or one JSON response.
+    deadline:
+        Seconds one response may take in all, from the request to its last event
+        (default: ``PINB_STREAM_DEADLINE``, else `DEFAULT_DEADLINE`; ``0``: none). A
+        stream that trickles past it ends with an error that is not retried.
     """
 
     api: ClassVar[str] = ""
@@ -191,6 +212,7 @@ class HTTPChatModel(ChatModelBase):
         retry: RetryPolicy | None = None,
         timeout: float | httpx.Timeout | None = None,
         stream: bool = True,
+        deadline: float | None = None,
     ):
         self.info = info
         self.base_url = base_url.rstrip("/")
@@ -211,6 +233,7 @@ class HTTPChatModel(ChatModelBase):
         else:
             self.timeout = httpx.Timeout(timeout)
         self.streaming = stream
+        self.deadline = _deadline(deadline)
 
     def __repr__(self) -> str:
         return (
@@ -462,54 +485,24 @@ class HTTPChatModel(ChatModelBase):
     ) -> AsyncGenerator[StreamEvent, None]:
         client = httpx.AsyncClient(transport=self.transport, timeout=self.timeout)
         response: httpx.Response | None = None
+        # Each of our awaits is bounded by the deadline; the consumer's time between two
+        # events is never cut short by it.
+        until = None if self.deadline is None else asyncio.get_running_loop().time() + self.deadline
         try:
             request = client.build_request(
                 "POST", self._url(), content=payload, headers=self._headers()
             )
-            response = await guard.run(client.send(request, stream=True))
-            if response.status_code >= 400:
-                raw = await guard.run(response.aread())
-                self._http_error(response, raw, outcome)
-                return
-            if not self.streaming:
-                raw = await guard.run(response.aread())
-                events, outcome.stop_reason, outcome.error = self._parse_response(
-                    _load_json(raw, "response"), builder
-                )
-                for event in events:
-                    yield event
-                return
-            decoder = self._decoder(builder)
-            parser = SSEParser()
-            chunks = response.aiter_bytes().__aiter__()
-            while not decoder.complete:
-                try:
-                    chunk = await guard.run(chunks.__anext__())
-                except StopAsyncIteration:
-                    break
-                for sse in parser.feed(chunk):
-                    outcome.sse_events += 1
-                    for event in decoder.feed(sse):
-                        yield event
-                    guard.check()
-                    if decoder.complete:
-                        break
-            if not decoder.complete:
-                for sse in parser.close():
-                    outcome.sse_events += 1
-                    for event in decoder.feed(sse):
-                        yield event
-            if not decoder.complete:
-                decoder.at_eof()
-            if not decoder.complete:
-                raise StreamProtocolError(
-                    "Connection lost: the stream ended before the response was complete"
-                )
-            for event in decoder.finish():
+            response = await guard.run(_within(client.send(request, stream=True), until))
+            async for event in self._events(response, builder, guard, outcome, until):
                 yield event
-            outcome.stop_reason, outcome.error = decoder.stop_reason, decoder.error
         except _Aborted:
             outcome.aborted = True
+        except TimeoutError:
+            outcome.error = (
+                f"The response did not finish within the {self.deadline:g} s deadline "
+                "(PINB_STREAM_DEADLINE sets it)"
+            )
+            outcome.retryable = False  # the same request would trickle again
         except httpx.TimeoutException as exc:
             outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
             outcome.retryable = True
@@ -537,14 +530,81 @@ class HTTPChatModel(ChatModelBase):
             if self.transport is None:
                 await client.aclose()
 
+    async def _events(
+        self,
+        response: httpx.Response,
+        builder: MessageBuilder,
+        guard: _Guard,
+        outcome: _Outcome,
+        until: float | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The events of one response: an error body, one JSON reply, or an SSE stream."""
+        if response.status_code >= 400:
+            raw, total = await self._error_body(response, guard, until)
+            self._http_error(response, raw, outcome, total)
+            return
+        if not self.streaming:
+            raw = await guard.run(_within(response.aread(), until))
+            events, outcome.stop_reason, outcome.error = self._parse_response(
+                _load_json(raw, "response"), builder
+            )
+            for event in events:
+                yield event
+            return
+        decoder = self._decoder(builder)
+        parser = SSEParser()
+        chunks = response.aiter_bytes().__aiter__()
+        while not decoder.complete:
+            try:
+                chunk = await guard.run(_within(chunks.__anext__(), until))
+            except StopAsyncIteration:
+                break
+            for sse in parser.feed(chunk):
+                outcome.sse_events += 1
+                for event in decoder.feed(sse):
+                    yield event
+                guard.check()
+                if decoder.complete:
+                    break
+        if not decoder.complete:
+            for sse in parser.close():
+                outcome.sse_events += 1
+                for event in decoder.feed(sse):
+                    yield event
+        if not decoder.complete:
+            decoder.at_eof()
+        if not decoder.complete:
+            raise StreamProtocolError(
+                "Connection lost: the stream ended before the response was complete"
+            )
+        for event in decoder.finish():
+            yield event
+        outcome.stop_reason, outcome.error = decoder.stop_reason, decoder.error
+
+    async def _error_body(
+        self, response: httpx.Response, guard: _Guard, until: float | None
+    ) -> tuple[bytes, int | None]:
+        """The start of an error body (`ERROR_BODY_READ` bytes) and its size, when known."""
+        kept = bytearray()
+        chunks = response.aiter_bytes().__aiter__()
+        while len(kept) <= ERROR_BODY_READ:
+            try:
+                kept += await guard.run(_within(chunks.__anext__(), until))
+            except StopAsyncIteration:
+                return bytes(kept), None
+        length = response.headers.get("content-length", "")
+        return bytes(kept[:ERROR_BODY_READ]), int(length) if length.isdigit() else None
+
     def _read_timeout(self) -> str:
         read = self.timeout.read
         return "no read timeout" if read is None else f"{read:g} s without data"
 
-    def _http_error(self, response: httpx.Response, raw: bytes, outcome: _Outcome) -> None:
+    def _http_error(
+        self, response: httpx.Response, raw: bytes, outcome: _Outcome, total: int | None = None
+    ) -> None:
         status = response.status_code
         outcome.status = status
-        outcome.error = f"{status} {error_detail(raw)}"
+        outcome.error = f"{status} {error_detail(raw, total)}"
         outcome.retry_after = parse_retry_after(response.headers)
         should = response.headers.get("x-should-retry")
         if should in ("true", "false"):

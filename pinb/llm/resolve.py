@@ -73,6 +73,7 @@ def resolve_model(
     retry: RetryPolicy | None = None,
     timeout: float | httpx.Timeout | None = None,
     stream: bool = True,
+    deadline: float | None = None,
     context_window: int | None = None,
     max_tokens: int | None = None,
     reasoning: bool | None = None,
@@ -103,8 +104,8 @@ def resolve_model(
         Extra request headers.
     transport:
         ``httpx.AsyncBaseTransport`` to use instead of the network (tests).
-    retry, timeout, stream:
-        See `HTTPChatModel`.
+    retry, timeout, stream, deadline:
+        See `HTTPChatModel` (``deadline``: seconds one response may take in all).
     context_window, max_tokens, reasoning, cost:
         Override the registry's values for this model object only.
     registry:
@@ -213,6 +214,7 @@ def resolve_model(
         retry=retry,
         timeout=timeout,
         stream=stream,
+        deadline=deadline,
     )
 
 
