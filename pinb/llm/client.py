@@ -10,7 +10,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -146,14 +146,6 @@ def _deadline(value: float | None) -> float | None:
             )
             value = DEFAULT_DEADLINE
     return value if value > 0 else None
-
-
-async def _within(awaitable: Awaitable[T], until: float | None) -> T:
-    """``await awaitable``, raising `TimeoutError` at loop time ``until`` (``None``: never)."""
-    if until is None:
-        return await awaitable
-    async with asyncio.timeout_at(until):
-        return await awaitable
 
 
 def normalize_thinking_level(level: str | None) -> str:
@@ -492,7 +484,7 @@ class HTTPChatModel(ChatModelBase):
             request = client.build_request(
                 "POST", self._url(), content=payload, headers=self._headers()
             )
-            response = await guard.run(_within(client.send(request, stream=True), until))
+            response = await guard.run(client.send(request, stream=True), until)
             async for event in self._events(response, builder, guard, outcome, until):
                 yield event
         except _Aborted:
@@ -544,7 +536,7 @@ class HTTPChatModel(ChatModelBase):
             self._http_error(response, raw, outcome, total)
             return
         if not self.streaming:
-            raw = await guard.run(_within(response.aread(), until))
+            raw = await guard.run(response.aread(), until)
             events, outcome.stop_reason, outcome.error = self._parse_response(
                 _load_json(raw, "response"), builder
             )
@@ -556,7 +548,7 @@ class HTTPChatModel(ChatModelBase):
         chunks = response.aiter_bytes().__aiter__()
         while not decoder.complete:
             try:
-                chunk = await guard.run(_within(chunks.__anext__(), until))
+                chunk = await guard.run(chunks.__anext__(), until)
             except StopAsyncIteration:
                 break
             for sse in parser.feed(chunk):
@@ -589,7 +581,7 @@ class HTTPChatModel(ChatModelBase):
         chunks = response.aiter_bytes().__aiter__()
         while len(kept) <= ERROR_BODY_READ:
             try:
-                kept += await guard.run(_within(chunks.__anext__(), until))
+                kept += await guard.run(chunks.__anext__(), until)
             except StopAsyncIteration:
                 return bytes(kept), None
         length = response.headers.get("content-length", "")
