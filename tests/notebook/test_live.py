@@ -163,7 +163,7 @@ def _play(calls: int) -> tuple[LiveRun, _Recorder]:
 
 
 def test_the_html_published_grows_linearly_with_the_run() -> None:
-    small, small_seen = _play(100)
+    small, _ = _play(100)
     large, large_seen = _play(400)
     assert large.published_chars == large_seen.chars  # the counter is what was shown
     # every event is shown (interval 0): quadratic growth would make this ratio 16
