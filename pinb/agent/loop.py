@@ -30,7 +30,7 @@ from ..core import Session
 from ..core.compaction import prepare_compaction
 from ..core.context import SessionContext
 from ..core.entries import Entry
-from ..core.operations import compact, compaction_due
+from ..core.operations import compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens
@@ -39,6 +39,7 @@ from ..llm.overflow import is_context_overflow, window_from_error
 from ..llm.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
 from .batch import run_tool_calls
+from .compact import compact_to_fit
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -542,7 +543,13 @@ class Agent:
                 await asyncio.to_thread(self._observe, "before_compaction", messages)
         try:
             return await asyncio.to_thread(
-                compact, self.session, summarizer, None, settings, reason=reason
+                compact_to_fit,
+                self.session,
+                summarizer,
+                None,
+                settings,
+                reason=reason,
+                context_window=self.model.info.context_window,
             )
         except NothingToCompactError:
             return None

@@ -20,6 +20,7 @@ from IPython.display import display
 from traitlets import Bool, Int, List, Unicode
 
 from ..agent import Agent, AgentConfig, AgentEnd
+from ..agent.compact import compact_to_fit
 from ..agent.recovery import load_retry_policy
 from ..agent.tools import all_tools
 from ..core import (
@@ -28,7 +29,6 @@ from ..core import (
     ExtractiveSummarizer,
     ModelSummarizer,
     Session,
-    compact,
     load_compaction_settings,
     navigate,
 )
@@ -481,7 +481,14 @@ class PiMagics(Magics):
         settings = self._fitted(model if model is not None else self._model)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         session = self.current_session()
-        report = compact(session, summarizer, instructions, settings)
+        planned = model if model is not None else self._model
+        report = compact_to_fit(  # Pi's plan; a smaller keep when that plan keeps everything
+            session,
+            summarizer,
+            instructions,
+            settings,
+            context_window=planned.info.context_window if planned is not None else None,
+        )
         window, source = self._window(session, model)
         return CompactionView(report, session, context_window=window, window_source=source)
 
