@@ -148,6 +148,22 @@ def _deadline(value: float | None) -> float | None:
     return value if value > 0 else None
 
 
+#: What an empty 500 to ``tool_choice: "required"`` means (llama-cpp-python 0.3).
+TOOL_CHOICE_HINT = (
+    ' (the server failed on tool_choice "required" without saying why; llama-cpp-python '
+    "does: name the tool instead, e.g. --tool-choice read, and start it with "
+    "--chat_format chatml-function-calling)"
+)
+
+
+def _empty_server_error(outcome: _Outcome) -> bool:
+    """A 5xx whose body said nothing: ``"500 "`` or ``"500 status code (no body)"``."""
+    if outcome.status is None or outcome.status < 500 or outcome.error is None:
+        return False
+    detail = outcome.error[len(str(outcome.status)) :].strip()
+    return detail in ("", "status code (no body)")
+
+
 def normalize_thinking_level(level: str | None) -> str:
     """Map Pi's thinking levels to the ones adapters use; unknown ones become ``medium``."""
     value = (level or "off").strip().lower()
@@ -393,6 +409,9 @@ class HTTPChatModel(ChatModelBase):
                 if outcome.dropped and not builder.content_started:
                     self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
+                if _empty_server_error(outcome) and tool_choice == "required":
+                    outcome.retryable = False  # it fails the same way every time
+                    error = error.rstrip() + TOOL_CHOICE_HINT
                 if outcome.retryable and is_context_overflow(
                     {"stopReason": "error", "errorMessage": error}
                 ):

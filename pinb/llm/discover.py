@@ -14,7 +14,7 @@ Ollama             ``POST /api/show``                             ``num_ctx``, e
 LM Studio          ``GET /api/v0/models``                         ``loaded_context_length``,
                                                                   else ``max_context_length``
 vLLM               ``GET /v1/models``                             ``max_model_len``
-llama-cpp-python   ``GET /v1/models`` (``meta.n_ctx`` if given)   its overflow message
+llama-cpp-python   (``/props`` is 404; nothing else is asked)     its overflow message
 =================  =============================================  ====================
 
 Only that base URL is asked; nothing else on the machine (see `pinb.llm.local` for the
@@ -175,7 +175,9 @@ _PROBES: dict[str, tuple[_Probe, ...]] = {
     "ollama": (_ollama_show, _openai_models),
     "lmstudio": (_lmstudio_models, _openai_models),
     "vllm": (_openai_models,),
-    "llamacpp": (_llamacpp_props, _openai_models),
+    # Not /v1/models: llama-cpp-python takes its model lock for it, which ends a reply
+    # another kernel is streaming (its --interrupt_requests default); it tells no window.
+    "llamacpp": (_llamacpp_props,),
     "default": (_llamacpp_props, _openai_models, _lmstudio_models, _ollama_show),
 }
 

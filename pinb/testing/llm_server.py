@@ -131,6 +131,13 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
         # The server's own checks come first and use no scripted reply, as a real
         # server's would not depend on what the test planned to answer.
+        if (
+            owner.window_endpoint == "llama-cpp-python"
+            and isinstance(body, dict)
+            and body.get("tool_choice") == "required"
+        ):  # llama-cpp-python 0.3: a 500 with an empty message, every time
+            self._json(500, {"error": {"message": "", "type": "internal_server_error"}})
+            return
         rejected = null_content_error(body) if owner.reject_null_content else None
         if rejected is not None:
             # llama-cpp-python's schema error comes back as a 500 (it is not transient)
@@ -322,7 +329,8 @@ class LLMServer:
         #: Which server's window endpoint to offer: ``"llamacpp"`` (llama-server's
         #: ``/props``), ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``
         #: ``max_model_len``), ``"lmstudio"`` (``/api/v0/models``), or
-        #: ``"llama-cpp-python"`` / ``None`` (404 on ``/props``, no window anywhere).
+        #: ``"llama-cpp-python"`` / ``None`` (404 on ``/props``, no window anywhere;
+        #: llama-cpp-python also answers ``tool_choice: "required"`` with an empty 500).
         self.window_endpoint = window_endpoint
         #: Answer ``content: null`` in an assistant message with llama-cpp-python's 500.
         self.reject_null_content = reject_null_content

@@ -129,7 +129,8 @@ def test_llama_cpp_python_reports_no_window_and_keeps_the_default() -> None:
         model = get_model("llamacpp/smol", base_url=server.url, registry=ModelRegistry(False))
         asked = list(server.probes)
     assert model.info.context_window == 128_000 and model.info.window_origin == "provider default"
-    assert asked == ["/props", "/v1/models"]  # 404, then a list without a window
+    # 404, and no /v1/models: llama-cpp-python would end another kernel's running reply
+    assert asked == ["/props"]
 
 
 def test_models_json_and_the_setting_win_over_discovery(agent_dir: Path) -> None:
@@ -156,3 +157,32 @@ def test_models_json_and_the_setting_win_over_discovery(agent_dir: Path) -> None
         assert server.probes == []
     assert listed.info.context_window == 8192 and listed.info.window_origin == "model registry"
     assert (set_here.info.context_window, set_here.info.window_origin) == (2048, "setting")
+
+
+def test_llama_cpp_python_refusing_required_tool_choice_gets_a_hint_not_retries() -> None:
+    from pinb.llm import RetryPolicy
+
+    from .conftest import arun, user
+
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+
+    with LLMServer(window_endpoint="llama-cpp-python") as server:
+        model = get_model(
+            "llamacpp/smol",
+            base_url=server.url,
+            registry=ModelRegistry(False),
+            retry=RetryPolicy(sleep=sleep),
+        )
+        tools = [{"name": "read", "description": "Read a file.", "parameters": {"type": "object"}}]
+        message = arun(model.acomplete([user("read a.txt")], tools=tools, tool_choice="required"))
+        assert len(server.requests) == 1 and delays == []  # not sent again 3 times
+        server.reply("", tool_calls=[("read", {"path": "a.txt"})])
+        named = arun(model.acomplete([user("read a.txt")], tools=tools, tool_choice="read"))
+    assert message["stopReason"] == "error"
+    assert message["errorMessage"].startswith("500 (the server failed on tool_choice")
+    assert "--tool-choice read" in message["errorMessage"]
+    assert "chatml-function-calling" in message["errorMessage"]
+    assert named["stopReason"] == "toolUse"  # naming the tool works
