@@ -55,8 +55,8 @@ class WindowAnswer:
 
     @property
     def label(self) -> str:
-        """How labels name it: ``server (/props n_ctx)``."""
-        return f"server ({self.source})"
+        """How labels name it: ``server: /props n_ctx``."""
+        return f"server: {self.source}"
 
 
 _CACHE: dict[tuple[str, str], WindowAnswer | None] = {}

@@ -117,7 +117,7 @@ def resolve_model(
         (`pinb.llm.discover.discover_window`). Default: for keyless (local) providers
         when the id is not in the registry or models.json and no ``context_window`` is
         given; the answer replaces pinb's 128,000 guess, and ``info.window_source`` says
-        where it came from (``server (/props n_ctx)``).
+        where it came from (``server: /props n_ctx``).
 
     Returns
     -------

@@ -78,7 +78,7 @@ def test_a_configured_address_is_the_only_one_asked(default_port_servers, monkey
     assert [(p, s) for p, _, s in configured_local_servers()] == [("vllm", "VLLM_BASE_URL")]
     model = choose_model(None)
     assert model.info.spec == "vllm/loopback-135M.Q4_1"
-    assert model.info.window_source == "server (/v1/models max_model_len)"
+    assert model.info.window_source == "server: /v1/models max_model_len"
     untouched = {k: v for k, v in default_port_servers.items() if k != "vllm"}
     assert _seen(untouched) == 0
 
@@ -111,10 +111,10 @@ def test_discovery_lists_what_answers_and_picks_nothing(default_port_servers) ->
 @pytest.mark.parametrize(
     ("kind", "spec", "source"),
     [
-        ("llamacpp", "llamacpp/smol", "server (/props n_ctx)"),
-        ("ollama", "ollama/qwen3:0.6b", "server (/api/show num_ctx)"),
-        ("lmstudio", "lmstudio/qwen", "server (/api/v0/models loaded_context_length)"),
-        ("vllm", "vllm/qwen", "server (/v1/models max_model_len)"),
+        ("llamacpp", "llamacpp/smol", "server: /props n_ctx"),
+        ("ollama", "ollama/qwen3:0.6b", "server: /api/show num_ctx"),
+        ("lmstudio", "lmstudio/qwen", "server: /api/v0/models loaded_context_length"),
+        ("vllm", "vllm/qwen", "server: /v1/models max_model_len"),
     ],
 )
 def test_each_kind_reports_its_window_with_the_source(kind: str, spec: str, source: str) -> None:

@@ -36,7 +36,8 @@ class ModelCommands(MagicsBase):
         info = model.info
         where = getattr(model, "base_url", None)
         print(
-            f"{info.provider}/{info.id} · window {info.context_window:,} · max out "
+            f"{info.provider}/{info.id} · window {info.context_window:,} ({info.window_origin})"
+            " · max out "
             f"{info.max_tokens:,}" + (f" · {where}" if where else "")
         )
 
