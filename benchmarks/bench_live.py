@@ -14,19 +14,16 @@ Run: ``.venv/bin/python benchmarks/bench_live.py``. Two tables:
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pinb.agent.events import AgentEnd, ModelEvent, ToolEnd, ToolStart, TurnStart  # noqa: E402
-from pinb.agent.tool import ToolResult  # noqa: E402
-from pinb.core.entries import Entry  # noqa: E402
-from pinb.llm import TextDelta, ToolCallEnd, ToolCallStart  # noqa: E402
-from pinb.notebook.live import LiveRun  # noqa: E402
+from pinb.agent.events import AgentEnd, ModelEvent, ToolEnd, ToolStart, TurnStart
+from pinb.agent.tool import ToolResult
+from pinb.core.entries import Entry
+from pinb.llm import TextDelta, ToolCallEnd, ToolCallStart
+from pinb.notebook.live import LiveRun
 
 
 class _Sink:
