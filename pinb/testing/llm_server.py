@@ -76,6 +76,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         owner = self.server.owner
         owner._probe(self.path)
+        if self.path.startswith("/v1/"):
+            owner._take_model_lock()
         path = self.path.rstrip("/")
         window = owner.context_window
         if path == "/props" and owner.window_endpoint == "llamacpp" and window:
@@ -129,6 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
+        owner._take_model_lock()
         # The server's own checks come first and use no scripted reply, as a real
         # server's would not depend on what the test planned to answer.
         if (
@@ -265,6 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.flush()
+        epoch = owner._lock_epoch
         cut = reply.disconnect_after
         if reply.disconnect_in_tool_args:
             first = first_argument_event(events)
@@ -280,6 +284,15 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Dropped
             if reply.stream_error is not None and sent >= reply.stream_error_after:
                 self._chunk(_stream_error(self.path, reply))
+                break
+            if owner.interrupt_requests and owner._lock_epoch != epoch and sent < len(events) - 2:
+                # llama-cpp-python: another request took the model; this reply just ends
+                for tail_name, tail in events[-2:]:
+                    self._chunk(
+                        (
+                            (f"event: {tail_name}\n" if tail_name else "") + f"data: {tail}\n\n"
+                        ).encode()
+                    )
                 break
             frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
             self._chunk(frame.encode())
@@ -318,6 +331,7 @@ class LLMServer:
         window_endpoint: str | None = None,
         reject_null_content: bool = False,
         model_id: str = "/models/loopback-135M.Q4_1.gguf",
+        interrupt_requests: bool = False,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -334,6 +348,11 @@ class LLMServer:
         self.window_endpoint = window_endpoint
         #: Answer ``content: null`` in an assistant message with llama-cpp-python's 500.
         self.reject_null_content = reject_null_content
+        #: llama-cpp-python's default ``--interrupt_requests True``: any request under
+        #: ``/v1/`` (a chat, or just ``GET /v1/models``) ends a reply that is streaming,
+        #: with a normal finish, as if the model had stopped.
+        self.interrupt_requests = interrupt_requests
+        self._lock_epoch = 0
         #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
         self.model_id = model_id
         #: Paths of window probes and model listings received (GET and ``/api/show``).
@@ -459,6 +478,10 @@ class LLMServer:
     def _probe(self, path: str) -> None:
         with self._lock:
             self.probes.append(path)
+
+    def _take_model_lock(self) -> None:
+        with self._lock:
+            self._lock_epoch += 1
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from pinb.llm.catalog import BUILTIN_PROVIDERS
 from pinb.llm.discover import forget_discoveries
 from pinb.llm.local import configured_local_servers, discover_local_servers
 from pinb.notebook.models import NoModelConfiguredError, choose_model
-from pinb.testing.llm_server import LLMServer
+from pinb.testing.llm_server import LLMServer, ServerReply
 
 _URL_VARIABLES = (
     "OLLAMA_HOST",
@@ -186,3 +186,49 @@ def test_llama_cpp_python_refusing_required_tool_choice_gets_a_hint_not_retries(
     assert "--tool-choice read" in message["errorMessage"]
     assert "chatml-function-calling" in message["errorMessage"]
     assert named["stopReason"] == "toolUse"  # naming the tool works
+
+
+def test_llama_cpp_python_ends_a_stream_for_any_v1_request_and_window_discovery_sends_none() -> (
+    None
+):
+    import threading
+    import time
+
+    from pinb.llm import RetryPolicy
+    from pinb.llm.local import list_models
+
+    from .conftest import arun, user
+
+    full = "word " * 40
+
+    def stream_while(server: LLMServer, meanwhile) -> dict:
+        model = get_model(
+            "llamacpp/smol",
+            base_url=server.url,
+            registry=ModelRegistry(False),
+            discover=False,
+            retry=RetryPolicy(max_retries=0),
+        )
+        server.add(ServerReply(text=full, chunk_size=5, chunk_delay=0.03))
+        box: list[dict] = []
+        worker = threading.Thread(target=lambda: box.append(arun(model.acomplete([user("go")]))))
+        seen = len(server.requests)
+        worker.start()
+        while len(server.requests) == seen:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        meanwhile()
+        worker.join(15)
+        return box[0]
+
+    with LLMServer(window_endpoint="llama-cpp-python", interrupt_requests=True) as server:
+        # the mode is real: another client's GET /v1/models cuts the reply, ending it as "stop"
+        cut = stream_while(server, lambda: list_models(server.openai_base_url, timeout=2))
+        # another kernel choosing the same model asks its window at /props only
+        forget_discoveries()
+        whole = stream_while(
+            server,
+            lambda: get_model("llamacpp/smol", base_url=server.url, registry=ModelRegistry(False)),
+        )
+    assert cut["stopReason"] == "stop" and 0 < len(cut["content"][0]["text"]) < len(full)
+    assert whole["stopReason"] == "stop" and whole["content"][0]["text"] == full
