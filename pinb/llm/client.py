@@ -8,7 +8,6 @@ import copy
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,11 +20,17 @@ from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
 from pinb.llm.credentials import Secret, redact, sanitize_key
-from pinb.llm.errorbody import ERROR_BODY_READ, ERROR_KEEP, error_detail
+from pinb.llm.errorbody import (
+    ERROR_BODY_READ,
+    ERROR_KEEP,
+    TOOL_CHOICE_HINT,
+    empty_server_error,
+    error_detail,
+)
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
-from pinb.llm.limits import OutputLimit, choose_output_limit
+from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -58,9 +63,6 @@ T = TypeVar("T")
 
 #: Connect quickly, but let a slow model pause for minutes between chunks.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
-#: Seconds one response may take in all, however steadily it trickles (``deadline=``, or
-#: the ``PINB_STREAM_DEADLINE`` variable): a byte a second never meets the read timeout.
-DEFAULT_DEADLINE = 1800.0
 
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
@@ -133,35 +135,6 @@ _REQUEST_REJECTED = re.compile(
 #: A dropped stream before any reply is read as an overflow when the request was at least
 #: this share of the window (servers like llama-cpp-python fail inside the stream).
 DROP_OVERFLOW_SHARE = 0.85
-
-
-def _deadline(value: float | None) -> float | None:
-    if value is None:
-        raw = os.environ.get("PINB_STREAM_DEADLINE", "").strip()
-        try:
-            value = float(raw) if raw else DEFAULT_DEADLINE
-        except ValueError:
-            log.warning(
-                "PINB_STREAM_DEADLINE=%r is not a number; using %g s", raw, DEFAULT_DEADLINE
-            )
-            value = DEFAULT_DEADLINE
-    return value if value > 0 else None
-
-
-#: What an empty 500 to ``tool_choice: "required"`` means (llama-cpp-python 0.3).
-TOOL_CHOICE_HINT = (
-    ' (the server failed on tool_choice "required" without saying why; llama-cpp-python '
-    "does: name the tool instead, e.g. --tool-choice read, and start it with "
-    "--chat_format chatml-function-calling)"
-)
-
-
-def _empty_server_error(outcome: _Outcome) -> bool:
-    """A 5xx whose body said nothing: ``"500 "`` or ``"500 status code (no body)"``."""
-    if outcome.status is None or outcome.status < 500 or outcome.error is None:
-        return False
-    detail = outcome.error[len(str(outcome.status)) :].strip()
-    return detail in ("", "status code (no body)")
 
 
 def normalize_thinking_level(level: str | None) -> str:
@@ -241,7 +214,7 @@ class HTTPChatModel(ChatModelBase):
         else:
             self.timeout = httpx.Timeout(timeout)
         self.streaming = stream
-        self.deadline = _deadline(deadline)
+        self.deadline = stream_deadline(deadline)
 
     def __repr__(self) -> str:
         return (
@@ -409,7 +382,7 @@ class HTTPChatModel(ChatModelBase):
                 if outcome.dropped and not builder.content_started:
                     self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
-                if _empty_server_error(outcome) and tool_choice == "required":
+                if empty_server_error(outcome.status, outcome.error) and tool_choice == "required":
                     outcome.retryable = False  # it fails the same way every time
                     error = error.rstrip() + TOOL_CHOICE_HINT
                 if outcome.retryable and is_context_overflow(

@@ -17,7 +17,13 @@ from typing import Any
 
 from pinb.llm.assemble import parse_partial_json
 
-__all__ = ["ERROR_BODY_READ", "ERROR_KEEP", "error_detail"]
+__all__ = [
+    "ERROR_BODY_READ",
+    "ERROR_KEEP",
+    "TOOL_CHOICE_HINT",
+    "empty_server_error",
+    "error_detail",
+]
 
 #: Characters of a provider's error message kept in ``errorMessage`` (and shown).
 ERROR_KEEP = 4000
@@ -62,3 +68,18 @@ def error_detail(raw: bytes, total: int | None = None) -> str:
             f"{min(len(detail), ERROR_KEEP):,} characters kept]"
         )
     return detail
+
+
+#: What an empty 500 to ``tool_choice: "required"`` means (llama-cpp-python 0.3).
+TOOL_CHOICE_HINT = (
+    ' (the server failed on tool_choice "required" without saying why; llama-cpp-python '
+    "does: name the tool instead, e.g. --tool-choice read, and start it with "
+    "--chat_format chatml-function-calling)"
+)
+
+
+def empty_server_error(status: int | None, error: str | None) -> bool:
+    """A 5xx whose body said nothing: ``"500 "`` or ``"500 status code (no body)"``."""
+    if status is None or status < 500 or error is None:
+        return False
+    return error[len(str(status)) :].strip() in ("", "status code (no body)")

@@ -20,12 +20,26 @@ Pi 1.6 keeps a 4,096-token margin, which on a 4,096-token window leaves it sendi
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
 
 from pinb.llm.types import ModelInfo
 
-__all__ = ["DEFAULT_OUTPUT_CAP", "OutputLimit", "choose_output_limit", "limit_margin"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "DEFAULT_OUTPUT_CAP",
+    "OutputLimit",
+    "choose_output_limit",
+    "limit_margin",
+    "stream_deadline",
+]
 
+log = logging.getLogger("pinb.llm")
+
+#: Seconds one response may take in all, however steadily it trickles (``deadline=``, or
+#: the ``PINB_STREAM_DEADLINE`` variable): a byte a second never meets the read timeout.
+DEFAULT_DEADLINE = 1800.0
 #: The largest limit sent when the caller gives none (hosted models list up to 128,000).
 DEFAULT_OUTPUT_CAP = 32_000
 
@@ -100,3 +114,18 @@ def choose_output_limit(
     if room < 1:  # keep what the margin would have taken, if anything is left
         room = window - prompt_tokens
     return OutputLimit(max(1, min(wanted, room)), wanted, window, prompt_tokens, margin)
+
+
+def stream_deadline(value: float | None) -> float | None:
+    """The deadline of one response in seconds: ``value``, else ``PINB_STREAM_DEADLINE``,
+    else `DEFAULT_DEADLINE`; ``0`` or less: none (``None``)."""
+    if value is None:
+        raw = os.environ.get("PINB_STREAM_DEADLINE", "").strip()
+        try:
+            value = float(raw) if raw else DEFAULT_DEADLINE
+        except ValueError:
+            log.warning(
+                "PINB_STREAM_DEADLINE=%r is not a number; using %g s", raw, DEFAULT_DEADLINE
+            )
+            value = DEFAULT_DEADLINE
+    return value if value > 0 else None
