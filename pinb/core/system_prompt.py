@@ -11,7 +11,6 @@ beside it as a removal, not subtracted from its size.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from .context import _content_text, current_system_message
 from .target import PiLike
 from .tokens import estimate_tokens
+from .wire import dumps, utf16_len
 
 __all__ = [
     "SystemShare",
@@ -71,8 +71,8 @@ def _name(tool: Any) -> str:
 
 
 def _json_chars(value: Any) -> int:
-    # JSON.stringify's compact form, which Pi's estimate measures.
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    # JSON.stringify's length in UTF-16 units, as Pi's estimate measures (deep values too).
+    return utf16_len(dumps(value))
 
 
 def system_prompt_tokens(messages: Sequence[Any], pi: PiLike | None = None) -> int:
@@ -100,7 +100,7 @@ def system_shares(messages: Sequence[Any], pi: PiLike | None = None) -> list[Sys
         message = messages[i]
         text = _content_text(message.get("content"))
         if text:
-            weight[i] += len(text) + (2 if texts else 0)  # the replay joins with "\n\n"
+            weight[i] += utf16_len(text) + (2 if texts else 0)  # the replay joins with "\n\n"
             texts += 1
         patch = message.get("sections")
         for name, value in patch.items() if isinstance(patch, dict) else ():
@@ -109,7 +109,10 @@ def system_shares(messages: Sequence[Any], pi: PiLike | None = None) -> list[Sys
                 removed_sections[i].append(str(name))
                 del sections[name]
             if value is not None:
-                sections[name] = (i, len(value) if isinstance(value, str) else _json_chars(value))
+                sections[name] = (
+                    i,
+                    utf16_len(value) if isinstance(value, str) else _json_chars(value),
+                )
         for tool in _items(message.get("toolsRemoved")):
             if _name(tool) in tools:
                 removed_chars[i] += tools.pop(_name(tool))[1]

@@ -22,6 +22,7 @@ from ..core.describe import (
 )
 from ..core.entries import id_key
 from ..core.gc import gc_paused
+from ..core.jsontext import value_text
 from ..core.system_prompt import entry_costs
 from ..core.target import Pi
 
@@ -102,7 +103,7 @@ class NodeInfo:
         """The label as text (files can hold a number or an object there)."""
         if self.label is None:
             return None
-        return self.label if isinstance(self.label, str) else str(self.label)
+        return self.label if isinstance(self.label, str) else value_text(self.label, 60)
 
 
 @dataclass

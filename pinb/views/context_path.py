@@ -10,6 +10,7 @@ from ..core.accounting import ContextUsage, thousands
 from ..core.compaction_span import CompactionSpan, compaction_span
 from ..core.context import UNSET
 from ..core.gc import gc_paused
+from ..core.jsontext import value_text
 from ..core.system_prompt import SystemShare, message_costs, system_shares
 from ..core.target import Pi
 from ..render.graph import (
@@ -83,7 +84,7 @@ def _message_text(message: Any) -> str:
         return content
     if isinstance(content, list):
         return " ".join(
-            str(b.get("text", ""))
+            value_text(b.get("text", ""))
             for b in content
             if isinstance(b, dict) and b.get("type") == "text"
         )
