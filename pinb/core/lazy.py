@@ -1,0 +1,82 @@
+"""Reading a message line's head without building the line: what a lazy open needs.
+
+Opening a session needs, of each line, only what places it in the tree: its type, id,
+parent id, timestamp and (for a message) the role. The rest — the message's content, often
+kilobytes of tool output — is decoded when something asks for it, through the one parse
+entry point (:func:`pinb.core.wire.loads_line`).
+
+The head is read with msgspec (the ``fast`` extra) into a small struct whose unknown
+fields are skipped. msgspec still checks the whole line as JSON while it skips, so a line
+it accepts is one ``JSON.parse`` accepts too: it refuses invalid JSON, lone surrogates,
+``NaN``, invalid UTF-8 in a field it reads and nesting deeper than about a thousand levels
+(the exact parser reads those lines). Duplicate keys resolve to the last, as in
+``JSON.parse``. A line is read lazily only when its head is a message's that could not be
+odd: a string id, a string or null parent, a string timestamp and a message object with a
+string role. Everything else is parsed whole, as before, so every problem eager reading
+reports is still reported at open, with its file and line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HeadReader", "head_reader"]
+
+#: ``line -> head`` (``.id``, ``.parentId``, ``.timestamp``, ``.message.role``) for a line
+#: that can be read lazily, else ``None``.
+HeadReader = Callable[[bytes], Any]
+
+
+def _build() -> HeadReader | None:
+    try:
+        msgspec: Any = importlib.import_module("msgspec")
+    except ImportError:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    # Untracked by the collector (gc=False): a head that is kept holds strings only.
+    # An absent ``parentId`` reads as 0, which (like a present 0) is not lazy-sound.
+    message = msgspec.defstruct("_Message", [("role", Any, None)], gc=False)
+    head = msgspec.defstruct(
+        "_Head",
+        [
+            ("type", Any, None),
+            ("id", Any, None),
+            ("parentId", Any, 0),
+            ("timestamp", Any, None),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    decode = msgspec.json.Decoder(head).decode
+    refused = (msgspec.MsgspecError, RecursionError, OverflowError)
+
+    def read(line: bytes) -> Any:
+        try:
+            head = decode(line)
+        except refused:
+            return None
+        message = head.message
+        entry_id = head.id
+        parent = head.parentId
+        stamp = head.timestamp
+        if (
+            head.type == "message"
+            and message is not None
+            and entry_id.__class__ is str
+            and (parent is None or parent.__class__ is str)
+            and stamp.__class__ is str
+            and message.role.__class__ is str
+        ):
+            return head
+        return None
+
+    return read
+
+
+_reader: HeadReader | None = _build()
+
+
+def head_reader() -> HeadReader | None:
+    """The head reader, or ``None`` when msgspec is not installed (lines are read whole)."""
+    return _reader
