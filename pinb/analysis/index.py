@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from .query import SearchQuery, parse_query, sql_filters
 __all__ = [
     "SCHEMA_VERSION",
     "Citation",
+    "Progress",
     "RefreshStats",
     "SearchHit",
     "SearchIndexError",
@@ -35,13 +37,18 @@ __all__ = [
     "search",
 ]
 
+#: ``progress(what, done, total)``: ``what`` is ``"listing"`` or ``"indexing"``.
+Progress = Callable[[str, int, int], None]
+
 #: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 # One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
-# read again), one per searchable entry, the entries' text in FTS5 (same rowid), and the
-# tools and files of tool calls for the tool: and file: filters.
+# read again): what a listing shows, kept by size and mtime. Then, built only when a search
+# needs it, one row per searchable entry, the entries' text in FTS5 (same rowid), and the
+# tools and files of tool calls for the tool: and file: filters; entries_key says which
+# version of the file (size:mtime_ns) the session's entries come from (NULL: none yet).
 _SCHEMA = """
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY,
@@ -50,7 +57,7 @@ CREATE TABLE sessions(
   mtime_ns INTEGER NOT NULL,
   is_session INTEGER NOT NULL,
   id TEXT, cwd TEXT, name TEXT, parent_session_path TEXT,
-  created REAL, modified REAL, message_count INTEGER, first_message TEXT, body TEXT
+  created REAL, modified REAL, message_count INTEGER, first_message TEXT, entries_key TEXT
 );
 CREATE TABLE entries(
   rowid INTEGER PRIMARY KEY,
@@ -70,14 +77,15 @@ CREATE VIRTUAL TABLE entry_texts USING fts5(body, tokenize='unicode61 remove_dia
 
 _TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")
 
-#: The session columns :func:`_info` reads, in its order (``body`` or ``''`` follows).
+#: The session columns :func:`_info` reads, in its order (the text or ``''`` follows).
 _SESSION_COLUMNS = (
     "s.rowid, s.path, s.size, s.mtime_ns, s.is_session, s.id, s.cwd, s.name,"
     " s.parent_session_path, s.created, s.modified, s.message_count, s.first_message"
 )
 
-#: Files read and written per transaction while refreshing.
+#: Files read and written per transaction while refreshing (listing rows, entries).
 _BATCH = 100
+_ENTRY_BATCH = 20
 
 
 class SearchIndexError(PinbError):
@@ -154,6 +162,15 @@ class SessionCatalog:
         The SQLite file (default :func:`default_index_path`); ``":memory:"`` for none.
     root:
         The sessions root (default ``<agentDir>/sessions``).
+    progress:
+        ``progress(what, done, total)``, called as files are read: ``"listing"`` while the
+        listing rows are brought up to date, ``"indexing"`` while the search index is.
+
+    Notes
+    -----
+    A listing reads what its rows show (no JSON of message contents beyond the first user
+    message); the full-text index is built when a search first needs it, file by file in
+    small transactions, so an interrupted build resumes with the files it had not done.
 
     Examples
     --------
@@ -165,9 +182,12 @@ class SessionCatalog:
         self,
         index_path: str | os.PathLike[str] | None = None,
         root: str | os.PathLike[str] | None = None,
+        *,
+        progress: Progress | None = None,
     ) -> None:
         self.index_path = Path(index_path) if index_path is not None else default_index_path()
         self.root = Path(root) if root is not None else sessions_root()
+        self.progress = progress
         self._db = self._connect()
 
     # -- connection -----------------------------------------------------------------------
@@ -278,11 +298,50 @@ class SessionCatalog:
                 self._forget(rowid)
         for start in range(0, len(changed), _BATCH):
             # Files are read before the write transaction, a batch at a time.
-            batch = [(p, *scanned[p], *_read(p)) for p in changed[start : start + _BATCH]]
+            batch = [
+                (p, *scanned[p], read_session_info(p, text=False))
+                for p in changed[start : start + _BATCH]
+            ]
             with self._transaction():
                 for item in batch:
                     self._upsert(*item)
+            self._report("listing", start + len(batch), len(changed))
         return RefreshStats(len(scanned), len(changed), len(removed))
+
+    def _report(self, what: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(what, done, total)
+
+    def refresh_search(self, folder: str | os.PathLike[str] | None = None) -> RefreshStats:
+        """Bring the listing and then the full-text index up to date (what a search needs).
+
+        Only sessions whose file changed since their entries were indexed (or that were
+        never indexed) are read, a few files per transaction: a build that is interrupted
+        keeps what it finished and goes on from there next time.
+        """
+        listed = self.refresh(folder)
+        base, depth = self._scope(folder)
+        prefix = os.path.join(os.fspath(base), "")
+        stale = [
+            (rowid, path, f"{size}:{mtime}")
+            for rowid, path, size, mtime, key in self._db.execute(
+                "SELECT rowid, path, size, mtime_ns, entries_key FROM sessions"
+                " WHERE is_session = 1 AND path >= ? AND path < ?",
+                (prefix, prefix + "\U0010ffff"),
+            )
+            if key != f"{size}:{mtime}" and _in_scope(path, prefix, depth)
+        ]
+        for start in range(0, len(stale), _ENTRY_BATCH):
+            batch = [(*row, _entries(row[1])) for row in stale[start : start + _ENTRY_BATCH]]
+            with self._transaction():
+                for rowid, _, key, entries in batch:
+                    self._forget_entries(rowid)
+                    self._insert_entries(rowid, entries)
+                    self._db.execute(
+                        "UPDATE sessions SET entries_key = ? WHERE rowid = ?", (key, rowid)
+                    )
+            self._report("indexing", start + len(batch), len(stale))
+        return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -296,52 +355,59 @@ class SessionCatalog:
             raise
 
     def _forget(self, rowid: int) -> None:
+        self._forget_entries(rowid)
+        self._db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
+
+    def _forget_entries(self, rowid: int) -> None:
         db = self._db
         entries = "SELECT rowid FROM entries WHERE session = ?"
         db.execute(f"DELETE FROM entry_texts WHERE rowid IN ({entries})", (rowid,))
         db.execute(f"DELETE FROM entry_tools WHERE entry IN ({entries})", (rowid,))
         db.execute(f"DELETE FROM entry_files WHERE entry IN ({entries})", (rowid,))
         db.execute("DELETE FROM entries WHERE session = ?", (rowid,))
-        db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
 
-    def _upsert(
-        self,
-        path: str,
-        size: int,
-        mtime: int,
-        info: SessionInfo | None,
-        entries: Sequence[IndexedEntry],
-    ) -> None:
+    def _upsert(self, path: str, size: int, mtime: int, info: SessionInfo | None) -> None:
+        """The listing row of a new or changed file; its indexed entries (if any) stay,
+        stale by their ``entries_key``, until a search reads the file again."""
         db = self._db
         old = db.execute("SELECT rowid FROM sessions WHERE path = ?", (path,)).fetchone()
-        if old is not None:
-            self._forget(old[0])
         if info is None:
+            if old is not None:
+                self._forget(old[0])
             db.execute(
                 "INSERT INTO sessions(path, size, mtime_ns, is_session) VALUES (?, ?, ?, 0)",
                 (path, size, mtime),
             )
             return
-        cursor = db.execute(
-            "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
-            " parent_session_path, created, modified, message_count, first_message, body)"
-            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                path,
-                size,
-                mtime,
-                _text(info.id),
-                _text(info.cwd),
-                _text(info.name),
-                _text(info.parent_session_path),
-                _ts(info.created),
-                _ts(info.modified),
-                info.message_count,
-                _text(info.first_message),
-                _text(info.all_messages_text),
-            ),
+        row = (
+            size,
+            mtime,
+            _text(info.id),
+            _text(info.cwd),
+            _text(info.name),
+            _text(info.parent_session_path),
+            _ts(info.created),
+            _ts(info.modified),
+            info.message_count,
+            _text(info.first_message),
         )
-        session = cursor.lastrowid
+        if old is not None:
+            db.execute(
+                "UPDATE sessions SET size = ?, mtime_ns = ?, is_session = 1, id = ?, cwd = ?,"
+                " name = ?, parent_session_path = ?, created = ?, modified = ?,"
+                " message_count = ?, first_message = ? WHERE rowid = ?",
+                (*row, old[0]),
+            )
+            return
+        db.execute(
+            "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
+            " parent_session_path, created, modified, message_count, first_message)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, *row),
+        )
+
+    def _insert_entries(self, session: int, entries: Sequence[IndexedEntry]) -> None:
+        db = self._db
         for item in entries:
             row = db.execute(
                 "INSERT INTO entries(session, line, entry_id, type, role, timestamp, digest)"
@@ -367,20 +433,23 @@ class SessionCatalog:
     ) -> list[SessionInfo]:
         """Sessions of the root (or one project folder), newest first, as ``SessionInfo``.
 
-        The index is refreshed first. ``all_messages_text`` is filled only with
-        ``with_text=True`` (it is the bulk of the index); otherwise it is ``""``.
+        The listing rows are refreshed first (the full-text index is not touched).
+        ``all_messages_text`` is filled only with ``with_text=True``, read from the files
+        (it is not kept in the index); otherwise it is ``""``.
         """
         self.refresh(folder)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
-        text_column = "s.body" if with_text else "''"
         rows = self._db.execute(
-            f"SELECT {_SESSION_COLUMNS}, {text_column} FROM sessions s"  # fixed column choices
+            f"SELECT {_SESSION_COLUMNS}, '' FROM sessions s"
             " WHERE s.is_session = 1 AND s.path >= ? AND s.path < ?"
             " ORDER BY s.modified DESC, s.path DESC",
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
-        return [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
+        infos = [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
+        if with_text:
+            infos = [_with_text(info) for info in infos]
+        return infos
 
     def search(
         self,
@@ -416,7 +485,7 @@ class SessionCatalog:
         SearchIndexError
             A raw query that FTS5 rejects.
         """
-        self.refresh(folder)
+        self.refresh_search(folder)
         query = SearchQuery(text) if raw else parse_query(text)
         if (raw and not text.strip()) or (not raw and query.empty):
             return SearchResults([], text, query, root=self.root)
@@ -532,20 +601,25 @@ class SessionCatalog:
         return iter(self.sessions())
 
 
-def _read(path: str) -> tuple[SessionInfo | None, list[IndexedEntry]]:
-    """A file's listing row and searchable entries (``None, []`` when it is not a session)."""
-    info = read_session_info(path)
-    if info is None:
-        return None, []
+def _entries(path: str) -> list[IndexedEntry]:
+    """A session file's searchable entries (``[]`` when they cannot be read)."""
     from .cite import indexed_entries
     from .frames import open_session
 
     try:
-        return info, indexed_entries(open_session(path))
+        return indexed_entries(open_session(path))
     except (PinbError, OSError, ValueError) as exc:
         # Listed (Pi lists it too), but its entries cannot be read: say so, once.
         log.warning("%s: entries not indexed: %s", path, exc)
-        return info, []
+        return []
+
+
+def _with_text(info: SessionInfo) -> SessionInfo:
+    """The row with its ``all_messages_text``, read from the file."""
+    full = read_session_info(info.path)
+    if full is None:
+        return info
+    return dataclasses.replace(info, all_messages_text=full.all_messages_text)
 
 
 def _fold(
@@ -596,12 +670,14 @@ def list_indexed(
     *,
     root: str | os.PathLike[str] | None = None,
     with_text: bool = False,
+    progress: Progress | None = None,
 ) -> list[SessionInfo]:
     """Indexed listing: the same rows as ``pinb.core.listing``, fast once warm.
 
     ``folder`` limits to one project folder; by default every project under the root.
+    ``progress`` as for :class:`SessionCatalog`.
     """
-    with SessionCatalog(root=root) as catalog:
+    with SessionCatalog(root=root, progress=progress) as catalog:
         return catalog.sessions(folder, with_text=with_text)
 
 
@@ -613,8 +689,11 @@ def search(
     limit: int = 50,
     raw: bool = False,
     fold: bool = True,
+    progress: Progress | None = None,
 ) -> SearchResults:
     """Full-text search over session entries (see :meth:`SessionCatalog.search`).
+
+    The first search builds the index (``progress`` as for :class:`SessionCatalog`).
 
     Examples
     --------
@@ -622,5 +701,5 @@ def search(
     >>> hits[0].cite  # doctest: +SKIP
     '/home/me/.pi/agent/sessions/--home-me-app--/2026-…_….jsonl:42#a1b2c3d4'
     """
-    with SessionCatalog(root=root) as catalog:
+    with SessionCatalog(root=root, progress=progress) as catalog:
         return catalog.search(text, folder, limit=limit, raw=raw, fold=fold)

@@ -22,7 +22,15 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["HeadReader", "head_reader"]
+from .wire import loads_line
+
+__all__ = [
+    "HeadReader",
+    "ListingReader",
+    "head_reader",
+    "listed_value",
+    "listing_reader",
+]
 
 #: ``line -> head`` (``.id``, ``.parentId``, ``.timestamp``, ``.message.role``) for a line
 #: that can be read lazily, else ``None``.
@@ -80,3 +88,63 @@ _reader: HeadReader | None = _build()
 def head_reader() -> HeadReader | None:
     """The head reader, or ``None`` when msgspec is not installed (lines are read whole)."""
     return _reader
+
+
+#: ``line -> row`` with what a session listing reads of a line (``type``, ``id``, ``cwd``,
+#: ``timestamp``, ``parentSession``, ``name``; ``message`` with ``role``, ``timestamp`` and
+#: ``content`` as undecoded JSON bytes), or ``None`` when the line must be parsed whole.
+ListingReader = Callable[[bytes], Any]
+
+
+def _build_listing() -> ListingReader | None:
+    try:
+        msgspec: Any = importlib.import_module("msgspec")
+    except ImportError:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    message = msgspec.defstruct(
+        "_ListedMessage",
+        [("role", Any, None), ("timestamp", Any, None), ("content", msgspec.Raw, None)],
+        gc=False,
+    )
+    row = msgspec.defstruct(
+        "_ListedLine",
+        [
+            ("type", Any, None),
+            ("id", Any, None),
+            ("cwd", Any, None),
+            ("timestamp", Any, None),
+            ("parentSession", Any, None),
+            ("name", Any, None),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    decode = msgspec.json.Decoder(row).decode
+    refused = (msgspec.MsgspecError, RecursionError, OverflowError)
+
+    def read(line: bytes) -> Any:
+        try:
+            return decode(line)
+        except refused:
+            return None
+
+    global _Raw
+    _Raw = msgspec.Raw
+    return read
+
+
+_Raw: Any = None
+_listing_reader: ListingReader | None = _build_listing()
+
+
+def listed_value(value: Any) -> Any:
+    """A field the listing reader kept as JSON bytes, decoded (:func:`loads_line`); any
+    other value as it is."""
+    if _Raw is not None and value.__class__ is _Raw:
+        return loads_line(bytes(value))
+    return value
+
+
+def listing_reader() -> ListingReader | None:
+    """The listing reader, or ``None`` when msgspec is not installed."""
+    return _listing_reader

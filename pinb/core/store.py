@@ -41,6 +41,7 @@ __all__ = [
     "is_valid_header",
     "load_session_bytes",
     "locked_append",
+    "parse_line",
     "parse_lines",
     "parse_session_bytes",
     "read_session_file",
@@ -141,11 +142,11 @@ def parse_lines(
     line_no = first_line - 1
     for line in data.split(b"\n"):
         line_no += 1
-        _parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
+        parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
     return values, numbers
 
 
-def _parse_line(
+def parse_line(
     line: bytes,
     line_no: int,
     path: Path | None,
@@ -206,7 +207,7 @@ def _parse_lazily(
             append(lazy_entry(line, line_no, head))
             number(line_no)
         else:
-            _parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
+            parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
 
 
 #: JSON's own whitespace: what JavaScript's ``trim`` removes that can sit around a line.
