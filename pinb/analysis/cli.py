@@ -87,11 +87,12 @@ def add_parser(subparsers: Any) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
     from ..core.paths import sessions_dir_for
+    from ..render.progress import progress_for
     from .index import search
 
     text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
-    hits = search(text, folder, limit=args.limit, fold=not args.no_fold)
+    hits = search(text, folder, limit=args.limit, fold=not args.no_fold, progress=progress_for())
     if args.json:
         payload = [
             {

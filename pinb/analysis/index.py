@@ -8,13 +8,13 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.listing import SessionInfo, read_session_info
+from ..core.listing import Progress, SessionInfo, read_session_info
 from ..core.paths import agent_dir, sessions_root
 from ..errors import PinbError
 from .cite import Citation, IndexedEntry
@@ -36,9 +36,6 @@ __all__ = [
     "list_indexed",
     "search",
 ]
-
-#: ``progress(what, done, total)``: ``what`` is ``"listing"`` or ``"indexing"``.
-Progress = Callable[[str, int, int], None]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
 SCHEMA_VERSION = 3

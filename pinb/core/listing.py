@@ -15,6 +15,7 @@ from .store import is_valid_header, parse_line
 from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = [
+    "Progress",
     "SessionInfo",
     "list_all_sessions",
     "list_sessions",
@@ -22,6 +23,11 @@ __all__ = [
     "read_session_info",
     "session_info_from_bytes",
 ]
+
+
+#: ``progress(what, done, total)``, called as files are read (``what``: ``"listing"``, or
+#: ``"indexing"`` while a search index is built).
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -243,12 +249,12 @@ def list_all_sessions(
     root: str | os.PathLike[str] | None = None,
     *,
     text: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[SessionInfo]:
     """Sessions of every project under the sessions root (``<agentDir>/sessions``), newest first.
 
-    ``text`` as for :func:`list_sessions`; ``progress(done, total)`` is called as files are
-    read.
+    ``text`` as for :func:`list_sessions`; ``progress("listing", done, total)`` is called
+    as files are read.
     """
     base = Path(root) if root is not None else sessions_root()
     if not base.is_dir():
@@ -258,7 +264,7 @@ def list_all_sessions(
     for done, path in enumerate(paths, 1):
         infos.append(read_session_info(path, text=text))
         if progress is not None:
-            progress(done, len(paths))
+            progress("listing", done, len(paths))
     return _sorted(infos)
 
 

@@ -1,0 +1,99 @@
+"""The search index is built only when a search needs it, resumes after a kill, and
+re-reads only the files that changed since their entries were indexed."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pinb.analysis.index import SessionCatalog, default_index_path, list_indexed, search
+from pinb.core import Session
+from pinb.core.paths import sessions_root
+
+from .conftest import assistant, user
+
+
+def _chat(name: str, words: str) -> Path:
+    session = Session.create(f"/{name}", sessions_root() / f"--{name}--")
+    session.append_message(user(f"question about {words}"))
+    session.append_message(assistant(f"answer about {words}", total=10))
+    assert session.path is not None
+    return session.path
+
+
+def _indexed_rows() -> int:
+    with sqlite3.connect(default_index_path()) as db:
+        return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+
+def _indexed_files() -> set[str]:
+    with sqlite3.connect(default_index_path()) as db:
+        return {
+            Path(path).name
+            for (path,) in db.execute("SELECT path FROM sessions WHERE entries_key IS NOT NULL")
+        }
+
+
+@pytest.mark.usefixtures("isolated_agent_dir")
+def test_a_listing_indexes_nothing_and_the_first_search_builds_the_index() -> None:
+    paths = [_chat(f"p{i}", f"topic{i}") for i in range(5)]
+    assert len(list_indexed()) == 5
+    assert _indexed_rows() == 0 and _indexed_files() == set()
+    reports: list[tuple[str, int, int]] = []
+    hits = search("topic3", progress=lambda *report: reports.append(report))
+    assert [hit.path for hit in hits] == [paths[3], paths[3]]
+    assert reports[-1] == ("indexing", 5, 5)
+    assert [done for what, done, _ in reports if what == "indexing"] == sorted(
+        done for what, done, _ in reports if what == "indexing"
+    )
+    assert _indexed_files() == {p.name for p in paths}
+    reports.clear()
+    search("topic1", progress=lambda *report: reports.append(report))
+    assert reports == []  # nothing changed: nothing read
+
+
+@pytest.mark.usefixtures("isolated_agent_dir")
+def test_an_interrupted_build_keeps_what_it_finished_and_goes_on_from_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pinb.analysis.index as index
+
+    monkeypatch.setattr(index, "_ENTRY_BATCH", 2)
+    paths = [_chat(f"q{i}", f"word{i}") for i in range(7)]
+
+    def killed(what: str, done: int, total: int) -> None:
+        if what == "indexing" and done >= 4:
+            raise KeyboardInterrupt  # the user pressed ^C (or the kernel died) here
+
+    with pytest.raises(KeyboardInterrupt), SessionCatalog(progress=killed) as catalog:
+        catalog.search("word6")
+    assert len(_indexed_files()) == 4  # two whole transactions, nothing half-written
+    read: list[str] = []
+    real = index._entries
+    monkeypatch.setattr(index, "_entries", lambda path: read.append(path) or real(path))
+    assert [hit.path for hit in search("word6")] == [paths[6], paths[6]]
+    assert len(read) == 3 and _indexed_files() == {p.name for p in paths}
+
+
+@pytest.mark.usefixtures("isolated_agent_dir")
+def test_a_changed_file_is_read_again_and_only_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pinb.analysis.index as index
+
+    paths = [_chat(f"r{i}", f"thing{i}") for i in range(4)]
+    assert len(search("thing0")) == 2
+    before = _indexed_rows()
+    session = Session.open(paths[2])
+    session.append_message(user("a later remark about zebras"))
+    os.utime(paths[2], ns=(1, os.stat(paths[2]).st_mtime_ns + 1_000_000))
+    read: list[str] = []
+    real = index._entries
+    monkeypatch.setattr(index, "_entries", lambda path: read.append(path) or real(path))
+    rows = list_indexed()  # the listing sees the change at once; the index waits
+    assert next(r for r in rows if r.path == paths[2]).message_count == 3
+    assert read == []
+    assert [hit.path for hit in search("zebras")] == [paths[2]]
+    assert read == [os.fspath(paths[2])]
+    assert _indexed_rows() == before + 1
