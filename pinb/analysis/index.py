@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -38,14 +39,16 @@ __all__ = [
 ]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 # One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
 # read again): what a listing shows, kept by size and mtime. Then, built only when a search
 # needs it, one row per searchable entry, the entries' text in FTS5 (same rowid), and the
 # tools and files of tool calls for the tool: and file: filters; entries_key says which
-# version of the file (size:mtime_ns) the session's entries come from (NULL: none yet).
+# version of the file (size:mtime_ns) the session's entries come from (NULL: none yet),
+# entries_size / entries_lines / entries_tail where those bytes ended (their size, line
+# count and a digest of their last bytes), so a file that only grew is read from there.
 _SCHEMA = """
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY,
@@ -54,7 +57,8 @@ CREATE TABLE sessions(
   mtime_ns INTEGER NOT NULL,
   is_session INTEGER NOT NULL,
   id TEXT, cwd TEXT, name TEXT, parent_session_path TEXT,
-  created REAL, modified REAL, message_count INTEGER, first_message TEXT, entries_key TEXT
+  created REAL, modified REAL, message_count INTEGER, first_message TEXT,
+  entries_key TEXT, entries_size INTEGER, entries_lines INTEGER, entries_tail TEXT
 );
 CREATE TABLE entries(
   rowid INTEGER PRIMARY KEY,
@@ -320,22 +324,28 @@ class SessionCatalog:
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         stale = [
-            (rowid, path, f"{size}:{mtime}")
-            for rowid, path, size, mtime, key in self._db.execute(
-                "SELECT rowid, path, size, mtime_ns, entries_key FROM sessions"
-                " WHERE is_session = 1 AND path >= ? AND path < ?",
+            (rowid, path, f"{size}:{mtime}", ended)
+            for rowid, path, size, mtime, key, *ended in self._db.execute(
+                "SELECT rowid, path, size, mtime_ns, entries_key, entries_size, entries_lines,"
+                " entries_tail FROM sessions WHERE is_session = 1 AND path >= ? AND path < ?",
                 (prefix, prefix + "\U0010ffff"),
             )
             if key != f"{size}:{mtime}" and _in_scope(path, prefix, depth)
         ]
         for start in range(0, len(stale), _ENTRY_BATCH):
-            batch = [(*row, _entries(row[1])) for row in stale[start : start + _ENTRY_BATCH]]
+            batch = []
+            for rowid, path, key, ended in stale[start : start + _ENTRY_BATCH]:
+                grown = _appended(path, *ended) if ended[0] else None
+                batch.append((rowid, key, grown is not None, grown or _entries(path)))
             with self._transaction():
-                for rowid, _, key, entries in batch:
-                    self._forget_entries(rowid)
+                for rowid, key, appended, (entries, end) in batch:
+                    if not appended:
+                        self._forget_entries(rowid)
                     self._insert_entries(rowid, entries)
                     self._db.execute(
-                        "UPDATE sessions SET entries_key = ? WHERE rowid = ?", (key, rowid)
+                        "UPDATE sessions SET entries_key = ?, entries_size = ?,"
+                        " entries_lines = ?, entries_tail = ? WHERE rowid = ?",
+                        (key, *end, rowid),
                     )
             self._report("indexing", start + len(batch), len(stale))
         return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
@@ -598,17 +608,87 @@ class SessionCatalog:
         return iter(self.sessions())
 
 
-def _entries(path: str) -> list[IndexedEntry]:
-    """A session file's searchable entries (``[]`` when they cannot be read)."""
-    from .cite import indexed_entries
-    from .frames import open_session
+#: Bytes at the end of what was indexed that must be unchanged for a file to count as grown.
+_TAIL = 256
+
+_Ended = tuple[int | None, int | None, str | None]
+
+
+def _end_of(data: bytes) -> _Ended:
+    """Where indexed bytes end: size, lines and tail digest (``None`` s for a file whose
+    last line is unterminated, which is read whole next time)."""
+    if not data.endswith(b"\n"):
+        return None, None, None
+    return len(data), data.count(b"\n"), _digest_tail(data)
+
+
+def _entries(path: str) -> tuple[list[IndexedEntry], _Ended]:
+    """A session file's searchable entries (``[]`` when they cannot be read), and where
+    the bytes they came from end."""
+    from .cite import index_entries
+    from .frames import open_session_bytes
 
     try:
-        return indexed_entries(open_session(path))
+        data = Path(path).read_bytes()
+        return index_entries(open_session_bytes(data, path).entries, path), _end_of(data)
     except (PinbError, OSError, ValueError) as exc:
         # Listed (Pi lists it too), but its entries cannot be read: say so, once.
         log.warning("%s: entries not indexed: %s", path, exc)
-        return []
+        return [], (None, None, None)
+
+
+def _appended(
+    path: str, size: int, lines: int, tail: str
+) -> tuple[list[IndexedEntry], _Ended] | None:
+    """The entries of the lines appended to a file since ``size`` bytes of it were indexed,
+    or ``None`` when it did not just grow (then it is read whole)."""
+    from ..core.entries import Entry
+    from ..core.store import parse_lines
+    from .cite import index_entries
+
+    try:
+        with open(path, "rb") as handle:
+            header = handle.readline()
+            start = max(0, size - _TAIL)
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return None
+    kept, new = data[: size - start], data[size - start :]
+    if (
+        not new.endswith(b"\n")
+        or len(kept) != size - start
+        or hashlib.sha1(kept).hexdigest() != tail
+        or not _current_header(header)
+    ):
+        return None
+    values, numbers = parse_lines(new, Path(path), lines + 1, [])
+    entries = [
+        Entry(value, line)
+        for value, line in zip(values, numbers, strict=True)
+        if value.__class__ is dict and value.get("type") != "session"
+    ]
+    return index_entries(entries, path), (
+        size + len(new),
+        lines + new.count(b"\n"),
+        _digest_tail(data),
+    )
+
+
+def _digest_tail(data: bytes) -> str:
+    return hashlib.sha1(data[-_TAIL:]).hexdigest()
+
+
+def _current_header(line: bytes) -> bool:
+    """A version 3 header: the file's entries are read as they stand (no migration)."""
+    from ..core.store import is_valid_header
+    from ..core.wire import loads_line
+
+    try:
+        header = loads_line(line)
+    except (ValueError, RecursionError):
+        return False
+    return is_valid_header(header) and header.get("version") == 3
 
 
 def _with_text(info: SessionInfo) -> SessionInfo:

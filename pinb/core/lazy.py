@@ -82,11 +82,16 @@ def _build() -> HeadReader | None:
     return read
 
 
-_reader: HeadReader | None = _build()
+#: Built on first use (importing msgspec costs a few milliseconds a command may not need).
+_UNBUILT: Any = object()
+_reader: HeadReader | None = _UNBUILT
 
 
 def head_reader() -> HeadReader | None:
     """The head reader, or ``None`` when msgspec is not installed (lines are read whole)."""
+    global _reader
+    if _reader is _UNBUILT:
+        _reader = _build()
     return _reader
 
 
@@ -134,7 +139,7 @@ def _build_listing() -> ListingReader | None:
 
 
 _Raw: Any = None
-_listing_reader: ListingReader | None = _build_listing()
+_listing_reader: ListingReader | None = _UNBUILT
 
 
 def listed_value(value: Any) -> Any:
@@ -147,4 +152,7 @@ def listed_value(value: Any) -> Any:
 
 def listing_reader() -> ListingReader | None:
     """The listing reader, or ``None`` when msgspec is not installed."""
+    global _listing_reader
+    if _listing_reader is _UNBUILT:
+        _listing_reader = _build_listing()
     return _listing_reader

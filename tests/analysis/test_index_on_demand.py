@@ -78,22 +78,48 @@ def test_an_interrupted_build_keeps_what_it_finished_and_goes_on_from_there(
     assert len(read) == 3 and _indexed_files() == {p.name for p in paths}
 
 
+def _rowids(path: Path) -> list[int]:
+    with sqlite3.connect(default_index_path()) as db:
+        return [
+            rowid
+            for (rowid,) in db.execute(
+                "SELECT e.rowid FROM entries e JOIN sessions s ON s.rowid = e.session"
+                " WHERE s.path = ? ORDER BY e.line",
+                (str(path),),
+            )
+        ]
+
+
 @pytest.mark.usefixtures("isolated_agent_dir")
-def test_a_changed_file_is_read_again_and_only_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_grown_file_is_indexed_by_its_new_bytes_only(monkeypatch: pytest.MonkeyPatch) -> None:
     import pinb.analysis.index as index
 
     paths = [_chat(f"r{i}", f"thing{i}") for i in range(4)]
     assert len(search("thing0")) == 2
-    before = _indexed_rows()
+    kept = _rowids(paths[2])
     session = Session.open(paths[2])
     session.append_message(user("a later remark about zebras"))
     os.utime(paths[2], ns=(1, os.stat(paths[2]).st_mtime_ns + 1_000_000))
-    read: list[str] = []
-    real = index._entries
-    monkeypatch.setattr(index, "_entries", lambda path: read.append(path) or real(path))
+    whole: list[str] = []
+    grown: list[tuple[str, int]] = []
+    real_entries, real_appended = index._entries, index._appended
+    monkeypatch.setattr(index, "_entries", lambda path: whole.append(path) or real_entries(path))
+
+    def appended(path: str, size: int, lines: int, tail: str) -> object:
+        grown.append((path, size))
+        return real_appended(path, size, lines, tail)
+
+    monkeypatch.setattr(index, "_appended", appended)
     rows = list_indexed()  # the listing sees the change at once; the index waits
     assert next(r for r in rows if r.path == paths[2]).message_count == 3
-    assert read == []
-    assert [hit.path for hit in search("zebras")] == [paths[2]]
-    assert read == [os.fspath(paths[2])]
-    assert _indexed_rows() == before + 1
+    assert whole == grown == []
+    hits = search("zebras")
+    assert [(hit.path, hit.line) for hit in hits] == [(paths[2], 4)]
+    assert whole == [] and [path for path, _ in grown] == [os.fspath(paths[2])]
+    assert _rowids(paths[2])[:-1] == kept  # the old rows stay, one row is added
+    # A file rewritten (not only grown) is read whole again.
+    paths[1].write_bytes(paths[3].read_bytes().replace(b"thing3", b"walrus"))
+    os.utime(paths[1], ns=(1, os.stat(paths[1]).st_mtime_ns + 2_000_000))
+    assert {hit.path for hit in search("walrus")} == {paths[1]}
+    assert whole == [os.fspath(paths[1])]
+    assert search("thing1") == []
