@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 # One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
@@ -49,6 +49,11 @@ SCHEMA_VERSION = 4
 # version of the file (size:mtime_ns) the session's entries come from (NULL: none yet),
 # entries_size / entries_lines / entries_tail where those bytes ended (their size, line
 # count and a digest of their last bytes), so a file that only grew is read from there.
+# The full-text index is contentless: it holds the words, not the text (the session files
+# do), so it is smaller than the text; a hit's snippet is cut from its line, read again.
+# Its rows are never deleted (FTS5 cannot without the old text): an entry that is gone
+# leaves words that no longer join to an entry row (rowids are never reused), and the
+# index is rebuilt when such words outnumber the live ones.
 _SCHEMA = """
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY,
@@ -61,7 +66,7 @@ CREATE TABLE sessions(
   entries_key TEXT, entries_size INTEGER, entries_lines INTEGER, entries_tail TEXT
 );
 CREATE TABLE entries(
-  rowid INTEGER PRIMARY KEY,
+  rowid INTEGER PRIMARY KEY AUTOINCREMENT,
   session INTEGER NOT NULL,
   line INTEGER NOT NULL,
   entry_id TEXT, type TEXT NOT NULL, role TEXT, timestamp REAL,
@@ -73,8 +78,15 @@ CREATE TABLE entry_tools(entry INTEGER NOT NULL, tool TEXT NOT NULL);
 CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
 CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX entry_files_by_entry ON entry_files(entry);
-CREATE VIRTUAL TABLE entry_texts USING fts5(body, tokenize='unicode61 remove_diacritics 2');
 """
+_TEXTS = (
+    "CREATE VIRTUAL TABLE entry_texts USING fts5(body, content='',"
+    " tokenize='unicode61 remove_diacritics 2')"
+)
+_SCHEMA += _TEXTS + ";\n"
+
+#: Words of gone entries tolerated before the full-text index is started again.
+_STALE_SLACK = 10_000
 
 _TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")
 
@@ -309,6 +321,24 @@ class SessionCatalog:
             self._report("listing", start + len(batch), len(changed))
         return RefreshStats(len(scanned), len(changed), len(removed))
 
+    def _drop_words_if_stale(self) -> None:
+        """Start the full-text index again when words of entries that are gone (files
+        rewritten or removed) outnumber the live ones two to one."""
+        db = self._db
+        words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
+        live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        if words <= 2 * live + _STALE_SLACK:
+            return
+        with self._transaction():
+            for table in ("entries", "entry_tools", "entry_files"):
+                db.execute(f"DELETE FROM {table}")  # names from the code
+            db.execute("DROP TABLE entry_texts")
+            db.execute(_TEXTS)
+            db.execute(
+                "UPDATE sessions SET entries_key = NULL, entries_size = NULL,"
+                " entries_lines = NULL, entries_tail = NULL"
+            )
+
     def _report(self, what: str, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(what, done, total)
@@ -321,6 +351,7 @@ class SessionCatalog:
         keeps what it finished and goes on from there next time.
         """
         listed = self.refresh(folder)
+        self._drop_words_if_stale()
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         stale = [
@@ -368,7 +399,7 @@ class SessionCatalog:
     def _forget_entries(self, rowid: int) -> None:
         db = self._db
         entries = "SELECT rowid FROM entries WHERE session = ?"
-        db.execute(f"DELETE FROM entry_texts WHERE rowid IN ({entries})", (rowid,))
+        # entry_texts keeps their words; without an entries row they match nothing.
         db.execute(f"DELETE FROM entry_tools WHERE entry IN ({entries})", (rowid,))
         db.execute(f"DELETE FROM entry_files WHERE entry IN ({entries})", (rowid,))
         db.execute("DELETE FROM entries WHERE session = ?", (rowid,))
@@ -559,14 +590,11 @@ class SessionCatalog:
         details = {r[0]: r for r in self._select(
             f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, ''"
             " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", primaries)}  # fmt: skip
+        bodies = _bodies([(rowid, row[6], row[1]) for rowid, row in details.items()])
         if match is not None:
-            snippets = {r[0]: r[1] for r in self._select(
-                "SELECT rowid, snippet(entry_texts, 0, ?, ?, '…', 16) FROM entry_texts"
-                " WHERE entry_texts MATCH ? AND rowid IN ", primaries,
-                (_MARK_START, _MARK_END, match))}  # fmt: skip
+            snippets = self._snippets(bodies, match)
         else:
-            snippets = {r[0]: r[1] for r in self._select(
-                "SELECT rowid, substr(body, 1, 200) FROM entry_texts WHERE rowid IN ", primaries)}  # fmt: skip
+            snippets = {rowid: body[:200] for rowid, body in bodies.items()}
         hits = []
         paths: dict[str, Path] = {}  # one Path per file, however many copies cite it
 
@@ -594,6 +622,25 @@ class SessionCatalog:
                 )
             )
         return hits
+
+    def _snippets(self, bodies: dict[int, str], match: str) -> dict[int, str]:
+        """FTS5's own snippets of the hits' texts, from a scratch table of just those."""
+        db = self._db
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts"
+            " USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+        )
+        db.execute("DELETE FROM temp.hit_texts")
+        db.executemany(
+            "INSERT INTO temp.hit_texts(rowid, body) VALUES (?, ?)", list(bodies.items())
+        )
+        return dict(
+            db.execute(
+                "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', 16) FROM temp.hit_texts"
+                " WHERE hit_texts MATCH ?",
+                (_MARK_START, _MARK_END, match),
+            ).fetchall()
+        )
 
     def _select(
         self, sql: str, rowids: Sequence[int], before: Sequence[object] = ()
@@ -689,6 +736,33 @@ def _current_header(line: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return is_valid_header(header) and header.get("version") == 3
+
+
+def _bodies(hits: list[tuple[int, str, int]]) -> dict[int, str]:
+    """The indexed text of each ``(rowid, path, line)``, read again from its line."""
+    from ..core.entries import Entry
+    from ..core.wire import loads_line
+    from .cite import index_entries
+
+    by_path: dict[str, list[tuple[int, int]]] = {}
+    for rowid, path, line in hits:
+        by_path.setdefault(path, []).append((rowid, line))
+    found: dict[int, str] = {}
+    for path, wanted in by_path.items():
+        try:
+            lines = Path(path).read_bytes().split(b"\n")
+        except OSError:
+            continue
+        for rowid, line in wanted:
+            try:
+                value = loads_line(lines[line - 1])
+            except (IndexError, ValueError, RecursionError):
+                continue
+            if value.__class__ is dict:
+                made = index_entries([Entry(value, line)], path)
+                if made:
+                    found[rowid] = _text(made[0].body) or ""
+    return found
 
 
 def _with_text(info: SessionInfo) -> SessionInfo:

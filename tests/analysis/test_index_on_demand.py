@@ -123,3 +123,54 @@ def test_a_grown_file_is_indexed_by_its_new_bytes_only(monkeypatch: pytest.Monke
     assert {hit.path for hit in search("walrus")} == {paths[1]}
     assert whole == [os.fspath(paths[1])]
     assert search("thing1") == []
+
+
+def _sizes() -> tuple[int, int, int]:
+    """Bytes of the index (after a checkpoint), its word rows and its live entry rows."""
+    with sqlite3.connect(default_index_path()) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
+        live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+    return pages * page, words, live
+
+
+@pytest.mark.usefixtures("isolated_agent_dir")
+def test_the_index_holds_words_not_text() -> None:
+    from pinb.analysis.cite import indexed_entries
+    from pinb.testing.generate import SessionShape, generate_session
+
+    folder = sessions_root() / "--gen--"
+    paths = [
+        generate_session(folder / f"s{i}.jsonl", SessionShape(entries=120, main_depth=80), seed=i)
+        for i in range(12)
+    ]
+    text = sum(len(e.body.encode()) for p in paths for e in indexed_entries(Session.open(p)))
+    hits = search("parser")
+    assert hits and "«parser»" in hits[0].snippet  # snippets are cut from the lines
+    size, words, live = _sizes()
+    assert words == live > 1000
+    assert size <= text, (size, text)
+
+
+@pytest.mark.usefixtures("isolated_agent_dir")
+def test_words_of_gone_entries_are_dropped_once_they_outnumber_the_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pinb.analysis.index as index
+
+    monkeypatch.setattr(index, "_STALE_SLACK", 0)
+    path = _chat("w", "first")
+    other = _chat("x", "steady")
+    assert len(search("first")) == 2
+    for round_ in range(3):  # rewritten, not grown: read whole, old words left behind
+        path.write_bytes(path.read_bytes().replace(b"first" if round_ == 0 else
+                                                   f"word{round_ - 1}".encode(),
+                                                   f"word{round_}".encode()))  # fmt: skip
+        os.utime(path, ns=(1, os.stat(path).st_mtime_ns + (round_ + 1) * 1_000_000))
+        assert {h.path for h in search(f"word{round_}")} == {path}
+        assert search("first") == []
+        _, words, live = _sizes()
+        assert words <= 2 * live
+    assert {h.path for h in search("steady")} == {other}
