@@ -112,18 +112,27 @@ def pinb_round(path: Path, scratch: Path) -> dict[str, float]:
     shutil.copyfile(path, copy)
     gc.collect()
     before = _rss()
-    start = time.perf_counter()
-    session = Session.open(copy)
-    opened = time.perf_counter() - start
-    held = _rss() - before
-    start = time.perf_counter()
-    build_session_context(session.index, UNSET)
-    context = time.perf_counter() - start
-    start = time.perf_counter()
-    session.tree()
-    tree = time.perf_counter() - start
+    times: dict[str, float] = {}
+    session: Session | None = None
+
+    def open_it() -> None:
+        nonlocal session
+        session = Session.open(copy)
+
+    for key, fn in (
+        ("open", open_it),
+        ("context", lambda: build_session_context(session.index, UNSET)),
+        ("tree", lambda: session.tree()),
+    ):
+        cpu = time.process_time()
+        start = time.perf_counter()
+        fn()
+        times[key] = (time.perf_counter() - start) * 1000
+        times[key + "Cpu"] = (time.process_time() - cpu) * 1000
+        if key == "open":
+            times["held"] = _rss() - before
     copy.unlink()
-    return {"open": opened * 1000, "context": context * 1000, "tree": tree * 1000, "held": held}
+    return times
 
 
 def _rss() -> int:
@@ -201,17 +210,22 @@ def _spread(ours: list[dict[str, float]], theirs: list[dict[str, float]], key: s
 
 
 def print_open(rows: list[dict[str, Any]]) -> None:
-    print("| entries (MB) | op | Pi 1.6.0 ms | pinb ms | pinb/Pi (median, range) |")
-    print("|---|---|---:|---:|---:|")
+    print(
+        "| entries (MB) | op | Pi 1.6.0 ms | pinb ms | pinb/Pi wall (median, range) |"
+        " pinb/Pi CPU (median, range) |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
     for row in rows:
         ours, theirs = row["ours"], row["theirs"]
         for key in ("open", "context", "tree"):
             pi_ms = statistics.median(t[key] for t in theirs)
             our_ms = statistics.median(o[key] for o in ours)
             label = f"{row['entries']:,} ({row['mb']:.1f})" if key == "open" else ""
+            cpu = key + "Cpu"
             print(
                 f"| {label} | {key} | {pi_ms:.1f} | {our_ms:.1f} | "
-                f"**{_ratio(ours, theirs, key):.2f}** ({_spread(ours, theirs, key)}) |"
+                f"**{_ratio(ours, theirs, key):.2f}** ({_spread(ours, theirs, key)}) | "
+                f"{_ratio(ours, theirs, cpu):.2f} ({_spread(ours, theirs, cpu)}) |"
             )
     print()
     print(
@@ -235,11 +249,13 @@ def _forget_index(agent: Path) -> None:
     listing._cache.clear()
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any, float]:
+    """Wall milliseconds, the result, CPU milliseconds."""
     gc.collect()
+    cpu = time.process_time()
     start = time.perf_counter()
     result = fn()
-    return (time.perf_counter() - start) * 1000, result
+    return (time.perf_counter() - start) * 1000, result, (time.process_time() - cpu) * 1000
 
 
 def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
@@ -264,12 +280,13 @@ def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
         kept.append(_timed(list_indexed))
         warm.append(_timed(list_indexed))
     count = len(cold[-1][1])
+    cold = [(t, len(rows), cpu) for t, rows, cpu in cold]
     assert count == pi_ms[-1]["count"], (count, pi_ms[-1]["count"])
     result.update(pi=pi_ms, cold=cold, kept=kept, warm=warm, count=count)
     # The first search builds the full-text index (with progress), then answers.
     shown: list[tuple[str, int, int]] = []
-    first, hits = _timed(lambda: search("parser cache", progress=lambda *a: shown.append(a)))
-    again, _ = _timed(lambda: search("parser cache"))
+    first, hits, _ = _timed(lambda: search("parser cache", progress=lambda *a: shown.append(a)))
+    again, _, _ = _timed(lambda: search("parser cache"))
     result.update(first_search=first, search=again, hits=len(hits), progress_calls=len(shown))
     index = agent / "pinb-cache" / "index.sqlite"
     result["index_mb"] = (
@@ -310,15 +327,21 @@ def print_listing(result: dict[str, Any]) -> None:
         f"\nListing {result['files']:,} sessions over {LISTING_PROJECTS} projects "
         f"({result['mb']:.0f} MB), {len(pi)} interleaved rounds:\n"
     )
-    print("| listing | Pi 1.6.0 `listAll()` ms | pinb ms | pinb/Pi (median, range) |")
-    print("|---|---:|---:|---:|")
+    pi_cpu = [p["msCpu"] for p in result["pi"]]
+    print(
+        "| listing | Pi 1.6.0 `listAll()` ms | pinb ms | pinb/Pi wall (median, range) |"
+        " pinb/Pi CPU (median, range) |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for label, key in (("first ever (no index)", "cold"), ("index kept (new process)", "kept"),
                        ("warm (same process)", "warm")):  # fmt: skip
-        ours = [t for t, _ in result[key]]
+        ours = [t for t, _, _ in result[key]]
         ratios = sorted(o / p for o, p in zip(ours, pi, strict=True))
+        cpus = sorted(c / p for (_, _, c), p in zip(result[key], pi_cpu, strict=True))
         print(
             f"| {label} | {pi_ms:.0f} | {statistics.median(ours):.0f} | "
-            f"**{statistics.median(ratios):.3f}** ({ratios[0]:.3f}–{ratios[-1]:.3f}) |"
+            f"**{statistics.median(ratios):.3f}** ({ratios[0]:.3f}–{ratios[-1]:.3f}) | "
+            f"{statistics.median(cpus):.3f} ({cpus[0]:.3f}–{cpus[-1]:.3f}) |"
         )
     heap = statistics.median(p["heap"] for p in result["pi"]) / 1e6
     rss = statistics.median(p["rss"] for p in result["pi"]) / 1e6

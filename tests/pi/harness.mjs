@@ -649,6 +649,12 @@ function memory() {
     return { heapUsed: usage.heapUsed, rss: usage.rss };
 }
 
+/** Milliseconds of CPU this process has used (every thread: V8 collects on helpers). */
+function cpuMs() {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+}
+
 /**
  * One interleaved round of the open benchmark: a fresh copy, the collector run, then Pi's
  * open, the first context after it and the first tree, each timed once (milliseconds), and
@@ -661,17 +667,26 @@ function benchRound({ path }) {
         copyFileSync(path, copy);
         collect();
         const before = memory();
+        let cpu = cpuMs();
         let start = performance.now();
         const sm = SessionManager.open(copy, dir);
         const open = performance.now() - start;
+        const openCpu = cpuMs() - cpu;
         const after = memory();
+        cpu = cpuMs();
         start = performance.now();
         pi.buildSessionContext(sm.getEntries());
         const context = performance.now() - start;
+        const contextCpu = cpuMs() - cpu;
+        cpu = cpuMs();
         start = performance.now();
         sm.getTree();
         const tree = performance.now() - start;
-        return { open, context, tree, heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss };
+        const treeCpu = cpuMs() - cpu;
+        return {
+            open, context, tree, openCpu, contextCpu, treeCpu,
+            heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss,
+        };
     } finally {
         rmSync(dir, { recursive: true, force: true });
     }
@@ -684,11 +699,16 @@ async function benchList({ agentDir, rows = false }) {
     try {
         collect();
         const before = memory();
+        const cpu = cpuMs();
         const start = performance.now();
         const sessions = await SessionManager.listAll();
         const ms = performance.now() - start;
+        const msCpu = cpuMs() - cpu;
         const after = memory();
-        const result = { ms, count: sessions.length, heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss };
+        const result = {
+            ms, msCpu, count: sessions.length,
+            heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss,
+        };
         if (rows) {
             result.rows = sessions.map((s) => ({
                 path: s.path, id: s.id, cwd: s.cwd, name: s.name ?? null,
