@@ -9,7 +9,6 @@ from collections.abc import Iterator
 __all__ = ["gc_paused"]
 
 
-
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic collector while a file's entries, indexes or tree are built.

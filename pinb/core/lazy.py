@@ -22,6 +22,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from .entries import Entry
 from .wire import loads_line
 
 __all__ = [
@@ -30,11 +31,11 @@ __all__ = [
     "head_reader",
     "listed_value",
     "listing_reader",
+    "read_lines",
 ]
 
-#: ``line -> head`` (``.id``, ``.parentId``, ``.timestamp``, ``.message.role``) for a line
-#: that can be read lazily, else ``None``.
-HeadReader = Callable[[bytes], Any]
+#: ``(lines, first_line, values, numbers, whole)``: see :func:`read_lines`.
+HeadReader = Callable[[list[bytes], int, list[Any], list[int], Callable[[bytes, int], None]], None]
 
 
 def _build() -> HeadReader | None:
@@ -59,27 +60,42 @@ def _build() -> HeadReader | None:
     decode = msgspec.json.Decoder(head).decode
     refused = (msgspec.MsgspecError, RecursionError, OverflowError)
 
-    def read(line: bytes) -> Any:
-        try:
-            head = decode(line)
-        except refused:
-            return None
-        message = head.message
-        entry_id = head.id
-        parent = head.parentId
-        stamp = head.timestamp
-        if (
-            head.type == "message"
-            and message is not None
-            and entry_id.__class__ is str
-            and (parent is None or parent.__class__ is str)
-            and stamp.__class__ is str
-            and message.role.__class__ is str
-        ):
-            return head
-        return None
+    def read_lines(
+        lines: list[bytes],
+        first_line: int,
+        values: list[Any],
+        numbers: list[int],
+        whole: Callable[[bytes, int], None],
+    ) -> None:
+        # The loop of a lazy open, kept tight. A line is lazy when its head could not be
+        # odd (see the module's notes); ``whole(line, line_no)`` parses every other line.
+        append = values.append
+        number = numbers.append
+        lazy_entry = Entry.lazy
+        line_no = first_line - 1
+        for line in lines:
+            line_no += 1
+            try:
+                head = decode(line)
+            except refused:
+                whole(line, line_no)
+                continue
+            message = head.message
+            parent = head.parentId
+            if (
+                head.type == "message"
+                and message is not None
+                and head.id.__class__ is str
+                and (parent is None or parent.__class__ is str)
+                and head.timestamp.__class__ is str
+                and message.role.__class__ is str
+            ):
+                append(lazy_entry(line, line_no, head))
+                number(line_no)
+            else:
+                whole(line, line_no)
 
-    return read
+    return read_lines
 
 
 #: Built on first use (importing msgspec costs a few milliseconds a command may not need).
@@ -88,11 +104,29 @@ _reader: HeadReader | None = _UNBUILT
 
 
 def head_reader() -> HeadReader | None:
-    """The head reader, or ``None`` when msgspec is not installed (lines are read whole)."""
+    """:func:`read_lines` as built, or ``None`` when msgspec is not installed (then lines
+    are read whole)."""
     global _reader
     if _reader is _UNBUILT:
         _reader = _build()
     return _reader
+
+
+def read_lines(
+    lines: list[bytes],
+    first_line: int,
+    values: list[Any],
+    numbers: list[int],
+    whole: Callable[[bytes, int], None],
+) -> bool:
+    """Append lazy entries for the sound message lines of ``lines`` (numbered from
+    ``first_line``) to ``values`` and their numbers to ``numbers``, handing every other
+    line to ``whole(line, line_no)``. ``False`` (and nothing done) without msgspec."""
+    reader = head_reader()
+    if reader is None:
+        return False
+    reader(lines, first_line, values, numbers, whole)
+    return True
 
 
 #: ``line -> row`` with what a session listing reads of a line (``type``, ``id``, ``cwd``,

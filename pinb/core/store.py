@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
 from .entries import Entry
-from .lazy import HeadReader, head_reader
+from .lazy import read_lines
 from .migrate import CURRENT_VERSION
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
@@ -135,9 +135,11 @@ def parse_lines(
     """
     values: list[Any] = []
     numbers: list[int] = []
-    reader = head_reader() if lazy else None
-    if reader is not None:
-        _parse_lazily(data, path, first_line, problems, drop_falsy, reader, values, numbers)
+
+    def whole(line: bytes, line_no: int) -> None:
+        parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
+
+    if lazy and read_lines(data.split(b"\n"), first_line, values, numbers, whole):
         return values, numbers
     line_no = first_line - 1
     for line in data.split(b"\n"):
@@ -183,31 +185,6 @@ def parse_line(
         return
     values.append(value)
     numbers.append(line_no)
-
-
-def _parse_lazily(
-    data: bytes,
-    path: Path | None,
-    first_line: int,
-    problems: list[Problem],
-    drop_falsy: bool,
-    reader: HeadReader,
-    values: list[Any],
-    numbers: list[int],
-) -> None:
-    """:func:`parse_lines` with sound message lines kept as lazy entries (one tight loop)."""
-    append = values.append
-    number = numbers.append
-    lazy_entry = Entry.lazy
-    line_no = first_line - 1
-    for line in data.split(b"\n"):
-        line_no += 1
-        head = reader(line)
-        if head is not None:
-            append(lazy_entry(line, line_no, head))
-            number(line_no)
-        else:
-            parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
 
 
 #: JSON's own whitespace: what JavaScript's ``trim`` removes that can sit around a line.
