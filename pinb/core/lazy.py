@@ -18,7 +18,6 @@ reports is still reported at open, with its file and line.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -38,10 +37,18 @@ __all__ = [
 HeadReader = Callable[[list[bytes], int, list[Any], list[int], Callable[[bytes, int], None]], None]
 
 
-def _build() -> HeadReader | None:
+def _msgspec() -> Any:
+    """The msgspec module, or ``None`` when it is not installed."""
     try:
-        msgspec: Any = importlib.import_module("msgspec")
+        import msgspec  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    return msgspec
+
+
+def _build() -> HeadReader | None:
+    msgspec = _msgspec()
+    if msgspec is None:  # pragma: no cover - msgspec is in the fast extra
         return None
     # Untracked by the collector (gc=False): a head that is kept holds strings only.
     # An absent ``parentId`` reads as 0, which (like a present 0) is not lazy-sound.
@@ -136,9 +143,8 @@ ListingReader = Callable[[bytes], Any]
 
 
 def _build_listing() -> ListingReader | None:
-    try:
-        msgspec: Any = importlib.import_module("msgspec")
-    except ImportError:  # pragma: no cover - msgspec is in the fast extra
+    msgspec = _msgspec()
+    if msgspec is None:  # pragma: no cover - msgspec is in the fast extra
         return None
     message = msgspec.defstruct(
         "_ListedMessage",

@@ -1,18 +1,15 @@
-"""The progress bar: silent for short work, then one line redrawn in place (or HTML)."""
+"""The progress bar: silent for short work, then one line redrawn in place."""
 
 from __future__ import annotations
 
 import io
 
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
-
-from pinb.render.progress import ProgressBar, progress_for
+from pinb.render.progress import ProgressBar, html_bar, progress_for
 
 
 def test_short_work_shows_nothing() -> None:
     out = io.StringIO()
-    bar = ProgressBar(after=60, stream=out, notebook=False)
+    bar = ProgressBar(after=60, stream=out)
     for done in range(1, 50):
         bar("listing", done, 100)
     assert out.getvalue() == ""
@@ -20,7 +17,7 @@ def test_short_work_shows_nothing() -> None:
 
 def test_long_work_draws_one_line_in_place_and_ends_it() -> None:
     out = io.StringIO()
-    bar = ProgressBar(after=0, stream=out, notebook=False)
+    bar = ProgressBar(after=0, stream=out)
     bar("indexing", 1, 4)
     bar("indexing", 4, 4)
     text = out.getvalue()
@@ -29,16 +26,11 @@ def test_long_work_draws_one_line_in_place_and_ends_it() -> None:
     assert text.count("\n") == 1
 
 
-def test_in_a_notebook_one_html_bar_is_updated() -> None:
-    InteractiveShell.instance()
-    bar = ProgressBar(after=0, notebook=True)
-    with capture_output() as captured:
-        bar("listing", 1, 3)
-        bar("listing", 3, 3)
-    shown = [o.data["text/html"] for o in captured.outputs]
-    assert "<progress value='1' max='3'>" in shown[0]
-    assert "reading sessions" in shown[0]
+def test_the_html_bar_is_escaped() -> None:
+    assert html_bar("<b>", 2, 5) == (
+        "<div>&lt;b&gt;: <progress value='2' max='5'></progress> 2/5 files</div>"
+    )
 
 
 def test_nobody_watching_gets_no_bar() -> None:
-    assert progress_for(io.StringIO()) is None  # not a terminal, no kernel
+    assert progress_for(io.StringIO()) is None  # not a terminal
