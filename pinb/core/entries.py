@@ -182,7 +182,18 @@ class Entry:
         role = f" role={self.role!r}" if self.role else ""
         return f"Entry(type={self.type!r}, id={self.id!r}{role}, line={self.line})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A lazy entry travels decoded (its head's class is made at run time).
+        if self._value is _SAME:
+            return (Entry, (self.raw, self.line))
+        return (_rebuild, (self.line, self._value))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Entry) and other.raw == self.raw
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _rebuild(line: int | None, value: Any) -> Entry:
+    """An unpickled entry of a line whose JSON is not an object (``Entry.__reduce__``)."""
+    return Entry.from_value(value, line)

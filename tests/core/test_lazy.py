@@ -205,3 +205,17 @@ def test_what_an_open_builds_skips_the_young_collections(tmp_path: Path) -> None
     young = {id(o) for o in gc.get_objects(0)} | {id(o) for o in gc.get_objects(1)}
     assert not any(id(e) in young for e in session.entries[:: len(session.entries) // 50])
     assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_lazily_opened_session_pickles_as_an_eager_one(tmp_path: Path) -> None:
+    import pickle
+
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(ODD["odd JSON"])
+    session = Session.open(path)
+    assert not all(e.decoded for e in session.entries)
+    again = pickle.loads(pickle.dumps(session))
+    assert [(e.line, e.value, e.raw) for e in again.entries] == [
+        (e.line, e.value, e.raw) for e in session.entries
+    ]
+    assert again.build_context().messages == session.build_context().messages
