@@ -106,7 +106,6 @@ def test_rows_are_those_of_a_full_parse(tmp_path: Path, monkeypatch: pytest.Monk
     assert named.all_messages_text == "before any user the first words"
 
 
-@pytest.mark.skipif(lazy.listing_reader() is None, reason="msgspec is not installed")
 def test_rows_are_pis_list_all(
     tmp_path: Path, pi16: PiReference, monkeypatch: pytest.MonkeyPatch
 ) -> None:
