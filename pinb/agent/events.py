@@ -19,6 +19,7 @@ __all__ = [
     "RetryScheduled",
     "ToolEnd",
     "ToolStart",
+    "ToolUpdate",
     "TurnStart",
     "UsageEstimated",
 ]
@@ -56,12 +57,24 @@ class ToolStart:
 
 @dataclass(frozen=True)
 class ToolEnd:
-    """A tool call finished; its ``toolResult`` entry is saved."""
+    """A tool call finished; its ``toolResult`` entry is saved.
+
+    ``entry`` is ``None`` when another process saved it (the user's Pi, through RPC).
+    """
 
     call_id: str
     name: str
     result: ToolResult
-    entry: Entry
+    entry: Entry | None = None
+
+
+@dataclass(frozen=True)
+class ToolUpdate:
+    """A running tool reported a partial result (the user's Pi: ``tool_execution_update``)."""
+
+    call_id: str
+    name: str
+    partial: ToolResult
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,7 @@ AgentEvent = (
     | ModelEvent
     | ToolStart
     | ToolEnd
+    | ToolUpdate
     | CompactionDone
     | RetryScheduled
     | UsageEstimated

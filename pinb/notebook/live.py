@@ -16,6 +16,7 @@ from ..agent.events import (
     RetryScheduled,
     ToolEnd,
     ToolStart,
+    ToolUpdate,
     TurnStart,
 )
 from ..core.accounting import ContextUsage
@@ -155,6 +156,8 @@ class RunTranscript:
             tool = self._tool(event.call_id, event.name)
             tool.arguments = event.arguments
             tool.running = True
+        elif isinstance(event, ToolUpdate):  # the user's Pi streams a tool's partial result
+            self._tool(event.call_id, event.name).result = _result_text(event.partial.content)
         elif isinstance(event, ToolEnd):
             tool = self._tool(event.call_id, event.name)
             tool.running = False
