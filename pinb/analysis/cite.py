@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from ..core.session import Session
 from ..core.wire import parse_js_date
 from .lineage import entry_key
 
-__all__ = ["BODY_LIMIT", "Citation", "IndexedEntry", "indexed_entries"]
+__all__ = ["BODY_LIMIT", "Citation", "IndexedEntry", "index_entries", "indexed_entries"]
 
 #: Characters of an entry's text kept in the search index (a huge tool result is cut).
 BODY_LIMIT = 64_000
@@ -133,12 +133,18 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
     values), branch and compaction summaries, custom messages, session names and labels.
     A tool result carries the tools and files of the call it answers.
     """
+    where = os.fspath(session.path) if session.path is not None else session.id
+    return index_entries(session.entries, where)
+
+
+def index_entries(entries: Iterable[Entry], where: str) -> list[IndexedEntry]:
+    """:func:`indexed_entries` of some entries of a file (``where``: its path), in order;
+    a tool result answering a call before them carries its own tool name only."""
     from .frames import message_text
 
-    where = os.fspath(session.path) if session.path is not None else session.id
     calls: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     found: list[IndexedEntry] = []
-    for entry in session.entries:
+    for entry in entries:
         if entry.line is None:
             continue
         raw = entry.raw

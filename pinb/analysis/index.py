@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.listing import SessionInfo, read_session_info
+from ..core.listing import Progress, SessionInfo, read_session_info
 from ..core.paths import agent_dir, sessions_root
 from ..errors import PinbError
 from .cite import Citation, IndexedEntry
@@ -25,6 +27,7 @@ from .query import SearchQuery, parse_query, sql_filters
 __all__ = [
     "SCHEMA_VERSION",
     "Citation",
+    "Progress",
     "RefreshStats",
     "SearchHit",
     "SearchIndexError",
@@ -36,12 +39,21 @@ __all__ = [
 ]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 
 
 # One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
-# read again), one per searchable entry, the entries' text in FTS5 (same rowid), and the
-# tools and files of tool calls for the tool: and file: filters.
+# read again): what a listing shows, kept by size and mtime. Then, built only when a search
+# needs it, one row per searchable entry, the entries' text in FTS5 (same rowid), and the
+# tools and files of tool calls for the tool: and file: filters; entries_key says which
+# version of the file (size:mtime_ns) the session's entries come from (NULL: none yet),
+# entries_size / entries_lines / entries_tail where those bytes ended (their size, line
+# count and a digest of their last bytes), so a file that only grew is read from there.
+# The full-text index is contentless: it holds the words, not the text (the session files
+# do), so it is smaller than the text; a hit's snippet is cut from its line, read again.
+# Its rows are never deleted (FTS5 cannot without the old text): an entry that is gone
+# leaves words that no longer join to an entry row (rowids are never reused), and the
+# index is rebuilt when such words outnumber the live ones.
 _SCHEMA = """
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY,
@@ -50,10 +62,11 @@ CREATE TABLE sessions(
   mtime_ns INTEGER NOT NULL,
   is_session INTEGER NOT NULL,
   id TEXT, cwd TEXT, name TEXT, parent_session_path TEXT,
-  created REAL, modified REAL, message_count INTEGER, first_message TEXT, body TEXT
+  created REAL, modified REAL, message_count INTEGER, first_message TEXT,
+  entries_key TEXT, entries_size INTEGER, entries_lines INTEGER, entries_tail TEXT
 );
 CREATE TABLE entries(
-  rowid INTEGER PRIMARY KEY,
+  rowid INTEGER PRIMARY KEY AUTOINCREMENT,
   session INTEGER NOT NULL,
   line INTEGER NOT NULL,
   entry_id TEXT, type TEXT NOT NULL, role TEXT, timestamp REAL,
@@ -65,19 +78,27 @@ CREATE TABLE entry_tools(entry INTEGER NOT NULL, tool TEXT NOT NULL);
 CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
 CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX entry_files_by_entry ON entry_files(entry);
-CREATE VIRTUAL TABLE entry_texts USING fts5(body, tokenize='unicode61 remove_diacritics 2');
 """
+_TEXTS = (
+    "CREATE VIRTUAL TABLE entry_texts USING fts5(body, content='',"
+    " tokenize='unicode61 remove_diacritics 2')"
+)
+_SCHEMA += _TEXTS + ";\n"
+
+#: Words of gone entries tolerated before the full-text index is started again.
+_STALE_SLACK = 10_000
 
 _TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")
 
-#: The session columns :func:`_info` reads, in its order (``body`` or ``''`` follows).
+#: The session columns :func:`_info` reads, in its order (the text or ``''`` follows).
 _SESSION_COLUMNS = (
     "s.rowid, s.path, s.size, s.mtime_ns, s.is_session, s.id, s.cwd, s.name,"
     " s.parent_session_path, s.created, s.modified, s.message_count, s.first_message"
 )
 
-#: Files read and written per transaction while refreshing.
+#: Files read and written per transaction while refreshing (listing rows, entries).
 _BATCH = 100
+_ENTRY_BATCH = 20
 
 
 class SearchIndexError(PinbError):
@@ -154,6 +175,15 @@ class SessionCatalog:
         The SQLite file (default :func:`default_index_path`); ``":memory:"`` for none.
     root:
         The sessions root (default ``<agentDir>/sessions``).
+    progress:
+        ``progress(what, done, total)``, called as files are read: ``"listing"`` while the
+        listing rows are brought up to date, ``"indexing"`` while the search index is.
+
+    Notes
+    -----
+    A listing reads what its rows show (no JSON of message contents beyond the first user
+    message); the full-text index is built when a search first needs it, file by file in
+    small transactions, so an interrupted build resumes with the files it had not done.
 
     Examples
     --------
@@ -165,9 +195,12 @@ class SessionCatalog:
         self,
         index_path: str | os.PathLike[str] | None = None,
         root: str | os.PathLike[str] | None = None,
+        *,
+        progress: Progress | None = None,
     ) -> None:
         self.index_path = Path(index_path) if index_path is not None else default_index_path()
         self.root = Path(root) if root is not None else sessions_root()
+        self.progress = progress
         self._db = self._connect()
 
     # -- connection -----------------------------------------------------------------------
@@ -278,11 +311,75 @@ class SessionCatalog:
                 self._forget(rowid)
         for start in range(0, len(changed), _BATCH):
             # Files are read before the write transaction, a batch at a time.
-            batch = [(p, *scanned[p], *_read(p)) for p in changed[start : start + _BATCH]]
+            batch = [
+                (p, *scanned[p], read_session_info(p, text=False))
+                for p in changed[start : start + _BATCH]
+            ]
             with self._transaction():
                 for item in batch:
                     self._upsert(*item)
+            self._report("listing", start + len(batch), len(changed))
         return RefreshStats(len(scanned), len(changed), len(removed))
+
+    def _drop_words_if_stale(self) -> None:
+        """Start the full-text index again when words of entries that are gone (files
+        rewritten or removed) outnumber the live ones two to one."""
+        db = self._db
+        words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
+        live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        if words <= 2 * live + _STALE_SLACK:
+            return
+        with self._transaction():
+            for table in ("entries", "entry_tools", "entry_files"):
+                db.execute(f"DELETE FROM {table}")  # names from the code
+            db.execute("DROP TABLE entry_texts")
+            db.execute(_TEXTS)
+            db.execute(
+                "UPDATE sessions SET entries_key = NULL, entries_size = NULL,"
+                " entries_lines = NULL, entries_tail = NULL"
+            )
+
+    def _report(self, what: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(what, done, total)
+
+    def refresh_search(self, folder: str | os.PathLike[str] | None = None) -> RefreshStats:
+        """Bring the listing and then the full-text index up to date (what a search needs).
+
+        Only sessions whose file changed since their entries were indexed (or that were
+        never indexed) are read, a few files per transaction: a build that is interrupted
+        keeps what it finished and goes on from there next time.
+        """
+        listed = self.refresh(folder)
+        self._drop_words_if_stale()
+        base, depth = self._scope(folder)
+        prefix = os.path.join(os.fspath(base), "")
+        stale = [
+            (rowid, path, f"{size}:{mtime}", ended)
+            for rowid, path, size, mtime, key, *ended in self._db.execute(
+                "SELECT rowid, path, size, mtime_ns, entries_key, entries_size, entries_lines,"
+                " entries_tail FROM sessions WHERE is_session = 1 AND path >= ? AND path < ?",
+                (prefix, prefix + "\U0010ffff"),
+            )
+            if key != f"{size}:{mtime}" and _in_scope(path, prefix, depth)
+        ]
+        for start in range(0, len(stale), _ENTRY_BATCH):
+            batch = []
+            for rowid, path, key, ended in stale[start : start + _ENTRY_BATCH]:
+                grown = _appended(path, *ended) if ended[0] else None
+                batch.append((rowid, key, grown is not None, grown or _entries(path)))
+            with self._transaction():
+                for rowid, key, appended, (entries, end) in batch:
+                    if not appended:
+                        self._forget_entries(rowid)
+                    self._insert_entries(rowid, entries)
+                    self._db.execute(
+                        "UPDATE sessions SET entries_key = ?, entries_size = ?,"
+                        " entries_lines = ?, entries_tail = ? WHERE rowid = ?",
+                        (key, *end, rowid),
+                    )
+            self._report("indexing", start + len(batch), len(stale))
+        return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -296,52 +393,59 @@ class SessionCatalog:
             raise
 
     def _forget(self, rowid: int) -> None:
+        self._forget_entries(rowid)
+        self._db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
+
+    def _forget_entries(self, rowid: int) -> None:
         db = self._db
         entries = "SELECT rowid FROM entries WHERE session = ?"
-        db.execute(f"DELETE FROM entry_texts WHERE rowid IN ({entries})", (rowid,))
+        # entry_texts keeps their words; without an entries row they match nothing.
         db.execute(f"DELETE FROM entry_tools WHERE entry IN ({entries})", (rowid,))
         db.execute(f"DELETE FROM entry_files WHERE entry IN ({entries})", (rowid,))
         db.execute("DELETE FROM entries WHERE session = ?", (rowid,))
-        db.execute("DELETE FROM sessions WHERE rowid = ?", (rowid,))
 
-    def _upsert(
-        self,
-        path: str,
-        size: int,
-        mtime: int,
-        info: SessionInfo | None,
-        entries: Sequence[IndexedEntry],
-    ) -> None:
+    def _upsert(self, path: str, size: int, mtime: int, info: SessionInfo | None) -> None:
+        """The listing row of a new or changed file; its indexed entries (if any) stay,
+        stale by their ``entries_key``, until a search reads the file again."""
         db = self._db
         old = db.execute("SELECT rowid FROM sessions WHERE path = ?", (path,)).fetchone()
-        if old is not None:
-            self._forget(old[0])
         if info is None:
+            if old is not None:
+                self._forget(old[0])
             db.execute(
                 "INSERT INTO sessions(path, size, mtime_ns, is_session) VALUES (?, ?, ?, 0)",
                 (path, size, mtime),
             )
             return
-        cursor = db.execute(
-            "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
-            " parent_session_path, created, modified, message_count, first_message, body)"
-            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                path,
-                size,
-                mtime,
-                _text(info.id),
-                _text(info.cwd),
-                _text(info.name),
-                _text(info.parent_session_path),
-                _ts(info.created),
-                _ts(info.modified),
-                info.message_count,
-                _text(info.first_message),
-                _text(info.all_messages_text),
-            ),
+        row = (
+            size,
+            mtime,
+            _text(info.id),
+            _text(info.cwd),
+            _text(info.name),
+            _text(info.parent_session_path),
+            _ts(info.created),
+            _ts(info.modified),
+            info.message_count,
+            _text(info.first_message),
         )
-        session = cursor.lastrowid
+        if old is not None:
+            db.execute(
+                "UPDATE sessions SET size = ?, mtime_ns = ?, is_session = 1, id = ?, cwd = ?,"
+                " name = ?, parent_session_path = ?, created = ?, modified = ?,"
+                " message_count = ?, first_message = ? WHERE rowid = ?",
+                (*row, old[0]),
+            )
+            return
+        db.execute(
+            "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
+            " parent_session_path, created, modified, message_count, first_message)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, *row),
+        )
+
+    def _insert_entries(self, session: int, entries: Sequence[IndexedEntry]) -> None:
+        db = self._db
         for item in entries:
             row = db.execute(
                 "INSERT INTO entries(session, line, entry_id, type, role, timestamp, digest)"
@@ -368,20 +472,23 @@ class SessionCatalog:
     ) -> list[SessionInfo]:
         """Sessions of the root (or one project folder), newest first, as ``SessionInfo``.
 
-        The index is refreshed first. ``all_messages_text`` is filled only with
-        ``with_text=True`` (it is the bulk of the index); otherwise it is ``""``.
+        The listing rows are refreshed first (the full-text index is not touched).
+        ``all_messages_text`` is filled only with ``with_text=True``, read from the files
+        (it is not kept in the index); otherwise it is ``""``.
         """
         self.refresh(folder)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
-        text_column = "s.body" if with_text else "''"
         rows = self._db.execute(
-            f"SELECT {_SESSION_COLUMNS}, {text_column} FROM sessions s"  # fixed column choices
+            f"SELECT {_SESSION_COLUMNS}, '' FROM sessions s"
             " WHERE s.is_session = 1 AND s.path >= ? AND s.path < ?"
             " ORDER BY s.modified DESC, s.path DESC",
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
-        return [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
+        infos = [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
+        if with_text:
+            infos = [_with_text(info) for info in infos]
+        return infos
 
     def search(
         self,
@@ -417,7 +524,7 @@ class SessionCatalog:
         SearchIndexError
             A raw query that FTS5 rejects.
         """
-        self.refresh(folder)
+        self.refresh_search(folder)
         query = SearchQuery(text) if raw else parse_query(text)
         if (raw and not text.strip()) or (not raw and query.empty):
             return SearchResults([], text, query, root=self.root)
@@ -484,14 +591,11 @@ class SessionCatalog:
         details = {r[0]: r for r in self._select(
             f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, ''"
             " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", primaries)}  # fmt: skip
+        bodies = _bodies([(rowid, row[6], row[1]) for rowid, row in details.items()])
         if match is not None:
-            snippets = {r[0]: r[1] for r in self._select(
-                "SELECT rowid, snippet(entry_texts, 0, ?, ?, '…', 16) FROM entry_texts"
-                " WHERE entry_texts MATCH ? AND rowid IN ", primaries,
-                (_MARK_START, _MARK_END, match))}  # fmt: skip
+            snippets = self._snippets(bodies, match)
         else:
-            snippets = {r[0]: r[1] for r in self._select(
-                "SELECT rowid, substr(body, 1, 200) FROM entry_texts WHERE rowid IN ", primaries)}  # fmt: skip
+            snippets = {rowid: body[:200] for rowid, body in bodies.items()}
         hits = []
         paths: dict[str, Path] = {}  # one Path per file, however many copies cite it
 
@@ -520,6 +624,25 @@ class SessionCatalog:
             )
         return hits
 
+    def _snippets(self, bodies: dict[int, str], match: str) -> dict[int, str]:
+        """FTS5's own snippets of the hits' texts, from a scratch table of just those."""
+        db = self._db
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts"
+            " USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+        )
+        db.execute("DELETE FROM temp.hit_texts")
+        db.executemany(
+            "INSERT INTO temp.hit_texts(rowid, body) VALUES (?, ?)", list(bodies.items())
+        )
+        return dict(
+            db.execute(
+                "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', 16) FROM temp.hit_texts"
+                " WHERE hit_texts MATCH ?",
+                (_MARK_START, _MARK_END, match),
+            ).fetchall()
+        )
+
     def _select(
         self, sql: str, rowids: Sequence[int], before: Sequence[object] = ()
     ) -> Iterator[tuple[Any, ...]]:
@@ -533,20 +656,122 @@ class SessionCatalog:
         return iter(self.sessions())
 
 
-def _read(path: str) -> tuple[SessionInfo | None, list[IndexedEntry]]:
-    """A file's listing row and searchable entries (``None, []`` when it is not a session)."""
-    info = read_session_info(path)
-    if info is None:
-        return None, []
-    from .cite import indexed_entries
-    from .frames import open_session
+#: Bytes at the end of what was indexed that must be unchanged for a file to count as grown.
+_TAIL = 256
+
+_Ended = tuple[int | None, int | None, str | None]
+
+
+def _end_of(data: bytes) -> _Ended:
+    """Where indexed bytes end: size, lines and tail digest (``None`` s for a file whose
+    last line is unterminated, which is read whole next time)."""
+    if not data.endswith(b"\n"):
+        return None, None, None
+    return len(data), data.count(b"\n"), _digest_tail(data)
+
+
+def _entries(path: str) -> tuple[list[IndexedEntry], _Ended]:
+    """A session file's searchable entries (``[]`` when they cannot be read), and where
+    the bytes they came from end."""
+    from .cite import index_entries
+    from .frames import open_session_bytes
 
     try:
-        return info, indexed_entries(open_session(path))
+        data = Path(path).read_bytes()
+        return index_entries(open_session_bytes(data, path).entries, path), _end_of(data)
     except (PinbError, OSError, ValueError) as exc:
         # Listed (Pi lists it too), but its entries cannot be read: say so, once.
         log.warning("%s: entries not indexed: %s", path, exc)
-        return info, []
+        return [], (None, None, None)
+
+
+def _appended(
+    path: str, size: int, lines: int, tail: str
+) -> tuple[list[IndexedEntry], _Ended] | None:
+    """The entries of the lines appended to a file since ``size`` bytes of it were indexed,
+    or ``None`` when it did not just grow (then it is read whole)."""
+    from ..core.entries import Entry
+    from ..core.store import parse_lines
+    from .cite import index_entries
+
+    try:
+        with open(path, "rb") as handle:
+            header = handle.readline()
+            start = max(0, size - _TAIL)
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return None
+    kept, new = data[: size - start], data[size - start :]
+    if (
+        not new.endswith(b"\n")
+        or len(kept) != size - start
+        or hashlib.sha1(kept).hexdigest() != tail
+        or not _current_header(header)
+    ):
+        return None
+    values, numbers = parse_lines(new, Path(path), lines + 1, [])
+    entries = [
+        Entry(value, line)
+        for value, line in zip(values, numbers, strict=True)
+        if value.__class__ is dict and value.get("type") != "session"
+    ]
+    return index_entries(entries, path), (
+        size + len(new),
+        lines + new.count(b"\n"),
+        _digest_tail(data),
+    )
+
+
+def _digest_tail(data: bytes) -> str:
+    return hashlib.sha1(data[-_TAIL:]).hexdigest()
+
+
+def _current_header(line: bytes) -> bool:
+    """A version 3 header: the file's entries are read as they stand (no migration)."""
+    from ..core.store import is_valid_header
+    from ..core.wire import loads_line
+
+    try:
+        header = loads_line(line)
+    except (ValueError, RecursionError):
+        return False
+    return is_valid_header(header) and header.get("version") == 3
+
+
+def _bodies(hits: list[tuple[int, str, int]]) -> dict[int, str]:
+    """The indexed text of each ``(rowid, path, line)``, read again from its line."""
+    from ..core.entries import Entry
+    from ..core.wire import loads_line
+    from .cite import index_entries
+
+    by_path: dict[str, list[tuple[int, int]]] = {}
+    for rowid, path, line in hits:
+        by_path.setdefault(path, []).append((rowid, line))
+    found: dict[int, str] = {}
+    for path, wanted in by_path.items():
+        try:
+            lines = Path(path).read_bytes().split(b"\n")
+        except OSError:
+            continue
+        for rowid, line in wanted:
+            try:
+                value = loads_line(lines[line - 1])
+            except (IndexError, ValueError, RecursionError):
+                continue
+            if value.__class__ is dict:
+                made = index_entries([Entry(value, line)], path)
+                if made:
+                    found[rowid] = _text(made[0].body) or ""
+    return found
+
+
+def _with_text(info: SessionInfo) -> SessionInfo:
+    """The row with its ``all_messages_text``, read from the file."""
+    full = read_session_info(info.path)
+    if full is None:
+        return info
+    return dataclasses.replace(info, all_messages_text=full.all_messages_text)
 
 
 def _fold(
@@ -597,12 +822,14 @@ def list_indexed(
     *,
     root: str | os.PathLike[str] | None = None,
     with_text: bool = False,
+    progress: Progress | None = None,
 ) -> list[SessionInfo]:
     """Indexed listing: the same rows as ``pinb.core.listing``, fast once warm.
 
     ``folder`` limits to one project folder; by default every project under the root.
+    ``progress`` as for :class:`SessionCatalog`.
     """
-    with SessionCatalog(root=root) as catalog:
+    with SessionCatalog(root=root, progress=progress) as catalog:
         return catalog.sessions(folder, with_text=with_text)
 
 
@@ -614,8 +841,11 @@ def search(
     limit: int = 50,
     raw: bool = False,
     fold: bool = True,
+    progress: Progress | None = None,
 ) -> SearchResults:
     """Full-text search over session entries (see :meth:`SessionCatalog.search`).
+
+    The first search builds the index (``progress`` as for :class:`SessionCatalog`).
 
     Examples
     --------
@@ -623,5 +853,5 @@ def search(
     >>> hits[0].cite  # doctest: +SKIP
     '/home/me/.pi/agent/sessions/--home-me-app--/2026-…_….jsonl:42#a1b2c3d4'
     """
-    with SessionCatalog(root=root) as catalog:
+    with SessionCatalog(root=root, progress=progress) as catalog:
         return catalog.search(text, folder, limit=limit, raw=raw, fold=fold)

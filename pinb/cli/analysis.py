@@ -89,10 +89,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
     from ..analysis.index import search
     from ..core.paths import sessions_dir_for
+    from ..render.progress import progress_for
 
     text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
-    hits = search(text, folder, limit=args.limit, fold=not args.no_fold)
+    hits = search(text, folder, limit=args.limit, fold=not args.no_fold, progress=progress_for())
     if args.json:
         payload = [
             {

@@ -32,9 +32,11 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     # thousands of sessions fast once warm.
     from ..analysis.index import list_indexed
     from ..core.paths import sessions_dir_for
+    from ..render.progress import progress_for
 
     infos: list[SessionInfo] = list_indexed(
-        None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd())
+        None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd()),
+        progress=progress_for(),
     )
     if args.json:
         say(json.dumps([_info_json(i) for i in infos], ensure_ascii=False, indent=1))

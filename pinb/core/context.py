@@ -34,6 +34,7 @@ __all__ = [
     "apply_edit",
     "bash_execution_to_text",
     "build_session_context",
+    "context_entries",
     "convert_to_llm",
     "current_system_message",
     "entry_messages",
@@ -494,10 +495,9 @@ def _settings_at(
         if kind == KIND_EDIT:
             edits += 1
             continue
-        raw = entries[i].raw
         if kind == KIND_ASSISTANT:
             if model is _NOT_FOUND:
-                message = raw["message"]
+                message = entries[i].raw["message"]
                 model = {}
                 if "provider" in message:
                     model["provider"] = message["provider"]
@@ -505,9 +505,10 @@ def _settings_at(
                     model["modelId"] = message["model"]
         elif kind == KIND_THINKING:
             if thinking_level is _NOT_FOUND:
-                thinking_level = raw.get("thinkingLevel", MISSING)
+                thinking_level = entries[i].raw.get("thinkingLevel", MISSING)
         elif kind == KIND_MODEL:
             if model is _NOT_FOUND:
+                raw = entries[i].raw
                 model = {}
                 _present(raw, model, "provider")
                 if "modelId" in raw:
@@ -559,6 +560,33 @@ def select_context_entries(
     return [compaction, *kept, *path[position + 1 :]]
 
 
+def _path_settings(
+    index: SessionIndex, leaf: Entry
+) -> tuple[list[Entry], tuple[Any, dict[str, Any] | None, Entry | None, int]]:
+    """The root-to-leaf path and its settings (:func:`_settings`)."""
+    positions = index.path_positions(leaf)
+    if positions is None:  # a parent loop, or an earlier line of a repeated id
+        path = index.path_from(leaf)
+        return path, _settings(path)
+    everything = index.entries
+    return [everything[i] for i in positions], _settings_at(index, positions)
+
+
+def context_entries(
+    index: SessionIndex, leaf_id: object = UNSET, *, pi: PiLike | None = None
+) -> list[Entry]:
+    """The entries the context at ``leaf_id`` is built from, without building it.
+
+    What :func:`build_session_context` reads (``leaf_id`` as there): a lazy open decodes
+    these lines up front, so the first context after open parses nothing.
+    """
+    leaf = _resolve_leaf(index, leaf_id)
+    if leaf is None:
+        return []
+    path, (_, _, compaction, _) = _path_settings(index, leaf)
+    return select_context_entries(path, compaction, Pi.resolve(pi))
+
+
 def build_session_context(
     entries: SessionIndex | Sequence[Entry],
     leaf_id: object = UNSET,
@@ -587,14 +615,7 @@ def build_session_context(
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
         return SessionContext(pi=target)
-    positions = index.path_positions(leaf)
-    if positions is None:  # a parent loop, or an earlier line of a repeated id
-        path = index.path_from(leaf)
-        thinking_level, model, compaction, branch_edits = _settings(path)
-    else:
-        everything = index.entries
-        path = [everything[i] for i in positions]
-        thinking_level, model, compaction, branch_edits = _settings_at(index, positions)
+    path, (thinking_level, model, compaction, branch_edits) = _path_settings(index, leaf)
     selected = select_context_entries(path, compaction, target)
 
     edits: dict[object, Entry] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .jsontext import short_repr
-from .wire import MISSING
+from .wire import MISSING, loads_line
 
 if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
     from .models import EntryModel
@@ -16,6 +16,10 @@ __all__ = ["ARCHIVE_TYPE", "MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
 NAVIGATE_TYPE = "pinb.navigate"
 #: ``customType`` of the inert entry that archives (or restores) a branch in pinb's views.
 ARCHIVE_TYPE = "pinb.archive"
+
+
+#: ``Entry._value`` of an object line: the value is the line's ``raw`` dict itself.
+_SAME: Any = object()
 
 
 def id_key(value: object) -> object:
@@ -42,42 +46,100 @@ class Entry:
         The line's JSON object exactly as read (or as pinb wrote it). Never mutate it.
     line:
         1-based physical line number in the file, or ``None`` for entries not yet on disk.
+
+    Notes
+    -----
+    A message line opened lazily (:meth:`lazy`) keeps its bytes and the fields its head
+    gave (id, parent, timestamp, role); ``raw`` decodes the line on first use, through
+    :func:`~pinb.core.wire.loads_line`, and the bytes are then let go.
     """
 
-    __slots__ = ("_model", "line", "raw", "value")
+    __slots__ = ("_head", "_model", "_raw", "_source", "_value", "line")
 
     def __init__(self, raw: dict[str, Any], line: int | None = None) -> None:
-        self.raw = raw
+        self._raw: dict[str, Any] | None = raw
         self.line = line
         self._model: EntryModel | None = None
-        #: The line's JSON value when it is not an object (``raw`` is then ``{}``).
-        self.value: Any = raw
+        self._value: Any = _SAME
+        self._source: bytes | None = None
+        self._head: Any = None
 
     @classmethod
     def from_value(cls, value: Any, line: int | None = None) -> Entry:
         """A line whose JSON is not an object: Pi keeps it as an entry with no fields."""
         entry = cls({}, line)
-        entry.value = value
+        entry._value = value
+        return entry
+
+    @classmethod
+    def lazy(cls, source: bytes, line: int, head: Any) -> Entry:
+        """A message line whose head was read and checked (:mod:`pinb.core.lazy`): ``head``
+        has ``id``, ``parentId``, ``timestamp`` and ``message.role``."""
+        entry = cls.__new__(cls)
+        entry._raw = None
+        entry._source = source
+        entry.line = line
+        entry._model = None
+        entry._value = _SAME
+        entry._head = head
         return entry
 
     @property
+    def raw(self) -> dict[str, Any]:
+        """The line's JSON object (decoded on first use for a lazily opened line)."""
+        raw = self._raw
+        if raw is None:
+            raw = self._decode()
+        return raw
+
+    def _decode(self) -> dict[str, Any]:
+        source = self._source
+        assert source is not None
+        try:
+            value = loads_line(source)
+        except (ValueError, RecursionError) as exc:  # the head reader accepted it: a bug
+            raise ValueError(f"line {self.line}: the line no longer parses ({exc})") from exc
+        if value.__class__ is not dict:  # pragma: no cover - the head was an object's
+            raise ValueError(f"line {self.line}: the line is no longer a JSON object")
+        self._raw = value
+        self._source = None
+        self._head = None
+        return value
+
+    @property
+    def decoded(self) -> bool:
+        """Whether the line's JSON object has been built (always, unless opened lazily)."""
+        return self._raw is not None
+
+    @property
+    def value(self) -> Any:
+        """The line's JSON value when it is not an object (``raw`` is then ``{}``)."""
+        value = self._value
+        return self.raw if value is _SAME else value
+
+    @property
     def type(self) -> str:
-        value = self.raw.get("type")
+        if self._raw is None:
+            return "message"
+        value = self._raw.get("type")
         return value if isinstance(value, str) else ""
 
     @property
     def id(self) -> Any:
         """The entry id (a string in every file Pi writes)."""
-        return self.raw.get("id", MISSING)
+        raw = self._raw
+        return self._head.id if raw is None else raw.get("id", MISSING)
 
     @property
     def parent_id(self) -> Any:
         """The parent id: a string, ``None`` for a root, ``MISSING`` when absent."""
-        return self.raw.get("parentId", MISSING)
+        raw = self._raw
+        return self._head.parentId if raw is None else raw.get("parentId", MISSING)
 
     @property
     def timestamp(self) -> Any:
-        return self.raw.get("timestamp")
+        raw = self._raw
+        return self._head.timestamp if raw is None else raw.get("timestamp")
 
     @property
     def message(self) -> dict[str, Any] | None:
@@ -90,6 +152,9 @@ class Entry:
     @property
     def role(self) -> str | None:
         """``message.role`` of a ``message`` entry, else ``None``."""
+        if self._raw is None:
+            head_role: str = self._head.message.role
+            return head_role
         message = self.message
         if message is None:
             return None
@@ -100,7 +165,9 @@ class Entry:
     def is_navigation(self) -> bool:
         """A marker that only records a move of the leaf (pinb's, or an agent harness's
         ``leaf`` entry); views and counts leave such entries out."""
-        kind = self.raw.get("type")
+        if self._raw is None:
+            return False
+        kind = self._raw.get("type")
         return kind == "leaf" or (kind == "custom" and self.raw.get("customType") == NAVIGATE_TYPE)
 
     @property
@@ -118,7 +185,18 @@ class Entry:
             f"Entry(type={short_repr(self.type)}, id={short_repr(self.id)}{role}, line={self.line})"
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A lazy entry travels decoded (its head's class is made at run time).
+        if self._value is _SAME:
+            return (Entry, (self.raw, self.line))
+        return (_rebuild, (self.line, self._value))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Entry) and other.raw == self.raw
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _rebuild(line: int | None, value: Any) -> Entry:
+    """An unpickled entry of a line whose JSON is not an object (``Entry.__reduce__``)."""
+    return Entry.from_value(value, line)

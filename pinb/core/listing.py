@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .lazy import listed_value, listing_reader
 from .paths import sessions_root
-from .store import is_valid_header, parse_session_bytes
+from .store import is_valid_header, parse_line
 from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = [
+    "Progress",
     "SessionInfo",
     "list_all_sessions",
     "list_sessions",
@@ -22,6 +24,11 @@ __all__ = [
     "read_session_info",
     "session_info_from_bytes",
 ]
+
+
+#: ``progress(what, done, total)``, called as files are read (``what``: ``"listing"``, or
+#: ``"indexing"`` while a search index is built).
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -78,12 +85,16 @@ def _texts(content: Any) -> list[str]:
     return []
 
 
-# (size, mtime_ns) -> SessionInfo, so re-listing a folder only re-reads changed files.
-_cache: dict[Path, tuple[tuple[int, int], SessionInfo | None]] = {}
+# path -> ((size, mtime_ns), with text, SessionInfo), so re-listing a folder only re-reads
+# changed files.
+_cache: dict[Path, tuple[tuple[int, int], bool, SessionInfo | None]] = {}
 
 
-def read_session_info(path: str | os.PathLike[str]) -> SessionInfo | None:
-    """The :class:`SessionInfo` of one file, or ``None`` when it is not a Pi session."""
+def read_session_info(path: str | os.PathLike[str], *, text: bool = True) -> SessionInfo | None:
+    """The :class:`SessionInfo` of one file, or ``None`` when it is not a Pi session.
+
+    ``text=False``: without ``all_messages_text`` (see :func:`session_info_from_bytes`).
+    """
     file_path = Path(path)
     try:
         stat = file_path.stat()
@@ -91,71 +102,94 @@ def read_session_info(path: str | os.PathLike[str]) -> SessionInfo | None:
         return None
     key = (stat.st_size, stat.st_mtime_ns)
     cached = _cache.get(file_path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    info = _read(file_path, stat.st_mtime)
-    _cache[file_path] = (key, info)
+    if cached is not None and cached[0] == key and (cached[1] or not text):
+        return cached[2]
+    info = _read(file_path, stat.st_mtime, text)
+    _cache[file_path] = (key, text, info)
     return info
 
 
-def _read(path: Path, mtime: float) -> SessionInfo | None:
+def _read(path: Path, mtime: float, text: bool) -> SessionInfo | None:
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    return session_info_from_bytes(data, path, mtime)
+    return session_info_from_bytes(data, path, mtime, text=text)
 
 
-def session_info_from_bytes(data: bytes, path: Path, mtime: float) -> SessionInfo | None:
+def session_info_from_bytes(
+    data: bytes, path: Path, mtime: float, *, text: bool = True
+) -> SessionInfo | None:
     """The :class:`SessionInfo` of a file's bytes (``mtime`` in seconds is the fallback
-    ``modified``), or ``None`` when they are not a Pi session."""
-    loaded = parse_session_bytes(data, path)
-    if not loaded.values or not is_valid_header(loaded.values[0]):
-        return None
-    header = loaded.values[0]
+    ``modified``), or ``None`` when they are not a Pi session.
+
+    With ``text=False`` the row's ``all_messages_text`` is left empty, and of the message
+    contents only the user messages' up to the first with text are decoded: what a
+    listing shows. Each line is still checked as JSON (with msgspec, the ``fast`` extra,
+    without being built; otherwise parsed whole), so the rows are the same either way.
+    """
+    header: Any = None
     name: str | None = None
     message_count = 0
     first_message: str | None = None
     all_texts: list[str] = []
     latest = 0
-    for entry in loaded.values[1:]:
-        if not isinstance(entry, dict):
+    reader = listing_reader()
+    parsed: list[Any] = []
+    numbers: list[int] = []
+    for line_no, line in enumerate(data.split(b"\n"), 1):
+        row = reader(line) if reader is not None else None
+        if row is None:
+            parse_line(line, line_no, path, [], True, parsed, numbers)  # Pi 1.x's reader
+            if not parsed:
+                continue
+            value = parsed.pop()
+            row = _Row(value) if value.__class__ is dict else None
+        if header is None:
+            if row is None or row.type != "session" or row.id.__class__ is not str:
+                return None
+            header = row
             continue
-        kind = entry.get("type")
+        if row is None:
+            continue
+        kind = row.type
         if kind == "session_info":
             # Pi 1.x: the latest session_info decides, even when it clears the name.
-            value = entry.get("name")
+            value = row.name
             name = (js_trim(value) or None) if isinstance(value, str) else None
             continue
         if kind != "message":
             continue
         message_count += 1
-        message = entry.get("message")
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        message = row.message
+        if message is None or message.role not in ("user", "assistant"):
             continue
-        text = " ".join(_texts(message.get("content")))
-        if text:
-            all_texts.append(text)
-        if first_message is None and message.get("role") == "user" and text:
-            first_message = text
-        stamp = message.get("timestamp")
+        if text or (first_message is None and message.role == "user"):
+            joined = " ".join(_texts(listed_value(message.content)))
+            if joined:
+                all_texts.append(joined)
+                if first_message is None and message.role == "user":
+                    first_message = joined
+        stamp = message.timestamp
         if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
             activity = int(stamp)
         else:
-            activity = js_date_ms(entry.get("timestamp")) or 0
+            activity = js_date_ms(row.timestamp) or 0
         latest = max(latest, activity)
-    created_ms = js_date_ms(header.get("timestamp"))
+    if header is None:
+        return None
+    created_ms = js_date_ms(header.timestamp)
     if latest > 0:
         modified = _datetime(latest)
     elif created_ms is not None:
         modified = _datetime(created_ms)
     else:
         modified = None
-    cwd = header.get("cwd")
-    parent = header.get("parentSession")
+    cwd = header.cwd
+    parent = header.parentSession
     return SessionInfo(
         path=path,
-        id=header["id"],
+        id=header.id,
         cwd=cwd if isinstance(cwd, str) else "",
         name=name,
         parent_session_path=parent if isinstance(parent, str) and js_truthy(parent) else None,
@@ -163,8 +197,33 @@ def session_info_from_bytes(data: bytes, path: Path, mtime: float) -> SessionInf
         modified=modified or datetime.fromtimestamp(mtime, tz=UTC),
         message_count=message_count,
         first_message=first_message if first_message is not None else "(no messages)",
-        all_messages_text=" ".join(all_texts),
+        all_messages_text=" ".join(all_texts) if text else "",
     )
+
+
+class _Row:
+    """A line parsed whole, read through the listing reader's attribute names."""
+
+    __slots__ = ("cwd", "id", "message", "name", "parentSession", "timestamp", "type")
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        self.type = value.get("type")
+        self.id = value.get("id")
+        self.cwd = value.get("cwd")
+        self.timestamp = value.get("timestamp")
+        self.parentSession = value.get("parentSession")
+        self.name = value.get("name")
+        message = value.get("message")
+        self.message = _Message(message) if message.__class__ is dict else None
+
+
+class _Message:
+    __slots__ = ("content", "role", "timestamp")
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        self.role = value.get("role")
+        self.timestamp = value.get("timestamp")
+        self.content = value.get("content")
 
 
 def _sorted(infos: Iterable[SessionInfo | None]) -> list[SessionInfo]:
@@ -174,20 +233,40 @@ def _sorted(infos: Iterable[SessionInfo | None]) -> list[SessionInfo]:
     )
 
 
-def list_sessions(folder: str | os.PathLike[str]) -> list[SessionInfo]:
-    """Sessions of one folder (a project's session directory), newest first."""
+def list_sessions(folder: str | os.PathLike[str], *, text: bool = True) -> list[SessionInfo]:
+    """Sessions of one folder (a project's session directory), newest first.
+
+    ``text=False`` leaves ``all_messages_text`` empty and reads less (a listing's rows).
+    """
     directory = Path(folder)
     if not directory.is_dir():
         return []
-    return _sorted(read_session_info(p) for p in directory.glob("*.jsonl") if p.is_file())
+    return _sorted(
+        read_session_info(p, text=text) for p in directory.glob("*.jsonl") if p.is_file()
+    )
 
 
-def list_all_sessions(root: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
-    """Sessions of every project under the sessions root (``<agentDir>/sessions``), newest first."""
+def list_all_sessions(
+    root: str | os.PathLike[str] | None = None,
+    *,
+    text: bool = True,
+    progress: Progress | None = None,
+) -> list[SessionInfo]:
+    """Sessions of every project under the sessions root (``<agentDir>/sessions``), newest first.
+
+    ``text`` as for :func:`list_sessions`; ``progress("listing", done, total)`` is called
+    as files are read.
+    """
     base = Path(root) if root is not None else sessions_root()
     if not base.is_dir():
         return []
-    return _sorted(read_session_info(p) for p in base.glob("*/*.jsonl") if p.is_file())
+    paths = [p for p in base.glob("*/*.jsonl") if p.is_file()]
+    infos = []
+    for done, path in enumerate(paths, 1):
+        infos.append(read_session_info(path, text=text))
+        if progress is not None:
+            progress("listing", done, len(paths))
+    return _sorted(infos)
 
 
 def _header_of(path: Path) -> dict[str, Any] | None:

@@ -24,7 +24,13 @@ from ..errors import (
     SessionFileError,
 )
 from .appends import AppendMixin
-from .context import UNSET, SessionContext, build_session_context, extend_context
+from .context import (
+    UNSET,
+    SessionContext,
+    build_session_context,
+    context_entries,
+    extend_context,
+)
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .gc import gc_paused
 from .jsontext import short_repr
@@ -164,7 +170,7 @@ class Session(AppendMixin):
         """
         file_path = Path(path)
         with gc_paused():
-            loaded = read_session_file(file_path, strict=strict, pi=pi)
+            loaded = read_session_file(file_path, strict=strict, pi=pi, lazy=True)
             return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
@@ -197,7 +203,7 @@ class Session(AppendMixin):
             As for :meth:`open`.
         """
         with gc_paused():
-            loaded = load_session_bytes(data, None, strict=strict, pi=pi, source=source)
+            loaded = load_session_bytes(data, None, strict=strict, pi=pi, source=source, lazy=True)
             return cls._from_loaded(loaded, id_generator=id_generator)
 
     @classmethod
@@ -221,7 +227,7 @@ class Session(AppendMixin):
                 read_only=not loaded.blank,
                 pi=loaded.pi,
             )
-        return cls(
+        session = cls(
             loaded.header,
             loaded.entries,
             path=loaded.path,
@@ -231,6 +237,11 @@ class Session(AppendMixin):
             loaded=loaded,
             pi=loaded.pi,
         )
+        # A lazy open decodes what the leaf's context reads, and nothing else.
+        for entry in context_entries(session._index, session._leaf_id, pi=session._pi):
+            if entry._raw is None:
+                entry._decode()
+        return session
 
     @classmethod
     def create(

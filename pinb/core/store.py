@@ -25,6 +25,8 @@ from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, Uns
 from .atomic import replace_file, write_new_file
 from .entries import Entry
 from .jsontext import short_repr
+from .lazy import read_lines
+from .migrate import CURRENT_VERSION
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
@@ -40,6 +42,7 @@ __all__ = [
     "is_valid_header",
     "load_session_bytes",
     "locked_append",
+    "parse_line",
     "parse_lines",
     "parse_session_bytes",
     "read_session_file",
@@ -118,6 +121,7 @@ def parse_lines(
     problems: list[Problem],
     *,
     drop_falsy: bool = False,
+    lazy: bool = False,
 ) -> tuple[list[Any], list[int]]:
     """Parse ``\\n``-separated JSON lines (UTF-8 bytes); blank lines skipped, bad ones reported.
 
@@ -126,44 +130,63 @@ def parse_lines(
     object line goes straight to the fast parser; anything else, or what it refuses, is
     decoded and parsed by the exact one. With ``drop_falsy`` (Pi 1.x's reader) a line whose
     JSON is ``null``, ``0``, ``""`` or ``false`` is dropped too, and reported.
+
+    With ``lazy`` (and msgspec installed), a message line whose head can be read and is
+    sound becomes a lazy :class:`Entry` in ``values`` instead of a dict; see
+    :mod:`pinb.core.lazy`. Such lines are valid JSON, so the problems are the same.
     """
     values: list[Any] = []
     numbers: list[int] = []
-    append = values.append
+
+    def whole(line: bytes, line_no: int) -> None:
+        parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
+
+    if lazy and read_lines(data.split(b"\n"), first_line, values, numbers, whole):
+        return values, numbers
     line_no = first_line - 1
     for line in data.split(b"\n"):
         line_no += 1
-        if line[:1] == b"{":
-            try:
-                append(loads_line(line))
-                numbers.append(line_no)
-                continue
-            except (ValueError, RecursionError):
-                pass
-        text = line.decode("utf-8", errors="replace")
-        if not text.strip(JS_WHITESPACE):
-            continue
-        try:
-            value = loads(text)
-        except (ValueError, RecursionError) as exc:
-            reason = str(exc).split(":")[0] if isinstance(exc, ValueError) else "nested too deep"
-            problems.append(
-                Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
-            )
-            continue
-        if drop_falsy and not js_truthy(value):
-            problems.append(
-                Problem(
-                    "not-an-entry",
-                    "line skipped: a JSON value that is not an object",
-                    path,
-                    line_no,
-                )
-            )
-            continue
-        append(value)
-        numbers.append(line_no)
+        parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
     return values, numbers
+
+
+def parse_line(
+    line: bytes,
+    line_no: int,
+    path: Path | None,
+    problems: list[Problem],
+    drop_falsy: bool,
+    values: list[Any],
+    numbers: list[int],
+) -> None:
+    """One line of :func:`parse_lines`, parsed whole: its value appended, or a problem."""
+    if line[:1] == b"{":
+        try:
+            values.append(loads_line(line))
+            numbers.append(line_no)
+            return
+        except (ValueError, RecursionError):
+            pass
+    text = line.decode("utf-8", errors="replace")
+    if not text.strip(JS_WHITESPACE):
+        return
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc).split(":")[0] if isinstance(exc, ValueError) else "nested too deep"
+        problems.append(
+            Problem("malformed-line", f"line skipped: not valid JSON ({reason})", path, line_no)
+        )
+        return
+    if drop_falsy and not js_truthy(value):
+        problems.append(
+            Problem(
+                "not-an-entry", "line skipped: a JSON value that is not an object", path, line_no
+            )
+        )
+        return
+    values.append(value)
+    numbers.append(line_no)
 
 
 #: JSON's own whitespace: what JavaScript's ``trim`` removes that can sit around a line.
@@ -186,16 +209,35 @@ def _js_trim_bytes(data: bytes) -> tuple[bytes, int]:
     return trimmed.encode("utf-8", errors="surrogatepass"), text.count("\n", 0, leading)
 
 
+def _current_header_first(data: bytes) -> bool:
+    """Whether the file starts with a valid header of the current version (3): then no
+    migration will touch its entries, and message lines can be read lazily."""
+    if data[:1] != b"{":
+        return False
+    end = data.find(b"\n")
+    try:
+        header = loads_line(data if end < 0 else data[:end])
+    except (ValueError, RecursionError):
+        return False
+    version = header.get("version") if is_valid_header(header) else None
+    return version.__class__ is int and version == CURRENT_VERSION
+
+
 def parse_session_bytes(
-    data: bytes, path: Path | None = None, *, pi: PiLike | None = None
+    data: bytes, path: Path | None = None, *, pi: PiLike | None = None, lazy: bool = False
 ) -> LoadedFile:
-    """Parse a whole session file's bytes with Pi's rules (no migration, no validation)."""
+    """Parse a whole session file's bytes with Pi's rules (no migration, no validation).
+
+    ``lazy``: message lines of a version 3 file become lazy entries in ``values`` (see
+    :func:`parse_lines`); for what opens a :class:`~pinb.core.session.Session`.
+    """
     target = Pi.resolve(pi)
     loaded = LoadedFile(path=path, size=len(data), pi=target)
+    lazy = lazy and _current_header_first(data)
     if target >= Pi.V1_6:
         loaded.blank = not data
         # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
-        values, numbers = parse_lines(data, path, 1, loaded.problems, drop_falsy=True)
+        values, numbers = parse_lines(data, path, 1, loaded.problems, drop_falsy=True, lazy=lazy)
         loaded.values, loaded.lines = values, numbers
         first = values[0] if values else None
         if data and not is_valid_header(first):
@@ -205,7 +247,7 @@ def parse_session_bytes(
         loaded.blank = not stripped
         if stripped:
             loaded.values, loaded.lines = parse_lines(
-                stripped, path, skipped_lines + 1, loaded.problems
+                stripped, path, skipped_lines + 1, loaded.problems, lazy=lazy
             )
     loaded.ends_with_newline = not data or data.endswith(b"\n")
     loaded.complete_size = len(data)
@@ -251,6 +293,9 @@ def split_entries(loaded: LoadedFile) -> None:
     append = entries.append
     for position in range(1, len(values)):
         value = values[position]
+        if value.__class__ is Entry:  # a lazily read message line
+            append(value)
+            continue
         if value.__class__ is not dict:
             entry = value_entry(value, numbers[position], loaded.pi, path, loaded.problems)
             if entry is not None:
@@ -332,7 +377,11 @@ def entry_flaw(value: dict[str, Any]) -> str | None:
 
 
 def read_session_file(
-    path: str | os.PathLike[str], *, strict: bool = True, pi: PiLike | None = None
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = True,
+    pi: PiLike | None = None,
+    lazy: bool = False,
 ) -> LoadedFile:
     """Read and parse a session file (values only: migration is the caller's choice).
 
@@ -346,6 +395,8 @@ def read_session_file(
         such files read as empty, and ``refused`` says whether Pi would refuse them.
     pi:
         The Pi release whose reading rules apply (default: today's Pi).
+    lazy:
+        Read message lines lazily (see :func:`parse_session_bytes`).
 
     Raises
     ------
@@ -353,7 +404,7 @@ def read_session_file(
         When the file does not exist.
     """
     file_path = Path(path)
-    return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi)
+    return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi, lazy=lazy)
 
 
 def load_session_bytes(
@@ -363,9 +414,10 @@ def load_session_bytes(
     strict: bool = True,
     pi: PiLike | None = None,
     source: str | None = None,
+    lazy: bool = False,
 ) -> LoadedFile:
     """:func:`read_session_file` for bytes already read; errors name ``source`` (or ``path``)."""
-    loaded = parse_session_bytes(data, path, pi=pi)
+    loaded = parse_session_bytes(data, path, pi=pi, lazy=lazy)
     where: str | Path | None = source if source is not None else path
     first = loaded.values[0] if loaded.values else None
     first_line = loaded.lines[0] if loaded.lines else None

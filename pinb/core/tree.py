@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .entries import ARCHIVE_TYPE, MISSING, Entry, id_key
+from .entries import _SAME, ARCHIVE_TYPE, MISSING, Entry, id_key
 from .gc import gc_paused as _gc_paused
 from .jsontext import short_repr
 from .target import Pi, PiLike
@@ -206,7 +206,29 @@ class SessionIndex:
         at = len(self.entries)
         first = at
         for entry in entries:
-            raw = entry.raw
+            raw = entry._raw
+            if raw is None:
+                # A lazily read message line: its head was read and found sound at open.
+                head = entry._head
+                entry_id = head.id
+                if entry_id in by_id:
+                    self._report_duplicate(entry, by_id[entry_id])
+                    self._stale_parents = True
+                    self.generation += 1
+                append(entry)
+                by_id[entry_id] = entry
+                position[entry_id] = at
+                parent = head.parentId
+                if parent is None:
+                    parents.append(NO_PARENT)
+                else:
+                    found = position.get(parent, UNRESOLVED) if parent else NO_PARENT
+                    if found == UNRESOLVED:
+                        unresolved.append(at)
+                    parents.append(found)
+                kinds.append(KIND_ASSISTANT if head.message.role == "assistant" else KIND_MESSAGE)
+                at += 1
+                continue
             entry_id = raw.get("id", MISSING)
             key = entry_id if entry_id.__class__ is str else id_key(entry_id)
             if key in by_id:
@@ -248,7 +270,7 @@ class SessionIndex:
                 else:
                     kinds.append(KIND_OTHER)
                     sound = False
-            if not sound and entry.value is raw:
+            if not sound and entry._value is _SAME:
                 self._report_flaw(entry)
             at += 1
         if self._children is not None:
@@ -353,8 +375,7 @@ class SessionIndex:
         """
         if self._stale_parents:
             self._rebuild_parents()
-        raw = start.raw
-        entry_id = raw.get("id", MISSING)
+        entry_id = start.id
         key = entry_id if entry_id.__class__ is str else id_key(entry_id)
         at = self._position.get(key, NO_PARENT)
         walk: list[int] = []
@@ -378,7 +399,7 @@ class SessionIndex:
 
     def _resolve_parent(self, at: int) -> int:
         """The position of an entry's parent found by id (a later line, an odd id)."""
-        parent = self.entries[at].raw.get("parentId")
+        parent = self.entries[at].parent_id
         found = self._position.get(id_key(parent), NO_PARENT) if js_truthy(parent) else NO_PARENT
         if found >= 0:
             self._parents[at] = found
@@ -388,7 +409,7 @@ class SessionIndex:
         """Point every parent at the entry its id means now (after a duplicate id)."""
         position = self._position
         for at, entry in enumerate(self.entries):
-            parent = entry.raw.get("parentId", MISSING)
+            parent = entry.parent_id
             if parent.__class__ is str:
                 self._parents[at] = position.get(parent, UNRESOLVED) if parent else NO_PARENT
             else:
@@ -409,7 +430,7 @@ class SessionIndex:
                 break
             seen.add(id(current))
             path.append(current)
-            parent = current.raw.get("parentId")
+            parent = current.parent_id
             current = self.by_id.get(id_key(parent)) if js_truthy(parent) else None
         path.reverse()
         return path
@@ -499,12 +520,12 @@ class SessionIndex:
         empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
         for at, parent in enumerate(parents):
             if parent < 0:
-                raw = entries[at].raw
-                value = raw.get("parentId", MISSING)
+                entry = entries[at]
+                value = entry.parent_id
                 if parent == NO_PARENT and not (empty_id is not None and value == ""):
                     roots.append(nodes[at])
                     continue
-                if value is None or _same(value, raw.get("id", MISSING)):
+                if value is None or _same(value, entry.id):
                     roots.append(nodes[at])
                     continue
                 found = position.get(id_key(value))
@@ -594,12 +615,11 @@ class SessionIndex:
         # Only an entry whose parent was not there when it was added can be an orphan.
         for at in self._unresolved:
             e = self.entries[at]
-            raw = e.raw
-            parent = raw.get("parentId", MISSING)
+            parent = e.parent_id
             if parent is None:
                 continue
             if parent.__class__ is str:
-                if parent in by_id or parent == raw.get("id"):
+                if parent in by_id or parent == e.id:
                     continue
             elif _same(parent, e.id) or id_key(parent) in by_id:
                 continue

@@ -82,6 +82,8 @@ class SessionShape:
         A compaction entry roughly every this many entries on the main line (0: none).
     branch_every:
         Start a side branch roughly every this many main-line entries (0: linear).
+    start:
+        When the session starts (default 2025-03-01 09:00 UTC).
     """
 
     entries: int = 2_000
@@ -91,6 +93,7 @@ class SessionShape:
     branch_every: int = 60
     cwd: str = "/home/dev/project"
     model: tuple[str, str] = ("anthropic", "claude-sonnet-4-5")
+    start: datetime | None = None
 
 
 def _iso(moment: datetime) -> str:
@@ -101,7 +104,7 @@ class _Builder:
     def __init__(self, shape: SessionShape, rng: random.Random) -> None:
         self.shape = shape
         self.rng = rng
-        self.clock = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+        self.clock = shape.start or datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
         self.used: set[str] = set()
         self.main_tokens = 0
 

@@ -12,7 +12,9 @@
  * Ops: `answer` (a conformance query file, answered with Pi's own functions on a temp
  * copy), `open` (SessionManager.open in place), `build` (drive a SessionManager through
  * its public methods), `call` (one exported function), `bench` (Pi's own time to open a
- * file, build its context and its tree), `ping`.
+ * file, build its context and its tree), `benchRound` (one timed open, first context and
+ * tree on a fresh copy), `benchList` (`SessionManager.listAll()` over an agent folder, and
+ * its rows), `ping`.
  *
  * Everything is computed by Pi; the code here only calls it, walks parent links to refuse
  * inputs on which Pi would loop forever, and maps Pi's results to plain JSON.
@@ -25,6 +27,8 @@ import { basename, dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { format } from "node:util";
 import { pathToFileURL } from "node:url";
+import v8 from "node:v8";
+import vm from "node:vm";
 
 const PACKAGES = {
     "1.6.0": "@earendil-works/pi-coding-agent",
@@ -641,10 +645,97 @@ function parse({ text }) {
     return JSON.stringify(JSON.parse(text));
 }
 
+// The collector, for timing from a settled heap (the flag is set before first use).
+v8.setFlagsFromString("--expose-gc");
+const collect = vm.runInNewContext("gc");
+
+function memory() {
+    const usage = process.memoryUsage();
+    return { heapUsed: usage.heapUsed, rss: usage.rss };
+}
+
+/** Milliseconds of CPU this process has used (every thread: V8 collects on helpers). */
+function cpuMs() {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+}
+
+/**
+ * One interleaved round of the open benchmark: a fresh copy, the collector run, then Pi's
+ * open, the first context after it and the first tree, each timed once (milliseconds), and
+ * the heap the opened session holds (bytes, measured before anything is freed).
+ */
+function benchRound({ path }) {
+    const dir = mkdtempSync(join(tmpdir(), "pinb-pi-bench-"));
+    try {
+        const copy = join(dir, basename(path));
+        copyFileSync(path, copy);
+        collect();
+        const before = memory();
+        let cpu = cpuMs();
+        let start = performance.now();
+        const sm = SessionManager.open(copy, dir);
+        const open = performance.now() - start;
+        const openCpu = cpuMs() - cpu;
+        const after = memory();
+        cpu = cpuMs();
+        start = performance.now();
+        pi.buildSessionContext(sm.getEntries());
+        const context = performance.now() - start;
+        const contextCpu = cpuMs() - cpu;
+        cpu = cpuMs();
+        start = performance.now();
+        sm.getTree();
+        const tree = performance.now() - start;
+        const treeCpu = cpuMs() - cpu;
+        return {
+            open, context, tree, openCpu, contextCpu, treeCpu,
+            heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss,
+        };
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+/** `SessionManager.listAll()` (what /resume lists) over an agent folder, timed once. */
+async function benchList({ agentDir, rows = false }) {
+    const saved = process.env.PI_CODING_AGENT_DIR;
+    process.env.PI_CODING_AGENT_DIR = agentDir;
+    try {
+        collect();
+        const before = memory();
+        const cpu = cpuMs();
+        const start = performance.now();
+        const sessions = await SessionManager.listAll();
+        const ms = performance.now() - start;
+        const msCpu = cpuMs() - cpu;
+        const after = memory();
+        const result = {
+            ms, msCpu, count: sessions.length,
+            heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss,
+        };
+        if (rows) {
+            result.rows = sessions.map((s) => ({
+                path: s.path, id: s.id, cwd: s.cwd, name: s.name ?? null,
+                parentSessionPath: s.parentSessionPath ?? null,
+                created: Number.isNaN(s.created.getTime()) ? null : s.created.getTime(),
+                modified: s.modified.getTime(), messageCount: s.messageCount,
+                firstMessage: s.firstMessage, allMessagesText: s.allMessagesText,
+            }));
+        }
+        return result;
+    } finally {
+        if (saved === undefined) delete process.env.PI_CODING_AGENT_DIR;
+        else process.env.PI_CODING_AGENT_DIR = saved;
+    }
+}
+
 const OPS = {
     ping: () => ({ pi: VERSION, node: process.version }),
     parse,
     bench,
+    benchRound,
+    benchList,
     answer,
     open,
     build,
@@ -670,7 +761,7 @@ for await (const line of lines) {
     try {
         const op = OPS[request.op];
         if (!op) throw new Error(`unknown op ${request.op}`);
-        const result = op(request);
+        const result = await op(request);
         // "encoded": the result as JSON.stringify's text, for values nested deeper than
         // the reader's JSON parser goes (the answer is then one flat string).
         respond({ id: request.id, result: request.encoded ? JSON.stringify(result) : result });

@@ -59,18 +59,20 @@ class SessionCommands(MagicsBase):
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--search")
         opts = parser.parse_args(args)
+        from ...core.paths import sessions_dir_for
+        from ..progress import NotebookProgress
+
         if opts.search:
             from ...analysis.index import search
-            from ...core.paths import sessions_dir_for
 
-            return search(opts.search, None if opts.all else sessions_dir_for(self._cwd()))
-        from ...core.paths import sessions_dir_for
-
+            folder = None if opts.all else sessions_dir_for(self._cwd())
+            return search(opts.search, folder, progress=NotebookProgress())
         infos = (
-            list_all_sessions()
+            list_all_sessions(text=False, progress=NotebookProgress())
             if opts.all
             else list_sessions(
-                Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(self._cwd())
+                Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(self._cwd()),
+                text=False,
             )
         )
         return SessionListView(infos)

@@ -1,0 +1,198 @@
+"""Reading a message line's head without building the line: what a lazy open needs.
+
+Opening a session needs, of each line, only what places it in the tree: its type, id,
+parent id, timestamp and (for a message) the role. The rest — the message's content, often
+kilobytes of tool output — is decoded when something asks for it, through the one parse
+entry point (:func:`pinb.core.wire.loads_line`).
+
+The head is read with msgspec (the ``fast`` extra) into a small struct whose unknown
+fields are skipped. msgspec still checks the whole line as JSON while it skips, so a line
+it accepts is one ``JSON.parse`` accepts too: it refuses invalid JSON, lone surrogates,
+``NaN``, invalid UTF-8 in a field it reads and nesting deeper than about a thousand levels
+(the exact parser reads those lines). Duplicate keys resolve to the last, as in
+``JSON.parse``. A line is read lazily only when its head is a message's that could not be
+odd: a string id, a string or null parent, a string timestamp and a message object with a
+string role. Everything else is parsed whole, as before, so every problem eager reading
+reports is still reported at open, with its file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .entries import Entry
+from .wire import loads_line
+
+__all__ = [
+    "HeadReader",
+    "ListingReader",
+    "head_reader",
+    "listed_value",
+    "listing_reader",
+    "read_lines",
+]
+
+#: ``(lines, first_line, values, numbers, whole)``: see :func:`read_lines`.
+HeadReader = Callable[[list[bytes], int, list[Any], list[int], Callable[[bytes, int], None]], None]
+
+
+def _msgspec() -> Any:
+    """The msgspec module, or ``None`` when it is not installed."""
+    try:
+        import msgspec  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    return msgspec
+
+
+def _build() -> HeadReader | None:
+    msgspec = _msgspec()
+    if msgspec is None:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    # Untracked by the collector (gc=False): a head that is kept holds strings only.
+    # An absent ``parentId`` reads as 0, which (like a present 0) is not lazy-sound.
+    message = msgspec.defstruct("_Message", [("role", Any, None)], gc=False)
+    head = msgspec.defstruct(
+        "_Head",
+        [
+            ("type", Any, None),
+            ("id", Any, None),
+            ("parentId", Any, 0),
+            ("timestamp", Any, None),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    decode = msgspec.json.Decoder(head).decode
+    refused = (msgspec.MsgspecError, RecursionError, OverflowError)
+
+    def read_lines(
+        lines: list[bytes],
+        first_line: int,
+        values: list[Any],
+        numbers: list[int],
+        whole: Callable[[bytes, int], None],
+    ) -> None:
+        # The loop of a lazy open, kept tight. A line is lazy when its head could not be
+        # odd (see the module's notes); ``whole(line, line_no)`` parses every other line.
+        append = values.append
+        number = numbers.append
+        lazy_entry = Entry.lazy
+        line_no = first_line - 1
+        for line in lines:
+            line_no += 1
+            try:
+                head = decode(line)
+            except refused:
+                whole(line, line_no)
+                continue
+            message = head.message
+            parent = head.parentId
+            if (
+                head.type == "message"
+                and message is not None
+                and head.id.__class__ is str
+                and (parent is None or parent.__class__ is str)
+                and head.timestamp.__class__ is str
+                and message.role.__class__ is str
+            ):
+                append(lazy_entry(line, line_no, head))
+                number(line_no)
+            else:
+                whole(line, line_no)
+
+    return read_lines
+
+
+#: Built on first use (importing msgspec costs a few milliseconds a command may not need).
+_UNBUILT: Any = object()
+_reader: HeadReader | None = _UNBUILT
+
+
+def head_reader() -> HeadReader | None:
+    """:func:`read_lines` as built, or ``None`` when msgspec is not installed (then lines
+    are read whole)."""
+    global _reader
+    if _reader is _UNBUILT:
+        _reader = _build()
+    return _reader
+
+
+def read_lines(
+    lines: list[bytes],
+    first_line: int,
+    values: list[Any],
+    numbers: list[int],
+    whole: Callable[[bytes, int], None],
+) -> bool:
+    """Append lazy entries for the sound message lines of ``lines`` (numbered from
+    ``first_line``) to ``values`` and their numbers to ``numbers``, handing every other
+    line to ``whole(line, line_no)``. ``False`` (and nothing done) without msgspec."""
+    reader = head_reader()
+    if reader is None:
+        return False
+    reader(lines, first_line, values, numbers, whole)
+    return True
+
+
+#: ``line -> row`` with what a session listing reads of a line (``type``, ``id``, ``cwd``,
+#: ``timestamp``, ``parentSession``, ``name``; ``message`` with ``role``, ``timestamp`` and
+#: ``content`` as undecoded JSON bytes), or ``None`` when the line must be parsed whole.
+ListingReader = Callable[[bytes], Any]
+
+
+def _build_listing() -> ListingReader | None:
+    msgspec = _msgspec()
+    if msgspec is None:  # pragma: no cover - msgspec is in the fast extra
+        return None
+    message = msgspec.defstruct(
+        "_ListedMessage",
+        [("role", Any, None), ("timestamp", Any, None), ("content", msgspec.Raw, None)],
+        gc=False,
+    )
+    row = msgspec.defstruct(
+        "_ListedLine",
+        [
+            ("type", Any, None),
+            ("id", Any, None),
+            ("cwd", Any, None),
+            ("timestamp", Any, None),
+            ("parentSession", Any, None),
+            ("name", Any, None),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    decode = msgspec.json.Decoder(row).decode
+    refused = (msgspec.MsgspecError, RecursionError, OverflowError)
+
+    def read(line: bytes) -> Any:
+        try:
+            return decode(line)
+        except refused:
+            return None
+
+    global _Raw
+    _Raw = msgspec.Raw
+    return read
+
+
+_Raw: Any = None
+_listing_reader: ListingReader | None = _UNBUILT
+
+
+def listed_value(value: Any) -> Any:
+    """A field the listing reader kept as JSON bytes, decoded (:func:`loads_line`); any
+    other value as it is."""
+    if _Raw is not None and value.__class__ is _Raw:
+        return loads_line(bytes(value))
+    return value
+
+
+def listing_reader() -> ListingReader | None:
+    """The listing reader, or ``None`` when msgspec is not installed."""
+    global _listing_reader
+    if _listing_reader is _UNBUILT:
+        _listing_reader = _build_listing()
+    return _listing_reader

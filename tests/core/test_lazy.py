@@ -1,0 +1,226 @@
+"""A lazy open (message lines kept as bytes and a head) reads every file as an eager one does.
+
+Each file is opened twice, with the head reader and without it (every line parsed whole,
+as when msgspec is not installed), and everything a user can see is compared: the
+problems (known at open, before anything is decoded), the leaf, the tree, the context,
+every entry's wire dict and line number.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pinb.core.lazy as lazy
+from pinb.core import Session
+from pinb.core.wire import dumps
+from pinb.testing.generate import SessionShape, generate_session
+from tests.samples import CASE_FILES, LEGACY, TREES
+
+pytestmark = pytest.mark.skipif(lazy.head_reader() is None, reason="msgspec is not installed")
+
+_HEADER = {
+    "type": "session",
+    "version": 3,
+    "id": "s1",
+    "timestamp": "2026-01-01T00:00:00Z",
+    "cwd": "/p",
+}
+
+
+def _message(entry_id: str, parent: str | None, role: str = "user", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": f"2026-01-01T00:00:0{len(entry_id) % 10}Z",
+        "message": {
+            "role": role,
+            "content": [{"type": "text", "text": f"text {entry_id}"}],
+            "timestamp": 1,
+        },
+        **extra,
+    }
+
+
+def _lines(*values: Any) -> bytes:
+    return b"".join(
+        (value if isinstance(value, bytes) else json.dumps(value, ensure_ascii=False).encode())
+        + b"\n"
+        for value in values
+    )
+
+
+#: Lines a lazy reader must not take at its head's word: each is read whole (or refused).
+#: Each file ends with a leaf ``z`` under the root, so the odd lines are off the leaf's
+#: context and stay undecoded after open if the head reader took them.
+_ODD = {
+    "duplicate keys (the last wins)": _lines(
+        _HEADER,
+        _message("a", None),
+        b'{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","role":"assistant","content":"x"},"id":"c"}',
+        b'{"type":"message","id":"d","parentId":"c","timestamp":"t","message":{"role":"user","content":"x"},"type":"label"}',
+    ),
+    "torn line, then an append after it": _lines(_HEADER, _message("a", None))
+    + b'{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"x'
+    + _lines(_message("c", "a")),
+    "torn last line": _lines(_HEADER, _message("a", None))
+    + b'{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"ro',
+    "odd fields": _lines(
+        _HEADER,
+        _message("a", None),
+        {**_message("n", "a"), "id": 5},
+        {**_message("p", "a"), "parentId": 7},
+        {k: v for k, v in _message("q", "a").items() if k != "parentId"},
+        {**_message("r", "a"), "timestamp": 12},
+        {**_message("s", "a"), "message": "not an object"},
+        {**_message("t", "a"), "message": {"content": "no role"}},
+        {**_message("u", "a"), "message": None},
+        {**_message("v", "a"), "type": ["message"]},
+        _message("w", ""),
+    ),
+    "odd JSON": _lines(
+        _HEADER,
+        _message("a", None),
+        b'{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"\\ud800 lone"}}',
+        b'{"type":"message","id":"c","parentId":"b","timestamp":"t","message":{"role":"user","content":"bad \xff byte"}}',
+        b'{"type":"message","id":"d","parentId":"c","timestamp":"t","message":{"role":"user","content":[1e400, 123456789012345678901234567890]}}',
+        b'{"type":"message","id":"e","parentId":"d","timestamp":"t","message":{"role":"user","content":NaN}}',
+        b'{"type":"message","id":"f","parentId":"d","timestamp":"t","message":{"role":"user","content":'
+        + b"[" * 2000
+        + b"]" * 2000
+        + b"}}",
+        b'  {"type":"message","id":"g","parentId":"d","timestamp":"t","message":{"role":"user","content":"x"}}  \r',
+        b"",
+        b"   ",
+        b"[1, 2]",
+        b"null",
+        b'{"type":"message","id":"h","parentId":"g","timestamp":"t","message":{"role":"assistant","content":[]}} trailing',
+        _message("i", "g"),
+    ),
+    "repeated ids and a cycle": _lines(
+        _HEADER,
+        _message("a", None),
+        _message("b", "a"),
+        _message("a", "b"),
+        _message("c", "a"),
+    ),
+    "version 2 header (migrated, so read whole)": _lines(
+        {**_HEADER, "version": 2}, _message("a", None), _message("b", "a", role="hookMessage")
+    ),
+}
+ODD = {name: data + _lines(_message("z", "a")) for name, data in _ODD.items()}
+
+
+def _open(path: Path, monkeypatch: pytest.MonkeyPatch, *, eager: bool, pi: str) -> Session:
+    with monkeypatch.context() as patch:
+        if eager:
+            patch.setattr(lazy, "_reader", None)
+        return Session.open(path, pi=pi, strict=False)
+
+
+def _seen(session: Session) -> dict[str, Any]:
+    seen: dict[str, Any] = {
+        "heads": [
+            (e.line, e.type, e.id, e.parent_id, e.timestamp, e.role) for e in session.entries
+        ],
+        "problems": [(p.kind, p.line, p.message) for p in session.problems],
+        "leaf": session.leaf_id,
+        "tree": [
+            (node.entry.line, depth, node.label)
+            for root in session.tree()
+            for node, depth in root.walk()
+        ],
+        "name": session.index.session_name(),
+    }
+    # As JSON text: a line nested thousands deep is read (as JSON.parse reads it), and ``==``
+    # on such values would recurse past Python's limit.
+    seen["context"] = dumps(session.build_context().messages)
+    seen["entries"] = [
+        (e.line, dumps(e.value), e.type, e.id, e.parent_id, e.timestamp, e.role) for e in session.entries
+    ]
+    seen["problems after"] = [(p.kind, p.line, p.message) for p in session.problems]
+    return seen
+
+
+def _files(tmp_path: Path) -> list[Path]:
+    odd = []
+    for i, data in enumerate(ODD.values()):
+        path = tmp_path / f"odd-{i}.jsonl"
+        path.write_bytes(data)
+        odd.append(path)
+    big = generate_session(
+        tmp_path / "generated.jsonl",
+        SessionShape(entries=3000, main_depth=1800, compaction_every=500, branch_every=40),
+        seed=3,
+    )
+    return [*CASE_FILES.values(), *TREES, *LEGACY.values(), *odd, big]
+
+
+@pytest.mark.parametrize("pi", ["1.6", "0.58"])
+def test_lazy_open_sees_what_an_eager_open_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi: str
+) -> None:
+    compared = kept_lazy = 0
+    for path in _files(tmp_path):
+        try:
+            eager = _open(path, monkeypatch, eager=True, pi=pi)
+        except Exception as exc:  # refused files must be refused the same way
+            with pytest.raises(type(exc)):
+                _open(path, monkeypatch, eager=False, pi=pi)
+            continue
+        opened = _open(path, monkeypatch, eager=False, pi=pi)
+        assert _seen(opened) == _seen(eager), path.name
+        compared += 1
+        kept_lazy += path.name.startswith("odd-") and not all(e.decoded for e in _open(
+            path, monkeypatch, eager=False, pi=pi).entries)  # fmt: skip
+    assert compared >= len(ODD) + len(TREES)
+    assert kept_lazy >= len(ODD) - 2  # the odd files did have lines left to decode
+
+
+def test_open_decodes_only_the_leafs_context(tmp_path: Path) -> None:
+    path = generate_session(
+        tmp_path / "s.jsonl",
+        SessionShape(entries=4000, main_depth=3000, compaction_every=800, branch_every=50),
+        seed=5,
+    )
+    session = Session.open(path)
+    lazy_entries = [e for e in session.entries if e.type == "message"]
+    decoded = {id(e) for e in session.entries if e.decoded}
+    needed = {id(e) for e in session.build_context().sources}
+    assert needed <= decoded  # the first context after open parses nothing
+    assert len(decoded) < len(lazy_entries) / 2  # and most lines were never built
+    entry = next(e for e in session.entries if not e.decoded)
+    assert entry.raw == json.loads(path.read_text().splitlines()[entry.line - 1])
+    assert entry.decoded
+
+
+def test_what_an_open_builds_skips_the_young_collections(tmp_path: Path) -> None:
+    path = generate_session(
+        tmp_path / "s.jsonl", SessionShape(entries=30_000, main_depth=18_000), seed=6
+    )
+    gc.collect()
+    session = Session.open(path)
+    young = {id(o) for o in gc.get_objects(0)} | {id(o) for o in gc.get_objects(1)}
+    assert not any(id(e) in young for e in session.entries[:: len(session.entries) // 50])
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_lazily_opened_session_pickles_as_an_eager_one(tmp_path: Path) -> None:
+    import pickle
+
+    path = tmp_path / "odd.jsonl"
+    # Without the line nested 2,000 deep: pickle itself recurses over nested values.
+    lines = ODD["odd JSON"].split(b"\n")
+    path.write_bytes(b"\n".join(line for line in lines if b"[" * 2000 not in line))
+    session = Session.open(path)
+    assert not all(e.decoded for e in session.entries)
+    again = pickle.loads(pickle.dumps(session))
+    assert [(e.line, e.value, e.raw) for e in again.entries] == [
+        (e.line, e.value, e.raw) for e in session.entries
+    ]
+    assert again.build_context().messages == session.build_context().messages
