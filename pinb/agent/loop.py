@@ -228,6 +228,7 @@ class Agent:
         token = cancel or CancelToken()
         session = self.session
         info = self.model.info
+        session.run_window = (info.context_window, info.window_origin)  # what views show
 
         for entry in self._record_model_and_thinking():
             yield EntrySaved(entry)
@@ -461,6 +462,7 @@ class Agent:
                 self.model.info = dataclasses.replace(
                     info, context_window=learned, window_source="server"
                 )
+            session.run_window = (learned, "server")
             yield Notice(f"the server's context window is {learned:,} tokens; using that")
         window = self.model.info.context_window
         for edit in hide(session, failed):

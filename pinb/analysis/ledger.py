@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.accounting import context_usage, estimated_by_role
 from ..core.compaction import find_turn_start
+from ..core.compaction_span import compaction_span
 from ..core.context import SessionContext
 from ..core.entries import Entry
 from ..core.session import Session
@@ -127,9 +128,10 @@ def thinking_stats(messages: Iterable[tuple[Any, Entry]]) -> BlockStats:
 class CompactionRecord:
     """One compaction: recorded and recomputed sizes, what it summarized and kept.
 
-    Token figures are described in the module docstring. ``summarized_*`` count the
-    messages that left the context (system messages aside, the previous summary aside),
-    ``summarized_tokens`` is their chars/4. ``lost_entries`` counts entries that left the
+    Token figures are described in the module docstring. ``summarized_*`` count what
+    went into the summary (system messages aside, the previous summary aside; the core's
+    :func:`~pinb.core.compaction_span.compaction_span`), ``summarized_tokens`` is their
+    chars/4. ``lost_entries`` counts entries that left the
     context without reaching the summarizer (Pi v0.58.3 only: it summarizes from the
     previous compaction on, not from its kept entries). ``kept_thinking`` describes the
     thinking blocks that stayed verbatim.
@@ -261,24 +263,20 @@ def compaction_record(
     pi = session.pi
     before = _context(session, raw.get("parentId"))
     after = session.build_context(entry.id)
-    kept = {id(e) for e in after.selected}
     pairs = zip(after.messages, after.sources, strict=False)
     kept_messages = [(m, s) for m, s in pairs if s is not entry]
-    position = {id(e): i for i, e in enumerate(before.path)}
     previous = before.compaction
-    previous_at = position.get(id(previous), -1) if previous is not None else -1
     summarized: list[tuple[Any, Entry]] = []
     summarized_ids: list[str] = []
-    lost = 0
+    span = compaction_span(session, entry)  # the core's one count of what it summarized
+    chosen = {id(e) for e in span.summarized}
+    lost = len(span.lost)
     for projected in before.entries:
         source = projected.entry
-        messages = [m for m in projected.messages if not _is_system(m)]
-        if source.type == "compaction" or id(source) in kept or not messages:
+        if id(source) not in chosen:
             continue
         summarized_ids.append(node_key(source.id))
-        if pi < Pi.V1_6 and position.get(id(source), -1) < previous_at:
-            lost += 1
-        summarized.extend((m, source) for m in messages)
+        summarized.extend((m, source) for m in projected.messages if not _is_system(m))
     roles: Counter[str] = Counter()
     tool_chars = 0
     for message, _ in summarized:

@@ -154,13 +154,13 @@ def _cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str | None]:
-    """The context window: ``--window``, else the registry's entry for the session's model."""
-    if args.window:
-        return args.window, "setting"
-    from ..llm.registry import window_of  # only here: the LLM layer is heavier
+def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str]:
+    """The context window by the one rule (:func:`pinb.llm.window.resolve_window`):
+    ``--window``, else the registry's entry for the model the session recorded."""
+    from ..llm.window import resolve_window  # only here: the LLM layer is heavier
 
-    return window_of(context.model)
+    found = resolve_window(setting=getattr(args, "window", None), context=context)
+    return found.tokens, found.source
 
 
 def _cmd_tokens(args: argparse.Namespace) -> int:
@@ -197,7 +197,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     )
 
     session = _open(args)
-    settings = load_compaction_settings(session.cwd or None)
+    # Fitted to the window, as the magics' and the agent's compactions are.
+    window, _ = _window(args, session.build_context())
+    settings = load_compaction_settings(session.cwd or None).fit_window(window)
     if args.plan:
         if args.leaf is not None and args.leaf not in session:
             raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
@@ -330,6 +332,7 @@ def add_parser(sub: Any) -> None:
     )
     comp.add_argument("--leaf", help="plan from this entry instead of the leaf")
     comp.add_argument("--instructions", help="extra focus for the summary")
+    comp.add_argument("--window", type=int, help="the model's context window, in tokens")
     comp.add_argument("--json", action="store_true")
     comp.set_defaults(func=_cmd_compact)
 

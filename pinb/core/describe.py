@@ -13,6 +13,7 @@ from typing import Any
 from .context import entry_to_message
 from .entries import ARCHIVE_TYPE, MISSING, Entry
 from .jsontext import short_repr, value_text, visible
+from .system_prompt import system_summary
 from .target import Pi
 from .tokens import estimate_tokens
 
@@ -189,6 +190,8 @@ def message_preview(message: Any, limit: int = 160) -> str:
         text = value_text(message.get("summary", ""))
     elif role == "bashExecution":
         text = f"$ {value_text(message.get('command', ''))} {value_text(message.get('output', ''))}"
+    elif role == "system":
+        text = system_summary(message)  # its sections and tool changes, not blank
     else:
         text = _text_of(message.get("content"))
         if not text and not isinstance(message.get("content"), str | list | None):

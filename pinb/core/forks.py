@@ -52,6 +52,7 @@ def _new_session(
         id_generator=source._id_generator,
         pi=source.pi,
     )
+    new.run_window = source.run_window  # a fork runs with the window its source ran with
     if source.path is not None and new._starts_conversation():
         new._flush()  # otherwise written at the first user (or assistant) message, as in Pi
     return new

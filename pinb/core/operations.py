@@ -20,6 +20,7 @@ from .branching import (
     prepare_branch_entries,
 )
 from .compaction import CompactionPreparation, prepare_compaction, serialize_conversation
+from .compaction_span import split_at_cut
 from .context import UNSET, SessionContext, convert_to_llm
 from .fileops import format_file_operations
 from .forks import user_text
@@ -84,6 +85,7 @@ def plan_compaction(
     settings = settings or CompactionSettings()
     prepared = _prepare(session, settings, leaf_id)
     context = session.build_context(leaf_id)
+    span = split_at_cut(context, prepared.first_kept_entry_id)
     kept_entries = {id(e) for e in prepared.kept_entries}
     kept = SessionContext(
         messages=[
@@ -101,10 +103,8 @@ def plan_compaction(
         tokens_before=prepared.tokens_before,
         before_by_role=estimated_by_role(context),
         after_by_role=estimated_by_role(kept),
-        summarized_ids=_ids(
-            [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
-        ),
-        kept_ids=_ids(prepared.kept_entries),
+        summarized_ids=span.summarized_ids,
+        kept_ids=span.kept_ids,
         read_files=read_files,
         modified_files=modified_files,
         is_split_turn=prepared.is_split_turn,
@@ -153,6 +153,8 @@ def compact(
     settings = settings or CompactionSettings()
     prepared = _prepare(session, settings, UNSET)
     before = session.build_context()
+    span = split_at_cut(before, prepared.first_kept_entry_id)  # before the append changes it
+    before_by_role = estimated_by_role(before)
     previous = prepared.previous_summary if prepared.has_previous_summary else None
     if not isinstance(previous, str):
         previous = None if previous is None else str(previous)
@@ -204,12 +206,10 @@ def compact(
         tokens_before=prepared.tokens_before,
         # One measure on both sides: usage reported on kept assistant messages describes
         # the old context, so before and after are both chars/4 estimates.
-        before_by_role=estimated_by_role(before),
+        before_by_role=before_by_role,
         after_by_role=estimated_by_role(session.build_context()),
-        summarized_ids=_ids(
-            [p.entry for p in prepared.messages_to_summarize + prepared.turn_prefix_messages]
-        ),
-        kept_ids=_ids(prepared.kept_entries),
+        summarized_ids=span.summarized_ids,
+        kept_ids=span.kept_ids,
         read_files=read_files,
         modified_files=modified_files,
         is_split_turn=prepared.is_split_turn,

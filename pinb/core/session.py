@@ -124,6 +124,10 @@ class Session(AppendMixin):
         # The context at the current leaf, extended on each append (see build_context).
         self._context: SessionContext | None = None
         self._context_generation = 0
+        #: The context window the session last ran with, ``(tokens, source)``, set by what
+        #: runs it (an agent, the magics); in memory only, as Pi's file records no window.
+        #: The views read it through `pinb.llm.window.resolve_window`.
+        self.run_window: tuple[int, str] | None = None
 
     # -- construction ---------------------------------------------------------------------
 

@@ -13,10 +13,15 @@ from typing import Any
 
 from .scripted import Reply, ScriptedCall, ScriptedLLM
 
-__all__ = ["DEMO_LABEL", "OfflineDemoModel"]
+__all__ = ["DEMO_LABEL", "OFFLINE_MODEL", "OFFLINE_WINDOW", "OfflineDemoModel"]
 
 #: Every reply of the demo model starts with this, so nobody mistakes it for a real model.
 DEMO_LABEL = "[offline demo model — scripted, not an AI]"
+
+#: ``(provider, modelId)`` the demo model writes into sessions, and its context window: a
+#: session it wrote shows this window anywhere (`pinb.llm.window.resolve_window`).
+OFFLINE_MODEL = ("pinb", "offline-demo")
+OFFLINE_WINDOW = 32_000
 
 _FILE = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|md|txt|toml|json|csv|ipynb|yaml|yml|cfg|ini))\b"
@@ -42,7 +47,12 @@ class OfflineDemoModel(ScriptedLLM):
     """
 
     def __init__(self, *, use_tools: bool = True, delay: float = 0.0) -> None:
-        super().__init__(provider="pinb", model="offline-demo", context_window=32_000)
+        super().__init__(
+            provider=OFFLINE_MODEL[0],
+            model=OFFLINE_MODEL[1],
+            context_window=OFFLINE_WINDOW,
+            window_source="model",
+        )
         self.use_tools = use_tools
         self.delay = delay
 

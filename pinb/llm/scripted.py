@@ -120,7 +120,10 @@ class ScriptedLLM(ChatModelBase):
     provider, model, api:
         Written into every message (``api`` defaults to ``openai-completions``).
     context_window, max_tokens, reasoning, cost:
-        The model's `ModelInfo`.
+        The model's `ModelInfo` (``context_window`` 128,000 unless given).
+    window_source:
+        How views label the window (default ``"setting"`` when ``context_window`` is
+        given, else ``"model"``).
 
     Attributes
     ----------
@@ -135,21 +138,24 @@ class ScriptedLLM(ChatModelBase):
         provider: str = "scripted",
         model: str = "scripted-model",
         api: str = API_OPENAI,
-        context_window: int = 128_000,
+        context_window: int | None = None,
         max_tokens: int = 16_384,
         reasoning: bool = False,
         cost: ModelCost | None = None,
+        window_source: str | None = None,
     ):
         self.info = ModelInfo(
             provider,
             model,
             api,
-            context_window,
+            context_window or 128_000,
             max_tokens,
             cost or ModelCost(),
             reasoning,
             ("text", "image"),
             model,
+            # A window the caller gave is a setting; else the scripted model's own.
+            window_source=window_source or ("setting" if context_window else "model"),
         )
         self._queue: deque[ReplyLike] = deque(replies)
         self.calls: list[ScriptedCall] = []

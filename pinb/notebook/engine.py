@@ -332,6 +332,7 @@ def _context(magics: PiMagics, session: Session) -> ContextUsage:
     if magics.context_window or not isinstance(window, int) or window <= 0:
         return magics._context_usage(session)  # the setting, or pinb's registry
     settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
+    session.run_window = (window, "Pi's model")  # views handed the session show it too
     return context_usage(
         session.current_context(), window=window, window_source="Pi's model", settings=settings
     )

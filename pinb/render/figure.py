@@ -273,7 +273,7 @@ def draw_tree(
         body = shorten(cell.text, max(0, budget))
         if body:
             text(x, y, body, muted)
-        if cell.tokens:
+        if cell.tokens is not None:
             text(geo.tokens_right, y, f"{cell.tokens:,}", muted, ha="right")
     if not layout.rows:
         text(

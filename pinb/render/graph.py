@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import Entry, Session, SessionContext
+from ..core.compaction_span import CompactionSpan, compaction_span
 from ..core.context import UNSET
 from ..core.describe import (
     BOOKKEEPING,
@@ -22,6 +23,8 @@ from ..core.describe import (
 from ..core.entries import id_key
 from ..core.gc import gc_paused
 from ..core.jsontext import value_text
+from ..core.system_prompt import entry_costs
+from ..core.target import Pi
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -43,7 +46,6 @@ __all__ = [
     "node_key",
     "path_regions",
     "plural",
-    "summarizable",
     "to_networkx",
     "tool_tokens",
 ]
@@ -120,6 +122,9 @@ class SessionGraph:
         Key of the leaf the annotations are relative to (``None``: before the first entry).
     compaction_key / first_kept_key:
         The last compaction on the active path and its ``firstKeptEntryId``, if any.
+    compaction_counts:
+        ``(summarized, kept)`` entries of that compaction (the core's
+        :func:`~pinb.core.compaction_span.compaction_span`), or ``None``.
     path_keys:
         Keys of the active path, root first (hidden entries left out).
     hidden:
@@ -147,6 +152,7 @@ class SessionGraph:
     archived: dict[str, int] = field(default_factory=dict)
     shadowed: int = 0
     entries: int = 0
+    compaction_counts: tuple[int, int] | None = None
     problems: int = 0
     name: str | None = None
     session_id: str = ""
@@ -196,17 +202,6 @@ class SessionGraph:
         if self.shadowed:
             text += f"; {plural(self.shadowed, 'line')} with a repeated id"
         return text
-
-
-#: Entry types whose content reaches the model.
-CONVERSATION_TYPES = frozenset({"message", "custom_message", "branch_summary", "compaction"})
-
-
-def summarizable(entry: Entry) -> bool:
-    """Whether a compaction summarizes ``entry`` when it lies before the kept part, as the
-    core's report counts it: a conversation entry, but not a system message (the
-    compaction's checkpoint replays those) nor a model change or thinking level."""
-    return entry.type in CONVERSATION_TYPES and entry.role != "system"
 
 
 def path_regions(context: SessionContext) -> list[tuple[Entry, str]]:
@@ -297,6 +292,9 @@ def _build_graph(
     leaf_key = node_key(shown[-1].id) if shown else None
     index = session.index
     pi = session.pi
+    # An entry in the context costs what it costs there (a system message its share of the
+    # prompt as sent, a compaction its checkpoint and summary), as in the context views.
+    in_context = entry_costs(context) if pi >= Pi.V1_6 else {}
     archived_targets = {node_key(k): k for k in session.archived}
     orphans = {id(e) for e in index.orphans()}
     cycle_lines = {p.line for p in index.problems if p.kind == "cycle" and p.line is not None}
@@ -337,7 +335,10 @@ def _build_graph(
                 label=tree_node.label
                 if not isinstance(tree_node, Entry)
                 else index.label(entry.id),
-                tokens=entry_tokens(entry, pi),
+                tokens=in_context[id(entry)]
+                if id(entry) in in_context
+                and (entry.role == "system" or entry.type == "compaction")
+                else entry_tokens(entry, pi),
                 on_path=region is not None,
                 is_leaf=key == leaf_key,
                 region=region,
@@ -404,7 +405,14 @@ def _build_graph(
         problems=len(session.problems),
         name=session.name,
         session_id=session.id,
+        compaction_counts=(
+            (len(span.summarized), len(span.kept)) if (span := _span(session, compaction)) else None
+        ),
     )
+
+
+def _span(session: Session, compaction: Entry | None) -> CompactionSpan | None:
+    return compaction_span(session, compaction) if compaction is not None else None
 
 
 def _count_subtree(root: Any, children_of: Any, seen: set[int]) -> int:

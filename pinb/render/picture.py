@@ -155,7 +155,9 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
     if node.is_leaf:
         tags.append(("◀ leaf", "leaf"))
     message_like = glyph != "dot"
-    if node.region == "summarized" and message_like:
+    if node.role == "system" and node.region in ("summarized", "kept") and message_like:
+        tags.append(("not sent itself", "summarized"))  # the compaction's checkpoint replays it
+    elif node.region == "summarized" and message_like:
         tags.append(("summarized", "summarized"))
     elif node.region == "kept" and message_like:
         tags.append(("kept", "kept"))
@@ -194,7 +196,8 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
         tags=tags,
         label=shorten(label, 30) if label else "",
         text=shorten(preview, text_chars),
-        tokens=node.tokens or None,
+        # A system patch that only removes tools costs 0: say so rather than leave a blank.
+        tokens=node.tokens if node.tokens or (node.role == "system" and node.on_path) else None,
         band=band,
         muted=node.region == "summarized" or node.bookkeeping,
         on_path=node.on_path,
@@ -243,9 +246,11 @@ def row_cells(layout: RowLayout, *, text_chars: int = TEXT_CHARS) -> list[Cells]
             target = graph.compaction_key
         at = layout.row_for(target)
         if at is not None and out[at].kind != "gap":
-            out[
-                at
-            ].boundary = f"▲ summarized by compaction {short_id(graph.compaction_key)} · kept ▼"
+            n_summarized, n_kept = graph.compaction_counts or (0, 0)
+            out[at].boundary = (
+                f"▲ {plural(n_summarized, 'entry')} summarized by compaction "
+                f"{short_id(graph.compaction_key)} · {n_kept:,} kept ▼"
+            )
     return out
 
 
@@ -565,7 +570,7 @@ def tree_picture_svg(
             out.append(
                 f'<text x="{_num(tx)}" y="{_num(base)}" fill="{text_color}">{escape(text)}</text>'
             )
-        if cell.tokens:
+        if cell.tokens is not None:
             out.append(
                 f'<text x="{_num(geo.tokens_right)}" y="{_num(base)}" text-anchor="end" '
                 f'fill="{text_color}">{cell.tokens:,}</text>'
@@ -644,7 +649,7 @@ def tree_text(layout: RowLayout, *, cells: list[Cells] | None = None, legend: bo
         label = f"[{cell.label}]" if cell.label else ""
         body = " ".join(part for part in (tags, label, cell.text) if part)
         body = shorten(body, 64)
-        tokens = f"{cell.tokens:,}" if cell.tokens else ""
+        tokens = f"{cell.tokens:,}" if cell.tokens is not None else ""
         lines.append(
             f"{lane} {cell.kind_text:<{KIND_CHARS}}{cell.id_text:<{ID_CHARS}}{body:<64} {tokens:>8}".rstrip()
         )

@@ -184,7 +184,7 @@ def tree_png_pillow(
         body = shorten(cell.text, max(0, budget))
         if body:
             text(tx, y, body, muted, mono)
-        if cell.tokens:
+        if cell.tokens is not None:
             text(geo.tokens_right, y, f"{cell.tokens:,}", muted, mono, "rm")
     if not layout.rows:
         text(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import CompactionSettings, SessionContext
+from ..core import CompactionSettings, Session, SessionContext
 from ..core.accounting import ContextUsage, context_usage, thousands
 from ..render.html import escape, gauge, style
 
@@ -18,20 +18,24 @@ __all__ = ["account", "resolve_window", "usage_html", "usage_rows"]
 
 
 def resolve_window(
-    context: SessionContext,
+    context: SessionContext | None,
     context_window: int | None = None,
     window_source: str | None = None,
+    *,
+    session: Session | None = None,
 ) -> tuple[int | None, str]:
-    """The window to show and where it came from: given, else the model registry's.
+    """The window to show and where it came from, by the one rule
+    (:func:`pinb.llm.window.resolve_window`): given, else the window ``session`` last ran
+    with, else the model registry's entry for the context's recorded model.
 
-    Without a window and a model the registry knows of, ``(None, "unknown")``: no view
-    assumes a window.
+    Without any of them, ``(None, "unknown")``: no view assumes a window.
     """
-    if context_window:
-        return int(context_window), window_source or "setting"
-    from ..llm.registry import window_of  # the LLM layer loads only when a view needs it
+    from ..llm.window import resolve_window as resolve  # the LLM layer loads only when needed
 
-    return window_of(context.model)
+    found = resolve(
+        setting=context_window, setting_source=window_source, session=session, context=context
+    )
+    return found.tokens, found.source
 
 
 def account(
@@ -40,9 +44,10 @@ def account(
     context_window: int | None = None,
     window_source: str | None = None,
     settings: CompactionSettings | None = None,
+    session: Session | None = None,
 ) -> ContextUsage:
     """:func:`~pinb.core.accounting.context_usage` with the window resolved as above."""
-    window, source = resolve_window(context, context_window, window_source)
+    window, source = resolve_window(context, context_window, window_source, session=session)
     return context_usage(context, window=window, window_source=source, settings=settings)
 
 

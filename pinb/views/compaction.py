@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
+from ..core.compaction_span import split_at_cut
 from ..core.jsontext import value_text
 from ..core.reports import CompactionReport
 from ..render.graph import (
@@ -15,7 +16,6 @@ from ..render.graph import (
     kind_name,
     node_key,
     plural,
-    summarizable,
 )
 from ..render.html import (
     escape,
@@ -53,11 +53,9 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     parent = raw.get("parentId")
     before = session.build_context(parent) if parent else SessionContext()
     after = session.build_context(entry.id)
-    after_sources = {id(e) for e in after.sources}
-    summarized = [
-        node_key(e.id) for e in before.sources if id(e) not in after_sources and summarizable(e)
-    ]
-    kept = [node_key(e.id) for e in after.sources if e is not entry]
+    span = split_at_cut(before, raw.get("firstKeptEntryId"))  # the core's one count
+    summarized = [node_key(e.id) for e in span.summarized]
+    kept = [node_key(e.id) for e in span.kept]
     current_path = session.path_to()
     after_ids: list[str] = []
     if any(e is entry for e in current_path):
@@ -102,8 +100,9 @@ class CompactionView:
     session:
         Needed for an entry or id, and to show previews of the summarized/kept entries.
     context_window / window_source:
-        The window (and where it came from); without one, the session's model is looked up
-        in the model registry, and otherwise the window is unknown.
+        The window (and where it came from); without one, the window ``session`` last ran
+        with, else the registry's entry for its recorded model, else unknown
+        (:func:`pinb.llm.window.resolve_window`).
     max_rows:
         Longest entry list shown per section.
     """
@@ -124,15 +123,13 @@ class CompactionView:
                 raise TypeError("CompactionView needs the session to read a compaction entry")
             self.report = report_from_entry(session, source)
         self.max_rows = max_rows
-        window, where = context_window, window_source
-        if not window and session is not None:
+        context = None
+        if not context_window and session is not None:
             entry = self.report.entry
-            at = entry.id if entry is not None else session.leaf_id
-            window, where = resolve_window(session.build_context(at))
-        elif window:
-            where = where or "setting"
+            context = session.build_context(entry.id if entry is not None else session.leaf_id)
+        window, where = resolve_window(context, context_window, window_source, session=session)
         self.context_window: int | None = window or None
-        self.window_source: str = (where or "setting") if window else "unknown"
+        self.window_source: str = where
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}

@@ -7,9 +7,11 @@ from typing import Any
 
 from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_tokens
 from ..core.accounting import ContextUsage, thousands
-from ..core.context import UNSET, current_system_message
+from ..core.compaction_span import CompactionSpan, compaction_span
+from ..core.context import UNSET
 from ..core.gc import gc_paused
 from ..core.jsontext import value_text
+from ..core.system_prompt import SystemShare, message_costs, system_shares
 from ..core.target import Pi
 from ..render.graph import (
     entry_kind,
@@ -20,7 +22,6 @@ from ..render.graph import (
     node_key,
     path_regions,
     plural,
-    summarizable,
 )
 from ..render.html import (
     escape,
@@ -112,7 +113,9 @@ class ContextPathView:
     leaf_id:
         The leaf to look from (default: the session's).
     context_window / window_source:
-        The model's window and where it came from (``"setting"`` by default).
+        The model's window and where it came from (``"setting"`` by default); without
+        one, the window the session last ran with, else the registry's entry for its
+        recorded model (:func:`pinb.llm.window.resolve_window`).
     settings:
         Compaction settings (the threshold is the window minus ``reserve_tokens``).
     max_rows:
@@ -138,6 +141,7 @@ class ContextPathView:
                 context_window=context_window,
                 window_source=window_source,
                 settings=settings,
+                session=session,
             )
             self._read(session)
 
@@ -152,16 +156,25 @@ class ContextPathView:
         self.compaction_key = node_key(compaction.id) if compaction is not None else None
         regions = {id(entry): region for entry, region in path_regions(context)}
         selected = {id(p.entry) for p in context.entries}
+        #: What the last compaction summarized and kept (the core's one count).
+        self.span: CompactionSpan | None = (
+            compaction_span(session, compaction) if compaction is not None else None
+        )
+        counted = {id(e) for e in self.span.summarized} if self.span is not None else set()
 
         summary_rows: list[PathRow] = []
         for entry in context.path:
             if id(entry) in selected or is_hidden_marker(entry):
                 continue
             region = regions.get(id(entry), "active")
-            if region == "summarized":
+            if id(entry) in counted:
                 status = "summarized: sent only as part of the compaction's summary"
             elif entry.role == "system":
                 status = "not sent itself: replayed in the compaction's system checkpoint"
+            elif entry_tokens(entry, pi) == 0:
+                status = "not sent: bookkeeping"
+            elif region == "summarized":
+                status = "not sent: an earlier compaction's summary covers it"
             else:
                 status = "not sent"
             summary_rows.append(
@@ -180,24 +193,27 @@ class ContextPathView:
 
         context_rows: list[PathRow] = []
         running = 0
-        system_before = 0
-        seen_messages: list[Any] = []
+        # Pi sends the system prompt once, replayed from every system message: each system
+        # message costs its share of that prompt (never negative), and what it removes is
+        # a removal noted on its row.
+        shares = {s.index: s for s in system_shares(context.messages, pi)} if pi >= Pi.V1_6 else {}
+        costs = (
+            message_costs(context.messages, pi)
+            if pi >= Pi.V1_6
+            else [estimate_tokens(m, pi=pi) for m in context.messages]
+        )
+        position = 0
         for projected in context.entries:
             entry = projected.entry
+            tokens = 0
+            notes: list[str] = []
+            for _ in projected.messages:
+                tokens += costs[position]
+                if position in shares:
+                    notes.extend(_share_notes(shares[position]))
+                position += 1
             if is_hidden_marker(entry):
                 continue
-            tokens = 0
-            for message in projected.messages:
-                seen_messages.append(message)
-                if pi >= Pi.V1_6 and isinstance(message, dict) and message.get("role") == "system":
-                    # Pi counts the system prompt once, replayed from every system message:
-                    # each system message adds what it changes in that prompt.
-                    prompt = current_system_message(seen_messages)
-                    now = estimate_tokens(prompt, pi=pi) if prompt is not None else 0
-                    tokens += now - system_before
-                    system_before = now
-                else:
-                    tokens += estimate_tokens(message, pi=pi)
             in_context = bool(projected.messages)
             if in_context:
                 running += tokens
@@ -218,7 +234,14 @@ class ContextPathView:
                     tokens,
                     running if in_context else None,
                     session.label(entry.id),
-                    self._status(entry, projected.messages, edit, edit_key, entry is compaction),
+                    " · ".join(
+                        [
+                            self._status(
+                                entry, projected.messages, edit, edit_key, entry is compaction
+                            ),
+                            *notes,
+                        ]
+                    ),
                     edit,
                     edit_key,
                     replacement,
@@ -300,13 +323,11 @@ class ContextPathView:
             )
         else:
             text += " · window unknown"
-        if self.compaction_key:
-            summarized = sum(
-                1
-                for r in self.summarized_rows
-                if r.region == "summarized" and summarizable(r.entry)
+        if self.compaction_key and self.span is not None:
+            text += (
+                f"; compaction {self.compaction_key} summarized "
+                f"{plural(len(self.span.summarized), 'entry')}, kept {len(self.span.kept):,}"
             )
-            text += f"; compaction {self.compaction_key} summarized {plural(summarized, 'entry')}"
         if self.edits:
             text += f"; {plural(len(self.edits), 'context edit')} in effect"
         return text + ">"
@@ -392,12 +413,14 @@ class ContextPathView:
                 "the edited content, the file keeps the original.</div>"
             )
         if self.summarized_rows:
-            summarized = [r for r in self.summarized_rows if r.region == "summarized"]
+            counted = {id(e) for e in self.span.summarized} if self.span is not None else set()
+            summarized = [r for r in self.summarized_rows if id(r.entry) in counted]
             tokens = sum(r.tokens for r in summarized)
+            kept = len(self.span.kept) if self.span is not None else 0
             note = (
                 f"{plural(len(summarized), 'entry')} summarized by compaction "
-                f"{self.compaction_key} (their messages ~{thousands(tokens)} tokens chars/4): "
-                "the model gets the summary instead"
+                f"{self.compaction_key} (their messages ~{thousands(tokens)} tokens chars/4), "
+                f"{kept:,} kept: the model gets the summary instead"
                 if summarized
                 else "Entries on the path that are not sent"
             )
@@ -418,6 +441,34 @@ class ContextPathView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
+
+
+def _share_notes(share: SystemShare) -> list[str]:
+    """What a system message's row says beside its share: what it removes from the prompt,
+    and how much of its own text later messages replaced."""
+    notes: list[str] = []
+    removed = []
+    if share.removed_tools:
+        names = ", ".join(share.removed_tools[:8])
+        more = len(share.removed_tools) - 8
+        names += f" and {more:,} more" if more > 0 else ""
+        removed.append(f"{plural(len(share.removed_tools), 'tool')} ({names})")
+    if share.removed_sections:
+        removed.append(
+            f"{plural(len(share.removed_sections), 'section')} "
+            f"({', '.join(share.removed_sections[:8])})"
+        )
+    if removed:
+        notes.append(
+            f"removes {' and '.join(removed)} from the prompt: "
+            f"{thousands(share.removed_tokens)} tokens no longer sent"
+        )
+    if share.own_tokens > share.tokens:
+        notes.append(
+            f"{thousands(share.tokens)} of its own {thousands(share.own_tokens)} tokens still "
+            "in the prompt (later system messages replace or remove the rest)"
+        )
+    return notes
 
 
 _EDITABLE = frozenset({"user", "assistant", "toolResult"})

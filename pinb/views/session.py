@@ -24,7 +24,7 @@ def session_html(session: Session, tree: TreeView | None = None) -> str:
     """
     tree = tree if tree is not None else TreeView(session, max_rows=SESSION_TREE_ROWS, png=False)
     context = session.build_context()
-    usage = account(context)
+    usage = account(context, session=session)
     problems = session.problems
     facts: list[tuple[str, Any]] = [
         ("id", session.id),

@@ -108,7 +108,9 @@ class TreeActions:
             if self.navigate is not None:
                 result = self.navigate(self.session, target, True)
             else:
-                window, _ = resolve_window(self.session.build_context(), self.context_window)
+                window, _ = resolve_window(
+                    self.session.build_context(), self.context_window, session=self.session
+                )
                 result = self.session.navigate(
                     target, summarize=True, summarizer=self.summarizer, context_window=window
                 )

@@ -205,7 +205,7 @@ function render({ model, el }) {
     }
     rest.appendChild(h("span", "pinb-tw-preview", row.text));
     text.appendChild(rest);
-    text.appendChild(h("span", "pinb-tw-tokens", row.tokens ? Number(row.tokens).toLocaleString("en-US") : ""));
+    text.appendChild(h("span", "pinb-tw-tokens", row.tokens != null ? Number(row.tokens).toLocaleString("en-US") : ""));
     div.appendChild(text);
     if (row.boundary) {
       const line = h("div", "pinb-tw-boundary", row.boundary);

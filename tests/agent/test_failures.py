@@ -356,3 +356,32 @@ def test_an_estimated_input_counts_what_was_sent_not_the_reply(tmp_path: Path) -
         expected = estimate_tokens(system) + sum(estimate_tokens(m) for m in sent)
         assert estimates[0].usage["input"] == expected
         assert estimates[0].usage["output"] == estimate_tokens(reply) > 1000
+
+
+def test_an_estimate_counts_the_tool_schemas_only_when_they_were_sent(tmp_path: Path) -> None:
+    # Issue 22: "~1,870 tokens of system prompt and tool schemas when the request carried
+    # no tools". The estimate of a reply without usage, and the context's own estimate,
+    # count the prompt as sent: with the schemas while the tools go along, without after.
+    from pinb.agent.tools import default_tools
+    from pinb.core.accounting import context_usage
+    from pinb.core.system_prompt import system_prompt_tokens
+
+    with LLMServer() as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        model = _model(server)
+        sizes = []
+        for tools in (default_tools(tmp_path), []):
+            server.add(ServerReply(text="fine", no_usage=True))
+            agent = _agent(session, model, tools)
+            estimate = next(e for e in agent.run("a question") if isinstance(e, UsageEstimated))
+            body = server.requests[-1].body
+            schemas = -(-len(json.dumps(body.get("tools", []))) // 4) if body.get("tools") else 0
+            context = session.build_context()
+            sizes.append((estimate.usage["input"], schemas, system_prompt_tokens(context.messages)))
+        (with_tools, schemas, prompt_before), (without, none, prompt_after) = sizes
+        assert schemas > 500 and none == 0  # the second request carried no tools
+        assert prompt_before - prompt_after > 500  # and its prompt no tool schema
+        # The second estimate holds more conversation, yet less prompt: no schema counted.
+        assert without < with_tools - 500
+        usage = context_usage(session.build_context())
+        assert usage.measure == "estimate" and usage.by_role["system"] == prompt_after

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pinb.core import Session
+from pinb.core.compaction_span import compaction_span
 from pinb.render.figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from pinb.render.graph import build_graph
 from pinb.render.picture import row_cells, tree_picture_svg, tree_text
@@ -43,7 +44,13 @@ def test_picture_says_what_each_row_is(tmp_path: Path) -> None:
     assert "Read the config and fix the bug" in texts and "All tests pass." in texts
     assert "[alternative]" in texts and "◀ leaf" in texts
     assert "summarized" in texts and "kept" in texts
-    assert "▲ summarized by compaction" in texts  # the compaction boundary
+    # The compaction boundary, with the core's count of what it summarized and kept.
+    compaction = next(e for e in demo.session.path_to() if e.type == "compaction")
+    span = compaction_span(demo.session, compaction)
+    assert (
+        f"▲ {len(span.summarized)} entries summarized by compaction {compaction.id[:8]} · "
+        f"{len(span.kept)} kept ▼" in texts
+    )
     assert ids["u1"][:8] in texts  # short ids, as Pi shows them
     compaction = next(el for el in root.iter() if el.get("data-id") == ids["compaction"])
     assert compaction.tag == f"{SVG}rect"
@@ -85,7 +92,7 @@ def test_text_form_reads_like_git_log_graph(tmp_path: Path) -> None:
     assert lines[0] == "Session tree · Demo session"
     assert any(line.startswith("├─○") and "Also run the tests" in line for line in lines)
     assert any(line.startswith("●") and "◀ leaf" in line for line in lines)
-    assert any("▲ summarized by compaction" in line for line in lines)
+    assert any("entries summarized by compaction" in line and "kept ▼" in line for line in lines)
     assert lines[-1].startswith("legend:")
 
 

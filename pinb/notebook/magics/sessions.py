@@ -20,7 +20,9 @@ class SessionCommands(MagicsBase):
 
     def _cmd_session(self, args: list[str]) -> Session:
         """The current session object (it renders itself; ``.path`` is its file)."""
-        return self.current_session()
+        session = self.current_session()
+        self._window(session)  # it shows the window it runs with here
+        return session
 
     def _cmd_new(self, args: list[str]) -> None:
         parser = command_parser("%pi new")

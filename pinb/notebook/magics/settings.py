@@ -141,7 +141,9 @@ class MagicsBase(Magics):
         return self._model
 
     def _settings(self) -> CompactionSettings:
-        settings = load_compaction_settings(self._cwd())
+        # Pi reads the project's .pi/settings.json where the session runs (as `pinb` does).
+        folder = self._session_cwd(self.session) if self.session is not None else self._cwd()
+        settings = load_compaction_settings(folder)
         if not self.auto_compact:
             from dataclasses import replace
 
@@ -151,18 +153,19 @@ class MagicsBase(Magics):
     def _window(self, session: Session, model: ChatModel | None = None) -> tuple[int | None, str]:
         """The context window every view and run uses, and where it came from.
 
-        ``%config PiMagics.context_window``, else the model in use (the registry's entry
-        or what its server reported), else the registry's entry for the model the session
-        recorded; unknown otherwise (no view assumes one).
+        The one rule (:func:`pinb.llm.window.resolve_window`): ``%config
+        PiMagics.context_window``, else the model in use, else the window the session ran
+        with, else the registry's entry for the model it recorded; unknown otherwise. A
+        window from the setting or the model in use is the one the session runs with here,
+        so the session carries it (views handed the session show it too).
         """
-        if self.context_window:
-            return self.context_window, "setting"
-        model = model or self._model
-        if model is not None:
-            return model.info.context_window, model.info.window_origin
-        from ...llm.registry import window_of
+        from ...llm.window import resolve_window
 
-        return window_of(session.current_context().model)
+        model = model or self._model
+        found = resolve_window(setting=self.context_window, model=model, session=session)
+        if found.tokens and (self.context_window or model is not None):
+            session.run_window = (found.tokens, found.source)
+        return found.tokens, found.source
 
     def _account_settings(self, model: ChatModel | None = None) -> CompactionSettings:
         """Compaction settings for the account (the views fit them to the window)."""
