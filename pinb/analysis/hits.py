@@ -130,7 +130,7 @@ class SearchResults(list[SearchHit]):
             ("time", "role", "session", "match", "citation", "copies"),
             rows,
             raw_columns=(3, 4),
-            wrap_columns=(3,),
+            wrap_columns=(2, 3, 4),
         )
         return mimebundle(
             repr(self), html=wrap(head + body, "pinb-search"), include=include, exclude=exclude

@@ -24,7 +24,7 @@ from ..core.entries import MISSING, Entry
 from ..core.session import Session
 from ..core.wire import parse_js_date
 from ..errors import UsageError
-from ..render.html import escape, mimebundle, table
+from ..render.html import escape, mimebundle, table, wrap
 from .frames import (
     Progress,
     SessionSource,
@@ -343,7 +343,9 @@ class UsageTotalsView:
         )
         if len(self.totals) > self.limit:
             body += f"<div>… {len(self.totals) - self.limit} more row(s)</div>"
-        return mimebundle(repr(self), html=f"<div>{body}</div>", include=include, exclude=exclude)
+        return mimebundle(
+            repr(self), html=wrap(body, "pinb-usage-totals"), include=include, exclude=exclude
+        )
 
 
 def _cell(value: Any) -> object:

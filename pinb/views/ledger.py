@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..core.accounting import thousands
 from ..render.graph import plural
-from ..render.html import escape, table
+from ..render.html import escape, shorten, table
 from ..render.plain import text_table
 from .compare import container
 
@@ -179,7 +179,7 @@ def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
     headers = ["", *(r.name for r in w.rows)]
     fields: list[tuple[str, list[object]]] = [
         ("first kept entry", [r.first_kept_entry_id or r.nothing for r in w.rows]),
-        ("it starts with", [r.first_kept_preview for r in w.rows]),
+        ("it starts with", [shorten(r.first_kept_preview, 90) for r in w.rows]),
         ("splits a turn", [None if r.nothing else r.split_turn for r in w.rows]),
         ("entries kept", [r.entries_kept for r in w.rows]),
         ("entries summarized", [r.entries_summarized for r in w.rows]),

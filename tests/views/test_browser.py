@@ -538,3 +538,100 @@ def test_shipped_notebooks_show_their_pictures_untrusted(lab: tuple[str, str, Pa
                 assert leak not in text, f"{notebook.name}: {leak}"
             _no_injected_markup(page)
     assert time.monotonic() - started < BUDGET_S
+
+
+def _wide_outputs_notebook(path: Path, root: Path) -> None:
+    """Saved outputs (untrusted) of the views that hold the widest tables."""
+    from pinb.analysis import (
+        UsageTotalsView,
+        compaction_ledger,
+        search,
+        usage_calibration,
+        usage_totals,
+        what_if,
+    )
+    from pinb.core import ExtractiveSummarizer
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+    from pinb.views import ContextPathView
+    from tests.views.sanitizers import check_html_survives, output_of
+
+    story = write_story_session(
+        root / "--home-dev-textstats--",
+        seed=7,
+        tasks=story_tasks(extras=EXTRA_TASKS),
+        context_window=5_000,
+    )
+    last = [e for e in story.entries if e.type == "compaction"][-1]
+    views = {
+        "what-if": what_if(
+            story,
+            last.parent_id,
+            keep_recent_tokens=(600, 1_250, 2_000),
+            summarizer=ExtractiveSummarizer(),
+            context_window=5_000,
+        ),
+        "ledger": compaction_ledger(story),
+        "calibration": usage_calibration(story),
+        "search": search("file:textstats/core.py tool:edit", root=root, limit=5),
+        "context": ContextPathView(story, last.parent_id),
+        "totals": UsageTotalsView(usage_totals(root, "session")),
+    }
+    cells = []
+    for i, (name, view) in enumerate(views.items()):
+        output = output_of(view)
+        check_html_survives(output["data"]["text/html"])
+        cells.append({**_cell([f"{name}  # {type(view).__name__}"], [output]), "id": f"c{i}"})
+    _write_notebook(path, cells)
+
+
+def test_wide_outputs_fit_their_cell(lab: tuple[str, str, Path]) -> None:
+    """Each view is as wide as its output cell at most; a table wider than that scrolls
+    inside the view, and the what-if, search and context tables wrap to fit."""
+    base, token, root = lab
+    folder = root / "wide"
+    _wide_outputs_notebook(folder / "wide.ipynb", folder / "sessions")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), chromium_page(1300, 1000) as page:
+        try:
+            page.goto(
+                f"{base}/lab/workspaces/wide/tree/wide/wide.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .pinb-view.pinb-usage-totals")
+            sizes = page.evaluate(
+                "() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o => {"
+                " const v = o.querySelector('.pinb-view');"
+                " return v && {name: [...v.classList].find(c => c.startsWith('pinb-')"
+                "   && c !== 'pinb-view'), cell: o.clientWidth,"
+                "   box: v.getBoundingClientRect().width, content: v.scrollWidth,"
+                "   view: v.clientWidth, overflow: getComputedStyle(v).overflowX}; })"
+            )
+            assert len(sizes) == 6 and all(sizes), sizes
+            for size in sizes:
+                assert size["box"] <= size["cell"] + 1, size  # never wider than the cell
+                if size["content"] > size["view"] + 1:  # what does not fit scrolls in place
+                    assert size["overflow"] == "auto", size
+            fitted = {s["name"]: s["content"] <= s["view"] + 1 for s in sizes}
+            for name in ("pinb-what-if", "pinb-search", "pinb-context-path", "pinb-calibration"):
+                assert fitted[name], (name, sizes)
+            # A long context pages: its first rows, those nearest the leaf, and how many more.
+            context = page.locator(".pinb-view.pinb-context-path").first
+            assert "more rows" in (context.text_content() or "")
+            # The what-if shows all three scenarios within the cell.
+            what_if_view = page.locator(".pinb-view.pinb-what-if")
+            cell_right = what_if_view.evaluate(
+                "v => v.closest('.jp-OutputArea-output').getBoundingClientRect().right"
+            )
+            heads = what_if_view.locator(".pinb-tr").first.locator(".pinb-td")
+            assert heads.count() == 4
+            for i in range(4):
+                box = heads.nth(i).bounding_box()
+                assert box is not None and box["x"] + box["width"] <= cell_right + 1
+            what_if_view.screenshot(path=str(ARTIFACTS / "wide-what-if.png"))
+            page.locator(".pinb-view.pinb-ledger").screenshot(
+                path=str(ARTIFACTS / "wide-ledger.png")
+            )
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "wide-failure.png"), full_page=True)
+            raise
