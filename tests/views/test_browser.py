@@ -89,12 +89,8 @@ def _stop(pid: int, sig: int = signal.SIGTERM) -> None:
         os.kill(pid, sig)
 
 
-@contextlib.contextmanager
-def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
-    """JupyterLab serving ``root`` on 127.0.0.1; yields ``(base_url, token)``; always stopped."""
-    token = secrets.token_hex(16)
-    port = _free_port()
-    home = root / ".jupyter-home"
+def _lab_env(home: Path) -> dict[str, str]:
+    """Environment for a JupyterLab of its own: config, data and settings under ``home``."""
     config = home / "config"
     (config / "labconfig").mkdir(parents=True)
     # No news, update checks or extension manager: nothing may reach for the network.
@@ -124,6 +120,16 @@ def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
             p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
         ),
     }
+    return env
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
+    """JupyterLab serving ``root`` on 127.0.0.1; yields ``(base_url, token)``; always stopped."""
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = _lab_env(root / ".jupyter-home")
+    home = root / ".jupyter-home"
     command = [
         sys.executable,
         "-m",
@@ -634,4 +640,106 @@ def test_wide_outputs_fit_their_cell(lab: tuple[str, str, Path]) -> None:
         except Exception:
             with contextlib.suppress(Exception):
                 page.screenshot(path=str(ARTIFACTS / "wide-failure.png"), full_page=True)
+            raise
+
+
+@contextlib.contextmanager
+def lab_script(checkout: Path) -> Iterator[str]:
+    """``bash .ci/lab`` in ``checkout`` (its ``.venv`` runs this JupyterLab); yields the URL
+    it prints for the user to open. Always stopped."""
+    import re
+
+    venv = checkout / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    jupyter = venv / "bin" / "jupyter"
+    jupyter.write_text(f'#!/bin/sh\nexec {sys.executable} -m jupyter "$@"\n')
+    jupyter.chmod(0o755)
+    # The install stamp matches, so the script installs nothing.
+    digest = subprocess.run(
+        ["sha256sum", "pyproject.toml"], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    (venv / ".pinb-lab-installed").write_text(digest + "\n")
+    home = checkout / ".jupyter-home"
+    env = _lab_env(home)
+    port = _free_port()
+    command = ["bash", ".ci/lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--LabApp.workspaces_dir={home / 'workspaces'}",
+               f"--LabApp.user_settings_dir={home / 'settings'}",
+               "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False"]  # fmt: skip
+    log_path = checkout / "lab.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        command, cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    printed = re.compile(rf"http://127\.0\.0\.1:{port}/\S*\?token=[0-9a-f]+")
+    try:
+        deadline = time.monotonic() + 40
+        while not (found := printed.search(log_path.read_text(errors="replace"))):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f".ci/lab did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield found.group(0)
+    finally:
+        _stop(process.pid, signal.SIGINT)
+        _stop(process.pid, signal.SIGINT)  # JupyterLab asks to confirm the first one
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        log.close()
+
+
+def _kernel_idle_and_clean(page: Any) -> list[str]:
+    """Wait until the open notebook's kernel is idle; the titles of tabs marked unsaved."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.wait_for_function(
+        "() => /[|] Idle/.test(document.querySelector('#jp-main-statusbar')?.textContent || '')"
+    )
+    page.wait_for_timeout(500)  # JupyterLab writes the kernel's metadata just after
+    return list(
+        page.evaluate(
+            "() => [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')]"
+            ".map(t => t.textContent)"
+        )
+    )
+
+
+def test_the_lab_command_opens_the_quickstart_and_no_tab_starts_unsaved(tmp_path: Path) -> None:
+    """The URL ``.ci/lab`` prints opens the quickstart; no shipped notebook opens modified."""
+    import shutil
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / ".ci", checkout / ".ci")
+    shutil.copytree(REPO / "notebooks", checkout / "notebooks")
+    shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), lab_script(checkout) as url, chromium_page(1300, 900) as page:
+        try:
+            assert "/lab/tree/notebooks/01-quickstart.ipynb?" in url
+            page.goto(url, wait_until="domcontentloaded")
+            current = page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.lm-TabBar-tab.lm-mod-current')]"
+                ".some(t => t.textContent.includes('01-quickstart.ipynb'))"
+            )
+            assert any("01-quickstart.ipynb" in t for t in current.all_text_contents())
+            assert _kernel_idle_and_clean(page) == []
+            page.screenshot(path=str(ARTIFACTS / "lab-quickstart.png"))
+            base, token = url.split("/lab/")[0], url.split("token=")[1]
+            for notebook in sorted((checkout / "notebooks").glob("0[2-6]*.ipynb")):
+                page.goto(
+                    f"{base}/lab/workspaces/{notebook.stem}/tree/notebooks/{notebook.name}"
+                    f"?token={token}",
+                    wait_until="domcontentloaded",
+                )
+                assert _kernel_idle_and_clean(page) == [], notebook.name
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "lab-failure.png"), full_page=True)
             raise
