@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from .core import Session, SessionContext, build_session_context, convert_to_llm
     from .errors import PinbError
-
-__version__ = "0.1.0"
 
 __all__ = [
     "PinbError",

@@ -45,7 +45,6 @@ _HOMES = {
     "usage_totals": "totals",
     "frame_of": "parquet",
     "write_parquet": "parquet",
-    "UsageTotalsView": "totals",
     "plot_branches": "plots",
     "plot_cost": "plots",
     "plot_tokens": "plots",
@@ -66,7 +65,14 @@ _HOMES = {
 }
 
 
+#: Names that moved up to the views and stay here for old imports: loaded by name on first
+#: use, so analysis never imports the views.
+_MOVED = {"UsageTotalsView": "pinb.views.totals"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return getattr(importlib.import_module(_MOVED[name]), name)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,6 +20,7 @@ from ..core.entries import Entry
 from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..core.tree import TreeNode
+from ..display import Displayable
 from ..render.graph import node_key
 from .sources import SessionSources, Skipped, iter_sessions
 
@@ -222,7 +223,7 @@ def calibration_row(session: Session) -> CalibrationRow:
 
 
 @dataclass
-class Calibration:
+class Calibration(Displayable):
     """:class:`CalibrationRow` per session, with a view and frames."""
 
     rows: list[CalibrationRow] = field(default_factory=list)
@@ -247,23 +248,8 @@ class Calibration:
         rows = [{"session_id": r.session_id, **asdict(p)} for r in self.rows for p in r.points]
         return pd.DataFrame(rows, columns=["session_id", "entry_id", "reported", "estimated"])
 
-    def to_text(self) -> str:
-        from ..views.ledger import calibration_text
-
-        return calibration_text(self)
-
-    def to_html(self) -> str:
-        from ..views.ledger import calibration_html
-
-        return calibration_html(self)
-
     def __repr__(self) -> str:
         return f"<Calibration {len(self.rows)} sessions, {sum(r.n for r in self.rows)} replies>"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from ..render.html import mimebundle
-
-        return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
 
 
 def usage_calibration(source: SessionSources) -> Calibration:

@@ -26,6 +26,7 @@ from ..core.fileops import FileOperations
 from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
+from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, entry_tokens, node_key
 from .ancestry import file_relation, shared_prefix
@@ -233,7 +234,7 @@ class Branch:
 
 
 @dataclass(frozen=True)
-class BranchComparison:
+class BranchComparison(Displayable):
     """Two branches from their common ancestor (see the module docstring for the rule).
 
     Attributes
@@ -318,26 +319,11 @@ class BranchComparison:
             rows.append(row)
         return pd.DataFrame(rows).set_index("branch")
 
-    def to_text(self) -> str:
-        from ..views.compare import comparison_text
-
-        return comparison_text(self)
-
-    def to_html(self) -> str:
-        from ..views.compare import comparison_html
-
-        return comparison_html(self)
-
     def __repr__(self) -> str:
         return (
             f"<BranchComparison a={self.a.leaf_id} b={self.b.leaf_id} "
             f"ancestor={self.ancestor_id}: {self.summary}>"
         )
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from ..render.html import mimebundle
-
-        return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
 
 
 # -- building ---------------------------------------------------------------------------------

@@ -24,11 +24,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core import Session
+from ..core.atomic import replace_file
 from ..core.context import UNSET
+from ..core.describe import entry_kind, entry_preview, kind_name
 from ..core.entries import MISSING, Entry
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
-from ..fileout import replace_file
 from .frames import message_text
 
 __all__ = ["export_html", "export_ipynb", "export_markdown", "write_export"]
@@ -172,25 +173,8 @@ def _tree_order(session: Session) -> Iterator[tuple[Entry, int]]:
 
 
 def _preview(entry: Entry) -> str:
-    raw = entry.raw
-    if entry.type == "message":
-        message = _message(entry)
-        text = message_text(message)
-        calls = [
-            b.get("name") for b in _blocks(message.get("content")) if b.get("type") == "toolCall"
-        ]
-        if calls and not text:
-            text = "→ " + ", ".join(str(c) for c in calls)
-        return f"{entry.role}: {_short(text, 70)}"
-    if entry.type == "compaction":
-        return f"compaction ({_str(raw.get('tokensBefore'))} tokens before)"
-    if entry.type == "branch_summary":
-        return f"branch summary: {_short(_str(raw.get('summary', '')), 60)}"
-    if entry.type == "model_change":
-        return f"model → {_str(raw.get('provider'))}/{_str(raw.get('modelId'))}"
-    if entry.type == "thinking_level_change":
-        return f"thinking → {_str(raw.get('thinkingLevel'))}"
-    return _str(entry.type) or "(no type)"
+    """``kind: preview``, the core's one preview of an entry (plain text: callers escape)."""
+    return f"{kind_name(entry_kind(entry))}: {entry_preview(entry, 70)}"
 
 
 # -- HTML -----------------------------------------------------------------------------------

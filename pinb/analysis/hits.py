@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.describe import one_line as _short
 from ..core.listing import SessionInfo
-from ..render.html import div, escape, mimebundle, table, wrap
+from ..display import Displayable
 from .cite import Citation
 from .query import SearchQuery
 
@@ -71,7 +71,7 @@ class SearchHit:
         return self.citation.open()
 
 
-class SearchResults(list[SearchHit]):
+class SearchResults(Displayable, list[SearchHit]):
     """Search hits, best first, that display as a table in a notebook (escaped)."""
 
     def __init__(
@@ -114,43 +114,3 @@ class SearchResults(list[SearchHit]):
             )
             lines.append(f"    {_short(hit.snippet, 110)}")
         return "\n".join(lines)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        rows = []
-        for hit in self:
-            title = hit.info.name or hit.info.first_message
-            when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else ""
-            copies = f"+{len(hit.copies)}" if hit.copies else ""
-            rows.append((
-                when, hit.role or "", _short(title, 60), _marked_html(hit._marked),
-                f"<code>{escape(self.shown_cite(hit))}</code>", copies,
-            ))  # fmt: skip
-        head = div(f"{len(self)} hit(s) for <code>{escape(self.query)}</code>", "title")
-        body = table(
-            ("time", "role", "session", "match", "citation", "copies"),
-            rows,
-            raw_columns=(3, 4),
-            wrap_columns=(2, 3, 4),
-        )
-        return mimebundle(
-            repr(self), html=wrap(head + body, "pinb-search"), include=include, exclude=exclude
-        )
-
-
-def _marked_html(text: str) -> str:
-    """A snippet with FTS5's marks as ``<strong>``; every piece of text escaped."""
-    parts: list[str] = []
-    for piece in re.split(f"({MARK_START}|{MARK_END})", _short(text, 240)):
-        if piece == MARK_START:
-            parts.append("<strong>")
-        elif piece == MARK_END:
-            parts.append("</strong>")
-        else:
-            parts.append(escape(piece))
-    opened = sum(1 for p in parts if p == "<strong>") - sum(1 for p in parts if p == "</strong>")
-    return "".join(parts) + "</strong>" * max(opened, 0)
-
-
-def _short(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"

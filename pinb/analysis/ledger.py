@@ -41,6 +41,7 @@ from ..core.session import Session
 from ..core.target import Pi
 from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
+from ..display import Displayable
 from ..render.graph import node_key
 from .calibration import (
     Calibration,
@@ -352,7 +353,7 @@ def _active(session: Session) -> list[Entry]:
 
 
 @dataclass
-class CompactionLedger:
+class CompactionLedger(Displayable):
     """Every compaction of the sessions given, one :class:`CompactionRecord` each.
 
     ``sessions`` counts the sessions read; ``skipped`` lists files that could not be read.
@@ -381,26 +382,11 @@ class CompactionLedger:
 
         return pd.DataFrame([r.flat() for r in self.records], columns=list(LEDGER_COLUMNS))
 
-    def to_text(self) -> str:
-        from ..views.ledger import ledger_text
-
-        return ledger_text(self)
-
-    def to_html(self) -> str:
-        from ..views.ledger import ledger_html
-
-        return ledger_html(self)
-
     def __repr__(self) -> str:
         return (
             f"<CompactionLedger {len(self.records)} compactions in {self.sessions} sessions"
             f"{f', {len(self.skipped)} skipped' if self.skipped else ''}>"
         )
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from ..render.html import mimebundle
-
-        return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
 
 
 def compaction_ledger(source: SessionSources) -> CompactionLedger:

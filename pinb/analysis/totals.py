@@ -3,7 +3,7 @@
 A fork copies the path it was made from into a new file, usage and all; tools that sum
 usage per file count that history twice. :func:`usage_totals` counts every usage record
 once (the rule is :data:`DEDUPE_RULE`, found by :mod:`pinb.analysis.lineage`), and
-:class:`UsageTotalsView` shows the totals with the rule as their caption.
+:class:`pinb.views.totals.UsageTotalsView` shows the totals with the rule as their caption.
 
 A usage record is what Pi 1.x adds up for a session's totals (``getSessionStats`` in
 ``dist/core/agent-session.js`` of ``@earendil-works/pi-coding-agent`` 1.6): the usage
@@ -14,17 +14,14 @@ entries that carry one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..core.accounting import thousands
 from ..core.entries import MISSING, Entry
 from ..core.session import Session
 from ..core.wire import parse_js_date
 from ..errors import UsageError
-from ..render.html import escape, mimebundle, table, wrap
 from .frames import (
     Progress,
     SessionSource,
@@ -45,8 +42,8 @@ __all__ = [
     "DEDUPE_RULE",
     "GROUPS",
     "NO_DEDUPE_RULE",
+    "SUM_COLUMNS",
     "USAGE_COLUMNS",
-    "UsageTotalsView",
     "branch_leaves",
     "usage_rows",
     "usage_totals",
@@ -73,7 +70,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "root": ("root_session",),
 }
 
-_SUMS = ("input", "output", "cache_read", "cache_write", "total_tokens", "cost")
+#: The columns :func:`usage_totals` sums.
+SUM_COLUMNS = _SUMS = ("input", "output", "cache_read", "cache_write", "total_tokens", "cost")
 
 #: How copies are counted with ``dedupe=True``.
 DEDUPE_RULE: Final = (
@@ -292,80 +290,3 @@ def usage_totals(
     )
     warn_skipped(skipped, stacklevel=3)
     return totals
-
-
-class UsageTotalsView:
-    """:func:`usage_totals` as a table whose caption says how copies were counted.
-
-    Parameters
-    ----------
-    totals:
-        A frame from :func:`usage_totals` (its ``attrs`` give the caption).
-    limit:
-        Rows shown (the rest are summed in a last line).
-    """
-
-    def __init__(self, totals: pd.DataFrame, *, limit: int = 50) -> None:
-        self.totals = totals
-        self.limit = limit
-
-    def caption(self) -> str:
-        """One line: what is grouped, how copies were counted, what could not be matched."""
-        attrs = self.totals.attrs
-        by = ", ".join(attrs.get("by", ())) or "?"
-        text = f"Usage by {by}: {attrs.get('rule', 'rule unknown')}."
-        unresolved = attrs.get("unresolved") or []
-        if unresolved:
-            text += f" {len(unresolved)} fork(s) name a parent that was not found."
-        return text
-
-    def _rows(self) -> tuple[list[str], list[list[object]]]:
-        frame = self.totals
-        shown = frame.head(self.limit)
-        headers = [str(c) for c in frame.columns]
-        rows = [[_cell(v) for v in record] for record in shown.itertuples(index=False)]
-        return headers, rows
-
-    def __repr__(self) -> str:
-        headers, rows = self._rows()
-        lines = [self.caption(), "  ".join(headers)]
-        lines += ["  ".join(_plain(v) for v in row) for row in rows]
-        if len(self.totals) > self.limit:
-            lines.append(f"… {len(self.totals) - self.limit} more row(s)")
-        return "\n".join(lines)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        headers, rows = self._rows()
-        numeric = [i for i, c in enumerate(self.totals.columns) if c in (*_SUMS, "records",
-                   "copies_skipped", "sessions")]  # fmt: skip
-        body = f"<div><strong>{escape(self.caption())}</strong></div>" + table(
-            headers, rows, numeric=numeric
-        )
-        if len(self.totals) > self.limit:
-            body += f"<div>… {len(self.totals) - self.limit} more row(s)</div>"
-        return mimebundle(
-            repr(self), html=wrap(body, "pinb-usage-totals"), include=include, exclude=exclude
-        )
-
-
-def _cell(value: Any) -> object:
-    """A frame value for :func:`~pinb.render.html.table` (missing values empty)."""
-    import pandas as pd
-
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.date().isoformat() if value == value.normalize() else value.isoformat()
-    if hasattr(value, "item") and not isinstance(value, str):
-        value = value.item()  # a numpy scalar
-    if isinstance(value, float):
-        return None if value != value else round(value, 4)
-    return value if isinstance(value, int | str) else str(value)
-
-
-def _plain(value: object) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, int):
-        return thousands(value)
-    return os.fspath(value) if isinstance(value, Path) else str(value)

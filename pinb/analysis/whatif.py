@@ -22,6 +22,7 @@ from ..core.session import Session
 from ..core.store import serialize_line
 from ..core.summarize import Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens, should_compact
+from ..display import Displayable
 from ..errors import EntryNotFoundError, NothingToCompactError
 from ..render.graph import entry_preview, node_key
 from .frames import open_session
@@ -109,7 +110,7 @@ class WhatIfRow:
 
 
 @dataclass
-class WhatIf:
+class WhatIf(Displayable):
     """The replay of one leaf under several settings (one :class:`WhatIfRow` each).
 
     ``context`` is the context at the leaf as every view accounts it; ``summarizer`` names
@@ -139,23 +140,8 @@ class WhatIf:
 
         return pd.DataFrame([r.to_dict() for r in self.rows])
 
-    def to_text(self) -> str:
-        from ..views.ledger import what_if_text
-
-        return what_if_text(self)
-
-    def to_html(self) -> str:
-        from ..views.ledger import what_if_html
-
-        return what_if_html(self)
-
     def __repr__(self) -> str:
         return f"<WhatIf leaf={self.leaf_id} settings={len(self.rows)}>"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from ..render.html import mimebundle
-
-        return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
 
 
 def default_settings(context_window: int | None = None) -> list[CompactionSettings]:

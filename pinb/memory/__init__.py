@@ -1,10 +1,11 @@
 """Long-term memory beside the session files: project-scoped notes to save, recall and forget."""
 
 # The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
-# never rewrites a session file. tools: memory_save / memory_recall / memory_forget (loaded
-# on first use, so importing this package never loads the agent); observation: opt-in
-# auto-observation; inject: recalled notes in the system prompt; sessions: removing a
-# session to the trash and relinking its forks; frame: pandas; cli: ``pinb memory ...``.
+# never rewrites a session file. observation: opt-in auto-observation; inject: recalled
+# notes in the system prompt; sessions: removing a session to the trash and relinking its
+# forks; frame: pandas. The agent's memory tools are pinb.agent.tools.memory and the
+# ``pinb memory`` commands pinb.cli.memory; their old names here stay as aliases, loaded by
+# name on first use, so memory never imports the agent or the CLI.
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ _HOMES = {
     ),
     "MemoryStore": "store",
     **dict.fromkeys(
-        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"), "tools"
+        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"),
+        "tools",  # alias
     ),
 }
 

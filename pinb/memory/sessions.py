@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.atomic import replace_file
 from ..core.paths import agent_dir, iso_now, sessions_root
 from ..core.store import (
     is_valid_header,
@@ -23,7 +24,6 @@ from ..core.store import (
 from ..core.target import Pi
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import SessionFileError
-from ..fileout import replace_file
 from .records import default_db_path
 
 __all__ = [

@@ -88,7 +88,7 @@ def choose_model(
         ``spec`` names a provider whose key is missing (the message names the variable).
     """
     if spec in ("offline", "demo", "pinb/offline-demo"):
-        from ..testing.demo import OfflineDemoModel
+        from ..llm.offline import OfflineDemoModel
 
         return OfflineDemoModel()
     urls = dict(base_urls or {})

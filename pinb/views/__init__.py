@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import registry  # noqa: F401  (fills pinb.display: how each result is shown)
 from .breakdown import ContextBreakdown
 from .compaction import CompactionView
 from .context_path import ContextPathView

@@ -1,4 +1,7 @@
-"""Fixtures for the agent tests: a scratch working directory and a tool context in it."""
+"""Fixtures for the agent tests: a scratch working directory and a tool context in it.
+
+The memory tools' tests also use the memory tests' fixtures (a store, project folders, sessions).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from pinb.agent.tool import ToolContext
+from tests.memory.conftest import project_dirs, store, write_session
+
+__all__ = ["context", "project_dirs", "store", "workdir", "write_session"]
 
 
 @pytest.fixture

@@ -23,16 +23,13 @@ from pinb.analysis.totals import (
     BRANCH_RULE,
     DEDUPE_RULE,
     NO_DEDUPE_RULE,
-    UsageTotalsView,
     usage_totals,
 )
 from pinb.core import Session
 from pinb.core.forks import clone_session, fork_session
 from pinb.errors import UsageError
 from pinb.memory.sessions import relink_parent
-from pinb.render.html import escape
 from pinb.testing.story import write_story_session
-from tests.views.sanitizers import check_html_survives
 
 from .conftest import assistant, user
 
@@ -317,20 +314,6 @@ def test_sessions_behind_a_url_find_their_parent_there(family: dict[str, Session
         assert sorted(remote.copied_entries) == sorted(local.copied_entries)
     finally:
         fs.rm(root, recursive=True)
-
-
-def test_the_totals_view_shows_the_rule_and_escapes_text(tmp_path: Path) -> None:
-    session = Session.create("<script>alert(1)</script>", tmp_path)
-    session.append_message(user("hi"))
-    session.append_message(assistant("hello", total=10, cost=0.01))
-    view = UsageTotalsView(usage_totals(tmp_path, "project"))
-    bundle = view._repr_mimebundle_()
-    html = bundle["text/html"]
-    assert "<script>" not in html and "&lt;script&gt;" in html
-    assert "<style" not in html and "<svg" not in html
-    assert escape(DEDUPE_RULE) in html and DEDUPE_RULE in bundle["text/plain"]
-    assert "Usage by project" in view.caption()
-    check_html_survives(html)
 
 
 def test_bad_groupings_and_no_sessions(tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ import pandas as pd
 import pytest
 
 from pinb.analysis import dask as pdask
-from pinb.analysis.cli import FRAME_KINDS as CLI_KINDS
-from pinb.analysis.cli import add_parser
 from pinb.analysis.frames import entries_frame
 from pinb.analysis.parquet import (
     FRAME_KINDS,
@@ -22,6 +20,8 @@ from pinb.analysis.parquet import (
     write_parquet,
 )
 from pinb.analysis.totals import usage_totals
+from pinb.cli.analysis import FRAME_KINDS as CLI_KINDS
+from pinb.cli.analysis import add_parser
 from pinb.core.forks import clone_session
 from pinb.errors import PinbError, UsageError
 from pinb.testing.story import write_story_session

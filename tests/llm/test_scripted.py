@@ -15,7 +15,7 @@ from pinb.llm import (
     ToolCallEnd,
     ToolSpec,
 )
-from pinb.testing.scripted import Reply, ScriptedLLM, ScriptExhaustedError
+from pinb.llm.scripted import Reply, ScriptedLLM, ScriptExhaustedError
 
 from .conftest import arun, user
 

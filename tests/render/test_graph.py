@@ -10,14 +10,7 @@ import pytest
 
 from pinb.core import Session, estimate_tokens
 from pinb.core.context import entry_to_message
-from pinb.render.graph import (
-    _short_args,
-    build_graph,
-    entry_preview,
-    node_key,
-    to_networkx,
-    tool_tokens,
-)
+from pinb.render.graph import build_graph, node_key, to_networkx
 from pinb.render.picture import row_cells, tree_picture_svg, tree_text
 from pinb.render.rows import row_layout
 from pinb.testing.fuzz import random_session_bytes
@@ -109,28 +102,6 @@ def test_graph_of_pi_files_matches_the_context(path: Path) -> None:
     assert g.number_of_edges() == len(graph) - len(graph.roots)
 
 
-def test_previews_and_tool_tokens() -> None:
-    s = Session.in_memory("/x")
-    e = s.append_message({"role": "user", "content": "  hello\n  world  ", "timestamp": 1})
-    assert entry_preview(e) == "hello world"
-    assert entry_preview(e, limit=4) == "hel…"
-    call = {
-        "role": "assistant",
-        "content": [
-            {"type": "toolCall", "id": "1", "name": "read", "arguments": {"path": "abcd"}},
-            {"type": "toolCall", "id": "2", "name": "bash", "arguments": {}},
-        ],
-    }
-    assert [(n, side) for n, side, _ in tool_tokens(call)] == [("read", "call"), ("bash", "call")]
-    result = {
-        "role": "toolResult",
-        "toolName": "read",
-        "content": [{"type": "text", "text": "x" * 8}],
-    }
-    assert list(tool_tokens(result)) == [("read", "result", 2)]
-    assert list(tool_tokens("not a message")) == []
-
-
 def test_entries_on_a_parent_loop_stay_visible_and_flagged() -> None:
     s = Session.open(CASE_FILES["cycles"])
     graph = build_graph(s)
@@ -198,12 +169,3 @@ def test_random_odd_trees_render(seed: int, tmp_path: Path) -> None:
     assert len(layout.rows) <= 31
     tree_text(layout)
     ET.fromstring(tree_picture_svg(layout))
-
-
-def test_cut_tool_arguments_say_they_were_cut() -> None:
-    path = "/very/long/" + "directory/" * 10 + "file.py"
-    short = _short_args({"path": path, "a": 1, "b": 2, "c": 3})
-    assert "…" in short and path not in short
-    assert short.endswith(", …")  # a fourth argument left out is said too
-    assert _short_args({"path": "x.py"}) == "path=x.py"
-    assert _short_args("y" * 100).endswith("…")

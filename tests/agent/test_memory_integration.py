@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from pinb.agent import Agent, AgentConfig
+from pinb.agent.tools.memory import memory_tools
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.llm import get_model
-from pinb.memory import MemoryObserver, MemoryStore, memory_tools, project_id
+from pinb.memory import MemoryObserver, MemoryStore, project_id
 from pinb.testing import LLMServer, ScriptedLLM
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pinb.cli.memory import add_parser, memory_command
 from pinb.memory import MemoryStore, project_id
-from pinb.memory.cli import add_parser, memory_command
 
 
 def _pinb(argv: list[str]) -> int:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pinb.agent.tool import Tool, ToolContext, ToolResult
+from pinb.agent.tools.memory import memory_tools
 from pinb.core.session import Session
-from pinb.memory import MemoryStore, memory_tools, project_id
+from pinb.memory import MemoryStore, project_id
 
 
 @pytest.fixture

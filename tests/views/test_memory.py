@@ -1,11 +1,14 @@
-"""MemoryView renders escaped HTML without widgets; memory_frame gives a typed DataFrame."""
+"""MemoryView renders escaped HTML without widgets."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pinb.memory import MEMORY_COLUMNS, MemoryStore, memory_frame
+from pinb.memory import MemoryStore
 from pinb.views.memory import MemoryView
+from tests.memory.conftest import store
+
+__all__ = ["store"]  # the fixture: the standard database in the isolated agent dir
 
 EVIL = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
 
@@ -41,23 +44,6 @@ def test_memory_view_links_live_sources(store: MemoryStore, tmp_path: Path) -> N
 def test_memory_view_of_records_and_empty() -> None:
     empty = MemoryView([])
     assert repr(empty) == "Memory: 0 records" and "no memories" in empty._repr_html_()
-
-
-def test_memory_frame_columns_and_types(store: MemoryStore) -> None:
-    a = store.save("first", project="p", kind="fact", tags=["x", "y"], source_session="/s.jsonl")
-    b = store.save("second", project="p")
-    store.forget(b.id, "why not")
-    store.save("elsewhere", project="q")
-    frame = memory_frame(store, "p")
-    assert tuple(frame.columns) == MEMORY_COLUMNS
-    assert frame["id"].tolist() == [a.id]
-    assert frame.loc[0, "tags"] == ["x", "y"] and frame.loc[0, "source_session"] == "/s.jsonl"
-    assert str(frame["created"].dtype).startswith("datetime64") and frame["deleted"].isna().all()
-    both = memory_frame(store, "p", include_deleted=True)
-    assert both["id"].tolist() == [a.id, b.id]
-    assert both.loc[1, "deleted_reason"] == "why not" and not both["deleted"].isna().all()
-    assert len(memory_frame(store, all_projects=True)) == 2
-    assert tuple(memory_frame(MemoryStore(), "nobody").columns) == MEMORY_COLUMNS
 
 
 def test_memory_view_reads_the_same_after_sanitizers(store: MemoryStore, tmp_path: Path) -> None:

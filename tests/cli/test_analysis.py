@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pinb.analysis.cli import add_parser
+from pinb.cli.analysis import add_parser
 from pinb.core import Session
 from pinb.core.paths import sessions_dir_for
 from pinb.errors import PinbError
-
-from .conftest import build_demo
-from .test_importers import CLAUDE, _write
+from tests.analysis.conftest import build_demo
+from tests.analysis.test_importers import CLAUDE, _write
 
 
 def _run(argv: list[str]) -> int:
@@ -89,7 +88,7 @@ def test_import_claude_prints_what_it_did(
 
 def test_cli_module_imports_no_heavy_packages() -> None:
     code = (
-        "import sys, pinb.analysis, pinb.analysis.cli, pinb.analysis.index,"
+        "import sys, pinb.analysis, pinb.cli.analysis, pinb.analysis.index,"
         " pinb.analysis.export, pinb.analysis.importers\n"
         "heavy = {'pandas', 'matplotlib', 'dask', 'distributed', 'IPython'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"

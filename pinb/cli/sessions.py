@@ -1,82 +1,26 @@
-"""The ``pinb`` command line: thin wrappers over the core; never imports IPython."""
+"""``pinb ls``, ``tree``, ``context``, ``tokens``, ``compact`` and ``goto``: the session commands."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import stat
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .cliout import quiet_stdout, say
-from .errors import NothingToCompactError, PinbError, SessionFileError, UsageError
+from ..core.describe import one_line
+from ..errors import NothingToCompactError, PinbError, SessionFileError, UsageError
+from .output import say
 
 if TYPE_CHECKING:
-    from .core import Session
-    from .core.listing import SessionInfo
+    from ..core import Session
+    from ..core.listing import SessionInfo
 
-__all__ = ["main"]
+__all__ = ["add_parser", "open_session_file"]
 
 _PREVIEW = 72
-
-
-def _one_line(text: str, width: int = _PREVIEW) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def message_preview(message: Any) -> str:
-    """A one-line description of an agent message for text output."""
-    if not isinstance(message, dict):
-        return ""
-    role = message.get("role")
-    content = message.get("content")
-    if role in ("branchSummary", "compactionSummary"):
-        return _one_line(str(message.get("summary", "")))
-    if role == "bashExecution":
-        return _one_line(f"$ {message.get('command', '')}")
-    parts: list[str] = []
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                parts.append(str(block.get("text", "")))
-            elif kind == "thinking":
-                parts.append("(thinking)")
-            elif kind == "toolCall":
-                parts.append(
-                    f"{block.get('name')}({_one_line(json.dumps(block.get('arguments')), 40)})"
-                )
-            elif kind == "image":
-                parts.append("[image]")
-    if message.get("stopReason") in ("error", "aborted"):
-        parts.append(f"[{message.get('stopReason')}: {message.get('errorMessage', '')}]")
-    return _one_line(" ".join(parts))
-
-
-def entry_preview(entry: Any) -> str:
-    """``role-or-type: preview`` of an entry for tree listings."""
-    from .render.graph import entry_preview as render_preview
-
-    message = entry.message if entry.type == "message" else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "toolCall" for b in content
-    ):
-        # Tool arguments are cut here with an ellipsis, so a cut path never looks whole.
-        text = message_preview(message)
-    else:
-        text = render_preview(entry, _PREVIEW)
-    return f"{entry.role or entry.type or '?'}: {text}"
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -85,8 +29,8 @@ def entry_preview(entry: Any) -> str:
 def _cmd_ls(args: argparse.Namespace) -> int:
     # The sidecar index (pinb's own cache; session files are never touched) makes listing
     # thousands of sessions fast once warm.
-    from .analysis.index import list_indexed
-    from .core.paths import sessions_dir_for
+    from ..analysis.index import list_indexed
+    from ..core.paths import sessions_dir_for
 
     infos: list[SessionInfo] = list_indexed(
         None if args.all else Path(args.dir) if args.dir else sessions_dir_for(Path.cwd())
@@ -101,7 +45,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         title = info.name or info.first_message
         say(
             f"{info.modified:%Y-%m-%d %H:%M}  {info.message_count:5d} msgs  "
-            f"{_one_line(title, 50):50}  {info.path}"
+            f"{one_line(title, 50):50}  {info.path}"
         )
     return 0
 
@@ -121,7 +65,7 @@ def open_session_file(file: str) -> Session:
     empty file is refused: Pi would write a new session into it, but showing or exporting
     it would invent an id and a working directory.
     """
-    from .core import Session
+    from ..core import Session
 
     try:
         mode = os.stat(file).st_mode
@@ -144,7 +88,7 @@ def _open(args: argparse.Namespace) -> Session:
 
 def _legacy_notice(session: Session) -> None:
     """Say (on stderr) when the file predates version 3: its ids are pinb's, not the file's."""
-    from .core.entries import MISSING
+    from ..core.entries import MISSING
 
     loaded = session.loaded
     before = loaded.version_before if loaded is not None else None
@@ -168,7 +112,7 @@ def _leaf(args: argparse.Namespace, session: Session) -> Any:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    from .views.tree import TreeView  # the render layer's picture, as text
+    from ..views.tree import TreeView  # the render layer's picture, as text
 
     session = _open(args)
     _legacy_notice(session)
@@ -184,7 +128,8 @@ def _print_problems(session: Session) -> None:
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
-    from .core import convert_to_llm
+    from ..core import convert_to_llm
+    from ..core.describe import message_preview
 
     session = _open(args)
     _legacy_notice(session)
@@ -201,7 +146,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     )
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else "?"
-        say(f"[{role}] {message_preview(message)}")
+        say(f"[{role}] {message_preview(message, _PREVIEW)}")
     _print_problems(session)
     return 0
 
@@ -210,14 +155,14 @@ def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str | N
     """The context window: ``--window``, else the registry's entry for the session's model."""
     if args.window:
         return args.window, "setting"
-    from .llm.registry import window_of  # only here: the LLM layer is heavier
+    from ..llm.registry import window_of  # only here: the LLM layer is heavier
 
     return window_of(context.model)
 
 
 def _cmd_tokens(args: argparse.Namespace) -> int:
-    from .core import load_compaction_settings
-    from .core.accounting import context_usage
+    from ..core import load_compaction_settings
+    from ..core.accounting import context_usage
 
     session = _open(args)
     context = session.build_context(_leaf(args, session))
@@ -240,7 +185,7 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
-    from .core import (
+    from ..core import (
         UNSET,
         ExtractiveSummarizer,
         compact,
@@ -317,7 +262,7 @@ def _print_files(read_files: list[str], modified_files: list[str]) -> None:
 
 
 def _cmd_goto(args: argparse.Namespace) -> int:
-    from .core import ExtractiveSummarizer, navigate
+    from ..core import ExtractiveSummarizer, navigate
 
     session = _open(args)
     if args.summarize and not args.offline:
@@ -342,13 +287,8 @@ def _cmd_goto(args: argparse.Namespace) -> int:
 # -- wiring ---------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pinb", description="Pi coding agent sessions: list, inspect, compact, branch."
-    )
-    parser.add_argument("--version", action="version", version=f"pinb {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_parser(sub: Any) -> None:
+    """Register ``ls``, ``tree``, ``context``, ``tokens``, ``compact`` and ``goto``."""
     ls = sub.add_parser("ls", help="list sessions of this folder (or all projects)")
     ls.add_argument("--all", action="store_true", help="every project under the agent dir")
     ls.add_argument("--dir", help="a session folder to list instead")
@@ -398,53 +338,3 @@ def build_parser() -> argparse.ArgumentParser:
     goto.add_argument("--instructions")
     goto.add_argument("--label")
     goto.set_defaults(func=_cmd_goto)
-
-    from .analysis.cli import add_parser as add_analysis_parser
-    from .memory.cli import add_parser as add_memory_parser
-
-    add_analysis_parser(sub)
-    add_memory_parser(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``pinb`` command; 0 on success, 2 on bad input, never a traceback.
-
-    Set ``PINB_DEBUG=1`` to see the traceback of an unexpected error.
-    """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        result: int = args.func(args)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
-        return result
-    except BrokenPipeError:
-        # The reader stopped early (``pinb tree F | head -1``): what it read is the answer.
-        quiet_stdout()
-        return 0
-    except KeyboardInterrupt:
-        return 130
-    except PinbError as exc:
-        _error(str(exc))
-        return 2
-    except OSError as exc:
-        where = f": {exc.filename}" if exc.filename is not None else ""
-        _error(f"{exc.strerror or exc}{where}")
-        return 2
-    except Exception as exc:
-        if os.environ.get("PINB_DEBUG"):
-            raise
-        _error(
-            f"internal error ({type(exc).__name__}: {exc}); this is a pinb bug, please report it"
-            " (PINB_DEBUG=1 shows the traceback)"
-        )
-        return 3
-
-
-def _error(message: str) -> None:
-    with contextlib.suppress(BrokenPipeError):
-        say(f"pinb: {message}", file=sys.stderr)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

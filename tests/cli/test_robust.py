@@ -140,12 +140,12 @@ def test_legacy_files_are_named_as_such(
 def test_an_unexpected_error_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import pinb.cli
+    import pinb.cli.sessions
 
     def broken(args: Any) -> int:
         raise TypeError("'int' object is not iterable")
 
-    monkeypatch.setattr(pinb.cli, "_cmd_tree", broken)
+    monkeypatch.setattr(pinb.cli.sessions, "_cmd_tree", broken)
     path = _session(tmp_path / "s.jsonl", [_user("hi")])
     assert main(["tree", str(path)]) == 3
     err = capsys.readouterr().err

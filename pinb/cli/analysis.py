@@ -1,0 +1,200 @@
+"""``pinb search``, ``export``, ``import`` and ``frames``: thin command-line wrappers.
+
+Importing this module loads no pandas; ``pinb frames`` loads it when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .output import say, write
+from .sessions import open_session_file
+
+__all__ = ["FRAME_KINDS", "add_parser"]
+
+#: ``pinb frames`` kinds (the same as :data:`pinb.analysis.parquet.FRAME_KINDS`).
+FRAME_KINDS = ("entries", "messages", "tool_calls", "compactions", "sessions", "usage")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``search``, ``export``, ``import`` and ``frames`` on the ``pinb`` sub-commands.
+
+    Each parser's ``func`` takes the parsed arguments and returns an exit code; errors are
+    raised as :class:`pinb.errors.PinbError` subclasses.
+    """
+    search = subparsers.add_parser(
+        "search",
+        help="full-text search over session entries, each hit cited as path:line#entry-id",
+        description=(
+            'Words must all occur in one entry; "exact phrase" (quote it for the shell: '
+            """'"exact phrase"'), -excluded, refact* (a prefix), and filters role:user|"""
+            "assistant|toolResult, tool:NAME, file:PATH, session:ID-PREFIX, after:DATE, "
+            "before:DATE. Repeats and fork copies fold into one hit."
+        ),
+    )
+    search.add_argument("text", nargs="+", help="the query (its words are joined by spaces)")
+    search.add_argument("--all", action="store_true", help="every project, not only this folder")
+    search.add_argument("--limit", type=int, default=20, help="at most this many hits")
+    search.add_argument(
+        "--no-fold", action="store_true", help="list repeats and fork copies as hits of their own"
+    )
+    search.add_argument("--json", action="store_true", help="one JSON list of hits")
+    search.set_defaults(func=cmd_search)
+
+    export = subparsers.add_parser("export", help="a session as HTML, Markdown or a notebook")
+    export.add_argument("file", help="the session .jsonl file")
+    fmt = export.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--html", dest="fmt", action="store_const", const="html")
+    fmt.add_argument("--md", dest="fmt", action="store_const", const="md")
+    fmt.add_argument("--ipynb", dest="fmt", action="store_const", const="ipynb")
+    export.add_argument("-o", "--output", help="write here (default: standard output)")
+    export.add_argument("--leaf", help="export the path to this entry (default: the leaf)")
+    export.add_argument("--tree", action="store_true", help="every branch, not one path")
+    export.set_defaults(func=cmd_export)
+
+    imp = subparsers.add_parser("import", help="Claude Code or Codex transcripts as Pi sessions")
+    imp.add_argument("format", choices=("claude", "codex"))
+    imp.add_argument("src", help="a transcript file or a folder of them")
+    imp.add_argument("--cwd", help="working directory to record (default: the transcript's)")
+    imp.add_argument("-o", "--out-dir", help="folder for the new files (default: Pi's)")
+    imp.add_argument(
+        "--include-sidechains", action="store_true", help="Claude Code: keep sub-agent lines"
+    )
+    imp.set_defaults(func=cmd_import)
+
+    frames = subparsers.add_parser(
+        "frames",
+        help="a frame of many sessions written to Parquet (needs pinb[parquet])",
+        description="One frame of every session of SOURCE, written as typed Parquet columns.",
+    )
+    frames.add_argument("kind", choices=FRAME_KINDS, help="what one row stands for")
+    frames.add_argument(
+        "source", nargs="*", help="session files, folders or globs (default: this folder's)"
+    )
+    frames.add_argument("--all", action="store_true", help="every project's sessions")
+    frames.add_argument("--parquet", required=True, metavar="OUT", help="the Parquet file to write")
+    frames.add_argument(
+        "--dask",
+        action="store_true",
+        help="read with dask; OUT is a folder with one file per partition",
+    )
+    frames.set_defaults(func=cmd_frames)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
+    from ..analysis.index import search
+    from ..core.paths import sessions_dir_for
+
+    text = " ".join(args.text)
+    folder = None if args.all else sessions_dir_for(os.getcwd())
+    hits = search(text, folder, limit=args.limit, fold=not args.no_fold)
+    if args.json:
+        payload = [
+            {
+                "cite": hit.cite,
+                "path": str(hit.path),
+                "line": hit.line,
+                "entryId": hit.entry_id,
+                "role": hit.role,
+                "timestamp": hit.timestamp.isoformat() if hit.timestamp else None,
+                "id": hit.info.id,
+                "cwd": hit.info.cwd,
+                "name": hit.info.name,
+                "modified": hit.info.modified.isoformat(),
+                "firstMessage": hit.info.first_message,
+                "snippet": hit.snippet,
+                "copies": [str(c) for c in hit.copies],
+            }
+            for hit in hits
+        ]
+        say(json.dumps(payload, ensure_ascii=False, indent=1))
+        return 0
+    if not hits:
+        where = "" if args.all else " in this folder's sessions (try --all)"
+        say(f"nothing matches {text!r}{where}")
+        return 1
+    say(hits.to_text(full_paths=True))  # a terminal opens whole paths
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``pinb export FILE --html|--md|--ipynb [-o OUT] [--leaf ID] [--tree]``."""
+    from ..analysis.export import write_export
+    from ..core.context import UNSET
+
+    leaf = args.leaf if args.leaf is not None else UNSET
+    session = open_session_file(args.file)
+    text = write_export(session, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
+    if args.output is None:
+        write(text)
+    else:
+        say(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``pinb import claude|codex SRC [--cwd DIR] [-o DIR]``."""
+    from ..analysis.importers import import_claude, import_codex
+    from ..analysis.importers._pi import subagent_files
+
+    if args.format == "claude":
+        results = import_claude(
+            args.src,
+            cwd=args.cwd,
+            out_dir=args.out_dir,
+            include_sidechains=args.include_sidechains,
+        )
+    else:
+        results = import_codex(args.src, cwd=args.cwd, out_dir=args.out_dir)
+    failed = 0
+    for result in results:
+        if result.error is not None:
+            failed += 1
+            say(f"not imported: {result.error}", file=sys.stderr)
+            continue
+        if not result.created:
+            say(f"already imported: {result.source} -> {result.path}")
+        else:
+            skipped = ", ".join(f"{n} {kind}" for kind, n in sorted(result.skipped.items()))
+            say(
+                f"imported {result.source} -> {result.path} ({result.entries} entries"
+                f"{'; not carried over: ' + skipped if skipped else ''})"
+            )
+        for note in result.notes:
+            say(f"  note: {note}")
+    if args.format == "claude" and not args.include_sidechains:
+        left = len(subagent_files(args.src))
+        if left:
+            say(f"note: {left} sub-agent transcript(s) left out; --include-sidechains imports them")
+    return 1 if failed else 0
+
+
+def cmd_frames(args: argparse.Namespace) -> int:
+    """``pinb frames KIND [SOURCE...] [--all] --parquet OUT [--dask]``."""
+    from ..core.paths import sessions_dir_for, sessions_root
+
+    source: Any = list(args.source) or (
+        sessions_root() if args.all else sessions_dir_for(os.getcwd())
+    )
+    if args.dask:
+        from ..analysis.dask import to_parquet
+        from ..errors import UsageError
+
+        if args.kind == "usage":
+            raise UsageError("--dask reads the frames of pinb.analysis.dask; usage is not one")
+        target = to_parquet(args.kind, source, args.parquet)
+        say(f"wrote {args.kind} to {target} (one file per partition)")
+        return 0
+    from ..analysis.parquet import frame_of
+    from ..analysis.parquet import to_parquet as write_frame
+
+    frame = frame_of(args.kind, source)
+    write_frame(frame, args.parquet)
+    sessions = frame["id" if args.kind == "sessions" else "session_id"].nunique()
+    say(f"wrote {len(frame):,} {args.kind} row(s) of {sessions} session(s) to {args.parquet}")
+    return 0

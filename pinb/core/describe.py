@@ -1,0 +1,268 @@
+"""The entry helpers every layer uses: an entry's kind, its name for people, its one-line
+preview and its size in tokens (chars/4).
+
+The render layer draws with these, analysis compares and exports with them, and the CLI
+prints them; there is one copy of each rule, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .context import entry_to_message
+from .entries import ARCHIVE_TYPE, MISSING, Entry
+from .target import Pi
+from .tokens import estimate_tokens
+
+__all__ = [
+    "BOOKKEEPING",
+    "KIND_NAMES",
+    "entry_kind",
+    "entry_preview",
+    "entry_tokens",
+    "is_hidden_marker",
+    "kind_name",
+    "message_preview",
+    "node_key",
+    "one_line",
+    "plural",
+    "tool_tokens",
+]
+
+
+def node_key(entry_id: Any) -> str:
+    """A string key for an entry id (Pi's ids are strings; odd files may hold others)."""
+    return entry_id if isinstance(entry_id, str) else f"<{entry_id!r}>"
+
+
+def entry_kind(entry: Entry) -> str:
+    """The role for ``message`` entries, else the entry type (``"compaction"``, …)."""
+    return entry.role or entry.type or "unknown"
+
+
+#: How each kind (role or entry type) is named for people.
+KIND_NAMES: dict[str, str] = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool result",
+    "bashExecution": "bash",
+    "system": "system",
+    "custom": "custom",
+    "custom_message": "custom message",
+    "compactionSummary": "compaction summary",
+    "branchSummary": "branch summary",
+    "compaction": "compaction",
+    "branch_summary": "branch summary",
+    "model_change": "model change",
+    "thinking_level_change": "thinking level",
+    "label": "label",
+    "session_info": "session name",
+    "context_edit": "context edit",
+    "usage": "usage",
+    "leaf": "leaf marker",
+    "active_tools_change": "tools change",
+    "message": "message",
+    "unknown": "unknown",
+    "chain": "collapsed chain",
+    "folded": "folded branch",
+}
+
+#: Kinds that are bookkeeping: never sent to the model as messages.
+BOOKKEEPING = frozenset(
+    {
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "session_info",
+        "context_edit",
+        "usage",
+        "custom",
+        "leaf",
+        "active_tools_change",
+    }
+)
+
+
+def kind_name(kind: str) -> str:
+    """A person's name for a kind (``"toolResult"`` → ``"tool result"``)."""
+    return KIND_NAMES.get(kind, kind)
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``"1 branch"``, ``"3 branches"``, ``"1,000 entries"``."""
+    if count == 1:
+        return f"1 {word}"
+    if words is None:
+        words = word + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
+        if word.endswith("y") and word[-2:-1] not in "aeiou":
+            words = word[:-1] + "ies"
+    return f"{count:,} {words}"
+
+
+def is_hidden_marker(entry: Entry) -> bool:
+    """pinb's and harnesses' bookkeeping markers (navigation, archive) that pictures hide."""
+    return entry.is_navigation or (
+        entry.raw.get("type") == "custom" and entry.raw.get("customType") == ARCHIVE_TYPE
+    )
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif kind == "image":
+                parts.append(f"[image {block.get('mimeType', '')}]")
+            elif kind == "toolCall":
+                parts.append(f"→ {block.get('name', '?')}({_short_args(block.get('arguments'))})")
+    return " ".join(parts)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` kept whole up to ``limit`` characters, else cut with a visible ``…``."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short_args(arguments: Any) -> str:
+    """Tool arguments in one short line; anything cut ends in ``…`` so it never looks whole."""
+    if isinstance(arguments, dict):
+        pairs = list(arguments.items())
+        items = [f"{k}={_cut(str(v), 40)}" for k, v in pairs[:3]]
+        if len(pairs) > 3:
+            items.append("…")
+        return ", ".join(items)
+    return "" if arguments is None else _cut(str(arguments), 60)
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    """Any value as short text (an object where text belongs is shown as JSON-ish text)."""
+    return _cut(value if isinstance(value, str) else str(value), limit)
+
+
+def message_preview(message: Any, limit: int = 160) -> str:
+    """One plain-text line describing an agent message (not escaped: callers escape).
+
+    The one preview of pinb: :func:`entry_preview` uses it for message entries, and the
+    CLI's ``pinb context`` for the messages of a context. Tool arguments that are cut end
+    in ``…``, so a cut path never looks whole.
+    """
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role")
+    text: str
+    if role == "assistant":
+        text = _text_of(message.get("content"))
+        if not text.strip():
+            content = message.get("content")
+            thinking = (
+                [
+                    b.get("thinking", "")
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") == "thinking"
+                ]
+                if isinstance(content, list)
+                else []
+            )
+            text = "(thinking) " + " ".join(str(t) for t in thinking) if thinking else ""
+        if message.get("stopReason") in ("error", "aborted"):
+            text = f"[{message.get('stopReason')}] {message.get('errorMessage', '')} {text}"
+    elif role == "toolResult":
+        flag = " (error)" if message.get("isError") else ""
+        text = f"{_clip(message.get('toolName', '?'))}{flag}: {_text_of(message.get('content'))}"
+    elif role in ("branchSummary", "compactionSummary"):
+        text = str(message.get("summary", ""))
+    elif role == "bashExecution":
+        text = f"$ {message.get('command', '')} {message.get('output', '')}"
+    else:
+        text = _text_of(message.get("content"))
+        if not text and not isinstance(message.get("content"), str | list | None):
+            text = _clip(message.get("content"))  # a number or object as content
+    return one_line(text, limit)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` with ``…``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def entry_preview(entry: Entry, limit: int = 160) -> str:
+    """One plain-text line describing the entry (not escaped: callers escape).
+
+    Every field may hold any JSON value in an odd file; nothing here assumes a type.
+    """
+    raw = entry.raw
+    kind = entry.type
+    text: str
+    if kind == "message":
+        return message_preview(entry.message or {}, limit)
+    if kind in ("compaction", "branch_summary"):
+        text = str(raw.get("summary", ""))
+    elif kind == "custom_message":
+        text = f"{_clip(raw.get('customType', ''))}: {_text_of(raw.get('content'))}"
+    elif kind == "model_change":
+        text = f"{_clip(raw.get('provider', ''))}/{_clip(raw.get('modelId', ''))}"
+    elif kind == "thinking_level_change":
+        text = _clip(raw.get("thinkingLevel", ""))
+    elif kind == "label":
+        label = raw.get("label")
+        shown = "(cleared)" if label is None or label == "" else _clip(label)
+        text = f"{shown} → {_clip(raw.get('targetId', ''))}"
+    elif kind == "session_info":
+        text = _clip(raw.get("name", ""))
+    elif kind == "leaf":
+        text = f"leaf → {_clip(raw.get('targetId'))}"
+    elif kind == "custom":
+        text = _clip(raw.get("customType", ""))
+        data = raw.get("data")
+        if isinstance(data, dict) and "targetId" in data:
+            text += f" → {_clip(data.get('targetId'))}"
+    elif kind == "context_edit":
+        target = _clip(raw.get("targetId", "?"))
+        replacement = raw.get("replacement", MISSING)
+        if replacement is None:
+            text = f"omits {target} from the context"
+        else:
+            content = replacement.get("content") if isinstance(replacement, dict) else None
+            text = f"replaces {target}: {_text_of(content) or _clip(content)}"
+    elif kind == "usage":
+        usage = raw.get("usage")
+        total = usage.get("totalTokens") if isinstance(usage, dict) else None
+        text = f"{_clip(raw.get('kind', ''))} · {_clip(raw.get('provider', ''))}/" + _clip(
+            raw.get("model", "")
+        )
+        if total is not None:
+            text += f" · {_clip(total)} tokens reported (not in the context)"
+    elif kind == "active_tools_change":
+        names = raw.get("activeToolNames")
+        text = ", ".join(str(n) for n in names) if isinstance(names, list) else ""
+    else:
+        text = ""
+    return one_line(text, limit)
+
+
+def entry_tokens(entry: Entry, pi: Pi | None = None) -> int:
+    """chars/4 estimate of the message an entry stands for (0 for bookkeeping entries)."""
+    message = entry_to_message(entry)
+    return 0 if message is MISSING else estimate_tokens(message, pi=pi)
+
+
+def tool_tokens(message: Any) -> Iterator[tuple[str, str, int]]:
+    """``(tool name, "call"|"result", tokens)`` for a message's tool calls or tool result."""
+    if not isinstance(message, dict):
+        return
+    role = message.get("role")
+    if role == "assistant" and isinstance(message.get("content"), list):
+        for block in message["content"]:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                name = str(block.get("name", "?"))
+                yield name, "call", estimate_tokens({"role": "assistant", "content": [block]})
+    elif role == "toolResult":
+        yield str(message.get("toolName", "?")), "result", estimate_tokens(message)

@@ -1,0 +1,187 @@
+"""``%%pi`` and ``%pi``: Pi conversations and session commands in notebook cells.
+
+Thin: argument parsing here and in the command groups (one module each, as jupysql's
+``cmd/``), everything else in plain pinb functions. Settings are traitlets
+(:mod:`.settings`), so ``%config PiMagics.model = "anthropic/claude-sonnet-4-5"`` works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import shlex
+from pathlib import Path
+from typing import Any
+
+from IPython.core.magic import cell_magic, line_magic, magics_class
+from IPython.display import display
+
+from ...agent import Agent, AgentConfig, AgentEnd
+from ...agent.recovery import load_retry_policy
+from ...core import Session
+from ...errors import UsageError
+from ...llm import ChatModel
+from ..interpolate import interpolate
+from ..live import AssistantReply, LiveRun, RunFailedError
+from ..terminal import TerminalRun
+from .analysis import AnalysisCommands
+from .memory import MemoryCommands
+from .model import ModelCommands
+from .sessions import SessionCommands
+from .settings import command_parser
+from .views import ViewCommands
+
+__all__ = ["COMMANDS_HELP", "PiMagics"]
+
+COMMANDS_HELP = """\
+%%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate] [--tool-choice C]   the cell is the prompt
+%pi new [--cwd DIR]              start a new session (written at its first reply)
+%pi open PATH                    continue a session file
+%pi resume                       the most recent session of this folder (as `pi --resume`)
+%pi session                      the current session (its file is .path)
+%pi sessions [--all] [--search TEXT]   list (or search) sessions
+%pi tree                         the session tree
+%pi context [--leaf ID]          the context path the model sees
+%pi tokens                       context tokens by role and tool
+%pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
+%pi compact [--offline] [INSTRUCTIONS]   compact now
+%pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
+%pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
+%pi whatif [--keep N ...] [--reserve N ...] [--summarize]   replay the cut at the leaf
+%pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
+%pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
+%pi label ID TEXT                label an entry ("" clears)
+%pi name TEXT                    name the session
+%pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
+%pi thinking LEVEL               off, minimal, low, medium, high, xhigh
+%pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
+%pi export html|md|ipynb PATH    export the current branch
+%pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
+%pi memory observe on|off        propose memory notes before compactions and after runs
+%pi rm FILE                      move a session to the trash (forks are relinked)
+%pi help                         this list"""
+
+
+@magics_class
+class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, ModelCommands):
+    """Run Pi conversations in cells and inspect the session they write."""
+
+    # -- %%pi -----------------------------------------------------------------------------
+
+    @cell_magic
+    def pi(self, line: str, cell: str) -> Any:
+        """Send the cell to the agent; see ``%pi help``."""
+        parser = command_parser("%%pi")
+        parser.add_argument("--model")
+        parser.add_argument("--session")
+        parser.add_argument("--no-tools", action="store_true")
+        parser.add_argument("--no-interpolate", action="store_true")
+        parser.add_argument("--tool-choice")
+        args = parser.parse_args(shlex.split(line))
+        if args.session:
+            self.session = Session.open(Path(args.session).expanduser())
+        prompt = cell.strip("\n")
+        if not prompt.strip():
+            raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
+        if self.interpolate and not args.no_interpolate:
+            prompt = interpolate(
+                prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
+            )
+        model = self.current_model(args.model)
+        return self.run_prompt(
+            prompt,
+            model,
+            tools=[] if args.no_tools else self._tool_objects(),
+            tool_choice=args.tool_choice,
+        )
+
+    def _terminal(self) -> bool:
+        if self.renderer in ("terminal", "jupyter"):
+            return self.renderer == "terminal"
+        # Inside a Jupyter kernel the shell has a kernel; IPython in a terminal and
+        # `ipython script.ipy` have none and cannot update what they printed.
+        return getattr(self.shell, "kernel", None) is None and type(self.shell).__name__ != (
+            "InteractiveShell"
+        )
+
+    def run_prompt(
+        self, prompt: str, model: ChatModel, *, tools: list[Any], tool_choice: str | None = None
+    ) -> AssistantReply | None:
+        """Run the agent and stream it into the cell; the reply is the cell's value.
+
+        Raises
+        ------
+        RunFailedError
+            The run ended in an error (after its retries): said once, in one line, and
+            raised so that a script stops with a non-zero exit status.
+        """
+        session = self.current_session()
+        settings = self._settings()
+        append = None
+        from ...memory import default_db_path, memory_prompt_section
+
+        if default_db_path().exists():  # injection is switched on per project in the store
+            append = memory_prompt_section(project=None, query=prompt)
+        cwd = self._session_cwd(session)
+        agent = Agent(
+            session,
+            model,
+            tools,
+            config=AgentConfig(
+                thinking_level=self.thinking,
+                compaction=settings,
+                append_system_prompt=append,
+                retry=load_retry_policy(cwd),
+                tool_choice=tool_choice or self.tool_choice or None,
+            ),
+            summarizer=self._summarizer(model, self._fitted(model)),
+            cwd=cwd,
+            observer=self._observer(model, settings) if self._observe else None,
+        )
+        terminal = self._terminal()
+        live: LiveRun | TerminalRun = TerminalRun() if terminal else LiveRun(display)
+        end: AgentEnd | None = None
+        try:
+            with contextlib.closing(agent.run(prompt)) as events:
+                for event in events:
+                    live.add(event)
+                    if isinstance(event, AgentEnd):
+                        end = event
+        except KeyboardInterrupt:
+            live.finish()
+            print(
+                "interrupted: the partial reply was saved as aborted; the session is ready for the next cell"
+            )
+            return None
+        live.finish()
+        assert end is not None
+        if end.stop_reason == "error":
+            raise RunFailedError(end, session.path)
+        return AssistantReply(
+            end, session.path, printed=terminal, context=self._context_usage(session, model)
+        )
+
+    # -- %pi ------------------------------------------------------------------------------
+
+    @line_magic("pi")  # type: ignore[arg-type]
+    def pi_line(self, line: str) -> Any:
+        """Session commands; ``%pi help`` lists them."""
+        words = shlex.split(line)
+        if not words:
+            raise UsageError("%pi needs a command; try %pi help")
+        command, rest = words[0], words[1:]
+        handler = getattr(self, f"_cmd_{command}", None)
+        if handler is None:
+            close = difflib.get_close_matches(
+                command, [n[5:] for n in dir(self) if n.startswith("_cmd_")], n=1
+            )
+            raise UsageError(
+                f"%pi: unknown command {command!r}"
+                + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
+            )
+        return handler(rest)
+
+    pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP  # type: ignore[assignment]
+
+    def _cmd_help(self, args: list[str]) -> None:
+        print(COMMANDS_HELP)

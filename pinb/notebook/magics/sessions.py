@@ -1,0 +1,144 @@
+"""``%pi new``, ``open``, ``resume``, ``session``, ``sessions``, ``compact``, ``goto``, ``fork``, ``label``, ``name``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...core import ExtractiveSummarizer, Session, compact, navigate
+from ...core.forks import clone_session, fork_session
+from ...core.listing import list_all_sessions, list_sessions
+from ...errors import UsageError
+from .settings import MagicsBase, command_parser
+
+__all__ = ["SessionCommands"]
+
+
+class SessionCommands(MagicsBase):
+    """Commands that open, move or change the session."""
+
+    def _cmd_session(self, args: list[str]) -> Session:
+        """The current session object (it renders itself; ``.path`` is its file)."""
+        return self.current_session()
+
+    def _cmd_new(self, args: list[str]) -> None:
+        parser = command_parser("%pi new")
+        parser.add_argument("--cwd")
+        opts = parser.parse_args(args)
+        cwd = Path(opts.cwd).expanduser() if opts.cwd else self._cwd()
+        self.session = Session.create(cwd, self.sessions_dir or None)
+        path = self.session.require_path()
+        # The file's name, not its folder: `%pi session` gives the path, and a saved
+        # notebook output should not carry the author's (or a temporary) folder.
+        print(f"new session {self.session.id}: {path.name}, written at its first reply")
+
+    def _cmd_open(self, args: list[str]) -> None:
+        if len(args) != 1:
+            raise UsageError("usage: %pi open PATH")
+        self.session = Session.open(Path(args[0]).expanduser())
+        print(
+            f"opened {self.session.path} ({len(self.session.entries)} entries, leaf {self.session.leaf_id})"
+        )
+
+    def _cmd_resume(self, args: list[str]) -> None:
+        self.session = Session.continue_recent(self._cwd(), self.sessions_dir or None)
+        state = (
+            f"{len(self.session.entries)} entries"
+            if self.session.entries
+            else "none found: new session"
+        )
+        print(f"resumed {self.session.path} ({state})")
+
+    def _cmd_sessions(self, args: list[str]) -> Any:
+        from ...views import SessionListView
+
+        parser = command_parser("%pi sessions")
+        parser.add_argument("--all", action="store_true")
+        parser.add_argument("--search")
+        opts = parser.parse_args(args)
+        if opts.search:
+            from ...analysis.index import search
+            from ...core.paths import sessions_dir_for
+
+            return search(opts.search, None if opts.all else sessions_dir_for(self._cwd()))
+        from ...core.paths import sessions_dir_for
+
+        infos = (
+            list_all_sessions()
+            if opts.all
+            else list_sessions(
+                Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(self._cwd())
+            )
+        )
+        return SessionListView(infos)
+
+    def _cmd_compact(self, args: list[str]) -> Any:
+        from ...views import CompactionView
+
+        offline = "--offline" in args
+        instructions = " ".join(a for a in args if a != "--offline") or None
+        model = self.current_model() if not offline else None
+        # Offline compaction writes no request, but plans for the window of the model in
+        # use all the same (else a small window keeps everything: "nothing to compact").
+        settings = self._fitted(model if model is not None else self._model)
+        summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
+        session = self.current_session()
+        report = compact(session, summarizer, instructions, settings)
+        window, source = self._window(session, model)
+        return CompactionView(report, session, context_window=window, window_source=source)
+
+    def _cmd_goto(self, args: list[str]) -> Any:
+        parser = command_parser("%pi goto")
+        parser.add_argument("id")
+        parser.add_argument("--summarize", nargs="*", default=None, metavar="INSTRUCTIONS")
+        parser.add_argument("--offline", action="store_true")
+        parser.add_argument("--label")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        target = self._entry_id(session, opts.id)
+        summarizer = None
+        if opts.summarize is not None:
+            model = None if opts.offline else self.current_model()
+            summarizer = (
+                ExtractiveSummarizer()
+                if model is None
+                else self._summarizer(model, self._settings())
+            )
+        report = navigate(
+            session,
+            target,
+            summarize=opts.summarize is not None,
+            summarizer=summarizer,
+            instructions=" ".join(opts.summarize or []) or None,
+            label=opts.label,
+            context_window=self._model.info.context_window if self._model is not None else None,
+        )
+        print(f"leaf {report.old_leaf_id} → {report.new_leaf_id}")
+        if report.summary_entry is not None:
+            print(
+                f"branch summary {report.summary_entry.id} covers {len(report.summarized_ids)} entries"
+            )
+        if report.editor_text is not None:
+            print("text of the selected message, to send again:\n" + report.editor_text)
+        return None
+
+    def _cmd_fork(self, args: list[str]) -> None:
+        session = self.current_session()
+        if args:
+            new, text = fork_session(session, self._entry_id(session, args[0]))
+            print(f"forked into {new.path}; the message to send again:\n{text}")
+        else:
+            new = clone_session(session)
+            print(f"cloned the branch into {new.path}")
+        self.session = new
+
+    def _cmd_label(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %pi label ID TEXT")
+        session = self.current_session()
+        session.set_label(self._entry_id(session, args[0]), " ".join(args[1:]) or None)
+
+    def _cmd_name(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %pi name TEXT")
+        self.current_session().set_name(" ".join(args))

@@ -1,0 +1,212 @@
+"""The magics' settings (traitlets, so ``%config PiMagics.model = ...`` works) and state:
+the session and model in use, the window and compaction settings every command shares."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import difflib
+import os
+from pathlib import Path
+from typing import Any, NoReturn
+
+from IPython.core.magic import Magics
+from traitlets import Bool, Int, List, Unicode
+
+from ...agent.tools import all_tools
+from ...core import (
+    CompactionSettings,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Session,
+    load_compaction_settings,
+)
+from ...core.accounting import ContextUsage, context_usage
+from ...errors import EntryNotFoundError, UsageError
+from ...llm import ChatModel
+from ...llm.offline import OfflineDemoModel
+from ..models import choose_model
+from ..python_tool import PythonTool
+
+__all__ = ["MagicsBase", "command_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def command_parser(prog: str) -> _Parser:
+    return _Parser(prog=prog, add_help=False)
+
+
+class MagicsBase(Magics):
+    """Settings and state shared by every command group (see :class:`PiMagics`)."""
+
+    model = Unicode("", help="provider/model-id; empty: the first configured provider").tag(
+        config=True
+    )
+    thinking = Unicode("off", help="Pi thinking level for new runs").tag(config=True)
+    tools = List(
+        Unicode(),
+        default_value=["read", "write", "edit", "bash", "ls", "grep", "find"],
+        help="enabled tools",
+    ).tag(config=True)
+    interpolate = Bool(True, help="replace {var} in %%pi cells with kernel variables").tag(
+        config=True
+    )
+    sessions_dir = Unicode("", help="folder for new sessions; empty: Pi's folder for the cwd").tag(
+        config=True
+    )
+    auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+    context_window = Int(
+        0,
+        help="the model's context window in tokens, for runs, views and compaction; "
+        "0: the model's own (the registry's, or what a local server reports)",
+    ).tag(config=True)
+    tool_choice = Unicode(
+        "",
+        help="auto, required, none or a tool name, sent with each prompt's first request "
+        "(small local models call tools only when asked); empty: the server decides",
+    ).tag(config=True)
+    interpolate_limit = Int(
+        4000, help="characters of one {var} value pasted into a prompt (longer ones are cut)"
+    ).tag(config=True)
+    renderer = Unicode(
+        "auto",
+        help="how a run is shown: jupyter (one updating display), terminal (printed "
+        "increments, the answer included), or auto (jupyter inside a kernel)",
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.session: Session | None = None
+        self._model: ChatModel | None = None
+        self._model_spec: str | None = None
+        self._observe = False
+        #: Server URLs chosen with ``%pi model --base-url``, by provider.
+        self.base_urls: dict[str, str] = {}
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _cwd(self) -> Path:
+        return Path(os.getcwd())
+
+    def _session_cwd(self, session: Session) -> Path:
+        """Tools run in the session's folder (``%pi new --cwd``), else the kernel's cwd."""
+        folder = Path(session.cwd) if session.cwd else None
+        return folder if folder is not None and folder.is_dir() else self._cwd()
+
+    def current_session(self) -> Session:
+        """The session %%pi appends to; a new one for the cwd until one is opened."""
+        if self.session is None:
+            folder = self.sessions_dir or None
+            self.session = Session.create(self._cwd(), folder)
+        return self.session
+
+    def current_model(self, spec: str | None = None) -> ChatModel:
+        """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used."""
+        wanted = spec or self.model or self._model_spec
+        if self._model is None or wanted != self._model_spec:
+            self._model = choose_model(wanted, base_urls=self.base_urls)
+            self._model_spec = wanted
+        info = self._model.info
+        if self.context_window and info.context_window != self.context_window:
+            with contextlib.suppress(AttributeError):  # a model with read-only info
+                self._model.info = dataclasses.replace(
+                    info, context_window=self.context_window, window_source="setting"
+                )
+        return self._model
+
+    def _settings(self) -> CompactionSettings:
+        settings = load_compaction_settings(self._cwd())
+        if not self.auto_compact:
+            from dataclasses import replace
+
+            settings = replace(settings, enabled=False)
+        return settings
+
+    def _window(self, session: Session, model: ChatModel | None = None) -> tuple[int | None, str]:
+        """The context window every view and run uses, and where it came from.
+
+        ``%config PiMagics.context_window``, else the model in use (the registry's entry
+        or what its server reported), else the registry's entry for the model the session
+        recorded; unknown otherwise (no view assumes one).
+        """
+        if self.context_window:
+            return self.context_window, "setting"
+        model = model or self._model
+        if model is not None:
+            return model.info.context_window, model.info.window_origin
+        from ...llm.registry import window_of
+
+        return window_of(session.current_context().model)
+
+    def _account_settings(self, model: ChatModel | None = None) -> CompactionSettings:
+        """Compaction settings for the account (the views fit them to the window)."""
+        settings = self._settings()
+        model = model or self._model
+        if model is not None:
+            settings = settings.for_model(model.info.provider, model.info.id)
+        return settings
+
+    def _context_usage(self, session: Session, model: ChatModel | None = None) -> ContextUsage:
+        """The context's size by Pi's measure, with the window and threshold in force."""
+        window, source = self._window(session, model)
+        return context_usage(
+            session.current_context(),  # read only: no copy of a long path per cell
+            window=window,
+            window_source=source,
+            settings=self._account_settings(model),
+        )
+
+    def _fitted(self, model: ChatModel | None) -> CompactionSettings:
+        """The settings a model's runs and compactions use: its override, fitted to its
+        window, so a 4,096-token local model never sees Pi's 16k reserve. (The views fit
+        :meth:`_account_settings` to the window they show themselves.)"""
+        if model is None:
+            return self._settings()
+        return self._account_settings(model).fit_window(model.info.context_window)
+
+    def _summarizer(
+        self, model: ChatModel, settings: CompactionSettings, offline: bool = False
+    ) -> Any:
+        if offline or isinstance(model, OfflineDemoModel):
+            return ExtractiveSummarizer()
+        if settings.summary_model:
+            return ModelSummarizer(choose_model(settings.summary_model))
+        return ModelSummarizer(model)
+
+    def _observer(self, model: ChatModel, settings: CompactionSettings) -> Any:
+        from ...memory import MemoryObserver
+
+        return MemoryObserver(self._summarizer(model, settings), cwd=self._cwd())
+
+    def _tool_objects(self) -> list[Any]:
+        by_name = {tool.name: tool for tool in all_tools()}  # they run in the session's cwd
+        chosen: list[Any] = []
+        for name in self.tools:
+            if name == "python":
+                chosen.append(PythonTool(self.shell))
+            elif name.startswith("memory"):
+                from ...agent.tools.memory import memory_tools
+
+                chosen.extend(t for t in memory_tools() if t.name == name or name == "memory")
+            elif name in by_name:
+                chosen.append(by_name[name])
+        return chosen
+
+    def _entry_id(self, session: Session, entry_id: str) -> str:
+        """``entry_id``, or the one id it is a prefix of (as git takes a short hash)."""
+        if entry_id in session:
+            return entry_id
+        ids = [str(e.id) for e in session.entries]
+        starting = {i for i in ids if i.startswith(entry_id)}
+        if len(starting) == 1 and len(entry_id) >= 4:
+            return starting.pop()
+        close = (
+            difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5)
+            or [i for i in ids if i.startswith(entry_id[:3])][:3]
+        )
+        raise EntryNotFoundError(entry_id, suggestions=close)

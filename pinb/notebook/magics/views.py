@@ -1,0 +1,42 @@
+"""``%pi tree``, ``context`` and ``tokens``: views of the current session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import UNSET
+from .settings import MagicsBase, command_parser
+
+__all__ = ["ViewCommands"]
+
+
+class ViewCommands(MagicsBase):
+    """Commands that show the current session."""
+
+    def _cmd_tree(self, args: list[str]) -> Any:
+        from ...views import TreeView
+
+        return TreeView(self.current_session())
+
+    def _cmd_context(self, args: list[str]) -> Any:
+        from ...views import ContextPathView
+
+        parser = command_parser("%pi context")
+        parser.add_argument("--leaf")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        leaf = self._entry_id(session, opts.leaf) if opts.leaf else UNSET
+        window, source = self._window(session)
+        return ContextPathView(
+            session,
+            leaf,
+            context_window=window,
+            window_source=source,
+            settings=self._account_settings(),
+        )
+
+    def _cmd_tokens(self, args: list[str]) -> Any:
+        from ...views import ContextBreakdown
+
+        session = self.current_session()
+        return ContextBreakdown(session, usage=self._context_usage(session))

@@ -1,0 +1,282 @@
+"""The layer contract: every import in pinb/ points down (docs/design.md, "Layers").
+
+An ast walk of pinb/ (nothing is imported or run) collects every import: at module level,
+inside functions and under ``if TYPE_CHECKING:``. Each module belongs to a room (its
+subpackage; ``pinb/cliout.py`` to the CLI, whose old name it is). The contract fails on any
+cycle between rooms and on any import against the layering below, and names each offending
+import as ``file:line``.
+
+The base modules (``errors``, ``_version``, ``display``) sit under everything and import no
+room; ``pinb/fileout.py``, the old name of the core's writer, belongs to the core. The display registry and the old-path
+aliases (``pinb.analysis.cli``, ``pinb.memory.cli``, ``pinb.memory.tools``) load the room
+above by name, at run time; they are listed in :data:`BY_NAME` and checked to be exactly
+those, so a new by-name load has to be argued for here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "pinb"
+
+#: Who may never import whom: data flows down, display plugs in from the top.
+NEVER: dict[str, set[str]] = {
+    "core": {"llm", "agent", "render", "views", "notebook", "analysis", "memory", "cli", "testing"},
+    "render": {"views", "notebook", "analysis", "agent", "memory", "cli", "llm", "testing"},
+    "analysis": {"views", "cli", "notebook", "agent", "testing"},
+    "llm": {"agent", "render", "views", "notebook", "analysis", "memory", "cli", "testing"},
+    "agent": {"views", "notebook", "cli", "analysis", "testing"},
+    "memory": {"views", "notebook", "cli", "agent", "testing"},
+    "views": {"notebook", "cli", "testing"},
+    "cli": {"notebook", "testing"},
+    "notebook": {"testing"},  # test helpers are for tests: nothing in the product uses them
+}
+#: Modules at the very bottom: no room may be imported by them.
+BASE = {"pinb.errors", "pinb._version", "pinb.display"}
+#: The facade and ``python -m pinb`` sit on top of everything.
+TOP = {"pinb", "pinb.__main__"}
+#: Modules that load a room above them by name (``importlib.import_module``), and what.
+BY_NAME: dict[str, set[str]] = {
+    # lazy facades of a package's own modules (light imports)
+    "pinb": {"home"},
+    "pinb.core": {"f'.{home}'"},
+    "pinb.analysis": {"f'{__name__}.{home}'", "_MOVED[name]"},  # and UsageTotalsView, moved up
+    "pinb.memory": {"f'.{home}'"},  # memory_tools: via the pinb.memory.tools alias
+    # the one way up: the display registry loads the views on the first display
+    "pinb.display": {"VIEWS_MODULE"},
+    # Session.compare, a convenience accessor: pinb.analysis.compare
+    "pinb.core.session": {"_COMPARE_MODULE"},
+    # old module paths, aliases of the moved modules
+    "pinb.analysis.cli": {"pinb.cli.analysis"},
+    "pinb.memory.cli": {"pinb.cli.memory"},
+    "pinb.memory.tools": {"pinb.agent.tools.memory"},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    kind: str  # "module", "in-function" or "type-only"
+    where: str  # file:line
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = name.endswith(".__init__")
+        found[name.removesuffix(".__init__")] = (path, is_package)
+    return found
+
+
+MODULES = _modules()
+
+
+def room(module: str) -> str:
+    """The subpackage a module belongs to (``base`` / ``top`` for the loose modules)."""
+    if module in BASE:
+        return "base"
+    if module in TOP:
+        return "top"
+    name = module.split(".")[1]
+    return {"cliout": "cli", "fileout": "core"}.get(name, name)
+
+
+class _Walker(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool, path: Path) -> None:
+        self.module, self.is_package, self.path = module, is_package, path
+        self.depth = self.type_only = 0
+        self.imports: list[Import] = []
+        self.by_name: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_If(self, node: ast.If) -> None:
+        if "TYPE_CHECKING" in ast.unparse(node.test):
+            self.type_only += 1
+            for child in node.body:
+                self.visit(child)
+            self.type_only -= 1
+            for child in node.orelse:
+                self.visit(child)
+        else:
+            self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = ast.unparse(node.func)
+        if func.endswith("import_module") and node.args:
+            arg = node.args[0]
+            name = arg.value if isinstance(arg, ast.Constant) else ast.unparse(arg)
+            self.by_name.add(str(name).replace('"', "'"))
+        self.generic_visit(node)
+
+    def _add(self, node: ast.Import | ast.ImportFrom, targets: list[str]) -> None:
+        kind = "type-only" if self.type_only else "in-function" if self.depth else "module"
+        where = f"{self.path.relative_to(ROOT)}:{node.lineno}"
+        for target in targets:
+            if target == "pinb" or target.startswith("pinb."):
+                self.imports.append(Import(self.module, target, kind, where))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self._add(node, [alias.name for alias in node.names])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
+            base = base[: len(base) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        names = [f"{target}.{a.name}" for a in node.names]
+        self._add(node, [name if name in MODULES else target for name in names])
+
+
+def _walk() -> tuple[list[Import], dict[str, set[str]]]:
+    imports: list[Import] = []
+    by_name: dict[str, set[str]] = {}
+    for module, (path, is_package) in MODULES.items():
+        walker = _Walker(module, is_package, path)
+        walker.visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        imports += walker.imports
+        if walker.by_name:
+            by_name[module] = walker.by_name
+    return imports, by_name
+
+
+IMPORTS, LOADED_BY_NAME = _walk()
+
+
+def _between_rooms() -> dict[tuple[str, str], list[Import]]:
+    edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
+    for imp in IMPORTS:
+        a, b = room(imp.source), room(imp.target)
+        if a != b:
+            edges[(a, b)].append(imp)
+    return edges
+
+
+def _cycles(edges: dict[tuple[str, str], list[Import]]) -> list[list[str]]:
+    """Groups of rooms that reach each other (Tarjan's strongly connected components)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _show(uses: list[Import]) -> str:
+    lines = {f"  {u.where} ({u.kind}) {u.source} -> {u.target}" for u in uses}
+    return "\n".join(sorted(lines))
+
+
+def test_the_walk_sees_every_import_kind() -> None:
+    kinds = {imp.kind for imp in IMPORTS}
+    assert kinds == {"module", "in-function", "type-only"}
+    assert len(MODULES) > 100  # the whole package, subpackages included
+
+
+def test_no_cycle_between_subpackages() -> None:
+    edges = _between_rooms()
+    report = []
+    for group in _cycles(edges):
+        report.append("cycle: " + " <-> ".join(group))
+        for (a, b), uses in sorted(edges.items()):
+            if a in group and b in group:
+                report.append(_show(uses))
+    assert not report, "\n".join(report)
+
+
+def test_no_import_against_the_layering() -> None:
+    report = []
+    for (a, b), uses in sorted(_between_rooms().items()):
+        if b in NEVER.get(a, set()) or a == "base" or b == "top":
+            report.append(f"{a} -> {b}:\n{_show(uses)}")
+    assert not report, "forbidden imports:\n" + "\n".join(report)
+
+
+def test_loads_by_name_are_the_listed_ones() -> None:
+    assert LOADED_BY_NAME == BY_NAME
+
+
+def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
+    # The walker on a module that imports the views from inside a function.
+    source = tmp_path / "reports.py"
+    source.write_text("def show():\n    from ..views import CompactionView\n")
+    walker = _Walker("pinb.core.reports", False, PKG / "core" / "reports.py")
+    walker.path = PKG / "core" / "reports.py"
+    walker.visit(ast.parse(source.read_text()))
+    (imp,) = walker.imports
+    assert (room(imp.source), room(imp.target), imp.kind) == ("core", "views", "in-function")
+    assert "views" in NEVER["core"]
+    cyclic = {("a", "b"): [imp], ("b", "c"): [imp], ("c", "a"): [imp]}
+    assert _cycles(cyclic) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("pinb.analysis.cli", "pinb.cli.analysis"),
+        ("pinb.memory.cli", "pinb.cli.memory"),
+        ("pinb.memory.tools", "pinb.agent.tools.memory"),
+    ],
+)
+def test_old_module_paths_are_the_moved_modules(old: str, new: str) -> None:
+    assert importlib.import_module(old) is importlib.import_module(new)
+
+
+def test_old_names_still_import() -> None:
+    from pinb.cli.output import say
+    from pinb.cliout import say as old_say
+    from pinb.core.atomic import replace_file
+    from pinb.fileout import replace_file as old_replace_file
+    from pinb.llm.offline import OfflineDemoModel
+    from pinb.llm.scripted import ScriptedLLM
+    from pinb.memory import memory_tools
+    from pinb.testing import ScriptedLLM as TestingScriptedLLM
+    from pinb.testing.demo import OfflineDemoModel as OldDemo
+
+    assert old_say is say and old_replace_file is replace_file
+    assert OldDemo is OfflineDemoModel and TestingScriptedLLM is ScriptedLLM
+    assert memory_tools.__module__ == "pinb.agent.tools.memory"
