@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..core import Session
@@ -32,7 +33,9 @@ from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from .frames import message_text
 
-__all__ = ["export_html", "export_ipynb", "export_markdown", "write_export"]
+__all__ = ["default_export_path", "export_html", "export_ipynb", "export_markdown", "write_export"]
+
+_SUFFIXES = {"html": ".html", "md": ".md", "ipynb": ".ipynb"}
 
 _SAFE_MIME = re.compile(r"image/(png|jpeg|gif|webp)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -592,6 +595,26 @@ def write_export(
         # Never truncate the old file first: a failure leaves it as it was.
         replace_file(out, text.encode("utf-8"))
     return text
+
+
+def default_export_path(session: Session, fmt: str, folder: str | os.PathLike[str] = ".") -> Path:
+    """A new file in ``folder`` named after the session (its name, else its file's stem).
+
+    An existing file is never overwritten: ``name-2.html``, ``name-3.html``… instead.
+    """
+    if fmt not in _SUFFIXES:
+        raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
+    base = ""
+    if session.name:
+        base = re.sub(r"[^a-z0-9]+", "-", _str(session.name).lower()).strip("-")[:60].strip("-")
+    if not base:
+        base = session.path.stem if session.path is not None else f"session-{session.id}"
+    target = Path(folder) / f"{base}{_SUFFIXES[fmt]}"
+    number = 1
+    while target.exists():
+        number += 1
+        target = Path(folder) / f"{base}-{number}{_SUFFIXES[fmt]}"
+    return target
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

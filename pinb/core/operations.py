@@ -33,6 +33,7 @@ from .tokens import (
     context_tokens_of_usage,
     estimate_context_tokens,
     estimate_projected_tokens,
+    estimate_tokens,
     should_compact,
 )
 from .wire import js_date_ms
@@ -64,7 +65,15 @@ def _prepare(session: Session, settings: CompactionSettings, leaf_id: Any) -> Co
         raise NothingToCompactError("Already compacted: the leaf is a compaction entry")
     prepared = prepare_compaction(path, settings, pi=session.pi)
     if prepared is None or prepared.is_empty:
-        raise NothingToCompactError("Nothing to compact (session too small)")
+        # Pi's words, then why: the cut keeps the most recent keepRecentTokens (chars/4).
+        held = sum(
+            estimate_tokens(m, pi=session.pi) for m in session.build_context(leaf_id).messages
+        )
+        raise NothingToCompactError(
+            f"Nothing to compact (session too small): its ≈{held:,} tokens (chars/4) fit in "
+            f"the {settings.keep_recent_tokens:,} recent tokens a compaction keeps "
+            "(keepRecentTokens)"
+        )
     return prepared
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import shlex
-from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import cell_magic, line_magic, magics_class
@@ -18,7 +17,7 @@ from IPython.display import display
 
 from ...agent import Agent, AgentConfig, AgentEnd
 from ...agent.recovery import load_retry_policy
-from ...core import Session
+from ...core.accounting import thousands
 from ...errors import UsageError
 from ...llm import ChatModel
 from ..interpolate import interpolate
@@ -28,7 +27,7 @@ from .analysis import AnalysisCommands
 from .memory import MemoryCommands
 from .model import ModelCommands
 from .sessions import SessionCommands
-from .settings import command_parser
+from .settings import command_parser, warn
 from .views import ViewCommands
 
 __all__ = ["COMMANDS_HELP", "PiMagics"]
@@ -37,9 +36,9 @@ COMMANDS_HELP = """\
 %%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate] [--tool-choice C]   the cell is the prompt
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
-%pi resume                       the most recent session of this folder (as `pi --resume`)
+%pi resume                       the most recent session of the current folder (as `pi --resume`)
 %pi session                      the current session (its file is .path)
-%pi sessions [--all] [--search TEXT]   list (or search) sessions
+%pi sessions [--all] [--search TEXT]   list (or search) the current session's folder
 %pi tree                         the session tree
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
@@ -49,13 +48,13 @@ COMMANDS_HELP = """\
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
 %pi whatif [--keep N ...] [--reserve N ...] [--summarize]   replay the cut at the leaf
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
-%pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
+%pi fork [ID] [--stay]           fork before user message ID (or clone the branch) into a new file, then continue there (--stay: keep the current session)
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
-%pi export html|md|ipynb PATH    export the current branch
+%pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
 %pi rm FILE                      move a session to the trash (forks are relinked)
@@ -79,14 +78,23 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         parser.add_argument("--tool-choice")
         args = parser.parse_args(shlex.split(line))
         if args.session:
-            self.session = Session.open(Path(args.session).expanduser())
+            self.session = self._open(args.session)
         prompt = cell.strip("\n")
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
         if self.interpolate and not args.no_interpolate:
+            missing: list[str] = []
             prompt = interpolate(
-                prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
+                prompt,
+                self.shell.user_ns if self.shell else {},
+                max_chars=self.interpolate_limit,
+                missing=missing,
             )
+            if missing:
+                warn(
+                    f"{', '.join(missing)}: no such variable in this kernel, sent as written "
+                    "({{ and }} write a brace; --no-interpolate sends the cell as it is)"
+                )
         model = self.current_model(args.model)
         return self.run_prompt(
             prompt,
@@ -157,9 +165,15 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         assert end is not None
         if end.stop_reason == "error":
             raise RunFailedError(end, session.path)
-        return AssistantReply(
-            end, session.path, printed=terminal, context=self._context_usage(session, model)
-        )
+        context = self._context_usage(session, model)
+        if context.over_threshold:
+            warn(
+                f"the context is left at {context.share:.0%} of the "
+                f"{thousands(context.window)}-token window, above the compaction threshold "
+                f"({thousands(context.threshold)}): the next prompt compacts first, or run "
+                "%pi compact now"
+            )
+        return AssistantReply(end, session.path, printed=terminal, context=context)
 
     # -- %pi ------------------------------------------------------------------------------
 
