@@ -40,6 +40,7 @@ COMMANDS_HELP = """\
 %pi session                      the current session (its file is .path)
 %pi sessions [--all] [--search TEXT]   list (or search) the current session's folder
 %pi tree                         the session tree
+%pi explore                      the clickable explorer (branch summaries by the model in use)
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
