@@ -743,3 +743,112 @@ def test_the_lab_command_opens_the_quickstart_and_no_tab_starts_unsaved(tmp_path
             with contextlib.suppress(Exception):
                 page.screenshot(path=str(ARTIFACTS / "lab-failure.png"), full_page=True)
             raise
+
+
+def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tmp_path: Path) -> None:
+    """Notebook 02 run as shipped: the explorer's actions work as it builds the widget, a
+    label moves nothing, the file agrees, text stays whole at 80% and the tokens show."""
+    import shutil
+    import tempfile
+
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    base, token, root = lab
+    folder = root / "shipped02"
+    folder.mkdir()
+    shutil.copy(REPO / "notebooks" / "02-session-trees.ipynb", folder / "02.ipynb")
+    # The notebook writes the story with a fixed seed: the same ids as this copy.
+    story = write_story_session(tmp_path / "same", tasks=story_tasks(extras=EXTRA_TASKS[:2]))
+    path = [e for e in story.path_to() if e.type == "message"]
+    here, earlier = path[-3].id, path[-6].id
+    started = time.time()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), chromium_page(1500, 1300) as page:
+        try:
+            _start_kernel(base, token, "shipped02/02.ipynb")
+            page.goto(
+                f"{base}/lab/workspaces/shipped02/tree/shipped02/02.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            widget = page.locator('.pinb-tw[data-ready="1"]')
+            for _ in range(3):  # a kernel dialog racing the first run can swallow it
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                with contextlib.suppress(PlaywrightTimeout):
+                    widget.wait_for(timeout=20_000)
+                    break
+            widget.scroll_into_view_if_needed()
+            status = widget.locator(".pinb-status")
+
+            # The token column is in view in the pane as it opens.
+            scroller_box = widget.locator(".pinb-tw-scroller").bounding_box()
+            tokens_box = widget.locator(".pinb-tw-row .pinb-tw-tokens").first.bounding_box()
+            assert scroller_box is not None and tokens_box is not None
+            assert tokens_box["x"] + tokens_box["width"] <= scroller_box["x"] + scroller_box["width"]
+
+            # Archive is greyed out on the active path, and says why.
+            _row(widget, here).click()
+            archive = widget.locator(".pinb-archive")
+            assert archive.is_disabled()
+            assert "active path cannot be archived" in (archive.get_attribute("title") or "")
+
+            # Continue here, then label: the conversation stays where it was put.
+            widget.locator(".pinb-continue").click()
+            page.wait_for_function(
+                "([el, id]) => el.textContent.includes('Leaf moved to ' + id)",
+                arg=[status.element_handle(), here],
+            )
+            widget.locator(".pinb-label-text").fill("checked by hand")
+            widget.locator(".pinb-label").click()
+            page.wait_for_function(
+                "([el, id]) => el.textContent === `Label of ${id} set.`",
+                arg=[status.element_handle(), here],
+            )
+            assert "◀ continues here" in (_row(widget, here).text_content() or "")
+            files = [
+                p for p in Path(tempfile.gettempdir()).glob("pinb-trees-*/*.jsonl")
+                if p.stat().st_mtime >= started
+            ]  # fmt: skip
+            assert len(files) == 1
+            reopened = Session.open(files[0])
+            assert reopened.build_context().messages == reopened.build_context(here).messages
+            summary = widget.locator(".pinb-tw-summary").text_content() or ""
+            assert f"({len(reopened.entries)} entries in the file)" in summary
+            assert f"leaf {reopened.leaf_id}" in summary
+
+            # Continue with a branch summary, as notebook 02 builds the widget (no model).
+            _row(widget, earlier).click()
+            widget.locator(".pinb-summarize").click()
+            page.wait_for_function(
+                "el => el.textContent.includes(\"written by pinb's offline extractive\")",
+                arg=status.element_handle(),
+            )
+            assert "pinb-tw-status-info" in (status.get_attribute("class") or "")
+            reopened = Session.open(files[0])
+            assert reopened.leaf is not None and reopened.leaf.type == "branch_summary"
+            assert reopened.leaf.parent_id == earlier
+            assert f"Leaf moved to {reopened.leaf_id} " in (status.text_content() or "")
+
+            # At 80% the monospace text keeps room below its baseline (underscores show).
+            widget.locator(".pinb-tw-zoom-out").click()
+            page.wait_for_function(
+                "el => el.querySelector('.pinb-tw-zoom-reset').textContent === '80%'",
+                arg=widget.element_handle(),
+            )
+            metrics = widget.evaluate(
+                "w => { const t = w.querySelector('.pinb-tw-row .pinb-tw-text');"
+                " const s = getComputedStyle(t); const rest = t.querySelector('.pinb-tw-rest');"
+                " return [parseFloat(s.fontSize), parseFloat(s.lineHeight),"
+                " t.getBoundingClientRect().height, rest.getBoundingClientRect().height]; }"
+            )
+            font, line, row_height, text_height = metrics
+            assert abs(font - 12 * 0.8) < 0.01 and line >= 1.4 * font
+            assert text_height <= row_height + 0.5  # the line box fits the row
+            _row(widget, earlier).scroll_into_view_if_needed()
+            widget.screenshot(path=str(ARTIFACTS / "explorer-02-80.png"))
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "explorer-02-failure.png"), full_page=True)
+            raise
