@@ -49,6 +49,7 @@ def test_sessions_search_and_resume_follow_the_current_session(
     _cell(shell, f"%pi new --cwd {project}")
     listing = shell.run_line_magic("pi", "sessions")
     assert [row.path for row in listing.rows] == [str(earlier.path)]
+    assert repr(listing).startswith("<SessionListView 1 session, ")
     hits = shell.run_line_magic("pi", 'sessions --search "median"')
     assert len(hits) > 0 and {Path(h.info.path) for h in hits} == {earlier.path}
     stdout, _ = _cell(shell, "%pi resume")

@@ -751,8 +751,9 @@ def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tm
     import shutil
     import tempfile
 
-    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
 
     base, token, root = lab
     folder = root / "shipped02"
