@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pi.loop import PiLoop, configure, engine_env
 from tests.pi.reference import InstallError, PiReference, ensure_installed
 
 _KEY_VARIABLES = (
@@ -57,3 +58,22 @@ def pi058(pi_install: Path) -> Iterator[PiReference]:
     """Pi v0.58.3 (the old target) as a reference, one harness process per test session."""
     with PiReference("0.58.3", pi_install) as reference:
         yield reference
+
+
+@pytest.fixture()
+def pi_loop(
+    pi16: PiReference, isolated_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[PiLoop]:
+    """The real Pi 1.6.0 as the user's Pi, with pinb's loopback server in its models.json.
+
+    ``$PINB_PI_COMMAND`` runs it, and the kernel's environment is the one Pi gets.
+    """
+    from pinb.testing.llm_server import LLMServer
+
+    with LLMServer() as server:
+        configure(isolated_agent_dir, server)
+        for name, value in engine_env(pi16, isolated_agent_dir).items():
+            monkeypatch.setenv(name, value)
+        loop = PiLoop(server, isolated_agent_dir, pi16)
+        monkeypatch.setenv("PINB_PI_COMMAND", loop.command_line)
+        yield loop

@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..core import Session
+from ..llm.assemble import INVALID_ARGUMENTS_KEY
 from ..llm.types import CancelToken
 from .events import AgentEvent, ToolEnd, ToolStart
 from .recovery import ABORTED_TEXT
 from .tool import Tool, ToolContext, ToolResult
 
-__all__ = ["READ_ONLY_TOOLS", "run_tool_calls", "tool_result_message"]
+__all__ = [
+    "ABANDON_GRACE",
+    "READ_ONLY_TOOLS",
+    "run_abandonable",
+    "run_tool_calls",
+    "tool_result_message",
+]
 
+log = logging.getLogger("pinb.agent")
+
+#: Seconds a stopped tool may take to notice the stop before its call is answered without it.
+ABANDON_GRACE = 2.0
 #: Tools that only look: several of them may run at the same time.
 READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find", "memory_recall"})
 
@@ -43,13 +57,18 @@ async def run_tool_calls(
         arguments = call.get("arguments")
         if not isinstance(arguments, dict):
             return ToolResult.error(f"Invalid arguments for tool {name}: expected an object")
+        if INVALID_ARGUMENTS_KEY in arguments:  # refused while parsing (JSON nested too deep)
+            return ToolResult.error(
+                f"Invalid arguments for tool {name}: {arguments[INVALID_ARGUMENTS_KEY]}. "
+                "Call the tool again with plain arguments."
+            )
         missing = [k for k in tool.parameters.get("required", []) if k not in arguments]
         if missing:
             return ToolResult.error(
                 f"Invalid arguments for tool {name}: missing {', '.join(missing)}"
             )
         try:
-            return await asyncio.to_thread(tool.execute, arguments, context)
+            return await run_abandonable(tool.execute, arguments, context, token)
         except Exception as exc:  # a tool's failure is the model's information
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
 
@@ -73,6 +92,55 @@ async def run_tool_calls(
         for call, result in zip(group, results, strict=True):
             entry = session.append_message(tool_result_message(call, result), validate=False)
             yield ToolEnd(str(call.get("id")), str(call.get("name")), result, entry)
+
+
+async def run_abandonable(
+    execute: Callable[[dict[str, Any], ToolContext], ToolResult],
+    arguments: dict[str, Any],
+    context: ToolContext,
+    token: CancelToken,
+    grace: float = ABANDON_GRACE,
+) -> ToolResult:
+    """Run a tool on a daemon thread; after a stop, wait ``grace`` seconds, then stop waiting.
+
+    Tools check the cancel token themselves; one stuck in a system call no token reaches
+    (a read that waits on a device, a network file system) would otherwise hold the run,
+    and Ctrl-C with it, for ever. Its call is then answered ``Operation aborted`` and the
+    thread is left to end on its own (a daemon thread never keeps the kernel alive).
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[ToolResult] = loop.create_future()
+
+    def settle(result: ToolResult | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            assert result is not None
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            result = execute(arguments, context)
+        except BaseException as exc:  # handed to the loop, which re-raises it there
+            with contextlib.suppress(RuntimeError):  # the loop is already gone
+                loop.call_soon_threadsafe(settle, None, exc)
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, name="pinb-tool", daemon=True).start()
+    stopped_at: float | None = None
+    while True:
+        done, _ = await asyncio.wait({future}, timeout=0.05)
+        if done:
+            return future.result()
+        if token.cancelled:
+            stopped_at = stopped_at or time.monotonic()
+            if time.monotonic() - stopped_at >= grace:
+                log.warning("a tool did not stop %.1f s after the run was stopped", grace)
+                return ToolResult.error(ABORTED_TEXT)
 
 
 def tool_result_message(call: dict[str, Any], result: ToolResult) -> dict[str, Any]:

@@ -19,6 +19,7 @@ __all__ = [
     "RetryScheduled",
     "ToolEnd",
     "ToolStart",
+    "ToolUpdate",
     "TurnStart",
     "UsageEstimated",
 ]
@@ -56,12 +57,24 @@ class ToolStart:
 
 @dataclass(frozen=True)
 class ToolEnd:
-    """A tool call finished; its ``toolResult`` entry is saved."""
+    """A tool call finished; its ``toolResult`` entry is saved.
+
+    ``entry`` is ``None`` when another process saved it (the user's Pi, through RPC).
+    """
 
     call_id: str
     name: str
     result: ToolResult
-    entry: Entry
+    entry: Entry | None = None
+
+
+@dataclass(frozen=True)
+class ToolUpdate:
+    """A running tool reported a partial result (the user's Pi: ``tool_execution_update``)."""
+
+    call_id: str
+    name: str
+    partial: ToolResult
 
 
 @dataclass(frozen=True)
@@ -111,13 +124,16 @@ class AgentEnd:
     ``stop_reason`` is the last assistant message's (``stop``, ``length``, ``error``,
     ``aborted``, or ``max_turns``); ``messages`` are the assistant messages of the run.
     ``error`` is the reason a failed run gave up, in one line; ``estimated`` maps the
-    index of a message without reported usage to its estimated usage.
+    index of a message without reported usage to its estimated usage. ``output_limit``
+    says the output limit the last request carried, when the window made it smaller
+    than the model's (``"968 tokens (the 4,096-token window − ...)"``).
     """
 
     stop_reason: str
     messages: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     estimated: dict[int, dict[str, Any]] = field(default_factory=dict)
+    output_limit: str | None = None
 
     @property
     def usage_estimated(self) -> bool:
@@ -146,6 +162,7 @@ AgentEvent = (
     | ModelEvent
     | ToolStart
     | ToolEnd
+    | ToolUpdate
     | CompactionDone
     | RetryScheduled
     | UsageEstimated

@@ -30,7 +30,7 @@ from ..core import Session
 from ..core.compaction import prepare_compaction
 from ..core.context import SessionContext
 from ..core.entries import Entry
-from ..core.operations import compact, compaction_due
+from ..core.operations import compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens
@@ -39,6 +39,7 @@ from ..llm.overflow import is_context_overflow, window_from_error
 from ..llm.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
 from .batch import run_tool_calls
+from .compact import compact_to_fit
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -113,6 +114,7 @@ class _Run:
     overflow_retried: bool = False
     answered: bool = False  # a reply succeeded: tool_choice is no longer sent
     error: str | None = None
+    output_limit: str | None = None  # the last limit the window cut, said in the footer
 
 
 class Agent:
@@ -275,6 +277,9 @@ class Agent:
                 else:
                     yield ModelEvent(model_event)
             assert final is not None, "a model stream must end with Done"
+            limit = getattr(final, "output_limit", None)
+            if limit is not None and limit.capped:
+                run.output_limit = str(limit)
             message = final.message
             entry = session.append_message(message, validate=False)
             run.replies.append(message)
@@ -335,7 +340,13 @@ class Agent:
             await asyncio.to_thread(self._observe, "end_of_run", run_messages)
         last = run.replies[-1] if run.replies else {}
         error = run.error or (last.get("errorMessage") if stop_reason == "error" else None)
-        yield AgentEnd(stop_reason, run.replies, error=error, estimated=run.estimated)
+        yield AgentEnd(
+            stop_reason,
+            run.replies,
+            error=error,
+            estimated=run.estimated,
+            output_limit=run.output_limit,
+        )
 
     # -- requests -------------------------------------------------------------------------
 
@@ -532,7 +543,13 @@ class Agent:
                 await asyncio.to_thread(self._observe, "before_compaction", messages)
         try:
             return await asyncio.to_thread(
-                compact, self.session, summarizer, None, settings, reason=reason
+                compact_to_fit,
+                self.session,
+                summarizer,
+                None,
+                settings,
+                reason=reason,
+                context_window=self.model.info.context_window,
             )
         except NothingToCompactError:
             return None

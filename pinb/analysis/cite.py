@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.context import entry_to_message
 from ..core.entries import Entry
+from ..core.jsontext import value_text
 from ..core.session import Session
 from ..core.wire import parse_js_date
 from .lineage import entry_key
@@ -79,14 +80,16 @@ class IndexedEntry:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    """Every string in ``value``, in order, without recursion (arguments nest any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
 
 
 def _files(arguments: Any) -> list[str]:
@@ -149,7 +152,7 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
             parts = [message_text(message)]
             made = _calls(message)
             if made:
-                named = [(str(c.get("name", "")).lower(), tuple(_files(c.get("arguments"))))
+                named = [(value_text(c.get("name", "")).lower(), tuple(_files(c.get("arguments"))))
                          for c in made]  # fmt: skip
                 tools = tuple(dict.fromkeys(name for name, _ in named))
                 files = tuple(dict.fromkeys(f for _, paths in named for f in paths))
@@ -159,7 +162,7 @@ def indexed_entries(session: Session) -> list[IndexedEntry]:
                         calls[call["id"]] = ((name,), paths)
             elif role == "toolResult":
                 answered = message.get("toolName")
-                tools, files = calls.get(str(message.get("toolCallId")), ((), ()))
+                tools, files = calls.get(value_text(message.get("toolCallId")), ((), ()))
                 if isinstance(answered, str) and answered.lower() not in tools:
                     tools = (answered.lower(), *tools)
             elif role == "bashExecution":

@@ -23,6 +23,7 @@ from ..core.accounting import ContextUsage, context_usage
 from ..core.context import entry_messages
 from ..core.entries import Entry, id_key
 from ..core.fileops import FileOperations
+from ..core.jsontext import value_text
 from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..core.wire import js_truthy
@@ -389,14 +390,16 @@ def _tools(entries: Sequence[Entry]) -> tuple[list[ToolCall], list[ToolError]]:
         role = message.get("role") if message else None
         if message and role == "toolResult" and message.get("isError"):
             name = message.get("toolName")
-            errors.append(ToolError(str(name), entry_preview(entry, 120), node_key(entry.id)))
+            errors.append(
+                ToolError(value_text(name), entry_preview(entry, 120), node_key(entry.id))
+            )
         content = message.get("content") if message and role == "assistant" else None
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and block.get("type") == "toolCall":
                 name = block.get("name")
                 calls.append(
                     ToolCall(
-                        name=name if isinstance(name, str) else str(name),
+                        name=name if isinstance(name, str) else value_text(name),
                         key=key_argument(name, block.get("arguments")),
                         entry_id=node_key(entry.id),
                         is_error=results.get(id_key(block.get("id"))),

@@ -15,7 +15,6 @@ surrogates (valid JSON, unencodable) become U+FFFD.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from ..core.atomic import replace_file
 from ..core.context import UNSET
 from ..core.describe import entry_kind, entry_preview, kind_name
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from .frames import message_text
@@ -80,10 +80,7 @@ def _str(value: object) -> str:
         return value
     if value is None:
         return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
+    return json_text(value, max_depth=SHOWN_DEPTH, default=str)
 
 
 def _blocks(content: object) -> list[dict[str, Any]]:
@@ -196,7 +193,7 @@ def _html_blocks(message: dict[str, Any]) -> str:
             body = "(redacted)" if block.get("redacted") else block.get("thinking", "")
             parts.append(f"<details><summary>thinking</summary><pre>{_esc(body)}</pre></details>")
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(
                 f"<div class='call'><strong>{_esc(block.get('name', ''))}</strong>"
                 f"<span class='badge'>{_esc(block.get('id', ''))}</span><pre>{_esc(args)}</pre></div>"
@@ -403,7 +400,7 @@ def _md_message(entry: Entry) -> list[str]:
             body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
             parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(f"**Tool call** `{_md_code(block.get('name'))}`\n\n{_fence(args, 'json')}")
         elif kind == "image":
             parts.append("*[image]*")
@@ -497,7 +494,7 @@ def export_ipynb(
     for item in items:
         message = item.entry.message
         if message and message.get("role") == "toolResult":
-            results.setdefault(str(message.get("toolCallId")), message)
+            results.setdefault(value_text(message.get("toolCallId")), message)
     cells: list[dict[str, Any]] = []
 
     def markdown(text: str) -> None:
@@ -519,7 +516,7 @@ def export_ipynb(
         entry = item.entry
         message = entry.message
         if message and message.get("role") == "toolResult":
-            if str(message.get("toolCallId")) in paired:
+            if value_text(message.get("toolCallId")) in paired:
                 continue  # shown as the output of its call
         if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
             continue
@@ -531,8 +528,8 @@ def export_ipynb(
         for block in _blocks((message or {}).get("content")):
             if block.get("type") != "toolCall":
                 continue
-            call_id = str(block.get("id"))
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=1)
+            call_id = value_text(block.get("id"))
+            args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             result = results.get(call_id)
             if result is not None:
                 paired.add(call_id)
@@ -586,7 +583,7 @@ def write_export(
         text = export_markdown(session, leaf=leaf, whole_tree=whole_tree)
     elif fmt == "ipynb":
         notebook = export_ipynb(session, leaf=leaf, whole_tree=whole_tree)
-        text = _clean(json.dumps(notebook, ensure_ascii=False, indent=1) + "\n")
+        text = _clean(json_text(notebook, indent=1) + "\n")
     else:
         raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
     if out is not None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context import UNSET, entry_to_message
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import json_text, value_text
 from ..core.listing import SessionInfo, read_session_info
 from ..core.tokens import context_tokens_of_usage
 from ..core.wire import parse_js_date
@@ -33,6 +35,9 @@ __all__ = ["COMPACTION_COLUMNS", "ENTRY_COLUMNS", "MESSAGE_COLUMNS", "SESSION_CO
 SessionSource = Session | str | os.PathLike[str]
 
 _S, _I, _F, _B, _T = "string", "Int64", "float64", "boolean", "datetime64[ms, UTC]"
+_SURROGATES = re.compile("[\ud800-\udfff]")
+#: The largest time pandas holds at millisecond resolution, in ms since the epoch.
+_MAX_MS = 9.2e12
 
 #: Column -> pandas dtype of :func:`entries_frame` (the dask frames use the same).
 ENTRY_COLUMNS: dict[str, str] = {
@@ -87,11 +92,34 @@ def _str(value: Any) -> str | None:
     """An id or name as text; absent and ``null`` become ``None``."""
     if value is None or value is MISSING:
         return None
-    return value if isinstance(value, str) else json.dumps(value)
+    return value if isinstance(value, str) else json_text(value)
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0  # Infinity: an integer too long for a double
+
+
+def _finite(value: Any) -> Any:
+    """A value for an integer column: Infinity and integers beyond 64 bits missing, 2.5 as 2."""
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) else None
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return None
+    return value
+
+
+def _count(value: Any) -> int:
+    """Items of a list field (a file list); 0 for anything else an odd file holds there."""
+    return len(value) if isinstance(value, list) else 0
+
+
+def _text_cell(value: Any) -> str | None:
+    """A value for a text column: JSON text for a non-string, lone surrogates as U+FFFD."""
+    text = _str(value)
+    return text if text is None or text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
 def _texts(content: Any) -> list[str]:
@@ -152,7 +180,7 @@ def _facts(message: dict[str, Any] | None, raw: dict[str, Any]) -> dict[str, Any
     role = message.get("role")
     tool_name = message.get("toolName") if role == "toolResult" else None
     if calls:
-        tool_name = ",".join(str(c.get("name")) for c in calls)
+        tool_name = ",".join(value_text(c.get("name")) for c in calls)
     is_error = bool(message["isError"]) if "isError" in message else None
     return {"provider": _str(message.get("provider")), "model": _str(message.get("model")),
             "stop_reason": _str(message.get("stopReason")), "tool_name": _str(tool_name),
@@ -166,7 +194,7 @@ def _entry_ms(entry: Entry) -> int | None:
 
 def _message_ms(message: Any, entry: Entry | None) -> int | None:
     stamp = message.get("timestamp") if isinstance(message, dict) else None
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return int(stamp)
     return _entry_ms(entry) if entry is not None else None
 
@@ -352,7 +380,7 @@ def tool_call_rows(
             rows.append({
                 "session_id": session.id, "entry_id": _str(entry.id), "call_id": call_id,
                 "tool_name": _str(call.get("name")),
-                "arguments": json.dumps(arguments, ensure_ascii=False),
+                "arguments": json_text(arguments),
                 "path": path if isinstance(path, str) else None,
                 "command": command if isinstance(command, str) else None,
                 "timestamp": call_ms, "on_path": id(entry) in on_path,
@@ -409,8 +437,8 @@ def compaction_rows(
             "messages_before": before, "messages_after": len(after.messages),
             "entries_summarized": max(before - (len(after.messages) - 1), 0),
             "from_hook": bool(raw["fromHook"]) if "fromHook" in raw else None,
-            "read_files": len(details.get("readFiles") or []),
-            "modified_files": len(details.get("modifiedFiles") or []),
+            "read_files": _count(details.get("readFiles")),
+            "modified_files": _count(details.get("modifiedFiles")),
             **_copy_facts(lineage, entry),
         })  # fmt: skip
     return rows
@@ -499,14 +527,23 @@ def session_row(
 
 def to_frame(rows: Iterable[Mapping[str, Any]], columns: Mapping[str, str]) -> pd.DataFrame:
     """Rows to a DataFrame with exactly ``columns`` (name -> dtype), timestamps as datetimes."""
+    import numpy as np
     import pandas as pd
 
     rows = list(rows)
     data = {name: [row.get(name) for row in rows] for name in columns}
+    for name, dtype in columns.items():
+        if dtype.lower().startswith("int"):  # Infinity (a too-long integer) has no int: missing
+            data[name] = [_finite(value) for value in data[name]]
+        elif dtype == _S:  # an odd value where text belongs: JSON text (pandas' str recurses)
+            data[name] = [_text_cell(value) for value in data[name]]
     frame = pd.DataFrame(data, columns=list(columns))
     for name, dtype in columns.items():
         if dtype.startswith("datetime64"):
-            frame[name] = pd.to_datetime(frame[name].astype("float64"), unit="ms", utc=True)
+            # A time beyond pandas' range (year 2262) is missing, not an error.
+            stamps = frame[name].astype("float64")
+            stamps[(stamps.abs() > _MAX_MS) | ~np.isfinite(stamps)] = float("nan")
+            frame[name] = pd.to_datetime(stamps, unit="ms", utc=True)
         elif dtype == "boolean":
             frame[name] = frame[name].astype("object")
     return frame.astype(dict(columns))

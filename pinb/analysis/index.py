@@ -346,14 +346,15 @@ class SessionCatalog:
             row = db.execute(
                 "INSERT INTO entries(session, line, entry_id, type, role, timestamp, digest)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session, item.line, _text(item.entry_id), item.type, item.role,
+                (session, item.line, _text(item.entry_id), _text(item.type), _text(item.role),
                  item.timestamp, item.digest),
             ).lastrowid  # fmt: skip
             db.execute(
                 "INSERT INTO entry_texts(rowid, body) VALUES (?, ?)", (row, _text(item.body))
             )
             db.executemany(
-                "INSERT INTO entry_tools(entry, tool) VALUES (?, ?)", [(row, t) for t in item.tools]
+                "INSERT INTO entry_tools(entry, tool) VALUES (?, ?)",
+                [(row, _text(t)) for t in item.tools],
             )
             db.executemany(
                 "INSERT INTO entry_files(entry, path) VALUES (?, ?)",

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ..core.entries import MISSING, Entry
+from ..core.jsontext import value_text
 from ..core.session import Session
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import PinbError
@@ -164,7 +165,7 @@ def entry_key(entry: Entry) -> tuple[str, ...] | None:
     kind = entry.type
     if kind == "label":
         target, text = raw.get("targetId"), raw.get("label")
-        return (kind, str(target), str(text)) if isinstance(target, str) else None
+        return (kind, value_text(target), value_text(text)) if isinstance(target, str) else None
     entry_id = raw.get("id", MISSING)
     if not isinstance(entry_id, str):
         return None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import Session
 from ..core.context import UNSET
+from ..core.jsontext import value_text
 from ..core.tokens import context_tokens_of_usage
 from .frames import SessionSource, open_session, tokens_after_compaction
 
@@ -137,7 +138,7 @@ def _session_label(row: Any) -> str:
     text = row.get("name")
     if not isinstance(text, str) or not text:
         text = row.get("first_message")
-    text = " ".join(str(text or row.get("id", "")).split())
+    text = " ".join(value_text(text or row.get("id", "")).split())
     return text if len(text) <= 40 else text[:39] + "…"
 
 
@@ -166,7 +167,7 @@ def plot_tool_use(tool_calls: pd.DataFrame, *, top: int = 15, ax: Axes | None = 
         bad = failed[order].to_numpy(dtype=float)
         ax.barh(range(len(order)), ok, color="#0969da", label="ok")
         ax.barh(range(len(order)), bad, left=ok, color="#cf222e", label="error")
-        ax.set_yticks(range(len(order)), [str(name) for name in order])
+        ax.set_yticks(range(len(order)), [value_text(name) for name in order])
         ax.legend(loc="lower right", fontsize="small")
     ax.set_xlabel("calls")
     ax.set_title("Tool use")

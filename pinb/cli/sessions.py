@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.describe import one_line
+from ..core.jsontext import json_text, value_text
 from ..errors import NothingToCompactError, PinbError, SessionFileError, UsageError
 from .output import say
 
@@ -137,16 +138,16 @@ def _cmd_context(args: argparse.Namespace) -> int:
     messages = convert_to_llm(context.messages) if args.llm else context.messages
     if args.json:
         payload: Any = messages if args.llm else context.to_wire()
-        say(json.dumps(payload, ensure_ascii=False, indent=1))
+        say(json_text(payload, indent=1))  # any depth: session values may nest 1,000s deep
         return 0
     model = context.model or {}
     say(
-        f"{len(messages)} messages · model {model.get('provider', '?')}/{model.get('modelId', '?')}"
-        f" · thinking {context.thinking_level}"
+        f"{len(messages)} messages · model {value_text(model.get('provider', '?'))}/"
+        f"{value_text(model.get('modelId', '?'))} · thinking {value_text(context.thinking_level)}"
     )
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else "?"
-        say(f"[{role}] {message_preview(message, _PREVIEW)}")
+        say(f"[{value_text(role)}] {message_preview(message, _PREVIEW)}")
     _print_problems(session)
     return 0
 

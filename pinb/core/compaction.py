@@ -519,6 +519,12 @@ def _format_call(block: dict[str, Any]) -> str:
         pairs = [(k, decoded[k]) for k in js_key_order(decoded)]
     elif isinstance(arguments, list):
         pairs = [(str(i), v) for i, v in enumerate(arguments)]
+    elif isinstance(arguments, str):  # Object.entries of a string: its UTF-16 code units
+        units = arguments.encode("utf-16-le", "surrogatepass")
+        pairs = [
+            (str(i), units[i * 2 : i * 2 + 2].decode("utf-16-le", "surrogatepass"))
+            for i in range(len(units) // 2)
+        ]
     else:
         pairs = []
     rendered = ", ".join(f"{k}={dumps(v)}" for k, v in pairs)

@@ -408,7 +408,17 @@ def _list(value: Any) -> list[Any]:
 
 
 def _tool_name(tool: Any) -> Any:
-    return tool.get("name", MISSING) if isinstance(tool, dict) else MISSING
+    """The key of ``tool`` in Pi's ``Map`` of tools (keyed by ``tool.name``, SameValueZero).
+
+    Any JSON value can stand there: an object or array is its own key (JavaScript compares
+    them by identity), and ``true`` is not ``1``, as Python's dict would have it.
+    """
+    name = tool.get("name", MISSING) if isinstance(tool, dict) else MISSING
+    if isinstance(name, dict | list):
+        return ("object", id(name))
+    if isinstance(name, bool):
+        return ("boolean", name)
+    return name
 
 
 def _resolve_leaf(index: SessionIndex, leaf_id: object) -> Entry | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .context import entry_to_message
 from .entries import ARCHIVE_TYPE, MISSING, Entry
+from .jsontext import short_repr, value_text, visible
 from .target import Pi
 from .tokens import estimate_tokens
 
@@ -33,7 +34,7 @@ __all__ = [
 
 def node_key(entry_id: Any) -> str:
     """A string key for an entry id (Pi's ids are strings; odd files may hold others)."""
-    return entry_id if isinstance(entry_id, str) else f"<{entry_id!r}>"
+    return entry_id if isinstance(entry_id, str) else f"<{short_repr(entry_id, None)}>"
 
 
 def entry_kind(entry: Entry) -> str:
@@ -85,8 +86,15 @@ BOOKKEEPING = frozenset(
 
 
 def kind_name(kind: str) -> str:
-    """A person's name for a kind (``"toolResult"`` → ``"tool result"``)."""
-    return KIND_NAMES.get(kind, kind)
+    """A person's name for a kind (``"toolResult"`` → ``"tool result"``).
+
+    An unknown kind (a role of an odd file) is shown with its control characters escaped.
+    """
+    name = KIND_NAMES.get(kind)
+    if name is not None:
+        return name
+    shown = visible(kind)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -119,9 +127,10 @@ def _text_of(content: Any) -> str:
             if kind == "text" and isinstance(block.get("text"), str):
                 parts.append(block["text"])
             elif kind == "image":
-                parts.append(f"[image {block.get('mimeType', '')}]")
+                parts.append(f"[image {_clip(block.get('mimeType', ''))}]")
             elif kind == "toolCall":
-                parts.append(f"→ {block.get('name', '?')}({_short_args(block.get('arguments'))})")
+                name = _clip(block.get("name", "?"))
+                parts.append(f"→ {name}({_short_args(block.get('arguments'))})")
     return " ".join(parts)
 
 
@@ -134,16 +143,16 @@ def _short_args(arguments: Any) -> str:
     """Tool arguments in one short line; anything cut ends in ``…`` so it never looks whole."""
     if isinstance(arguments, dict):
         pairs = list(arguments.items())
-        items = [f"{k}={_cut(str(v), 40)}" for k, v in pairs[:3]]
+        items = [f"{k}={value_text(v, 40)}" for k, v in pairs[:3]]
         if len(pairs) > 3:
             items.append("…")
         return ", ".join(items)
-    return "" if arguments is None else _cut(str(arguments), 60)
+    return "" if arguments is None else value_text(arguments, 60)
 
 
 def _clip(value: Any, limit: int = 60) -> str:
     """Any value as short text (an object where text belongs is shown as JSON-ish text)."""
-    return _cut(value if isinstance(value, str) else str(value), limit)
+    return value_text(value, limit)
 
 
 def message_preview(message: Any, limit: int = 160) -> str:
@@ -170,16 +179,16 @@ def message_preview(message: Any, limit: int = 160) -> str:
                 if isinstance(content, list)
                 else []
             )
-            text = "(thinking) " + " ".join(str(t) for t in thinking) if thinking else ""
+            text = "(thinking) " + " ".join(value_text(t) for t in thinking) if thinking else ""
         if message.get("stopReason") in ("error", "aborted"):
-            text = f"[{message.get('stopReason')}] {message.get('errorMessage', '')} {text}"
+            text = f"[{value_text(message.get('stopReason'))}] {value_text(message.get('errorMessage', ''))} {text}"
     elif role == "toolResult":
         flag = " (error)" if message.get("isError") else ""
         text = f"{_clip(message.get('toolName', '?'))}{flag}: {_text_of(message.get('content'))}"
     elif role in ("branchSummary", "compactionSummary"):
-        text = str(message.get("summary", ""))
+        text = value_text(message.get("summary", ""))
     elif role == "bashExecution":
-        text = f"$ {message.get('command', '')} {message.get('output', '')}"
+        text = f"$ {value_text(message.get('command', ''))} {value_text(message.get('output', ''))}"
     else:
         text = _text_of(message.get("content"))
         if not text and not isinstance(message.get("content"), str | list | None):
@@ -204,7 +213,7 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
     if kind == "message":
         return message_preview(entry.message or {}, limit)
     if kind in ("compaction", "branch_summary"):
-        text = str(raw.get("summary", ""))
+        text = value_text(raw.get("summary", ""))
     elif kind == "custom_message":
         text = f"{_clip(raw.get('customType', ''))}: {_text_of(raw.get('content'))}"
     elif kind == "model_change":
@@ -242,7 +251,7 @@ def entry_preview(entry: Entry, limit: int = 160) -> str:
             text += f" · {_clip(total)} tokens reported (not in the context)"
     elif kind == "active_tools_change":
         names = raw.get("activeToolNames")
-        text = ", ".join(str(n) for n in names) if isinstance(names, list) else ""
+        text = ", ".join(_clip(n) for n in names) if isinstance(names, list) else ""
     else:
         text = ""
     return one_line(text, limit)
@@ -262,7 +271,7 @@ def tool_tokens(message: Any) -> Iterator[tuple[str, str, int]]:
     if role == "assistant" and isinstance(message.get("content"), list):
         for block in message["content"]:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                name = str(block.get("name", "?"))
+                name = value_text(block.get("name", "?"), 60)
                 yield name, "call", estimate_tokens({"role": "assistant", "content": [block]})
     elif role == "toolResult":
-        yield str(message.get("toolName", "?")), "result", estimate_tokens(message)
+        yield value_text(message.get("toolName", "?"), 60), "result", estimate_tokens(message)

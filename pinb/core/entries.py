@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .jsontext import short_repr
 from .wire import MISSING
 
 if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
@@ -112,8 +113,10 @@ class Entry:
         return self._model
 
     def __repr__(self) -> str:
-        role = f" role={self.role!r}" if self.role else ""
-        return f"Entry(type={self.type!r}, id={self.id!r}{role}, line={self.line})"
+        role = f" role={short_repr(self.role)}" if self.role else ""
+        return (
+            f"Entry(type={short_repr(self.type)}, id={short_repr(self.id)}{role}, line={self.line})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Entry) and other.raw == self.raw

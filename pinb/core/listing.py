@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -138,7 +139,7 @@ def session_info_from_bytes(data: bytes, path: Path, mtime: float) -> SessionInf
         if first_message is None and message.get("role") == "user" and text:
             first_message = text
         stamp = message.get("timestamp")
-        if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
             activity = int(stamp)
         else:
             activity = js_date_ms(entry.get("timestamp")) or 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import time
@@ -172,7 +173,8 @@ def _v1_to_v2(values: list[Any], id_generator: IdGenerator | None) -> None:
 
 
 def _at(values: list[Any], index: float) -> Any:
-    if index != int(index) or index < 0 or index >= len(values):
+    # Infinity (an index of 5,000 digits) names nothing, as values[Infinity] is undefined.
+    if not math.isfinite(index) or index != int(index) or index < 0 or index >= len(values):
         return MISSING
     return values[int(index)]
 

@@ -27,6 +27,7 @@ from .appends import AppendMixin
 from .context import UNSET, SessionContext, build_session_context, extend_context
 from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .gc import gc_paused
+from .jsontext import short_repr
 from .migrate import (
     CURRENT_VERSION,
     IdGenerator,
@@ -44,6 +45,7 @@ from .store import (
     read_session_file,
     serialize_line,
     split_entries,
+    upgraded_lines,
     value_entry,
 )
 from .target import Pi, PiLike
@@ -393,7 +395,7 @@ class Session(AppendMixin):
     def __repr__(self) -> str:
         where = str(self._path) if self._path else "in memory"
         return (
-            f"<Session {self.id[:8]} entries={len(self)} leaf={self._leaf_id!r} "
+            f"<Session {self.id[:8]} entries={len(self)} leaf={short_repr(self._leaf_id)} "
             f"({where}{'' if self.is_persisted or not self._path else ', not yet written'})>"
         )
 
@@ -551,6 +553,13 @@ class Session(AppendMixin):
                 raise InvalidEntryError(f"invalid {kind!r} entry: {exc}") from exc
         return Entry(raw)
 
+    def _upgraded_lines(self, data: bytes) -> list[bytes]:
+        """The file in version 3 form with every line it held, each in its place."""
+        values = {e.line: e.value for e in self._index.entries if e.line is not None}
+        header_line = self._loaded.header_line if self._loaded is not None else None
+        values[header_line or 1] = self._header
+        return upgraded_lines(data, values)
+
     def _all_lines(self, *extra: Entry) -> list[bytes]:
         entries = [*self._index.entries, *extra]
         lines = [serialize_line(self._header)]
@@ -584,7 +593,7 @@ class Session(AppendMixin):
         if self._needs_rewrite:
             with file.lock():
                 self._absorb(follow=False)
-                file.upgrade(self._all_lines())
+                file.upgrade(self._upgraded_lines(file.path.read_bytes()))
                 self._needs_rewrite = False
         with file.lock() as handle:
             self._absorb(follow=False)
@@ -651,7 +660,7 @@ class Session(AppendMixin):
             self._index.problems.append(
                 Problem(
                     "missing-leaf-target",
-                    f"leaf entry points at unknown entry {leaf!r}; using the last entry",
+                    f"leaf entry points at unknown entry {short_repr(leaf)}; using the last entry",
                     self._path,
                     last.line if last else None,
                 )
@@ -661,7 +670,7 @@ class Session(AppendMixin):
             self._index.problems.append(
                 Problem(
                     "orphan",
-                    f"entry {orphan.id!r} names unknown parent {orphan.parent_id!r}; "
+                    f"entry {short_repr(orphan.id)} names unknown parent {short_repr(orphan.parent_id)}; "
                     "a context through it starts there",
                     self._path,
                     orphan.line,

@@ -24,6 +24,7 @@ from typing import IO, Any
 from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, UnsupportedVersionError
 from .atomic import replace_file, write_new_file
 from .entries import Entry
+from .jsontext import short_repr
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
@@ -43,6 +44,7 @@ __all__ = [
     "parse_session_bytes",
     "read_session_file",
     "serialize_line",
+    "upgraded_lines",
 ]
 
 
@@ -314,18 +316,18 @@ def entry_flaw(value: dict[str, Any]) -> str | None:
     if entry_id is MISSING:
         return f"{kind!r} entry has no id, so nothing can name it as a parent"
     if not isinstance(entry_id, str):
-        return f"{kind!r} entry has a non-string id {entry_id!r}"
+        return f"{kind!r} entry has a non-string id {short_repr(entry_id)}"
     parent = value.get("parentId", MISSING)
     if parent is MISSING:
-        return f"entry {entry_id!r} has no parentId; Pi treats it as an orphan root"
+        return f"entry {short_repr(entry_id)} has no parentId; Pi treats it as an orphan root"
     if parent is not None and not isinstance(parent, str):
-        return f"entry {entry_id!r} has a non-string parentId {parent!r}"
+        return f"entry {short_repr(entry_id)} has a non-string parentId {short_repr(parent)}"
     if kind == "message":
         message = value.get("message")
         if not isinstance(message, dict):
-            return f"message entry {entry_id!r} holds no message object"
+            return f"message entry {short_repr(entry_id)} holds no message object"
         if not isinstance(message.get("role"), str):
-            return f"message entry {entry_id!r} has no string role"
+            return f"message entry {short_repr(entry_id)} has no string role"
     return None
 
 
@@ -389,6 +391,33 @@ def load_session_bytes(
 def serialize_line(value: Any) -> bytes:
     """One JSONL line as Pi writes it (``JSON.stringify`` + ``\\n``), UTF-8 encoded."""
     return (dumps(value) + "\n").encode("utf-8")
+
+
+def upgraded_lines(data: bytes, values: dict[int, Any]) -> list[bytes]:
+    """A file's lines after a migration, every line kept in its place.
+
+    ``values`` maps a 1-based line number to the value now standing for it (the migrated
+    header and entries). Such a line is written as Pi writes it, unless the migration
+    left its value as it was: then its bytes stay as they were, so number forms and
+    escapes ``JSON.stringify`` would change (``1E+2``, an integer of 5,000 digits, which
+    it writes as ``null``) are not lost. Every other line (blank, not JSON, a value Pi
+    skips) is kept verbatim: a rewrite never drops what the file held.
+    """
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    out: list[bytes] = []
+    for number, raw in enumerate(lines, start=1):
+        if number not in values:
+            out.append(raw + b"\n")
+            continue
+        line = serialize_line(values[number])
+        try:
+            unchanged = serialize_line(loads_line(raw)) == line
+        except (ValueError, TypeError):
+            unchanged = False
+        out.append(raw + b"\n" if unchanged else line)
+    return out
 
 
 # ---------------------------------------------------------------------------------------

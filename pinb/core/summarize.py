@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ..errors import CompactionError
+from .jsontext import value_text
 
 __all__ = [
     "BRANCH_INSTRUCTIONS",
@@ -385,14 +386,14 @@ class ExtractiveSummarizer:
                     if isinstance(block, dict) and block.get("type") == "toolCall":
                         raw_arguments = block.get("arguments")
                         arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
-                        calls[str(block.get("id"))] = _describe_call(
-                            str(block.get("name")), arguments
+                        calls[value_text(block.get("id"))] = _describe_call(
+                            value_text(block.get("name")), arguments
                         )
                 if message.get("stopReason") == "error" and message.get("errorMessage"):
                     errors.append(_clip(str(message["errorMessage"]), 200))
             elif role == "toolResult":
                 described = (
-                    calls.pop(str(message.get("toolCallId")), None)
+                    calls.pop(value_text(message.get("toolCallId")), None)
                     or f"called `{message.get('toolName')}`"
                 )
                 if message.get("isError"):

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .context import current_system_message
 from .entries import id_key
+from .jsontext import value_text
 from .target import Pi, PiLike
-from .wire import MISSING, dumps, js_truthy, utf16_len
+from .wire import MISSING, dumps, js_string, js_to_number, js_truthy, utf16_len
 
 if TYPE_CHECKING:
     from .context import SessionContext
@@ -33,7 +34,14 @@ IMAGE_CHARS: Final = 4800
 
 
 def _text_len(value: object) -> int:
-    return utf16_len(value) if isinstance(value, str) else 0
+    """JavaScript's ``value.length``: UTF-16 units of a string, items of an array.
+
+    Any other value has no length, and Pi's sum becomes NaN (JSON ``null``); pinb counts
+    it as 0, a best effort that keeps every estimate a number.
+    """
+    if isinstance(value, str):
+        return utf16_len(value)
+    return len(value) if isinstance(value, list) else 0
 
 
 def _content_chars(content: object, *, images: bool) -> int:
@@ -56,7 +64,7 @@ def _system_chars(message: dict[str, Any]) -> int:
     chars = _content_chars(message.get("content"), images=True)
     sections = message.get("sections")
     if isinstance(sections, dict):
-        chars += sum(_text_len(value) for value in sections.values())
+        chars += sum(_text_len(value) for value in sections.values() if js_truthy(value))
     tools = message.get("toolsAdded", MISSING)
     if js_truthy(tools):
         chars += utf16_len(dumps(tools))
@@ -110,7 +118,7 @@ def tokens_by_role(messages: Sequence[Any], *, pi: PiLike | None = None) -> dict
     target = Pi.resolve(pi)
     totals: dict[str, int] = {}
     for message in messages:
-        role = str(message.get("role")) if isinstance(message, dict) else "?"
+        role = value_text(message.get("role")) if isinstance(message, dict) else "?"
         totals[role] = totals.get(role, 0) + estimate_tokens(message, pi=target)
     return totals
 
@@ -140,6 +148,29 @@ def context_tokens_of_usage(usage: Any) -> int:
     )
 
 
+def _js_plus(left: Any, right: Any) -> Any:
+    """JavaScript's ``left + right`` on JSON values: text if either side is not a number."""
+    if isinstance(left, str | list | dict) or isinstance(right, str | list | dict):
+        return js_string(left) + js_string(right)
+    return js_to_number(left) + js_to_number(right)
+
+
+def _js_usage_positive(usage: Any) -> bool:
+    """``calculateContextTokens(usage) > 0`` evaluated as JavaScript does, odd values included.
+
+    ``totalTokens || input + output + cacheRead + cacheWrite``: a string there is text,
+    and text compares with 0 as the number it spells (NaN for most: never positive).
+    """
+    if not isinstance(usage, dict):
+        return False
+    total = usage.get("totalTokens", MISSING)
+    if not js_truthy(total):
+        total = usage.get("input", MISSING)
+        for key in ("output", "cacheRead", "cacheWrite"):
+            total = _js_plus(total, usage.get(key, MISSING))
+    return js_to_number(total) > 0
+
+
 def last_usage_index(messages: Sequence[Any], *, pi: PiLike | None = None) -> int | None:
     """Index of the last assistant message whose usage counts.
 
@@ -153,7 +184,7 @@ def last_usage_index(messages: Sequence[Any], *, pi: PiLike | None = None) -> in
         usage = message.get("usage")
         if not js_truthy(usage) or message.get("stopReason") in ("aborted", "error"):
             continue
-        if skip_zero and context_tokens_of_usage(usage) <= 0:
+        if skip_zero and not _js_usage_positive(usage):
             continue
         return i
     return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from .entries import ARCHIVE_TYPE, MISSING, Entry, id_key
 from .gc import gc_paused as _gc_paused
+from .jsontext import short_repr
 from .target import Pi, PiLike
 from .wire import js_date_ms, js_trim, js_truthy
 
@@ -73,7 +74,7 @@ class TreeNode:
         self.children: list[TreeNode] = children if children is not None else []
 
     def __repr__(self) -> str:
-        return f"TreeNode({self.entry!r}, label={self.label!r}, children={len(self.children)})"
+        return f"TreeNode({self.entry!r}, label={short_repr(self.label)}, children={len(self.children)})"
 
     def walk(self, depth: int = 0) -> Iterator[tuple[TreeNode, int]]:
         """Pre-order ``(node, depth)`` pairs; iterative, so deep trees do not recurse.
@@ -265,7 +266,7 @@ class SessionIndex:
         self.problems.append(
             Problem(
                 "duplicate-id",
-                f"entry id {entry.id!r} repeats line {previous.line}; the later line wins",
+                f"entry id {short_repr(entry.id)} repeats line {previous.line}; the later line wins",
                 self.path,
                 entry.line,
             )
@@ -414,7 +415,9 @@ class SessionIndex:
         return path
 
     def _report_cycle(self, entry: Entry) -> None:
-        message = f"parent links of entry {entry.id!r} form a cycle; the walk stopped there"
+        message = (
+            f"parent links of entry {short_repr(entry.id)} form a cycle; the walk stopped there"
+        )
         if not any(p.kind == "cycle" and p.line == entry.line for p in self.problems):
             self.problems.append(Problem("cycle", message, self.path, entry.line))
 

@@ -25,6 +25,7 @@ __all__ = [
     "js_key_order",
     "js_number",
     "js_string",
+    "js_to_number",
     "js_trim",
     "js_truthy",
     "loads",
@@ -78,8 +79,22 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def loads(text: str) -> Any:
-    """Parse one JSON text as ``JSON.parse`` would (no ``NaN``/``Infinity`` literals)."""
-    return _decoder.decode(text)
+    """Parse one JSON text as ``JSON.parse`` would (no ``NaN``/``Infinity`` literals).
+
+    Python's parser refuses two things ``JSON.parse`` reads: nesting deeper than its
+    recursion limit and integers of more than 4,300 digits. Such a text goes through
+    :func:`_loads_exact`, an iterative parser with JavaScript's number rules, so nothing
+    Pi reads is refused here.
+    """
+    try:
+        return _decoder.decode(text)
+    except RecursionError:
+        return _loads_exact(text)
+    except ValueError as exc:
+        try:
+            return _loads_exact(text)
+        except ValueError:
+            raise exc from None
 
 
 _fast_loads: Callable[[bytes], Any] | None
@@ -92,17 +107,118 @@ except ImportError:  # pragma: no cover - orjson is in the notebook extra
 def loads_line(line: bytes) -> Any:
     """Parse one line of a session file (UTF-8 bytes) as ``JSON.parse`` would.
 
-    With orjson installed it parses first; it refuses exactly the lines where it would
-    differ from ``JSON.parse`` — lone surrogates, ``1e400``, invalid UTF-8, deep nesting —
-    and those go through :func:`loads`. (Integers beyond 64 bits come back as doubles,
-    which is what JavaScript makes of them too.)
+    The one entry point for session lines. With orjson installed it parses first; it
+    refuses exactly the lines where it would differ from ``JSON.parse`` — lone
+    surrogates, ``1e400``, invalid UTF-8, nesting deeper than 1,024 — and those go
+    through :func:`loads`, which reads any depth and any integer. (Integers beyond 64
+    bits come back as doubles, which is what JavaScript makes of them too.)
     """
     if _fast_loads is not None:
         try:
             return _fast_loads(line)
         except ValueError:
             pass
-    return _decoder.decode(line.decode("utf-8", errors="replace"))
+    return loads(line.decode("utf-8", errors="replace"))
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_LITERALS: Final = (("true", True), ("false", False), ("null", None))
+#: Python's limit on the digits of an integer it converts from text (``sys.int_info``).
+_INT_DIGITS = 4300
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _number(text: str, pos: int) -> tuple[float | int, int]:
+    match = _JSON_NUMBER.match(text, pos)
+    if match is None:
+        raise json.JSONDecodeError("Expecting value", text, pos)
+    literal = match.group()
+    if match.group(1) is None and match.group(2) is None and len(literal) <= _INT_DIGITS:
+        return int(literal), match.end()
+    # A longer integer is beyond any double: Infinity, as in JavaScript (float reads any length).
+    return float(literal), match.end()
+
+
+def _key(text: str, pos: int) -> tuple[str, int]:
+    """An object key and the colon after it; ``pos`` is past any whitespace."""
+    if text[pos : pos + 1] != '"':
+        raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, pos)
+    key, pos = _scanstring(text, pos + 1, True)
+    pos = _JSON_SPACE.match(text, pos).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] != ":":
+        raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+    return key, _JSON_SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+
+
+def _loads_exact(text: str) -> Any:
+    """``JSON.parse(text)`` without recursion: any nesting depth, any integer length.
+
+    Integers of more than 4,300 digits become ``inf`` (JavaScript's ``Infinity``, which
+    ``JSON.stringify`` writes as ``null``); everything else is read as Python's parser
+    reads it. Raises :class:`json.JSONDecodeError` (a ValueError) for invalid JSON.
+    """
+    space = _JSON_SPACE.match
+    end = len(text)
+    containers: list[Any] = []  # the open arrays and objects, innermost last
+    keys: list[str] = []  # the pending key of each open object, innermost last
+    pos = space(text, 0).end()  # type: ignore[union-attr]
+    while True:
+        char = text[pos : pos + 1]
+        value: Any
+        if char == "{":
+            pos = space(text, pos + 1).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] == "}":
+                value, pos = {}, pos + 1
+            else:
+                key, pos = _key(text, pos)
+                containers.append({})
+                keys.append(key)
+                continue
+        elif char == "[":
+            pos = space(text, pos + 1).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] == "]":
+                value, pos = [], pos + 1
+            else:
+                containers.append([])
+                continue
+        elif char == '"':
+            value, pos = _scanstring(text, pos + 1, True)
+        elif char in ("t", "f", "n"):
+            for literal, constant in _LITERALS:
+                if text.startswith(literal, pos):
+                    value, pos = constant, pos + len(literal)
+                    break
+            else:
+                raise json.JSONDecodeError("Expecting value", text, pos)
+        else:
+            value, pos = _number(text, pos)
+        # Put the value in its container; close every container that ends here.
+        while True:
+            pos = space(text, pos).end()  # type: ignore[union-attr]
+            if not containers:
+                if pos != end:
+                    raise json.JSONDecodeError("Extra data", text, pos)
+                return value
+            top = containers[-1]
+            if top.__class__ is list:
+                top.append(value)
+                closer = "]"
+            else:
+                top[keys[-1]] = value
+                closer = "}"
+            char = text[pos : pos + 1]
+            if char == ",":
+                pos = space(text, pos + 1).end()  # type: ignore[union-attr]
+                if closer == "}":
+                    keys[-1], pos = _key(text, pos)
+                break
+            if char != closer:
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+            pos += 1
+            value = containers.pop()
+            if closer == "}":
+                keys.pop()
 
 
 def utf16_len(text: str) -> int:
@@ -218,36 +334,55 @@ def _escape_js(text: str) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
-def _encode(obj: Any, out: list[str]) -> None:
+def _scalar(obj: Any) -> str:
     if obj is None:
-        out.append("null")
-    elif obj is True:
-        out.append("true")
-    elif obj is False:
-        out.append("false")
-    elif isinstance(obj, str):
-        out.append(_escape_js(obj))
-    elif isinstance(obj, int | float):
-        out.append(js_number(obj))
-    elif isinstance(obj, dict):
-        items = {str(k): v for k, v in obj.items()}
-        out.append("{")
-        for i, key in enumerate(js_key_order(items)):
-            if i:
-                out.append(",")
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, str):
+        return _escape_js(obj)
+    if isinstance(obj, int | float):
+        return js_number(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _encode(obj: Any, out: list[str]) -> None:
+    """Append ``JSON.stringify(obj)`` to ``out``, without recursion (any nesting depth)."""
+    # Each frame: the items still to write (key or None, value), in reverse order.
+    frames: list[tuple[list[tuple[str | None, Any]], str, bool]] = []
+    value: Any = obj
+    key: str | None = None
+    while True:
+        if key is not None:
             out.append(_escape_js(key))
             out.append(":")
-            _encode(items[key], out)
-        out.append("}")
-    elif isinstance(obj, list | tuple):
-        out.append("[")
-        for i, item in enumerate(obj):
-            if i:
-                out.append(",")
-            _encode(item, out)
-        out.append("]")
-    else:
-        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+        if isinstance(value, dict):
+            # JSON.stringify leaves out keys whose value is undefined (MISSING).
+            items = {str(k): v for k, v in value.items() if v is not MISSING}
+            pending: list[tuple[str | None, Any]] = [(k, items[k]) for k in js_key_order(items)]
+            out.append("{")
+            frames.append((pending[::-1], "}", True))
+        elif isinstance(value, list | tuple):
+            out.append("[")
+            frames.append(
+                ([(None, None if item is MISSING else item) for item in reversed(value)], "]", True)
+            )
+        else:
+            out.append(_scalar(value))
+        while frames:
+            pending, closer, first = frames[-1]
+            if pending:
+                key, value = pending.pop()
+                if not first:
+                    out.append(",")
+                frames[-1] = (pending, closer, False)
+                break
+            frames.pop()
+            out.append(closer)
+        else:
+            return
 
 
 def dumps(obj: Any) -> str:
@@ -257,8 +392,11 @@ def dumps(obj: Any) -> str:
     formatting and JavaScript object key order (array-index keys first).
     """
     if not _needs_js_care(obj):
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-        if text.isascii() or _LONE_SURROGATE.search(text) is None:
+        try:
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        except (RecursionError, TypeError):  # too deep for Python's stack, or an undefined
+            text = ""
+        if text and (text.isascii() or _LONE_SURROGATE.search(text) is None):
             return text
     out: list[str] = []
     _encode(obj, out)
@@ -394,6 +532,39 @@ def js_date_ms(value: object) -> int | None:
     return None
 
 
+_JS_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_JS_RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+
+
+def js_to_number(value: object) -> float:
+    """JavaScript's ``Number(value)`` (``ToNumber``) for a JSON value; NaN where JS gives it."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, list):
+        return js_to_number(js_string(value)) if len(value) <= 1 else math.nan
+    if not isinstance(value, str):
+        return math.nan  # undefined, an object
+    text = js_trim(value)
+    if not text:
+        return 0.0
+    if text in ("Infinity", "+Infinity", "-Infinity"):
+        return -math.inf if text[0] == "-" else math.inf
+    if _JS_DECIMAL.fullmatch(text):
+        return float(text)
+    match = _JS_RADIX.fullmatch(text)
+    if match:
+        base = {"x": 16, "o": 8, "b": 2}[match.group(1).lower()]
+        try:
+            return float(int(match.group(2), base))
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
 def js_truthy(value: object) -> bool:
     """JavaScript truthiness of a JSON value (``[]`` and ``{}`` are truthy)."""
     if value is None or value is False or value is MISSING:
@@ -415,8 +586,30 @@ def js_string(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        # Number.prototype.toString (JSON alone writes these as null).
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, int | float):
         return js_number(value)
     if isinstance(value, list):
-        return ",".join("" if v is None else js_string(v) for v in value)
+        return _js_join(value)
     return "[object Object]"
+
+
+def _js_join(value: list[Any]) -> str:
+    """``String(array)``: ``array.join(",")`` at every level, without recursion."""
+    out: list[str] = []
+    stack: list[tuple[list[Any], int]] = [(value, 0)]
+    while stack:
+        items, position = stack.pop()
+        if position >= len(items):
+            continue
+        if position:
+            out.append(",")
+        stack.append((items, position + 1))
+        item = items[position]
+        if isinstance(item, list):
+            stack.append((item, 0))
+        elif item is not None:
+            out.append(js_string(item))
+    return "".join(out)

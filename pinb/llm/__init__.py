@@ -29,6 +29,8 @@ from pinb.llm.errors import (
     UnknownProviderError,
     UnsupportedApiError,
 )
+from pinb.llm.limits import OutputLimit, choose_output_limit
+from pinb.llm.local import LocalServer, configured_local_servers, discover_local_servers
 from pinb.llm.openai import OpenAIChatModel
 from pinb.llm.overflow import OVERFLOW_PATTERNS, is_context_overflow, window_from_error
 from pinb.llm.registry import (
@@ -81,6 +83,7 @@ __all__ = [
     "HTTPChatModel",
     "InvalidCredentialsError",
     "LLMError",
+    "LocalServer",
     "MessageBuilder",
     "MissingCredentialsError",
     "ModelCost",
@@ -88,6 +91,7 @@ __all__ = [
     "ModelRegistry",
     "OpenAIChatModel",
     "OpenAICompat",
+    "OutputLimit",
     "ProviderConfig",
     "ProviderHTTPError",
     "Retry",
@@ -108,9 +112,12 @@ __all__ = [
     "UnsupportedApiError",
     "Usage",
     "base_url_variable",
+    "choose_output_limit",
     "clean_model_id",
+    "configured_local_servers",
     "default_registry",
     "discover_context_window",
+    "discover_local_servers",
     "empty_usage",
     "find_api_key",
     "get_model",

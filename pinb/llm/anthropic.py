@@ -10,6 +10,7 @@ from typing import Any
 from pinb.llm.assemble import MessageBuilder
 from pinb.llm.client import HTTPChatModel, ProviderStreamError, StreamDecoder, _load_json
 from pinb.llm.errors import StreamProtocolError
+from pinb.llm.limits import OutputLimit
 from pinb.llm.sse import SSEEvent
 from pinb.llm.transform import anthropic_tool_id
 from pinb.llm.types import API_ANTHROPIC, StreamEvent, ToolSpec
@@ -82,6 +83,23 @@ class AnthropicChatModel(HTTPChatModel):
         return anthropic_tool_id(tool_id)
 
     # ------------------------------------------------------------------ request
+
+    def _set_output_limit(self, body: dict[str, Any], limit: OutputLimit) -> None:
+        thinking = body.get("thinking")
+        if not (isinstance(thinking, dict) and thinking.get("budget_tokens")):
+            body["max_tokens"] = limit.tokens
+            return
+        # With thinking, Pi's limit already holds the budget: only the window may lower it,
+        # and then the budget shrinks to leave the answer its 1,024 tokens.
+        tokens = max(1, limit.window - limit.prompt_tokens - limit.margin)
+        if tokens >= int(body.get("max_tokens") or 0):
+            return
+        body["max_tokens"] = tokens
+        budget = min(int(thinking["budget_tokens"]), tokens - _MIN_OUTPUT)
+        if budget >= 1024:
+            thinking["budget_tokens"] = budget
+        else:
+            body.pop("thinking")
 
     def _body(
         self,

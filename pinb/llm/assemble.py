@@ -18,7 +18,14 @@ from pinb.llm.types import (
     make_usage,
 )
 
-__all__ = ["MessageBuilder", "parse_partial_json"]
+__all__ = [
+    "INVALID_ARGUMENTS_KEY",
+    "MAX_ARGUMENT_DEPTH",
+    "MessageBuilder",
+    "json_depth",
+    "parse_partial_json",
+    "refused_arguments",
+]
 
 log = logging.getLogger("pinb.llm")
 
@@ -236,9 +243,69 @@ class MessageBuilder:
         return message
 
 
+#: Deepest nesting of tool-call arguments that is parsed; deeper JSON is refused (no
+#: tool schema nests like that, and Python's parser would raise RecursionError).
+MAX_ARGUMENT_DEPTH = 100
+#: The key of the arguments object that stands in for refused arguments; the agent
+#: answers such a call with this text as a tool error.
+INVALID_ARGUMENTS_KEY = "_pinb_invalid_arguments"
+
+
+def json_depth(text: str, limit: int = MAX_ARGUMENT_DEPTH) -> int:
+    """How deeply ``text`` nests ``{``/``[`` (strings skipped), to tell whether it passes ``limit``.
+
+    When ``text`` has no more brackets than ``limit`` their count is returned (a bound
+    that cannot pass it) without a scan; otherwise the scan stops at ``limit + 1``.
+
+    >>> json_depth('{"a": [1, {"b": "[[["}]}', limit=2)
+    3
+    >>> json_depth('[' * 5000) > MAX_ARGUMENT_DEPTH
+    True
+    """
+    if text.count("{") + text.count("[") <= limit:
+        return min(limit, text.count("{") + text.count("["))  # cannot nest deeper
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def refused_arguments(raw: str) -> dict[str, Any] | None:
+    """The stand-in object for arguments nested deeper than `MAX_ARGUMENT_DEPTH`, or None."""
+    if json_depth(raw) <= MAX_ARGUMENT_DEPTH:
+        return None
+    return {
+        INVALID_ARGUMENTS_KEY: (
+            f"the arguments ({len(raw):,} characters) nest JSON deeper than "
+            f"{MAX_ARGUMENT_DEPTH} levels; they were not parsed"
+        )
+    }
+
+
 def _parse_arguments(raw: str, name: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
+    refused = refused_arguments(raw)
+    if refused is not None:
+        log.warning("tool call %r: %s", name, refused[INVALID_ARGUMENTS_KEY])
+        return refused
     try:
         value = json.loads(raw)
     except ValueError:
@@ -266,7 +333,7 @@ def parse_partial_json(text: str) -> dict[str, Any] | None:
     >>> parse_partial_json('{"path": "a.py", "lim')
     {'path': 'a.py'}
     """
-    if not text.strip():
+    if not text.strip() or json_depth(text) > MAX_ARGUMENT_DEPTH:
         return None
     try:
         value = json.loads(text)

@@ -30,8 +30,9 @@ class OpenAICompat:
     max_tokens_field:
         ``max_completion_tokens`` (OpenAI) or ``max_tokens`` (most other servers).
     send_default_max_tokens:
-        Send the model's output limit when the caller gives none. Off for local servers,
-        where a too-large value is an error and the server's default is better.
+        Put the model's output limit into `HTTPChatModel.build_body` when the caller
+        gives none. Requests themselves always carry a limit fitted to the window
+        (`pinb.llm.limits.choose_output_limit`), whatever this says.
     supports_developer_role:
         Send the system prompt as a ``developer`` message to reasoning models.
     reasoning_format:

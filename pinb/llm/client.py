@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import json
@@ -10,7 +11,7 @@ import math
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
@@ -19,9 +20,17 @@ from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
 from pinb.llm.credentials import Secret, redact, sanitize_key
+from pinb.llm.errorbody import (
+    ERROR_BODY_READ,
+    ERROR_KEEP,
+    TOOL_CHOICE_HINT,
+    empty_server_error,
+    error_detail,
+)
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
+from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -39,7 +48,9 @@ from pinb.llm.types import (
 
 __all__ = [
     "ABORTED_MESSAGE",
+    "DEFAULT_DEADLINE",
     "DEFAULT_TIMEOUT",
+    "ERROR_KEEP",
     "HTTPChatModel",
     "ProviderStreamError",
     "StreamDecoder",
@@ -48,9 +59,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("pinb.llm")
+T = TypeVar("T")
 
 #: Connect quickly, but let a slow model pause for minutes between chunks.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
+
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
 
@@ -86,6 +99,10 @@ class StreamDecoder:
 def _load_json(data: str | bytes, what: str) -> Any:
     try:
         return json.loads(data)
+    except RecursionError:
+        raise StreamProtocolError(
+            f"Malformed {what} from provider: JSON nested too deeply to read"
+        ) from None
     except ValueError:
         excerpt = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
         raise StreamProtocolError(f"Malformed {what} from provider: {excerpt!r}") from None
@@ -94,24 +111,6 @@ def _load_json(data: str | bytes, what: str) -> Any:
 def _dumps(body: Mapping[str, Any]) -> bytes:
     # Lone surrogates (from broken tool output) would make the UTF-8 encoding fail.
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
-
-
-def error_detail(raw: bytes) -> str:
-    """The human part of a provider error body (``error.message`` when there is one)."""
-    text = raw.decode("utf-8", "replace").strip()
-    if not text:
-        return "status code (no body)"
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:2000]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return text[:2000]
 
 
 @dataclass
@@ -174,6 +173,10 @@ class HTTPChatModel(ChatModelBase):
         slow streams survive long pauses).
     stream:
         Use SSE streaming (default) or one JSON response.
+    deadline:
+        Seconds one response may take in all, from the request to its last event
+        (default: ``PINB_STREAM_DEADLINE``, else `DEFAULT_DEADLINE`; ``0``: none). A
+        stream that trickles past it ends with an error that is not retried.
     """
 
     api: ClassVar[str] = ""
@@ -190,6 +193,7 @@ class HTTPChatModel(ChatModelBase):
         retry: RetryPolicy | None = None,
         timeout: float | httpx.Timeout | None = None,
         stream: bool = True,
+        deadline: float | None = None,
     ):
         self.info = info
         self.base_url = base_url.rstrip("/")
@@ -210,6 +214,7 @@ class HTTPChatModel(ChatModelBase):
         else:
             self.timeout = httpx.Timeout(timeout)
         self.streaming = stream
+        self.deadline = stream_deadline(deadline)
 
     def __repr__(self) -> str:
         return (
@@ -321,18 +326,21 @@ class HTTPChatModel(ChatModelBase):
         """
         token = cancel or CancelToken()
         builder = MessageBuilder(self.info)
-        payload = _dumps(
-            self.build_body(
-                messages,
-                system_prompt=system_prompt,
-                tools=tools,
-                max_tokens=max_tokens,
-                thinking_level=thinking_level,
-                tool_choice=tool_choice,
-            )
+        body = self.build_body(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            max_tokens=max_tokens,
+            thinking_level=thinking_level,
+            tool_choice=tool_choice,
         )
         # chars/4 of the whole request, as pinb estimates tokens everywhere else
-        prompt_tokens = math.ceil(len(payload.decode("utf-8", "replace")) / 4)
+        prompt_tokens = math.ceil(len(_dumps(body).decode("utf-8", "replace")) / 4)
+        # Every request carries an output limit that leaves the prompt room in the window.
+        limit = choose_output_limit(self.info, prompt_tokens, max_tokens)
+        self._set_output_limit(body, limit)
+        payload = _dumps(body)
+        log.debug("%s: output limit %s", self.info.spec, limit)
         guard = _Guard(token)
         log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
         attempt = 0
@@ -350,7 +358,7 @@ class HTTPChatModel(ChatModelBase):
                     log.info("%s: empty stream; asking again without streaming", self.info.spec)
                     plain = copy.copy(self)
                     plain.streaming = False
-                    body = plain.build_body(
+                    plain_body = plain.build_body(
                         messages,
                         system_prompt=system_prompt,
                         tools=tools,
@@ -358,9 +366,10 @@ class HTTPChatModel(ChatModelBase):
                         thinking_level=thinking_level,
                         tool_choice=tool_choice,
                     )
+                    plain._set_output_limit(plain_body, limit)
                     outcome = _Outcome()
                     async with contextlib.aclosing(
-                        plain._attempt(_dumps(body), builder, guard, outcome)
+                        plain._attempt(_dumps(plain_body), builder, guard, outcome)
                     ) as events:
                         async for event in events:
                             yield event
@@ -373,6 +382,9 @@ class HTTPChatModel(ChatModelBase):
                 if outcome.dropped and not builder.content_started:
                     self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
+                if empty_server_error(outcome.status, outcome.error) and tool_choice == "required":
+                    outcome.retryable = False  # it fails the same way every time
+                    error = error.rstrip() + TOOL_CHOICE_HINT
                 if outcome.retryable and is_context_overflow(
                     {"stopReason": "error", "errorMessage": error}
                 ):
@@ -428,7 +440,14 @@ class HTTPChatModel(ChatModelBase):
             retryable=(outcome.retryable and not overflow) if failed else None,
             retry_after=outcome.retry_after if failed else None,
             usage_reported=builder.usage_reported,
+            output_limit=limit,
         )
+
+    def _set_output_limit(self, body: dict[str, Any], limit: OutputLimit) -> None:
+        """Put the output limit into a request body (the field the server's API wants)."""
+        for name in ("max_tokens", "max_completion_tokens"):
+            body.pop(name, None)
+        body[self.compat.max_tokens_field] = limit.tokens
 
     def _judge_drop(self, outcome: _Outcome, prompt_tokens: int) -> None:
         """A stream that died before the first byte of a reply, after a large request.
@@ -450,54 +469,24 @@ class HTTPChatModel(ChatModelBase):
     ) -> AsyncGenerator[StreamEvent, None]:
         client = httpx.AsyncClient(transport=self.transport, timeout=self.timeout)
         response: httpx.Response | None = None
+        # Each of our awaits is bounded by the deadline; the consumer's time between two
+        # events is never cut short by it.
+        until = None if self.deadline is None else asyncio.get_running_loop().time() + self.deadline
         try:
             request = client.build_request(
                 "POST", self._url(), content=payload, headers=self._headers()
             )
-            response = await guard.run(client.send(request, stream=True))
-            if response.status_code >= 400:
-                raw = await guard.run(response.aread())
-                self._http_error(response, raw, outcome)
-                return
-            if not self.streaming:
-                raw = await guard.run(response.aread())
-                events, outcome.stop_reason, outcome.error = self._parse_response(
-                    _load_json(raw, "response"), builder
-                )
-                for event in events:
-                    yield event
-                return
-            decoder = self._decoder(builder)
-            parser = SSEParser()
-            chunks = response.aiter_bytes().__aiter__()
-            while not decoder.complete:
-                try:
-                    chunk = await guard.run(chunks.__anext__())
-                except StopAsyncIteration:
-                    break
-                for sse in parser.feed(chunk):
-                    outcome.sse_events += 1
-                    for event in decoder.feed(sse):
-                        yield event
-                    guard.check()
-                    if decoder.complete:
-                        break
-            if not decoder.complete:
-                for sse in parser.close():
-                    outcome.sse_events += 1
-                    for event in decoder.feed(sse):
-                        yield event
-            if not decoder.complete:
-                decoder.at_eof()
-            if not decoder.complete:
-                raise StreamProtocolError(
-                    "Connection lost: the stream ended before the response was complete"
-                )
-            for event in decoder.finish():
+            response = await guard.run(client.send(request, stream=True), until)
+            async for event in self._events(response, builder, guard, outcome, until):
                 yield event
-            outcome.stop_reason, outcome.error = decoder.stop_reason, decoder.error
         except _Aborted:
             outcome.aborted = True
+        except TimeoutError:
+            outcome.error = (
+                f"The response did not finish within the {self.deadline:g} s deadline "
+                "(PINB_STREAM_DEADLINE sets it)"
+            )
+            outcome.retryable = False  # the same request would trickle again
         except httpx.TimeoutException as exc:
             outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
             outcome.retryable = True
@@ -525,14 +514,81 @@ class HTTPChatModel(ChatModelBase):
             if self.transport is None:
                 await client.aclose()
 
+    async def _events(
+        self,
+        response: httpx.Response,
+        builder: MessageBuilder,
+        guard: _Guard,
+        outcome: _Outcome,
+        until: float | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The events of one response: an error body, one JSON reply, or an SSE stream."""
+        if response.status_code >= 400:
+            raw, total = await self._error_body(response, guard, until)
+            self._http_error(response, raw, outcome, total)
+            return
+        if not self.streaming:
+            raw = await guard.run(response.aread(), until)
+            events, outcome.stop_reason, outcome.error = self._parse_response(
+                _load_json(raw, "response"), builder
+            )
+            for event in events:
+                yield event
+            return
+        decoder = self._decoder(builder)
+        parser = SSEParser()
+        chunks = response.aiter_bytes().__aiter__()
+        while not decoder.complete:
+            try:
+                chunk = await guard.run(chunks.__anext__(), until)
+            except StopAsyncIteration:
+                break
+            for sse in parser.feed(chunk):
+                outcome.sse_events += 1
+                for event in decoder.feed(sse):
+                    yield event
+                guard.check()
+                if decoder.complete:
+                    break
+        if not decoder.complete:
+            for sse in parser.close():
+                outcome.sse_events += 1
+                for event in decoder.feed(sse):
+                    yield event
+        if not decoder.complete:
+            decoder.at_eof()
+        if not decoder.complete:
+            raise StreamProtocolError(
+                "Connection lost: the stream ended before the response was complete"
+            )
+        for event in decoder.finish():
+            yield event
+        outcome.stop_reason, outcome.error = decoder.stop_reason, decoder.error
+
+    async def _error_body(
+        self, response: httpx.Response, guard: _Guard, until: float | None
+    ) -> tuple[bytes, int | None]:
+        """The start of an error body (`ERROR_BODY_READ` bytes) and its size, when known."""
+        kept = bytearray()
+        chunks = response.aiter_bytes().__aiter__()
+        while len(kept) <= ERROR_BODY_READ:
+            try:
+                kept += await guard.run(chunks.__anext__(), until)
+            except StopAsyncIteration:
+                return bytes(kept), None
+        length = response.headers.get("content-length", "")
+        return bytes(kept[:ERROR_BODY_READ]), int(length) if length.isdigit() else None
+
     def _read_timeout(self) -> str:
         read = self.timeout.read
         return "no read timeout" if read is None else f"{read:g} s without data"
 
-    def _http_error(self, response: httpx.Response, raw: bytes, outcome: _Outcome) -> None:
+    def _http_error(
+        self, response: httpx.Response, raw: bytes, outcome: _Outcome, total: int | None = None
+    ) -> None:
         status = response.status_code
         outcome.status = status
-        outcome.error = f"{status} {error_detail(raw)}"
+        outcome.error = f"{status} {error_detail(raw, total)}"
         outcome.retry_after = parse_retry_after(response.headers)
         should = response.headers.get("x-should-retry")
         if should in ("true", "false"):

@@ -158,19 +158,71 @@ def read_auth_json(path: Path) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in data.items() if isinstance(v, dict)}
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _interpolate(value: str, env: Mapping[str, str]) -> str | None:
+    """Pi 1.x's template (``resolve-config-value.js``): ``$NAME``, ``${NAME}``, ``$$``, ``$!``.
+
+    An unset variable leaves the whole value unresolved (``None``), as in Pi.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        dollar = value.find("$", i)
+        if dollar < 0:
+            out.append(value[i:])
+            break
+        out.append(value[i:dollar])
+        after = value[dollar + 1 : dollar + 2]
+        if after in ("$", "!"):
+            out.append(after)
+            i = dollar + 2
+            continue
+        if after == "{":
+            end = value.find("}", dollar + 2)
+            if end < 0:
+                out.append("$")
+                i = dollar + 1
+                continue
+            name = value[dollar + 2 : end]
+            if _NAME.fullmatch(name):
+                if not env.get(name):
+                    return None
+                out.append(env[name])
+            else:
+                out.append(value[dollar : end + 1])
+            i = end + 1
+            continue
+        match = _NAME.match(value, dollar + 1)
+        if match:
+            if not env.get(match.group(0)):
+                return None
+            out.append(env[match.group(0)])
+            i = match.end()
+            continue
+        out.append("$")
+        i = dollar + 1
+    return "".join(out)
+
+
 def resolve_config_value(value: str, env: Mapping[str, str]) -> str | None:
     """Resolve a models.json ``apiKey``/header value as Pi does, minus shell commands.
 
-    The value is the name of an environment variable when one by that name is set,
-    otherwise a literal. Values starting with ``!`` are shell commands in Pi; pinb does
-    not run them (a notebook should not execute commands found in a config file), so
-    they resolve to ``None`` with a warning.
+    Pi 1.x: ``$NAME`` and ``${NAME}`` are replaced by environment variables (an unset one
+    leaves the value unresolved), ``$$`` and ``$!`` give a literal ``$`` and ``!``. Pi 0.x:
+    a bare value that names a set environment variable is that variable (kept, so older
+    files read as before). Otherwise the value is a literal. Values starting with ``!``
+    are shell commands in Pi; pinb does not run them (a notebook should not execute
+    commands found in a config file), so they resolve to ``None`` with a warning.
     """
     if value.startswith("!"):
         log.warning(
             "models.json value %r is a shell command; pinb does not run those", value[:1] + "..."
         )
         return None
+    if "$" in value:
+        return _interpolate(value, env) or None
     return env.get(value) or value
 
 
@@ -187,8 +239,8 @@ def find_api_key(
 
     1. ``explicit`` (an ``api_key=`` argument);
     2. an ``{"type": "api_key", "key": ...}`` entry for ``provider`` in ``auth.json``;
-    3. the first set variable of ``env_vars``;
-    4. ``config_value`` (a models.json ``apiKey``: an env-var name or a literal).
+    3. ``config_value`` (a models.json ``apiKey``: ``$NAME``, an env-var name or a literal);
+    4. the first set variable of ``env_vars``.
 
     OAuth entries in ``auth.json`` are skipped (pinb does not do Pi's OAuth flows).
 
@@ -214,11 +266,7 @@ def find_api_key(
             return Secret(sanitize_key(entry["key"], f"{path.name} ({provider!r})"))
         if entry.get("type") == "oauth":
             log.info("auth.json has OAuth credentials for %r; pinb uses API keys only", provider)
-    for name in env_vars:
-        value = environ.get(name)
-        if value:
-            return Secret(sanitize_key(value, name))
-    if config_value:
+    if config_value:  # before the provider's variables, as in Pi 1.x (docs/models.md)
         resolved = resolve_config_value(config_value, environ)
         if resolved:
             source = (
@@ -227,4 +275,8 @@ def find_api_key(
                 else f"models.json (apiKey of {provider!r})"
             )
             return Secret(sanitize_key(resolved, source))
+    for name in env_vars:
+        value = environ.get(name)
+        if value:
+            return Secret(sanitize_key(value, name))
     return None

@@ -1,8 +1,24 @@
-"""Ask a local server how large its context window is (llama.cpp, Ollama, vLLM), and tidy its model ids.
+"""Ask a local server how large its context window is, and tidy its model ids.
 
 A local server's window is set when it starts (``--ctx-size 4096``, ``num_ctx``), so no
 table can know it; pinb's default for unknown ids (128,000) would make it compact far too
-late and overflow instead. The servers that tell are asked once per base URL and model::
+late and overflow instead. The server a model is configured to talk to is asked once per
+base URL and model, each kind where it tells:
+
+=================  =============================================  ====================
+server             where                                          field
+=================  =============================================  ====================
+llama-server       ``GET /props``                                 ``n_ctx``
+Ollama             ``POST /api/show``                             ``num_ctx``, else
+                                                                  ``*.context_length``
+LM Studio          ``GET /api/v0/models``                         ``loaded_context_length``,
+                                                                  else ``max_context_length``
+vLLM               ``GET /v1/models``                             ``max_model_len``
+llama-cpp-python   (``/props`` is 404; nothing else is asked)     its overflow message
+=================  =============================================  ====================
+
+Only that base URL is asked; nothing else on the machine (see `pinb.llm.local` for the
+explicit discovery of servers)::
 
     >>> clean_model_id("/models/SmolLM2-135M-Instruct.Q4_1.gguf")
     'SmolLM2-135M-Instruct.Q4_1'
@@ -13,15 +29,37 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-__all__ = ["clean_model_id", "discover_context_window", "forget_discoveries", "server_root"]
+__all__ = [
+    "WindowAnswer",
+    "clean_model_id",
+    "discover_context_window",
+    "discover_window",
+    "forget_discoveries",
+    "server_root",
+]
 
 log = logging.getLogger("pinb.llm")
 
-_CACHE: dict[tuple[str, str], int | None] = {}
+
+@dataclass(frozen=True, slots=True)
+class WindowAnswer:
+    """A window a server reported, and where (``"/props n_ctx"``, ``"/api/show num_ctx"`` ...)."""
+
+    tokens: int
+    source: str
+
+    @property
+    def label(self) -> str:
+        """How labels name it: ``server: /props n_ctx``."""
+        return f"server: {self.source}"
+
+
+_CACHE: dict[tuple[str, str], WindowAnswer | None] = {}
 _LOCK = threading.Lock()
 
 
@@ -53,17 +91,33 @@ def _positive(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> int | None:
-    data = client.get(f"{root}/props").json()
+_Found = tuple[int, str] | None
+
+
+def _first(*candidates: tuple[Any, str]) -> _Found:
+    for value, source in candidates:
+        found = _positive(value)
+        if found:
+            return found, source
+    return None
+
+
+def _json(response: httpx.Response) -> Any:
+    response.raise_for_status()  # a 404 (llama-cpp-python has no /props) is "not here"
+    return response.json()
+
+
+def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> _Found:
+    data = _json(client.get(f"{root}/props"))
     if not isinstance(data, dict):
         return None
     settings = data.get("default_generation_settings")
-    found = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return found or _positive(data.get("n_ctx"))
+    nested = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return _first((nested, "/props n_ctx"), (data.get("n_ctx"), "/props n_ctx"))
 
 
-def _ollama_show(client: httpx.Client, root: str, model_id: str) -> int | None:
-    data = client.post(f"{root}/api/show", json={"model": model_id}).json()
+def _ollama_show(client: httpx.Client, root: str, model_id: str) -> _Found:
+    data = _json(client.post(f"{root}/api/show", json={"model": model_id}))
     if not isinstance(data, dict):
         return None
     # The window Ollama really uses is num_ctx when the model sets one; the model's
@@ -71,46 +125,97 @@ def _ollama_show(client: httpx.Client, root: str, model_id: str) -> int | None:
     for line in str(data.get("parameters") or "").splitlines():
         words = line.split()
         if len(words) == 2 and words[0] == "num_ctx":
-            return _positive(words[1])
+            return _first((words[1], "/api/show num_ctx"))
     info = data.get("model_info")
     if isinstance(info, dict):
         for key, value in info.items():
             if str(key).endswith(".context_length"):
-                return _positive(value)
+                return _first((value, f"/api/show {key}"))
     return None
 
 
-def _openai_models(client: httpx.Client, root: str, model_id: str) -> int | None:
-    data = client.get(f"{root}/v1/models").json()
+def _pick(data: Any, model_id: str) -> dict[str, Any] | None:
     models = data.get("data") if isinstance(data, dict) else None
     if not isinstance(models, list):
         return None
     entries = [m for m in models if isinstance(m, dict)]
-    chosen = next(
+    return next(
         (m for m in entries if model_id in (m.get("id"), clean_model_id(str(m.get("id"))))),
         entries[0] if len(entries) == 1 else None,
     )
+
+
+def _lmstudio_models(client: httpx.Client, root: str, model_id: str) -> _Found:
+    chosen = _pick(_json(client.get(f"{root}/api/v0/models")), model_id)
+    if chosen is None:
+        return None
+    # loaded_context_length is what the loaded model runs with; max is what it could.
+    return _first(
+        (chosen.get("loaded_context_length"), "/api/v0/models loaded_context_length"),
+        (chosen.get("max_context_length"), "/api/v0/models max_context_length"),
+    )
+
+
+def _openai_models(client: httpx.Client, root: str, model_id: str) -> _Found:
+    chosen = _pick(_json(client.get(f"{root}/v1/models")), model_id)
     if chosen is None:
         return None
     raw_meta = chosen.get("meta")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    for value in (
-        chosen.get("max_model_len"),  # vLLM
-        chosen.get("context_length"),
-        chosen.get("loaded_context_length"),  # LM Studio
-        meta.get("n_ctx"),
-    ):
-        found = _positive(value)
-        if found:
-            return found
-    return None
+    return _first(
+        (chosen.get("max_model_len"), "/v1/models max_model_len"),  # vLLM
+        (chosen.get("context_length"), "/v1/models context_length"),
+        (chosen.get("loaded_context_length"), "/v1/models loaded_context_length"),
+        (meta.get("n_ctx"), "/v1/models meta.n_ctx"),
+    )
 
 
-_Probe = Callable[[httpx.Client, str, str], "int | None"]
+_Probe = Callable[[httpx.Client, str, str], _Found]
 _PROBES: dict[str, tuple[_Probe, ...]] = {
     "ollama": (_ollama_show, _openai_models),
-    "default": (_llamacpp_props, _openai_models, _ollama_show),
+    "lmstudio": (_lmstudio_models, _openai_models),
+    "vllm": (_openai_models,),
+    # Not /v1/models: llama-cpp-python takes its model lock for it, which ends a reply
+    # another kernel is streaming (its --interrupt_requests default); it tells no window.
+    "llamacpp": (_llamacpp_props,),
+    "default": (_llamacpp_props, _openai_models, _lmstudio_models, _ollama_show),
 }
+
+
+def discover_window(
+    base_url: str,
+    model_id: str,
+    *,
+    provider: str = "",
+    timeout: float = 1.0,
+    transport: httpx.BaseTransport | None = None,
+) -> WindowAnswer | None:
+    """The context window the server at ``base_url`` reports for ``model_id``, and where.
+
+    Asks only that server, in the order its kind answers (the table above; every kind
+    for a provider pinb does not know). Answers, including "no answer", are remembered
+    per base URL and model for the life of the process.
+    """
+    key = (base_url.rstrip("/"), model_id)
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+    root = server_root(base_url)
+    found: _Found = None
+    with httpx.Client(timeout=timeout, transport=transport) as client:
+        for probe in _PROBES.get(provider, _PROBES["default"]):
+            try:
+                found = probe(client, root, model_id)
+            except (httpx.HTTPError, ValueError) as exc:
+                log.debug("window probe %s at %s: %s", probe.__name__, root, type(exc).__name__)
+                continue
+            if found:
+                break
+    answer = WindowAnswer(*found) if found else None
+    log.info("context window of %s at %s: %s", model_id, root, answer or "not reported")
+    with _LOCK:
+        _CACHE[key] = answer
+    return answer
 
 
 def discover_context_window(
@@ -121,32 +226,11 @@ def discover_context_window(
     timeout: float = 1.0,
     transport: httpx.BaseTransport | None = None,
 ) -> int | None:
-    """The context window the server at ``base_url`` reports for ``model_id``, or ``None``.
-
-    Asks llama.cpp's ``/props`` (``n_ctx``), Ollama's ``/api/show`` (``num_ctx``, else
-    the model's context length) and ``/v1/models`` metadata (vLLM ``max_model_len``, LM
-    Studio); Ollama's own endpoint first for the ``ollama`` provider. Answers, including
-    "no answer", are remembered per base URL and model for the life of the process.
-    """
-    key = (base_url.rstrip("/"), model_id)
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-    root = server_root(base_url)
-    found: int | None = None
-    with httpx.Client(timeout=timeout, transport=transport) as client:
-        for probe in _PROBES.get(provider, _PROBES["default"]):
-            try:
-                found = probe(client, root, model_id)
-            except (httpx.HTTPError, ValueError) as exc:
-                log.debug("window probe %s at %s: %s", probe.__name__, root, type(exc).__name__)
-                continue
-            if found:
-                break
-    log.info("context window of %s at %s: %s", model_id, root, found or "not reported")
-    with _LOCK:
-        _CACHE[key] = found
-    return found
+    """The window `discover_window` finds, in tokens, or ``None``."""
+    answer = discover_window(
+        base_url, model_id, provider=provider, timeout=timeout, transport=transport
+    )
+    return answer.tokens if answer else None
 
 
 def forget_discoveries() -> None:

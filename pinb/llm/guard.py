@@ -47,7 +47,9 @@ class Guard:
         if self.token.cancelled:
             raise GuardAborted
 
-    async def run(self, awaitable: Awaitable[T]) -> T:
+    async def run(self, awaitable: Awaitable[T], until: float | None = None) -> T:
+        """Await ``awaitable``; a cancel raises `GuardAborted`, and loop time ``until``
+        (``None``: never) raises `TimeoutError`."""
         if self.token.cancelled:
             if inspect.iscoroutine(awaitable):
                 awaitable.close()
@@ -55,7 +57,10 @@ class Guard:
         self._task = asyncio.current_task()
         self._armed = True
         try:
-            return await awaitable
+            if until is None:
+                return await awaitable
+            async with asyncio.timeout_at(until):
+                return await awaitable
         except asyncio.CancelledError:
             if self._fired:
                 self._fired = False

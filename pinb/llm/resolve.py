@@ -14,7 +14,7 @@ import httpx
 from pinb.llm.anthropic import AnthropicChatModel
 from pinb.llm.client import HTTPChatModel
 from pinb.llm.credentials import Secret, auth_json_path, find_api_key, resolve_config_value
-from pinb.llm.discover import discover_context_window
+from pinb.llm.discover import discover_window
 from pinb.llm.errors import MissingCredentialsError, UnknownProviderError, UnsupportedApiError
 from pinb.llm.openai import OpenAIChatModel
 from pinb.llm.registry import ModelRegistry, ProviderConfig, default_registry
@@ -73,6 +73,7 @@ def resolve_model(
     retry: RetryPolicy | None = None,
     timeout: float | httpx.Timeout | None = None,
     stream: bool = True,
+    deadline: float | None = None,
     context_window: int | None = None,
     max_tokens: int | None = None,
     reasoning: bool | None = None,
@@ -103,8 +104,8 @@ def resolve_model(
         Extra request headers.
     transport:
         ``httpx.AsyncBaseTransport`` to use instead of the network (tests).
-    retry, timeout, stream:
-        See `HTTPChatModel`.
+    retry, timeout, stream, deadline:
+        See `HTTPChatModel` (``deadline``: seconds one response may take in all).
     context_window, max_tokens, reasoning, cost:
         Override the registry's values for this model object only.
     registry:
@@ -112,9 +113,11 @@ def resolve_model(
     env:
         Environment to read keys and URLs from (default ``os.environ``).
     discover:
-        Ask the server for the context window (`discover_context_window`). Default:
-        for keyless (local) providers when the id is not in the registry and no
-        ``context_window`` is given; the answer replaces pinb's 128,000 guess.
+        Ask the server at the resolved base URL (and no other) for the context window
+        (`pinb.llm.discover.discover_window`). Default: for keyless (local) providers
+        when the id is not in the registry or models.json and no ``context_window`` is
+        given; the answer replaces pinb's 128,000 guess, and ``info.window_source`` says
+        where it came from (``server: /props n_ctx``).
 
     Returns
     -------
@@ -177,9 +180,11 @@ def resolve_model(
             and transport is None  # a test double stands in for the server
         )
     if discover:
-        window = discover_context_window(url, info.id, provider=info.provider)
-        if window:
-            info = dataclasses.replace(info, context_window=window, window_source="server")
+        answer = discover_window(url, info.id, provider=info.provider)
+        if answer:
+            info = dataclasses.replace(
+                info, context_window=answer.tokens, window_source=answer.label
+            )
     key = find_api_key(
         config.name,
         env_vars=config.env_keys,
@@ -209,6 +214,7 @@ def resolve_model(
         retry=retry,
         timeout=timeout,
         stream=stream,
+        deadline=deadline,
     )
 
 

@@ -6,7 +6,10 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+if TYPE_CHECKING:
+    from pinb.llm.limits import OutputLimit
 
 __all__ = [
     "API_ANTHROPIC",
@@ -275,7 +278,8 @@ class Done:
     caller judges by the error text, as Pi does); ``retry_after`` is the wait a server
     asked for, in seconds. ``usage_reported`` is False when the server sent no token
     counts (llama.cpp ignores ``stream_options``): the message then holds Pi's zero usage
-    and callers estimate instead.
+    and callers estimate instead. ``output_limit`` is the output limit the request
+    carried and why (`pinb.llm.limits.OutputLimit`), when the model chose one.
     """
 
     message: dict[str, Any]
@@ -284,6 +288,7 @@ class Done:
     retryable: bool | None = None
     retry_after: float | None = None
     usage_reported: bool = True
+    output_limit: OutputLimit | None = None
 
     @property
     def stop_reason(self) -> str:

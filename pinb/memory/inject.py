@@ -6,7 +6,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from .records import SAVE_KINDS, MemoryRecord, MemoryStoreError
+from .records import SAVE_KINDS, MemoryRecord
 from .store import MemoryStore
 
 __all__ = [
@@ -135,7 +135,7 @@ def memory_prompt_section(
         count = limit or settings.limit or DEFAULT_INJECT_LIMIT
         records = select_injected(store, settings.project, query=query, limit=count)
         return format_memory_section(records, max_chars=max_chars) or None
-    except MemoryStoreError as exc:
+    except Exception as exc:  # memory is optional: whatever broke, the session starts
         if strict:
             raise
         log.warning("recalled memory not injected: %s", exc)

@@ -186,20 +186,26 @@ def translate_errors(path: Path, timeout: float) -> Iterator[None]:
                 f"({text}); retry, or close other pinb kernels. {_AFTER_SESSIONS}",
                 path=path,
             ) from exc
-        if isinstance(exc, sqlite3.DatabaseError) and any(
-            word in text for word in ("not a database", "malformed", "corrupt", "no such table")
-        ):
-            raise MemoryCorruptError(
-                f"the memory database is damaged or is not a pinb memory file ({text}). "
-                f"Move it aside (for example rename it to {path.name}.bad) and pinb will "
-                f"start a new one. {_AFTER_SESSIONS}",
-                path=path,
-            ) from exc
+        damaged = ("not a database", "malformed", "corrupt", "no such table", "decode")
+        # DatabaseError itself (not one of its subclasses) is what SQLite says of a bad file.
+        if type(exc) is sqlite3.DatabaseError or any(word in text for word in damaged):
+            raise _damaged(path, text) from exc
         raise MemoryStoreError(f"memory database error: {text}", path=path) from exc
+    except UnicodeDecodeError as exc:  # flipped bits in a text column or in SQLite's message
+        raise _damaged(path, f"text that is not UTF-8: {exc.reason}") from exc
     except OSError as exc:
         raise MemoryStoreError(
             f"cannot use the memory database: {exc}. {_AFTER_SESSIONS}", path=path
         ) from exc
+
+
+def _damaged(path: Path, why: str) -> MemoryCorruptError:
+    return MemoryCorruptError(
+        f"the memory database is damaged or is not a pinb memory file ({why}). "
+        f"Move it aside (for example rename it to {path.name}.bad) and pinb will "
+        f"start a new one. {_AFTER_SESSIONS}",
+        path=path,
+    )
 
 
 def default_db_path() -> Path:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.jsontext import value_text
+from ..core.paths import sessions_root
 from ..core.store import is_valid_header
 from .records import default_db_path
-from .sessions import SessionRemovalError, first_value, relink_parent, trash_dir
+from .sessions import SessionRemovalError, first_value, inside, relink_parent, trash_dir
 
 __all__ = ["RemovedEntry", "RestoredSession", "removed_sessions", "restore_session"]
 
@@ -73,7 +75,7 @@ def removed_sessions(trash: str | os.PathLike[str] | None = None) -> list[Remove
         session = note_path.with_name(note_path.name[: -len(_NOTE)])
         try:
             note = json.loads(note_path.read_text(encoding="utf-8"))
-            original = Path(note["originalPath"])
+            original = Path(os.path.normpath(note["originalPath"]))
         except (OSError, ValueError, KeyError, TypeError):
             log.warning("%s: not a removal note pinb can read; skipped", note_path)
             continue
@@ -85,7 +87,7 @@ def removed_sessions(trash: str | os.PathLike[str] | None = None) -> list[Remove
             RemovedEntry(
                 session,
                 original,
-                str(note.get("removedAt", "")),
+                value_text(note.get("removedAt", "")),
                 parent if isinstance(parent, str) else None,
                 [Path(p) for p in relinked if isinstance(p, str)]
                 if isinstance(relinked, list)
@@ -143,6 +145,15 @@ def restore_session(
     """
     entry = _find(os.fspath(name), removed_sessions(trash))
     original = entry.original_path
+    root = sessions_root()
+    if not original.is_absolute() or not inside(original, [root]):
+        # A note is a file anyone can write: never let one choose where pinb writes.
+        raise SessionRemovalError(
+            f"its removal note says it came from {value_text(str(original))}, which is outside "
+            f"the sessions folder {root}; pinb restores only into that folder. If the note is "
+            f"yours, move the file back by hand: mv {entry.trash_path} <where it belongs>",
+            path=entry.trash_path,
+        )
     if os.path.lexists(original):
         raise SessionRemovalError(
             "a file already exists where the session was; move it away, then restore again",
@@ -159,6 +170,9 @@ def restore_session(
             shutil.move(backup, original.with_name(original.name + ".pre-v3.bak"))
     result = RestoredSession(original, entry.trash_path)
     for fork in entry.relinked:
+        if not inside(fork, [root]):  # pinb rm relinks only forks in the sessions folder
+            result.left_alone.append(fork)
+            continue
         header = first_value(fork)
         # Only a fork still naming what pinb rm gave it: anything else was the user's choice.
         if not is_valid_header(header) or header.get("parentSession") != entry.parent_session:

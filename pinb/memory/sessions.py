@@ -238,7 +238,8 @@ def relink_parent(
 
 
 def _trash_target(path: Path, folder: Path) -> Path:
-    target_dir = folder / path.parent.name
+    # ``path`` is normalized, so its folder has a real name (only the root has none).
+    target_dir = folder / (path.parent.name or "root")
     target = target_dir / path.name
     number = 1
     while target.exists() or target.with_name(target.name + ".removed.json").exists():
@@ -293,7 +294,8 @@ def remove_session(
     >>> removed = remove_session(path)  # doctest: +SKIP
     >>> print(removed.summary())  # doctest: +SKIP
     """
-    source = Path(path).absolute()
+    # Normalized first: ``../FILE`` from a subfolder names FILE, not a folder called "..".
+    source = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
     if not source.is_file():
         raise SessionRemovalError("no such session file", path=source)
     try:

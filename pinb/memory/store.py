@@ -9,6 +9,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -95,7 +96,19 @@ class MemoryStore:
 
     # -- connections ----------------------------------------------------------------------
 
+    @property
+    def read_only(self) -> bool:
+        """The database file exists and is not to be written: no write permission bit, or
+        none for this process (notes can still be listed and recalled)."""
+        try:
+            mode = self._path.stat().st_mode
+        except OSError:
+            return False
+        return not mode & 0o222 or not os.access(self._path, os.W_OK)
+
     def _open(self) -> sqlite3.Connection:
+        if self.read_only:
+            return self._open_read_only()
         self._path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
             self._path, timeout=self.timeout, isolation_level=None, check_same_thread=False
@@ -110,6 +123,28 @@ class MemoryStore:
             conn.close()
             raise
         return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A connection that never writes: SQLite's read-only mode, else an immutable view.
+
+        A WAL database needs its ``-shm`` file to be writable even for reading; where it
+        is not (a read-only folder), the file is read as it stands (``immutable=1``).
+        """
+        uri = "file:" + urllib.parse.quote(os.fspath(self._path.absolute()))
+        for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                uri + mode, uri=True, timeout=self.timeout, isolation_level=None,
+                check_same_thread=False,
+            )  # fmt: skip
+            conn.row_factory = sqlite3.Row
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+                if "immutable" in mode:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
         """Switch the file to WAL, waiting while another process holds it.
@@ -136,12 +171,17 @@ class MemoryStore:
         with self._lock:
             if self._ready:
                 return
-            with self._transaction(write=True, ready=True) as conn:
+            with self._transaction(write=not self.read_only, ready=True) as conn:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
                     raise MemoryStoreError(
                         f"the memory database was made by a newer pinb (schema {version}, "
                         f"this pinb knows {SCHEMA_VERSION}); upgrade pinb",
+                        path=self._path,
+                    )
+                if version == 0 and self.read_only:
+                    raise MemoryStoreError(
+                        "the memory database is read-only and holds no pinb notes yet",
                         path=self._path,
                     )
                 if version == 0:
@@ -158,6 +198,12 @@ class MemoryStore:
     def _transaction(self, *, write: bool, ready: bool = False) -> Iterator[sqlite3.Connection]:
         if not ready:
             self._ensure_schema()
+        if write and self.read_only:
+            raise MemoryStoreError(
+                "the memory database is read-only: its notes can be listed and recalled, "
+                "not changed (make the file writable to save, forget or edit notes)",
+                path=self._path,
+            )
         with translate_errors(self._path, self.timeout):
             conn = self._open()
             try:
@@ -177,6 +223,8 @@ class MemoryStore:
     def ensure_project(self, cwd: str | os.PathLike[str] | None = None) -> str:
         """Register ``cwd`` (default: the current directory) and return its project id."""
         pid = project_id(cwd)
+        if self.read_only:  # registering is bookkeeping; reading a read-only store needs none
+            return pid
         where = os.path.realpath(os.fspath(cwd if cwd is not None else os.getcwd()))
         with self._transaction(write=True) as conn:
             conn.execute(

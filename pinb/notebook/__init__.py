@@ -46,4 +46,7 @@ def _has_figure_printer(formatter: Any) -> bool:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """Nothing to undo beyond IPython's own bookkeeping."""
+    """Stop the user's Pi if a ``--engine pi`` cell started one (kernel exit does it too)."""
+    magics = ipython.magics_manager.registry.get("PiMagics")
+    if magics is not None:
+        magics.pi_engine.close()

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import httpx
 
 from ..errors import PinbError
 from ..llm import ChatModel, get_model
 from ..llm.credentials import ENV_API_KEYS, find_api_key
-from ..llm.discover import clean_model_id
-from ..llm.registry import default_registry
-from ..llm.resolve import provider_base_url
+from ..llm.local import (
+    LOCAL_PROVIDERS,
+    LocalServer,
+    configured_local_servers,
+    discover_local_servers,
+    list_models,
+)
 
-__all__ = ["DEFAULT_MODELS", "LOCAL_SERVERS", "NoModelConfiguredError", "choose_model"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "LOCAL_SERVERS",
+    "NoModelConfiguredError",
+    "choose_model",
+    "discover_local_servers",
+    "discovery_report",
+]
 
 #: The model used for a provider when only its key is configured.
 DEFAULT_MODELS = {
@@ -28,9 +37,10 @@ DEFAULT_MODELS = {
     "mistral": "mistral-large-latest",
     "cerebras": "llama-3.3-70b",
 }
-#: OpenAI-compatible servers people run on their own machine, probed in this order at
-#: their configured address (``<PROVIDER>_BASE_URL``, ``OLLAMA_HOST``, models.json).
-LOCAL_SERVERS = ("ollama", "lmstudio", "llamacpp", "vllm")
+#: OpenAI-compatible servers people run on their own machine, asked in this order, and
+#: only when their address is configured (``<PROVIDER>_BASE_URL``, ``OLLAMA_HOST``,
+#: models.json, ``%pi model --base-url``).
+LOCAL_SERVERS = LOCAL_PROVIDERS
 
 
 class NoModelConfiguredError(PinbError):
@@ -40,30 +50,35 @@ class NoModelConfiguredError(PinbError):
         super().__init__(
             "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's "
             "key), or start a local OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM; "
-            "LLAMACPP_BASE_URL / OLLAMA_BASE_URL say where it runs), and pick one with "
+            "LLAMACPP_BASE_URL / OLLAMA_BASE_URL say where it runs; `%pi model --discover` "
+            "lists the ones on the usual ports), and pick one with "
             "`%pi model provider/model-id` — or try `%%pi --model offline` for the labelled "
             "scripted demo"
         )
 
 
 def _local_model(timeout: float, base_urls: Mapping[str, str]) -> tuple[str, str] | None:
-    registry = default_registry()
-    for provider in LOCAL_SERVERS:
-        url = provider_base_url(registry.provider(provider), os.environ, base_urls.get(provider))
-        try:
-            response = httpx.get(f"{url}/models", timeout=timeout)
-            data = response.json()
-        except (httpx.HTTPError, ValueError):
-            continue
-        models = data.get("data") if isinstance(data, dict) else None
-        if (
-            isinstance(models, list)
-            and models
-            and isinstance(models[0], dict)
-            and models[0].get("id")
-        ):
-            return provider, clean_model_id(str(models[0]["id"]))
+    """The first configured local server that lists a model; unconfigured ports are not asked."""
+    for provider, url, _source in configured_local_servers(base_urls=base_urls):
+        models = list_models(url, timeout=timeout)
+        if models:
+            return provider, models[0]
     return None
+
+
+def discovery_report(servers: Sequence[LocalServer]) -> str:
+    """What ``%pi model --discover`` prints: one line per server, and how to pick one."""
+    if not servers:
+        return (
+            "No local server answered on the usual ports (Ollama 11434, LM Studio 1234, "
+            "llama.cpp 8080, vLLM 8000) or at a configured address."
+        )
+    lines = [f"- {server}" for server in servers]
+    first = next((s for s in servers if s.spec), None)
+    if first is not None:
+        root = first.base_url.removesuffix("/v1")
+        lines.append(f"Nothing was chosen. To use one: %pi model {first.spec} --base-url {root}")
+    return "Local servers found:\n" + "\n".join(lines)
 
 
 def choose_model(
@@ -76,8 +91,9 @@ def choose_model(
     """The model for ``spec`` (``provider/model``, or ``offline`` for the scripted demo).
 
     Without a spec: the first provider with a key (environment or Pi's ``auth.json``),
-    then the first local OpenAI-compatible server that answers (Ollama, LM Studio,
-    llama.cpp, vLLM, each at its configured address). ``base_urls`` maps provider names
+    then the first configured local OpenAI-compatible server that lists a model (Ollama,
+    LM Studio, llama.cpp, vLLM); a server whose address nobody configured is never asked
+    (``%pi model --discover`` lists them). ``base_urls`` maps provider names
     to server URLs chosen in the notebook (``%pi model --base-url``).
 
     Raises

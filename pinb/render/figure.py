@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .graph import SessionGraph, build_graph
-from .html import clean_text, shorten
+from .html import shorten
 from .picture import (
     BAND_COLORS,
     CHAR_W,
@@ -39,8 +39,8 @@ __all__ = ["draw_stacked_bars", "draw_token_bars", "draw_tree", "tree_png"]
 
 def _plain(text: str, limit: int = 40) -> str:
     """Short text matplotlib shows as is (a ``$`` would otherwise start mathtext)."""
-    printable = "".join(ch if ch.isprintable() else " " for ch in clean_text(text))
-    return shorten(printable, limit).replace("$", r"\$")
+    printable = "".join(ch if ch.isprintable() else " " for ch in shorten(text, limit))
+    return printable.replace("$", r"\$")
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:

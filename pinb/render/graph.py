@@ -21,6 +21,7 @@ from ..core.describe import (
 )
 from ..core.entries import id_key
 from ..core.gc import gc_paused
+from ..core.jsontext import value_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -100,7 +101,7 @@ class NodeInfo:
         """The label as text (files can hold a number or an object there)."""
         if self.label is None:
             return None
-        return self.label if isinstance(self.label, str) else str(self.label)
+        return self.label if isinstance(self.label, str) else value_text(self.label, 60)
 
 
 @dataclass

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..core.jsontext import SHOWN_DEPTH, value_text, visible
+
 __all__ = [
     "CSS",
     "SAFE_TAGS",
@@ -30,7 +32,6 @@ __all__ = [
 # Characters XML 1.0 forbids (and lone surrogates, which cannot be encoded): they would make
 # an SVG or XHTML document unparseable, so they become U+FFFD before escaping.
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
-
 #: Markup every view limits itself to: what survives JupyterLab's sanitizer for untrusted
 #: outputs, nbconvert's ``sanitize_html`` (bleach) and GitHub alike. Other tags would be
 #: dropped or, worse, shown escaped as text; so there are no headings, paragraphs, line
@@ -141,10 +142,17 @@ def gauge(share: float | None, width: int = 30) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
+def visible_source(value: object) -> str:
+    """``str(value)`` safe at any depth (a list or dict as JSON, cut at :data:`SHOWN_DEPTH`)."""
+    return value if isinstance(value, str) else value_text(value, max_depth=SHOWN_DEPTH)
+
+
 def clean_text(value: object) -> str:
-    """``str(value)`` with characters that XML/HTML cannot carry replaced by U+FFFD."""
-    text = value if isinstance(value, str) else str(value)
-    return _INVALID.sub("\ufffd", text)
+    """``str(value)`` with characters that XML/HTML cannot carry replaced by U+FFFD.
+
+    A list or dict shows as JSON, nested levels beyond :data:`SHOWN_DEPTH` as ``[…]``.
+    """
+    return _INVALID.sub("\ufffd", visible_source(value))
 
 
 def escape(value: object) -> str:
@@ -156,8 +164,10 @@ def shorten(text: object, limit: int) -> str:
     """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut).
 
     Any value is accepted: files can hold a number or an object where text belongs.
+    Whitespace (line breaks included) collapses to one space; other control characters
+    are shown as escapes (:func:`visible`).
     """
-    flat = " ".join(clean_text(text).split())
+    flat = visible(" ".join(visible_source(text).split()))
     if len(flat) <= limit:
         return flat
     return flat[: max(0, limit - 1)].rstrip() + "…"
@@ -223,7 +233,7 @@ def table(
         cells = []
         for i, value in enumerate(row):
             if i in raw_set:
-                text = "" if value is None else str(value)
+                text = "" if value is None else value_text(value)
             elif value is None:
                 text = ""
             elif (

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.jsontext import visible
 from .graph import NodeInfo, SessionGraph, kind_name, plural
-from .html import clean_text, escape, shorten
+from .html import escape, shorten
 from .rows import Row, RowLayout
 
 __all__ = [
@@ -83,8 +84,9 @@ TOKEN_CHARS = 9
 
 
 def short_id(key: str) -> str:
-    """The first 8 characters of an entry key (as Pi shows ids)."""
-    return shorten(key, 8) if len(key) > 8 else clean_text(key)
+    """The first 8 characters of an entry key (as Pi shows ids), control characters escaped."""
+    shown = visible(key)
+    return shown if len(shown) <= 8 else shown[:7] + "…"
 
 
 @dataclass(slots=True)
@@ -388,7 +390,7 @@ def title_lines(layout: RowLayout) -> tuple[str, str]:
         summary += f"; {plural(len(layout.chains), 'chain')} collapsed"
     if layout.folded:
         summary += f"; {plural(len(layout.folded), 'side branch', 'side branches')} folded"
-    return f"Session tree · {name}", summary
+    return f"Session tree · {shorten(name, 120)}", summary
 
 
 def _legend_rows(items: list[tuple[str, str, str]], width: float) -> list[list[int]]:

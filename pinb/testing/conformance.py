@@ -51,7 +51,7 @@ def _leaf_argument(query: dict[str, Any]) -> Any:
 
 
 def _message_ref(index: int, entry: Entry, message: Any) -> dict[str, Any]:
-    role = message.get("role") if isinstance(message, dict) else None
+    role = message.get("role", MISSING) if isinstance(message, dict) else MISSING
     return {"id": entry.id, "index": index, "role": role}
 
 
@@ -225,12 +225,31 @@ def _branch(session: Session, item: dict[str, Any], budgets: list[int]) -> dict[
 
 
 def _json(value: Any) -> Any:
-    """What JSON.stringify makes of a value: undefined keys vanish, undefined items are null."""
-    if isinstance(value, dict):
-        return {k: _json(v) for k, v in value.items() if v is not MISSING}
-    if isinstance(value, list | tuple):
-        return [None if v is MISSING else _json(v) for v in value]
-    return value
+    """What JSON.stringify makes of a value: undefined keys vanish, undefined items are null.
+
+    Iterative: answers hold message contents, which may nest thousands of levels deep.
+    """
+    root: list[Any] = [None]
+    # (source container, the copy being filled)
+    stack: list[tuple[Any, Any]] = [([value], root)]
+    while stack:
+        source, copy = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if item is MISSING:
+                if isinstance(source, dict):
+                    continue
+                item = None
+            if isinstance(item, dict):
+                child: Any = {}
+            elif isinstance(item, list | tuple):
+                child = [None] * len(item)
+            else:
+                child = item
+            copy[key] = child
+            if isinstance(item, dict | list | tuple):
+                stack.append((item, child))
+    return root[0]
 
 
 #: Pi 1.x's error for a file it refuses to open, with the path replaced as in the data.
@@ -266,7 +285,7 @@ def answer(query: dict[str, Any], session_path: str | os.PathLike[str]) -> dict[
     ]
     file_result["entryCount"] = len(session.entries)
     leaf_id = session.index.last_entry_id
-    file_result["leafId"] = None if leaf_id is MISSING else leaf_id
+    file_result["leafId"] = leaf_id  # undefined (an entry without an id) is left out
     if pi >= Pi.V1_6:
         file_result["sessionName"] = session.name
     result["@file"] = file_result

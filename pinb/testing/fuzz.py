@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
-__all__ = ["random_session_bytes"]
+__all__ = ["odd_session_bytes", "random_session_bytes"]
 
 _TEXTS = [
     "Fix the failing test",
@@ -345,3 +346,140 @@ def _legacy(line: str, position: int, rng: random.Random) -> str:
         entry.pop("firstKeptEntryId", None)
         entry["firstKeptEntryIndex"] = rng.randint(0, max(position, 0))
     return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------
+# Odd but valid JSON: what JSON.parse reads and Python's parsers did not
+# ---------------------------------------------------------------------------------------
+
+
+class _Literal:
+    """A number written exactly as given (``1E+2``, ``-0``, a 5,000-digit integer)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+#: Number literals JSON allows that Python and JavaScript may read differently.
+_ODD_NUMBERS = [
+    "1E+2", "-0", "-0.0", "1e400", "-1e400", "0.1e-400", "1.0", "1.50", "2e-7",
+    "123456789012345678901234567890", "9007199254740993", "0.30000000000000004", "1" * 5000,
+    "-" + "9" * 4400,
+]  # fmt: skip
+#: Strings with escapes and characters that break naive text handling.
+_ODD_STRINGS = [
+    "line\r\nbreak", "next\u0085line", "sep\u2028par\u2029", "nul\u0000byte", "tab\tand\x1b[31m",
+    "slash/\\back", "lone \ud83d high", "low \ude00 alone", "\ufeffbom", "emoji 😀 𝄞",
+    "<script>alert(1)</script>", "",
+]  # fmt: skip
+#: Values of the wrong type for any field.
+_ODD_VALUES: list[Any] = [None, True, 0, -1, 2.5, "", "text", [], [1, "a"], {}, {"name": {}}]
+
+
+def _odd_value(rng: random.Random) -> Any:
+    roll = rng.random()
+    if roll < 0.3:
+        return _Literal(rng.choice(_ODD_NUMBERS))
+    if roll < 0.6:
+        return rng.choice(_ODD_STRINGS)
+    return json.loads(json.dumps(rng.choice(_ODD_VALUES)))
+
+
+def _deep(rng: random.Random, depth: int) -> Any:
+    value: Any = rng.choice(["x", 1, None, {}])
+    for _ in range(depth):
+        value = [value] if rng.random() < 0.5 else {rng.choice("abk"): value}
+    return value
+
+
+def _write(value: Any) -> str:
+    """JSON text of ``value`` with escapes JSON.stringify would not choose, without recursion."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and item.startswith("\0raw:"):
+            out.append(item[5:])
+        elif isinstance(item, _Literal):
+            out.append(item.text)
+        elif isinstance(item, dict):
+            parts: list[Any] = ["\0raw:{"]
+            for i, (key, child) in enumerate(item.items()):
+                parts += ["\0raw:" + ("," if i else "") + json.dumps(key) + ":", child]
+            stack.extend(reversed([*parts, "\0raw:}"]))
+        elif isinstance(item, list):
+            parts = ["\0raw:["]
+            for i, child in enumerate(item):
+                parts += (["\0raw:,"] if i else []) + [child]
+            stack.extend(reversed([*parts, "\0raw:]"]))
+        else:
+            # ASCII escapes (\u00e9, \ud83d, \u2028) where JSON.stringify writes raw text.
+            out.append(
+                json.dumps(item).replace("/", "\\/") if isinstance(item, str) else json.dumps(item)
+            )
+    return "".join(out)
+
+
+def _leaves(value: Any) -> list[tuple[Any, Any]]:
+    """``(container, key)`` of every place in ``value`` holding a scalar or a container."""
+    places: list[tuple[Any, Any]] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        keys = (
+            list(item)
+            if isinstance(item, dict)
+            else range(len(item))
+            if isinstance(item, list)
+            else []
+        )
+        for key in keys:
+            places.append((item, key))
+            stack.append(item[key])
+    return places
+
+
+def odd_session_bytes(seed: int, size: int = 24, *, max_depth: int = 1500) -> bytes:
+    """A random session file (:func:`random_session_bytes`) made odd but still valid JSON.
+
+    Some values are replaced with odd number literals (``1E+2``, ``-0``, ``1e400``, integers
+    of 5,000 digits), strings with unusual escapes and characters (``\\r\\n``, U+0085,
+    U+2028, lone surrogates, ``\\/``) or values of the wrong type; some fields hold values
+    nested up to ``max_depth`` levels (beyond Python's recursion limit and orjson's 1,024);
+    some entry ids hold control characters. Every line ``JSON.parse`` read before still
+    reads.
+    """
+    rng = random.Random(seed)
+    base = random_session_bytes(seed, size, newer=rng.random() < 0.8, odd=rng.random() < 0.5,
+                                version=rng.choice((3, 3, 3, 2, 1)))  # fmt: skip
+    text = base.decode("utf-8")
+    # Odd ids: the same replacement everywhere, so parent links still hold.
+    ids = sorted(set(re.findall(r'"id":"([0-9a-f]{8})"', text)))
+    for entry_id in rng.sample(ids, k=min(len(ids), rng.randint(0, 3))):
+        odd = (
+            entry_id[:4]
+            + rng.choice(["\r\n", "\u0085", "\u2028", "\t", " ", "\\", "<&>"])
+            + entry_id[4:]
+        )
+        text = text.replace(f'"{entry_id}"', json.dumps(odd))
+    lines: list[str] = []
+    for line in text.split("\n"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            lines.append(line)
+            continue
+        if not isinstance(value, dict) or value.get("type") == "session" or rng.random() < 0.4:
+            lines.append(line)
+            continue
+        places = [p for p in _leaves(value) if p[1] not in ("id", "parentId", "type")]
+        for _ in range(rng.randint(1, 3)):
+            if not places:
+                break
+            container, key = rng.choice(places)
+            if rng.random() < 0.3:
+                container[key] = _deep(rng, rng.randint(900, max_depth))
+            else:
+                container[key] = _odd_value(rng)
+        lines.append(_write(value))
+    return "\n".join(lines).encode("utf-8", "surrogatepass")

@@ -76,6 +76,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         owner = self.server.owner
         owner._probe(self.path)
+        if self.path.startswith("/v1/"):
+            owner._take_model_lock()
         path = self.path.rstrip("/")
         window = owner.context_window
         if path == "/props" and owner.window_endpoint == "llamacpp" and window:
@@ -84,6 +86,18 @@ class _Handler(BaseHTTPRequestHandler):
             entry: dict[str, Any] = {"id": owner.model_id, "object": "model", "owned_by": "me"}
             if owner.window_endpoint == "vllm" and window:
                 entry["max_model_len"] = window
+            if owner.window_endpoint == "llama-cpp-python":
+                entry["permissions"] = []  # what llama-cpp-python 0.3 lists: no window
+            self._json(200, {"object": "list", "data": [entry]})
+        elif path == "/api/v0/models" and owner.window_endpoint == "lmstudio" and window:
+            entry = {
+                "id": owner.model_id,
+                "object": "model",
+                "type": "llm",
+                "state": "loaded",
+                "max_context_length": 32768,
+                "loaded_context_length": window,
+            }
             self._json(200, {"object": "list", "data": [entry]})
         else:
             self._json(404, {"detail": "Not Found"})
@@ -117,8 +131,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
+        owner._take_model_lock()
         # The server's own checks come first and use no scripted reply, as a real
         # server's would not depend on what the test planned to answer.
+        if (
+            owner.window_endpoint == "llama-cpp-python"
+            and isinstance(body, dict)
+            and body.get("tool_choice") == "required"
+        ):  # llama-cpp-python 0.3: a 500 with an empty message, every time
+            self._json(500, {"error": {"message": "", "type": "internal_server_error"}})
+            return
         rejected = null_content_error(body) if owner.reject_null_content else None
         if rejected is not None:
             # llama-cpp-python's schema error comes back as a 500 (it is not transient)
@@ -129,6 +151,17 @@ class _Handler(BaseHTTPRequestHandler):
             if tokens >= owner.context_window:
                 self._overflow(tokens, owner, streaming=bool(body.get("stream")))
                 return
+            limit = body.get("max_tokens") or body.get("max_completion_tokens")
+            if owner.window_endpoint == "vllm" and isinstance(limit, int):
+                if tokens + limit > owner.context_window:  # vLLM checks the sum
+                    message = (
+                        f"This model's maximum context length is {owner.context_window} "
+                        f"tokens. However, you requested {tokens + limit} tokens ({tokens} in "
+                        f"the messages, {limit} in the completion). Please reduce the length "
+                        "of the messages or completion."
+                    )
+                    self._json(400, self._error_body(wire, "BadRequestError", message))
+                    return
         reply = owner._next()
         if reply is None:
             self._json(
@@ -235,6 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.flush()
+        epoch = owner._lock_epoch
         cut = reply.disconnect_after
         if reply.disconnect_in_tool_args:
             first = first_argument_event(events)
@@ -250,6 +284,15 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Dropped
             if reply.stream_error is not None and sent >= reply.stream_error_after:
                 self._chunk(_stream_error(self.path, reply))
+                break
+            if owner.interrupt_requests and owner._lock_epoch != epoch and sent < len(events) - 2:
+                # llama-cpp-python: another request took the model; this reply just ends
+                for tail_name, tail in events[-2:]:
+                    self._chunk(
+                        (
+                            (f"event: {tail_name}\n" if tail_name else "") + f"data: {tail}\n\n"
+                        ).encode()
+                    )
                 break
             frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
             self._chunk(frame.encode())
@@ -288,6 +331,7 @@ class LLMServer:
         window_endpoint: str | None = None,
         reject_null_content: bool = False,
         model_id: str = "/models/loopback-135M.Q4_1.gguf",
+        interrupt_requests: bool = False,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -296,11 +340,19 @@ class LLMServer:
         #: llama-cpp-python 0.3 does: a 200 stream that ends before any event, and a 400
         #: naming the window to the same request without streaming).
         self.overflow_style = overflow_style
-        #: Which server's window endpoint to offer: ``"llamacpp"`` (``/props``),
-        #: ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``) or ``None``.
+        #: Which server's window endpoint to offer: ``"llamacpp"`` (llama-server's
+        #: ``/props``), ``"ollama"`` (``/api/show``), ``"vllm"`` (``/v1/models``
+        #: ``max_model_len``), ``"lmstudio"`` (``/api/v0/models``), or
+        #: ``"llama-cpp-python"`` / ``None`` (404 on ``/props``, no window anywhere;
+        #: llama-cpp-python also answers ``tool_choice: "required"`` with an empty 500).
         self.window_endpoint = window_endpoint
         #: Answer ``content: null`` in an assistant message with llama-cpp-python's 500.
         self.reject_null_content = reject_null_content
+        #: llama-cpp-python's default ``--interrupt_requests True``: any request under
+        #: ``/v1/`` (a chat, or just ``GET /v1/models``) ends a reply that is streaming,
+        #: with a normal finish, as if the model had stopped.
+        self.interrupt_requests = interrupt_requests
+        self._lock_epoch = 0
         #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
         self.model_id = model_id
         #: Paths of window probes and model listings received (GET and ``/api/show``).
@@ -426,6 +478,10 @@ class LLMServer:
     def _probe(self, path: str) -> None:
         with self._lock:
             self.probes.append(path)
+
+    def _take_model_lock(self) -> None:
+        with self._lock:
+            self._lock_epoch += 1
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:

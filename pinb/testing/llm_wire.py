@@ -26,6 +26,12 @@ class ToolCallScript:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     id: str | None = None
+    #: Arguments sent as this exact text instead of ``arguments`` (JSON too deep to build).
+    raw_arguments: str | None = None
+
+    def wire_arguments(self) -> str:
+        """The arguments as the server streams them."""
+        return self.raw_arguments if self.raw_arguments is not None else json.dumps(dict(self.arguments))
 
 
 @dataclass
@@ -143,7 +149,7 @@ def _openai_events(
         starts.append(
             {"index": i, "id": _call_id(call, i, "call_"), "type": "function", "function": fn}
         )
-        arg_pieces.append(_pieces(json.dumps(dict(call.arguments)), reply.chunk_size))
+        arg_pieces.append(_pieces(call.wire_arguments(), reply.chunk_size))
     if reply.interleave_tool_calls:
         for start in starts:
             yield chunk({"tool_calls": [start]})
@@ -192,7 +198,7 @@ def _openai_json(reply: ServerReply, model: str) -> dict[str, Any]:
             {
                 "id": _call_id(c, i, "call_"),
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+                "function": {"name": c.name, "arguments": c.wire_arguments()},
             }
             for i, c in enumerate(reply.tool_calls)
         ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core import Session, SessionContext, estimate_tokens
 from ..core.accounting import ContextUsage, estimated_by_role
 from ..core.context import UNSET
+from ..core.jsontext import value_text
 from ..render.graph import kind_name, plural, tool_tokens
 from ..render.html import div, escape, gauge, heading, mimebundle, muted, style, table, title, wrap
 
@@ -90,7 +91,7 @@ class ContextBreakdown:
         for message in messages:
             if not isinstance(message, dict):
                 continue
-            role = str(message.get("role", "?"))
+            role = value_text(message.get("role", "?"))
             role_messages[role] += 1
             role_tokens[role] += estimate_tokens(message, pi=pi)
             for tool, side, tokens in tool_tokens(message):

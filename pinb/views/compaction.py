@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
+from ..core.jsontext import value_text
 from ..core.reports import CompactionReport
 from ..render.graph import (
     entry_kind,
@@ -34,7 +35,7 @@ __all__ = ["CompactionView", "report_from_entry"]
 
 def _file_list(details: Any, key: str) -> list[str]:
     values = details.get(key) if isinstance(details, dict) else None
-    return [str(v) for v in values] if isinstance(values, list) else []
+    return [value_text(v) for v in values] if isinstance(values, list) else []
 
 
 def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
@@ -68,8 +69,8 @@ def report_from_entry(session: Session, entry: Entry | str) -> CompactionReport:
     previous = next((e for e in reversed(before.path) if e.type == "compaction"), None)
     return CompactionReport(
         entry=entry,
-        summary=str(raw.get("summary", "")),
-        first_kept_entry_id=str(first_kept) if first_kept is not None else "",
+        summary=value_text(raw.get("summary", "")),
+        first_kept_entry_id=value_text(first_kept) if first_kept is not None else "",
         tokens_before=tokens_before if isinstance(tokens_before, int) else 0,
         before_by_role=estimated_by_role(before),
         after_by_role=estimated_by_role(after),

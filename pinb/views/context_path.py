@@ -9,6 +9,7 @@ from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_
 from ..core.accounting import ContextUsage, thousands
 from ..core.context import UNSET, current_system_message
 from ..core.gc import gc_paused
+from ..core.jsontext import value_text
 from ..core.target import Pi
 from ..render.graph import (
     entry_kind,
@@ -82,7 +83,7 @@ def _message_text(message: Any) -> str:
         return content
     if isinstance(content, list):
         return " ".join(
-            str(b.get("text", ""))
+            value_text(b.get("text", ""))
             for b in content
             if isinstance(b, dict) and b.get("type") == "text"
         )

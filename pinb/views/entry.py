@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..core import Entry, Session
+from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
 from ..render.html import escape, heading, markdown_to_html, mimebundle, pre, style, table, wrap
 from ..render.html import title as title_html
@@ -18,7 +18,7 @@ MAX_RAW_CHARS = 200_000
 
 def _block_html(block: Any) -> str:
     if not isinstance(block, dict):
-        return pre(json.dumps(block, ensure_ascii=False, default=str))
+        return pre(json_text(block, max_depth=SHOWN_DEPTH, default=str))
     kind = block.get("type")
     if kind == "text":
         return pre(block.get("text", ""))
@@ -26,7 +26,7 @@ def _block_html(block: Any) -> str:
         text = "(redacted)" if block.get("redacted") else block.get("thinking", "")
         return f'<div class="pinb-muted" style="color:#6e7781">thinking</div>{pre(text)}'
     if kind == "toolCall":
-        args = json.dumps(block.get("arguments"), ensure_ascii=False, indent=2, default=str)
+        args = json_text(block.get("arguments"), indent=2, max_depth=SHOWN_DEPTH, default=str)
         return (
             f'<div><span class="pinb-badge" style="display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background-color:#eaeef2;margin-right:4px">tool call</span><b>{escape(block.get("name", "?"))}'
             f'</b> <span class="pinb-muted" style="color:#6e7781">{escape(block.get("id", ""))}</span></div>{pre(args)}'
@@ -37,7 +37,7 @@ def _block_html(block: Any) -> str:
             f'<div class="pinb-muted" style="color:#6e7781">[image {escape(block.get("mimeType", "?"))}, '
             f"{size:,} base64 chars]</div>"
         )
-    return pre(json.dumps(block, ensure_ascii=False, indent=2, default=str))
+    return pre(json_text(block, indent=2, max_depth=SHOWN_DEPTH, default=str))
 
 
 def _content_html(content: Any) -> str:
@@ -55,7 +55,9 @@ def _body_html(entry: Entry) -> str:
         message = entry.message or {}
         role = message.get("role")
         if role == "bashExecution":
-            return pre(f"$ {message.get('command', '')}") + pre(message.get("output", ""))
+            return pre(f"$ {value_text(message.get('command', ''))}") + pre(
+                message.get("output", "")
+            )
         if role == "toolResult":
             error = (
                 ' <span class="pinb-error" style="color:#cf222e">error</span>'
@@ -98,11 +100,16 @@ def entry_html(entry: Entry, *, label: str | None = None, max_raw: int = MAX_RAW
             fields.append((name, message[name]))
     usage = message.get("usage")
     if isinstance(usage, dict):
-        fields.append(("usage", ", ".join(f"{k}={v}" for k, v in usage.items() if k != "cost")))
+        fields.append(
+            (
+                "usage",
+                ", ".join(f"{k}={value_text(v, 40)}" for k, v in usage.items() if k != "cost"),
+            )
+        )
     for name in ("firstKeptEntryId", "tokensBefore", "fromId", "targetId", "customType"):
         if name in raw:
             fields.append((name, raw[name]))
-    text = json.dumps(raw, ensure_ascii=False, indent=2, default=str)
+    text = json_text(raw, indent=2, max_depth=SHOWN_DEPTH, default=str)
     cut = ""
     if len(text) > max_raw:
         cut = f"<div{style('warn')}>raw JSON cut at {max_raw:,} of {len(text):,} chars</div>"

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.jsontext import value_text
 from ..render.graph import plural
 from ..render.html import escape, mimebundle, shorten, style, table, title, wrap
 
@@ -106,11 +107,13 @@ def _cell(row: SessionRow, column: str) -> str:
     if column in ("created", "modified"):
         moment = _as_datetime(value)
         return (
-            moment.strftime("%Y-%m-%d %H:%M") if moment else ("" if value is None else str(value))
+            moment.strftime("%Y-%m-%d %H:%M")
+            if moment
+            else ("" if value is None else value_text(value))
         )
     if column == "first_message":
-        return shorten(str(value), 100)
-    return "" if value is None else str(value)
+        return shorten(value_text(value), 100)
+    return "" if value is None else value_text(value)
 
 
 class SessionListView:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.totals import SUM_COLUMNS as _SUMS
 from ..core.accounting import thousands
+from ..core.jsontext import value_text
 from ..render.html import escape, mimebundle, table, wrap
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def _cell(value: Any) -> object:
         value = value.item()  # a numpy scalar
     if isinstance(value, float):
         return None if value != value else round(value, 4)
-    return value if isinstance(value, int | str) else str(value)
+    return value if isinstance(value, int | str) else value_text(value)
 
 
 def _plain(value: object) -> str:
@@ -109,4 +110,4 @@ def _plain(value: object) -> str:
         return "—"
     if isinstance(value, int):
         return thousands(value)
-    return os.fspath(value) if isinstance(value, Path) else str(value)
+    return os.fspath(value) if isinstance(value, Path) else value_text(value)

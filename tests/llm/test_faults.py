@@ -259,13 +259,21 @@ def test_cancel_during_retry_backoff(server, make_model):
 
 def test_keyboard_interrupt_in_sync_facade(server, make_model):
     server.reply("streaming slowly " * 10, chunk_size=6, chunk_delay=0.2)
-    timer = threading.Timer(0.5, _thread.interrupt_main)
-    timer.start()
+    stop = threading.Event()
+
+    def interrupt_mid_stream() -> None:  # once the reply streams, however loaded the machine
+        deadline = time.monotonic() + 20
+        while not server.requests and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.01)
+        if not stop.wait(0.3):
+            _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_mid_stream, daemon=True).start()
     start = time.monotonic()
     try:
         message = make_model("openai").complete([user("q")])
     finally:
-        timer.cancel()
+        stop.set()
     assert time.monotonic() - start < 3
     assert message["stopReason"] == "aborted"
     assert message["content"] and message["content"][0]["text"].startswith("stream")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pathlib
 import pickle
 
 import pytest
@@ -142,3 +143,32 @@ def test_redaction_catches_escaped_and_encoded_forms(form):
         out = redact(f"error: {form} (while sending)", [Secret(secret)])
         assert "7c1d9e2b4a" not in out, (secret, out)
         assert out.startswith("error: ") and out.endswith("(while sending)")
+
+
+def test_models_json_values_resolve_as_pi_1x_does() -> None:
+    """Pi 1.6's resolve-config-value.js: templates, escapes, and an unset variable."""
+    from pinb.llm.credentials import resolve_config_value
+
+    env = {"A": "alpha", "B": "beta"}
+    assert resolve_config_value("$A", env) == "alpha"
+    assert resolve_config_value("${A}-${B}/x", env) == "alpha-beta/x"
+    assert resolve_config_value("$$A and $!", env) == "$A and !"
+    assert resolve_config_value("$UNSET", env) is None  # Pi: the whole value is unresolved
+    assert resolve_config_value("${not a name}", env) == "${not a name}"
+    assert resolve_config_value("cost $5", env) == "cost $5"
+    assert resolve_config_value("A", env) == "alpha"  # Pi 0.x: a bare variable name
+    assert resolve_config_value("sk-literal", env) == "sk-literal"
+
+
+def test_a_models_json_key_comes_before_the_providers_variable(tmp_path: pathlib.Path) -> None:
+    """Pi 1.x's order (docs/models.md): auth.json, then models.json's apiKey, then variables."""
+    from pinb.llm.credentials import find_api_key
+
+    found = find_api_key(
+        "openai",
+        env_vars=["OPENAI_API_KEY"],
+        config_value="$PROXY_KEY",
+        env={"OPENAI_API_KEY": "from-variable", "PROXY_KEY": "from-models-json"},
+        auth_path=tmp_path / "none.json",
+    )
+    assert found is not None and found.reveal() == "from-models-json"

@@ -119,6 +119,72 @@ def test_a_saved_run_reads_the_same_untrusted_and_converted() -> None:
     assert "thinking (" in html and "bash" in html and "— error" in html
 
 
+def _tool_reply(calls: int) -> list[object]:
+    entry = Entry({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {}})
+    events: list[object] = [TurnStart(1), ModelEvent(TextDelta(0, "Reading them all."))]
+    for n in range(calls):
+        events.append(ModelEvent(ToolCallStart(n, f"c{n}", "read")))
+        events.append(ModelEvent(ToolCallEnd(n, f"c{n}", "read", {"path": f"f{n}.txt"})))
+    for n in range(calls):
+        events.append(ToolStart(f"c{n}", "read", {"path": f"f{n}.txt"}))
+        events.append(ToolEnd(f"c{n}", "read", ToolResult.text(f"body {n} " + PAYLOAD), entry))
+    events += [TurnStart(2), ModelEvent(TextDelta(0, "All read.")), AgentEnd("stop", [])]
+    return events
+
+
+class _Recorder:
+    """A display function that keeps what each display shows last."""
+
+    def __init__(self) -> None:
+        self.last: list[object] = []
+        self.chars = 0
+
+    def __call__(self, obj: object, display_id: bool = False) -> object:
+        self.last.append(obj)
+        self.chars += len(obj._repr_mimebundle_()["text/html"])  # type: ignore[attr-defined]
+        index = len(self.last) - 1
+        recorder = self
+
+        class Handle:
+            def update(self, new: object) -> None:
+                recorder.last[index] = new
+                recorder.chars += len(new._repr_mimebundle_()["text/html"])  # type: ignore[attr-defined]
+
+        return Handle()
+
+
+def _play(calls: int) -> tuple[LiveRun, _Recorder]:
+    recorder = _Recorder()
+    live = LiveRun(recorder, interval=0)
+    for event in _tool_reply(calls):
+        live.add(event)  # type: ignore[arg-type]
+    live.finish()
+    return live, recorder
+
+
+def test_the_html_published_grows_linearly_with_the_run() -> None:
+    small, _ = _play(100)
+    large, large_seen = _play(400)
+    assert large.published_chars == large_seen.chars  # the counter is what was shown
+    # every event is shown (interval 0): quadratic growth would make this ratio 16
+    assert large.published_chars / small.published_chars < 5
+    assert large.updates > 800
+
+
+def test_the_displays_together_show_the_whole_run_once_and_inert() -> None:
+    from tests.views.sanitizers import check_html_survives
+
+    live, seen = _play(60)
+    assert len(seen.last) > 1  # the run went on in new displays
+    shown = "\n".join(obj.text() for obj in seen.last)  # type: ignore[attr-defined]
+    assert shown == live.transcript.text()  # each piece exactly once, in order
+    assert "All read." not in shown  # the answer is the cell's value
+    for obj in seen.last:
+        html = obj._repr_mimebundle_()["text/html"]  # type: ignore[attr-defined]
+        _assert_inert(html)
+        check_html_survives(html)
+
+
 def test_the_compaction_note_groups_thousands() -> None:
     from io import StringIO
 

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,7 +156,15 @@ def test_interrupt_mid_stream_saves_an_aborted_reply(
     shell: InteractiveShell, server: LLMServer
 ) -> None:
     server.reply("slow " * 200, chunk_delay=0.02)
-    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+    def interrupt_mid_stream() -> None:  # once the reply streams, however loaded the machine
+        deadline = time.monotonic() + 20
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_mid_stream, daemon=True).start()
     with capture_output() as captured:
         result = shell.run_cell_magic("pi", "--model loop/tiny --no-tools", "talk slowly")
     assert result is None and "interrupted" in captured.stdout

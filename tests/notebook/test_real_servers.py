@@ -328,3 +328,47 @@ def test_without_a_spec_a_local_server_is_found_with_a_short_model_id(shell, mon
     # llama-cpp-python lists the GGUF file's path as the model id
     assert server.model_id.startswith("/models/")
     assert captured.stdout.startswith("llamacpp/loopback-135M.Q4_1 · window 4,096")
+
+
+def test_discover_lists_servers_and_chooses_none(shell, monkeypatch) -> None:
+    import dataclasses
+
+    from pinb.llm.catalog import BUILTIN_PROVIDERS
+
+    for name in ("OLLAMA_HOST", "OLLAMA_BASE_URL", "LMSTUDIO_BASE_URL", "VLLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LLAMACPP_BASE_URL", raising=False)
+    with LLMServer(context_window=4096, window_endpoint="llamacpp") as server:
+        moved = dataclasses.replace(BUILTIN_PROVIDERS["llamacpp"], base_url=server.openai_base_url)
+        monkeypatch.setitem(BUILTIN_PROVIDERS, "llamacpp", moved)
+        with capture_output() as captured:
+            shell.run_line_magic("pi", "model --discover")
+        assert _magics(shell)._model is None  # listed, not chosen
+        with pytest.raises(Exception, match="no model configured"):
+            shell.run_line_magic("pi", "model")
+        url = server.url
+    assert f"llamacpp at {url}/v1 (default port)" in captured.stdout
+    assert "window 4,096 (/props n_ctx)" in captured.stdout
+    assert f"%pi model llamacpp/loopback-135M.Q4_1 --base-url {url}" in captured.stdout
+
+
+def test_every_cell_request_carries_a_limit_that_fits_and_the_footer_says_it(
+    shell, monkeypatch
+) -> None:
+    from pinb.testing.llm_wire import prompt_tokens
+
+    server = _local_server(monkeypatch, context_window=4096, window_endpoint="llamacpp")
+    try:
+        for i in range(12):  # compactions take some
+            server.add(ServerReply(text=f"answer {i} " + "w" * 2000, no_usage=True))
+        with capture_output():
+            shell.run_line_magic("pi", "model llamacpp/smol")
+            for i in range(4):
+                reply = shell.run_cell_magic("pi", "--no-tools", f"question {i} " + "q" * 2400)
+    finally:
+        server.stop()
+    chats = [r.body for r in server.requests]
+    assert chats and all(isinstance(b.get("max_tokens"), int) for b in chats)
+    assert all(prompt_tokens(b) + b["max_tokens"] <= 4096 for b in chats)
+    assert "output limit: " in reply._repr_mimebundle_()["text/plain"]
+    assert "4,096-token window" in reply._repr_mimebundle_()["text/plain"]

@@ -636,8 +636,14 @@ function bench({ path, runs = 11 }) {
     }
 }
 
+/** JSON.stringify(JSON.parse(text)): how JavaScript reads a JSON text, written canonically. */
+function parse({ text }) {
+    return JSON.stringify(JSON.parse(text));
+}
+
 const OPS = {
     ping: () => ({ pi: VERSION, node: process.version }),
+    parse,
     bench,
     answer,
     open,
@@ -664,7 +670,10 @@ for await (const line of lines) {
     try {
         const op = OPS[request.op];
         if (!op) throw new Error(`unknown op ${request.op}`);
-        respond({ id: request.id, result: op(request) });
+        const result = op(request);
+        // "encoded": the result as JSON.stringify's text, for values nested deeper than
+        // the reader's JSON parser goes (the answer is then one flat string).
+        respond({ id: request.id, result: request.encoded ? JSON.stringify(result) : result });
     } catch (error) {
         const response = { id: request.id, error: errorText(error) };
         if (typeof error?.step === "number") response.step = error.step;

@@ -193,6 +193,16 @@ class PiReference:
         result: dict[str, Any] = self.request("answer", query=query, path=str(Path(path).resolve()))
         return result
 
+    def answer_text(self, query: dict[str, Any], path: str | os.PathLike[str]) -> str:
+        """:meth:`answer` as JSON text (``JSON.stringify``), for answers of any depth."""
+        text: str = self.request("answer", encoded=True, query=query, path=str(Path(path).resolve()))
+        return text
+
+    def parse(self, text: str) -> str:
+        """``JSON.stringify(JSON.parse(text))``; a text JavaScript refuses raises PiError."""
+        result: str = self.request("parse", text=text)
+        return result
+
     def open(self, path: str | os.PathLike[str], *, leaf: Any = _DEFAULT) -> dict[str, Any]:
         """``SessionManager.open(path)`` in place (ids positional if Pi migrates).
 
@@ -244,8 +254,13 @@ class PiReference:
         manifest = json.loads((package / "package.json").read_text(encoding="utf-8"))
         return [str(node_binary(self.root)), str(package / manifest["bin"]["pi"])]
 
-    def request(self, op: str, **fields: Any) -> Any:
-        """Send one request; return its result or raise PiError / HarnessError."""
+    def request(self, op: str, *, encoded: bool = False, **fields: Any) -> Any:
+        """Send one request; return its result or raise PiError / HarnessError.
+
+        With ``encoded`` the harness sends the result as its ``JSON.stringify`` text.
+        """
+        if encoded:
+            fields["encoded"] = True
         with self._lock:
             process = self._ensure_started()
             self._next_id += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import os
@@ -22,7 +23,27 @@ from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, is_cancelled, optional_number, required_str, tool_cwd
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
 
-__all__ = ["BashTool"]
+__all__ = ["BASH_LOG_LIMIT", "BashTool", "remove_kept_logs"]
+
+#: Most bytes a ``pi-bash-*.log`` holds. Output past it (``yes`` writes 400 MB/s) is not
+#: kept: the log is deleted when the call ends and the notice says so.
+BASH_LOG_LIMIT = 16 * 1024 * 1024
+#: Logs kept for the model to read later in this process; deleted when the process exits.
+_KEPT_LOGS: set[Path] = set()
+
+
+def remove_kept_logs() -> int:
+    """Delete the full-output logs this process kept (also run at exit); how many went."""
+    removed = 0
+    for path in list(_KEPT_LOGS):
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed += 1
+        _KEPT_LOGS.discard(path)
+    return removed
+
+
+atexit.register(remove_kept_logs)
 
 #: How long output is still collected after the shell exits (background jobs may hold the pipe).
 _EXIT_GRACE_SECONDS = 1.0
@@ -44,6 +65,8 @@ class _Output:
     previous_line_bytes: int = 0  # length of the line that the last "\n" ended
     temp_path: Path | None = None
     temp_file: IO[bytes] | None = None
+    logged: int = 0  # bytes written to the temp file
+    log_full: bool = False  # output passed BASH_LOG_LIMIT: the log is dropped at the end
 
     def add(self, data: bytes) -> None:
         self.total_bytes += len(data)
@@ -62,7 +85,7 @@ class _Output:
         if self.temp_file is None and self.total_bytes > DEFAULT_MAX_BYTES:
             self._open_temp()
         if self.temp_file is not None:
-            self.temp_file.write(data)
+            self._log(data)
         self.chunks.append(data)
         self.kept += len(data)
         # Keep at least twice the byte limit, so the cut tail starts with a whole line.
@@ -74,7 +97,16 @@ class _Output:
         self.temp_path = Path(name)
         self.temp_file = os.fdopen(handle, "wb")
         for chunk in self.chunks:
-            self.temp_file.write(chunk)
+            self._log(chunk)
+
+    def _log(self, data: bytes) -> None:
+        if self.log_full or self.temp_file is None:
+            return
+        if self.logged + len(data) > BASH_LOG_LIMIT:
+            self.log_full = True  # stop filling the disk; the file goes when the call ends
+            return
+        self.temp_file.write(data)
+        self.logged += len(data)
 
     def finish(self) -> tuple[str, dict[str, Any] | None]:
         """The output text (tail, with Pi's notice when cut) and the details to store."""
@@ -82,37 +114,56 @@ class _Output:
         truncation = truncate_tail(text)
         if not truncation.truncated:
             self._close()
+            self._drop_log()
             return truncation.content, None
         if self.temp_file is None:
             self._open_temp()  # cut by lines only: everything is still in memory
         self._close()
+        if self.log_full:
+            self._drop_log()
+        elif self.temp_path is not None:
+            _KEPT_LOGS.add(self.temp_path)
         total_lines = self.newlines + (1 if self.last_byte not in (None, 0x0A) else 0)
         details_truncation = truncation.to_details()
         details_truncation["totalLines"] = total_lines
         details_truncation["totalBytes"] = self.total_bytes
         end = total_lines
         start = end - truncation.output_lines + 1
+        where = (
+            f"Full output: {self.temp_path}"
+            if self.temp_path is not None
+            else f"Full output not kept: {format_size(self.total_bytes)} is more than the "
+            f"{format_size(BASH_LOG_LIMIT)} a log holds"
+        )
         if truncation.last_line_partial:
             line_size = self.line_bytes if self.last_byte != 0x0A else self.previous_line_bytes
             notice = (
                 f"[Showing last {format_size(truncation.output_bytes)} of line {end} "
-                f"(line is {format_size(line_size)}). Full output: {self.temp_path}]"
+                f"(line is {format_size(line_size)}). {where}]"
             )
         elif truncation.truncated_by == "lines":
-            notice = (
-                f"[Showing lines {start}-{end} of {total_lines}. Full output: {self.temp_path}]"
-            )
+            notice = f"[Showing lines {start}-{end} of {total_lines}. {where}]"
         else:
             notice = (
                 f"[Showing lines {start}-{end} of {total_lines} ({format_size(DEFAULT_MAX_BYTES)} "
-                f"limit). Full output: {self.temp_path}]"
+                f"limit). {where}]"
             )
-        details = {"truncation": details_truncation, "fullOutputPath": str(self.temp_path)}
+        details: dict[str, Any] = {"truncation": details_truncation}
+        if self.temp_path is not None:
+            details["fullOutputPath"] = str(self.temp_path)
         return f"{truncation.content}\n\n{notice}", details
 
     def _close(self) -> None:
         if self.temp_file is not None:
             self.temp_file.close()
+            self.temp_file = None
+
+    def _drop_log(self) -> None:
+        """Delete a log nothing will name (output that fit, or too much to keep)."""
+        if self.temp_path is not None:
+            with contextlib.suppress(OSError):
+                self.temp_path.unlink()
+            self.temp_path = None
 
 
 def _find_shell() -> str:
@@ -147,7 +198,10 @@ class BashTool:
     own, with stdin closed and stdout and stderr interleaved. The result text is the last
     2000 lines / 50 KiB of output; when more was produced the whole output is kept in a
     temp file (``pi-bash-*.log``) named in the notice and in ``details``
-    (``{"truncation": ..., "fullOutputPath": ...}``). No output gives ``(no output)``.
+    (``{"truncation": ..., "fullOutputPath": ...}``), for the model to read later; such
+    logs are deleted when the process exits. Output past `BASH_LOG_LIMIT` is not kept:
+    writing stops there, the log is deleted when the call ends, and the notice says
+    ``Full output not kept``. No output gives ``(no output)``.
 
     A non-zero exit is an error result ending in ``Command exited with code <n>`` (a
     command killed by a signal counts as ``128 + signal``, as a shell reports it). On

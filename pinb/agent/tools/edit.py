@@ -11,6 +11,7 @@ from typing import Any
 
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
+from .special import special_kind
 from .write import write_text_file
 
 __all__ = ["EditTool", "diff_text"]
@@ -178,6 +179,9 @@ class EditTool:
             return ToolResult.error(f"Cannot edit {path}: it is a directory.")
         if not os.access(target, os.R_OK | os.W_OK):
             return ToolResult.error(f"Cannot edit {path}: permission denied.")
+        kind = special_kind(target)
+        if kind is not None:  # opening a FIFO or device would wait, or never end
+            return ToolResult.error(f"Cannot edit {path}: it is {kind}, not a regular file.")
         try:
             raw = target.read_bytes().decode("utf-8")
         except UnicodeDecodeError:

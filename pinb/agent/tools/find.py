@@ -21,7 +21,11 @@ from .paths import (
     required_str,
     tool_cwd,
 )
+from .special import read_regular
 from .truncate import DEFAULT_MAX_BYTES, UNLIMITED_LINES, format_size, truncate_head
+
+#: A .gitignore larger than this is read only this far.
+_GITIGNORE_LIMIT = 1024 * 1024
 
 __all__ = [
     "SKIPPED_DIRECTORIES",
@@ -154,7 +158,8 @@ class GitIgnore:
     def enter(self, folder: Path) -> GitIgnore:
         """The rules for ``folder``: these plus the folder's own ``.gitignore``, if any."""
         try:
-            text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+            data = read_regular(folder / ".gitignore", _GITIGNORE_LIMIT)  # never a FIFO's wait
+            text = data.decode("utf-8", "replace")
         except OSError:
             return self
         base = str(folder).rstrip("/") + "/"

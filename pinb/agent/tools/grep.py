@@ -20,18 +20,21 @@ from .paths import (
     required_str,
     tool_cwd,
 )
+from .special import read_regular
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 
 __all__ = ["GrepTool"]
 
 #: Files whose first bytes hold a NUL are binary and skipped, as ripgrep does.
 _BINARY_SNIFF = 8192
+#: The first this many bytes of a file are searched (a 2 GB log is not loaded whole).
+GREP_FILE_LIMIT = 64 * 1024 * 1024
 
 
 def _read_lines(path: Path) -> list[str] | None:
     """The file's lines (``\\r\\n`` or ``\\n``), or None for binary or unreadable files."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, GREP_FILE_LIMIT)  # a FIFO or device is skipped, not waited on
     except OSError:
         return None
     if b"\x00" in data[:_BINARY_SNIFF]:

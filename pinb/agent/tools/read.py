@@ -14,17 +14,22 @@ from typing import Any
 from ..tool import ToolContext, ToolResult
 from .paths import (
     ToolInputError,
+    is_cancelled,
     optional_int,
     required_str,
     resolve_read_path,
     tool_cwd,
 )
+from .special import SpecialFileError, open_regular
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
 
 __all__ = [
+    "COUNT_LIMIT",
     "IMAGE_MAX_BYTES",
     "IMAGE_MAX_SIDE",
     "IMAGE_MIME_TYPES",
+    "IMAGE_READ_LIMIT",
+    "WHOLE_READ_LIMIT",
     "ReadTool",
     "detect_image_mime",
     "fit_image",
@@ -34,6 +39,13 @@ __all__ = [
 IMAGE_MAX_SIDE = 2000
 #: Largest image sent to the model, in bytes: 4.5 MiB, below Anthropic's 5 MB limit.
 IMAGE_MAX_BYTES = int(4.5 * 1024 * 1024)
+
+#: Files up to this size are read whole (the exact Pi output); larger ones are streamed.
+WHOLE_READ_LIMIT = 8 * 1024 * 1024
+#: A streamed file's lines are counted for its notice up to this many bytes.
+COUNT_LIMIT = 512 * 1024 * 1024
+#: Largest image file read at all (it is shrunk to `IMAGE_MAX_BYTES` before sending).
+IMAGE_READ_LIMIT = 64 * 1024 * 1024
 
 #: Image types the read tool sends to the model as image blocks, by file extension.
 IMAGE_MIME_TYPES = {
@@ -229,14 +241,136 @@ class ReadTool:
                 f"{target} is a directory, not a file. Use ls to list its contents."
             )
         try:
-            data = target.read_bytes()
+            with open_regular(target) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(16) or b""
+                mime = detect_image_mime(head, target.suffix)
+                if mime is not None:
+                    if size > IMAGE_READ_LIMIT:
+                        return ToolResult.error(
+                            f"Image {target} is {format_size(size)}, too large to read "
+                            f"(limit {format_size(IMAGE_READ_LIMIT)}). Make a smaller copy with "
+                            "bash and read that."
+                        )
+                    return _read_image(head + _read_rest(handle), mime, target)
+                if 0 < size <= WHOLE_READ_LIMIT:
+                    text = (head + _read_rest(handle)).decode("utf-8", "replace")
+                    return _read_text(text, path, offset, limit)
+                # A large file, or a kernel file of size 0 (/proc): read it as a stream.
+                return _read_stream(handle, head, path, offset, limit, context.cancel)
+        except SpecialFileError as exc:
+            return ToolResult.error(str(exc))
         except PermissionError:
             return ToolResult.error(f"Permission denied: {target}")
-        mime = detect_image_mime(data[:16], target.suffix)
-        if mime is not None:
-            return _read_image(data, mime, target)
+        except BlockingIOError:
+            return ToolResult.error(f"{target} has nothing to read now (it would wait); not read")
 
-        return _read_text(data.decode("utf-8", "replace"), path, offset, limit)
+
+def _read_rest(handle: Any) -> bytes:
+    return handle.read() or b""  # None: a non-blocking kernel file with nothing to say yet
+
+
+def _read_stream(
+    handle: Any, head: bytes, path: str, offset: int | None, limit: int | None, cancel: Any
+) -> ToolResult:
+    """Lines ``offset``.. of a file too large to hold, and its line count, in bounded memory.
+
+    Only the lines the answer can show are kept (Pi's 2000 lines / 50 KiB, each line cut
+    past 50 KiB); the rest is counted, up to `COUNT_LIMIT` bytes, so the notice can say
+    how many lines there are ("more than N" past that).
+    """
+    start = max(0, offset - 1) if offset else 0
+    stop = None if limit is None else start + limit  # first line index not wanted
+    keep_lines = DEFAULT_MAX_LINES + 1
+    keep_bytes = DEFAULT_MAX_BYTES + 1
+    kept: list[bytearray] = []
+    kept_bytes = 0
+    first_size = 0  # the full size of line `start`
+    line = 0  # index of the line being read
+    scanned = 0
+    complete = True
+    chunk = head
+    while True:
+        if not chunk:
+            chunk = handle.read(1 << 20) or b""
+            if not chunk:
+                break
+        scanned += len(chunk)
+        position = 0
+        while True:
+            collecting = (
+                (stop is None or line < stop)
+                and len(kept) <= keep_lines
+                and kept_bytes <= keep_bytes
+            )
+            if not collecting and line > start:  # only counting from here on
+                line += chunk.count(b"\n", position)
+                break
+            newline = chunk.find(b"\n", position)
+            piece_end = len(chunk) if newline < 0 else newline
+            if line >= start:
+                size = piece_end - position
+                if line == start:
+                    first_size += size
+                if collecting:
+                    if len(kept) == line - start:
+                        kept.append(bytearray())
+                    room = keep_bytes - len(kept[-1])
+                    if room > 0:
+                        kept[-1] += chunk[position : position + min(size, room)]
+                        kept_bytes += min(size, room)
+            if newline < 0:
+                break
+            line += 1
+            position = newline + 1
+        chunk = b""
+        if is_cancelled(cancel):
+            return ToolResult.error("Operation aborted")
+        if scanned >= COUNT_LIMIT:
+            complete = False
+            break
+    total = line + 1
+    if start >= total:
+        if not complete:
+            return ToolResult.error(
+                f"Offset {offset} is beyond the first {format_size(COUNT_LIMIT)} of the file "
+                f"({total} lines); read it with bash (sed -n '{offset},+100p' {path})"
+            )
+        return ToolResult.error(f"Offset {offset} is beyond end of file ({total} lines total)")
+    end = total if stop is None else min(stop, total)
+    text = "\n".join(bytes(b).decode("utf-8", "replace") for b in kept)
+    first = start + 1
+    truncation = truncate_head(text)
+    shown_total = f"{total}" if complete else f"more than {total}"
+    if truncation.first_line_exceeds_limit or first_size > DEFAULT_MAX_BYTES:
+        at_least = "more than " if not complete and line == start else ""
+        output = (
+            f"[Line {first} is {at_least}{format_size(first_size)}, exceeds "
+            f"{format_size(DEFAULT_MAX_BYTES)} limit. Use bash: sed -n '{first}p' {path} | "
+            f"head -c {DEFAULT_MAX_BYTES}]"
+        )
+        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+    if truncation.truncated:
+        last = first + truncation.output_lines - 1
+        why = (
+            ""
+            if truncation.truncated_by == "lines"
+            else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+        )
+        output = (
+            f"{truncation.content}\n\n[Showing lines {first}-{last} of {shown_total}{why}. "
+            f"Use offset={last + 1} to continue.]"
+        )
+        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+    if end < total or not complete:
+        more = (
+            f"{total - end} more lines in file"
+            if complete
+            else f"More lines in file (only its first {format_size(COUNT_LIMIT)} were counted)"
+        )
+        output = f"{truncation.content}\n\n[{more}. Use offset={end + 1} to continue.]"
+        return ToolResult.text(output)
+    return ToolResult.text(truncation.content)
 
 
 def _read_image(data: bytes, mime: str, target: Path) -> ToolResult:

@@ -12,6 +12,7 @@ from pinb.core.wire import utf16_len
 
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
+from .special import special_kind
 
 __all__ = ["WriteTool", "write_text_file"]
 
@@ -77,6 +78,9 @@ class WriteTool:
         target = expand_path(path, tool_cwd(self.cwd, context.cwd))
         if target.is_dir():
             return ToolResult.error(f"Cannot write to {path}: it is a directory.")
+        kind = special_kind(target)
+        if kind is not None:  # opening a FIFO for writing waits for a reader
+            return ToolResult.error(f"Cannot write to {path}: it is {kind}, not a regular file.")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):

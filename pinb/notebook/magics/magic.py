@@ -20,6 +20,7 @@ from ...agent.recovery import load_retry_policy
 from ...core.accounting import thousands
 from ...errors import UsageError
 from ...llm import ChatModel
+from ..engine import ENGINES, ROUTED_COMMANDS, pi_cell, pi_command
 from ..interpolate import interpolate
 from ..live import AssistantReply, LiveRun, RunFailedError
 from ..terminal import TerminalRun
@@ -34,6 +35,7 @@ __all__ = ["COMMANDS_HELP", "PiMagics"]
 
 COMMANDS_HELP = """\
 %%pi [--model M] [--session PATH] [--no-tools] [--no-interpolate] [--tool-choice C]   the cell is the prompt
+%%pi --engine pi|pinb ...        run the cell with your own Pi (`pi --mode rpc`) or pinb's agent
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
 %pi resume                       the most recent session of the current folder (as `pi --resume`)
@@ -53,6 +55,7 @@ COMMANDS_HELP = """\
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
+%pi model --discover                          list local servers on the usual ports (picks none)
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
 %pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
@@ -77,9 +80,11 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         parser.add_argument("--no-tools", action="store_true")
         parser.add_argument("--no-interpolate", action="store_true")
         parser.add_argument("--tool-choice")
+        parser.add_argument("--engine", choices=ENGINES)
         args = parser.parse_args(shlex.split(line))
         if args.session:
             self.session = self._open(args.session)
+            self._follow_session()
         prompt = cell.strip("\n")
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
@@ -96,6 +101,9 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
                     f"{', '.join(missing)}: no such variable in this kernel, sent as written "
                     "({{ and }} write a brace; --no-interpolate sends the cell as it is)"
                 )
+        if (args.engine or self.engine) == "pi":
+            options = ["--no-tools"] * args.no_tools + ["--tool-choice"] * bool(args.tool_choice)
+            return pi_cell(self, prompt, args.model, built_in_options=options)
         model = self.current_model(args.model)
         return self.run_prompt(
             prompt,
@@ -194,7 +202,21 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
-        return handler(rest)
+        if self.engine == "pi" and command in ROUTED_COMMANDS:
+            return pi_command(self, command, rest)
+        try:
+            return handler(rest)
+        finally:
+            self._follow_session()
+
+    def _follow_session(self) -> None:
+        """Close the user's Pi when the current session is no longer the file it has open."""
+        engine = self.pi_engine
+        path = self.session.path if self.session is not None else None
+        if engine.session_file is not None and (
+            path is None or path.resolve() != engine.session_file
+        ):
+            engine.close()
 
     pi_line.__doc__ = "Session commands (the cell form sends a prompt):\n\n" + COMMANDS_HELP  # type: ignore[assignment]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...agent.tools import all_tools
 from ...errors import UsageError
 from ...llm import THINKING_LEVELS
-from ..models import choose_model
+from ..models import choose_model, discover_local_servers, discovery_report
 from .settings import MagicsBase, command_parser
 
 __all__ = ["ModelCommands"]
@@ -18,7 +18,11 @@ class ModelCommands(MagicsBase):
         parser = command_parser("%pi model")
         parser.add_argument("spec", nargs="?")
         parser.add_argument("--base-url")
+        parser.add_argument("--discover", action="store_true")
         opts = parser.parse_args(args)
+        if opts.discover:  # on request only: asks the usual local ports, picks nothing
+            print(discovery_report(discover_local_servers(base_urls=self.base_urls)))
+            return
         spec = opts.spec or self._model_spec or self.model or None
         if opts.base_url:
             provider = (spec or "").partition("/")[0]
@@ -32,7 +36,8 @@ class ModelCommands(MagicsBase):
         info = model.info
         where = getattr(model, "base_url", None)
         print(
-            f"{info.provider}/{info.id} · window {info.context_window:,} · max out "
+            f"{info.provider}/{info.id} · window {info.context_window:,} ({info.window_origin})"
+            " · max out "
             f"{info.max_tokens:,}" + (f" · {where}" if where else "")
         )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...core import ExtractiveSummarizer, Session, compact, navigate
+from ...agent.compact import compact_to_fit
+from ...core import ExtractiveSummarizer, Session, navigate
 from ...core.describe import plural
 from ...core.forks import clone_session, fork_session
 from ...core.listing import list_all_sessions, list_sessions
@@ -89,7 +90,14 @@ class SessionCommands(MagicsBase):
         settings = self._fitted(model if model is not None else self._model)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         session = self.current_session()
-        report = compact(session, summarizer, instructions, settings)
+        planned = model if model is not None else self._model
+        report = compact_to_fit(  # Pi's plan; a smaller keep when that plan keeps everything
+            session,
+            summarizer,
+            instructions,
+            settings,
+            context_window=planned.info.context_window if planned is not None else None,
+        )
         window, source = self._window(session, model)
         return CompactionView(report, session, context_window=window, window_source=source)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from IPython.core.magic import Magics
-from traitlets import Bool, Int, List, Unicode
+from traitlets import Bool, Enum, Int, List, Unicode, observe
 
 from ...agent.tools import all_tools
 from ...core import (
@@ -27,6 +27,7 @@ from ...core.accounting import ContextUsage, context_usage
 from ...errors import EntryNotFoundError, SessionFileError, UsageError
 from ...llm import ChatModel
 from ...llm.offline import OfflineDemoModel
+from ..engine import ENGINES, PiEngine
 from ..models import choose_model
 from ..python_tool import PythonTool
 
@@ -79,6 +80,17 @@ class MagicsBase(Magics):
     interpolate_limit = Int(
         4000, help="characters of one {var} value pasted into a prompt (longer ones are cut)"
     ).tag(config=True)
+    engine = Enum(
+        ENGINES,
+        default_value="pinb",
+        help="who runs %%pi cells: pinb (the built-in agent) or pi (your own Pi, through "
+        "`pi --mode rpc`, on the same session file)",
+    ).tag(config=True)
+    pi_command = Unicode(
+        "",
+        help="the command line of your Pi for engine 'pi' ($PINB_PI_COMMAND wins); "
+        "empty: `pi` on PATH",
+    ).tag(config=True)
     renderer = Unicode(
         "auto",
         help="how a run is shown: jupyter (one updating display), terminal (printed "
@@ -86,6 +98,9 @@ class MagicsBase(Magics):
     ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        #: Whether a thinking level was chosen (``%config``, ``%pi thinking``): only then is
+        #: it passed to the user's Pi, which otherwise keeps its own default.
+        self.thinking_chosen = False
         super().__init__(shell=shell, **kwargs)
         self.session: Session | None = None
         self._model: ChatModel | None = None
@@ -93,6 +108,12 @@ class MagicsBase(Magics):
         self._observe = False
         #: Server URLs chosen with ``%pi model --base-url``, by provider.
         self.base_urls: dict[str, str] = {}
+        #: The user's Pi for ``--engine pi`` cells (started at the first one).
+        self.pi_engine = PiEngine(lambda: self.pi_command)
+
+    @observe("thinking")
+    def _thinking_changed(self, change: Any) -> None:
+        self.thinking_chosen = True
 
     # -- state ----------------------------------------------------------------------------
 

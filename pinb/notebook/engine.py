@@ -1,0 +1,398 @@
+"""``%%pi --engine pi``: the user's own Pi (``pi --mode rpc``) behind a cell, on pinb's session file.
+
+One :class:`PiEngine` per :class:`~pinb.notebook.magics.PiMagics`. It keeps one Pi process
+for the current session file: started at the first Pi cell (in the session's cwd, with
+``--session``, ``--model`` and ``--thinking``), told to reload the file when pinb's own
+agent or a ``%pi`` command appended to it since, started again with a one-line note if it
+died, and closed when the session changes (``%pi new``, ``open``, ``resume``, ``fork``)
+and when the kernel exits. After every Pi cell pinb reopens the file Pi wrote, so
+``%pi tree``, ``context``, ``tokens``, every view and the next built-in cell see it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agent.events import AgentEnd, AgentEvent, Notice
+from ..agent.pi_events import PiRun, UIHandler
+from ..agent.pi_rpc import PiEngineError, PiExitedError, PiProcess, resolve_pi_command
+from ..core import Session
+from ..core.accounting import ContextUsage, context_usage
+from ..errors import UsageError
+from .live import AssistantReply, LiveRun, RunFailedError
+from .terminal import TerminalRun
+
+if TYPE_CHECKING:
+    from .magics import PiMagics
+
+__all__ = [
+    "ENGINES",
+    "ROUTED_COMMANDS",
+    "PiEngine",
+    "PiEngineError",
+    "PiExitedError",
+    "default_dialogs",
+    "pi_cell",
+    "pi_command",
+    "session_stamp",
+]
+
+#: What ``PiMagics.engine`` and ``%%pi --engine`` accept.
+ENGINES = ("pinb", "pi")
+#: ``%pi`` commands that the user's Pi carries out itself when the engine is ``pi``.
+ROUTED_COMMANDS = ("compact", "model", "thinking", "fork")
+#: Pi 1.x's thinking levels (``max`` is Pi's, beyond pinb's own list).
+PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def session_stamp(path: Path) -> tuple[int, int] | None:
+    """Size and modification time of a session file (``None`` while it does not exist)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+class PiEngine:
+    """The user's Pi as the engine of ``%%pi`` cells.
+
+    Parameters
+    ----------
+    command:
+        The configured command line (``%config PiMagics.pi_command``); ``$PINB_PI_COMMAND``
+        wins, ``pi`` on ``PATH`` is the default (:func:`~pinb.agent.pi_rpc.resolve_pi_command`).
+    ui:
+        Answers extension dialogs; default: asked in the cell when someone can answer
+        (:mod:`pinb.notebook.dialogs`), else Pi's cancel.
+    env:
+        Pi's environment; default the kernel's, read at each start.
+    extra_args:
+        More ``pi`` arguments for every start.
+    """
+
+    def __init__(
+        self,
+        command: str | Callable[[], str] = "",
+        *,
+        ui: UIHandler | None = None,
+        env: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self._command = command
+        self.ui = ui
+        self.env = env
+        self.extra_args = extra_args
+        self.process: PiProcess | None = None
+        #: The session file the process has open, and its stamp when Pi last wrote it.
+        self.session_file: Path | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._notes: list[str] = []
+        self._exit_hook = _close_at_exit(self)
+
+    # -- the process ----------------------------------------------------------------------
+
+    def command_line(self) -> list[str]:
+        configured = self._command() if callable(self._command) else self._command
+        return resolve_pi_command(configured, self.env)
+
+    def ensure(
+        self, session: Session, cwd: Path, model: str | None, thinking: str | None
+    ) -> PiProcess:
+        """The running Pi for ``session``'s file, started, restarted or reloaded as needed.
+
+        Raises
+        ------
+        PiNotFoundError, PiHandshakeError, PiExitedError
+            Pi is missing, too old, or stopped at start-up (its own error).
+        """
+        path = session.require_path().resolve()
+        process = self.process
+        if process is not None and self.session_file != path:
+            self.close()
+            process = None
+        if process is not None and not process.alive:
+            code = process.returncode
+            tail = process.new_stderr().strip().splitlines()
+            self._notes.append(
+                f"Pi had stopped (exit status {code}); started it again"
+                + (f" — its last stderr line: {tail[-1]}" if tail else "")
+            )
+            process.close()
+            self.process = process = None
+        if process is None:
+            process = PiProcess(
+                self.command_line(),
+                session_file=path,
+                cwd=cwd,
+                model=model or None,
+                thinking=thinking or None,
+                env=dict(os.environ) if self.env is None else self.env,
+                extra_args=self.extra_args,
+            ).start()
+            self.process, self.session_file = process, path
+            self._stamp = session_stamp(path)
+            return process
+        if session_stamp(path) != self._stamp:
+            # pinb appended since Pi last wrote: Pi's in-memory session must read it again,
+            # or its next entry would hang off an old leaf.
+            process.request("switch_session", sessionPath=str(path))
+            self._stamp = session_stamp(path)
+            # The file's last model and thinking level are Pi's again: compare with those.
+            process.state.update(process.request("get_state"))
+        self._apply(process, model, thinking)
+        return process
+
+    def _apply(self, process: PiProcess, model: str | None, thinking: str | None) -> None:
+        state_model = process.state.get("model") or {}
+        current = f"{state_model.get('provider')}/{state_model.get('id')}" if state_model else None
+        if model and model != current:
+            provider, _, model_id = model.partition("/")
+            process.state["model"] = process.request(
+                "set_model", provider=provider, modelId=model_id
+            )
+        if thinking and thinking != process.state.get("thinkingLevel"):
+            process.request("set_thinking_level", level=thinking)
+            # Pi clamps the level to what the model supports: keep what it chose.
+            process.state.update(process.request("get_state"))
+
+    def close(self) -> None:
+        """Stop the process (if any); the next Pi cell starts a new one."""
+        process, self.process = self.process, None
+        self.session_file = None
+        if process is not None:
+            process.close()
+
+    def wrote(self) -> None:
+        """Pi just wrote the session file: remember its stamp (see :meth:`ensure`)."""
+        if self.session_file is not None:
+            self._stamp = session_stamp(self.session_file)
+
+    # -- a cell ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        session: Session,
+        prompt: str,
+        *,
+        cwd: Path,
+        model: str | None,
+        thinking: str | None,
+        show: Callable[[AgentEvent], None],
+    ) -> AgentEnd:
+        """Run ``prompt`` through Pi, feeding every event to ``show``; return the run's end.
+
+        Ctrl-C sends ``abort`` and the run ends with the partial reply Pi saved. A Pi that
+        dies mid-run raises :class:`~pinb.agent.pi_rpc.PiExitedError` with its last stderr
+        lines; what it had saved stays in the file, which stays valid.
+        """
+        process = self.ensure(session, cwd, model, thinking)
+        for note in self._notes:
+            show(Notice(note))
+        self._notes.clear()
+        run = PiRun(process, prompt, ui=self.ui or default_dialogs())
+        end: AgentEnd | None = None
+        try:
+            try:
+                end = _feed(run.events(), show)
+            except KeyboardInterrupt:
+                show(Notice("interrupted: Pi was told to abort; its partial reply is saved"))
+                end = _feed(run.abort(), show)
+        finally:
+            self.wrote()
+        assert end is not None
+        return end
+
+    def request(self, session: Session, cwd: Path, kind: str, **fields: Any) -> Any:
+        """Send one command (``compact``, ``fork`` …) to the session's Pi and wait for it."""
+        process = self.ensure(session, cwd, None, None)
+        try:
+            return process.request(kind, timeout=None if kind == "compact" else 60.0, **fields)
+        finally:
+            self.wrote()
+
+    def current_file(self) -> Path | None:
+        """The session file Pi has open now (``fork`` moves Pi to a new one)."""
+        if self.process is None:
+            return None
+        state = self.process.request("get_state")
+        self.process.state.update(state)
+        file = state.get("sessionFile")
+        if file:
+            self.session_file = Path(file).resolve()
+            self.wrote()
+        return Path(file) if file else None
+
+
+def _feed(events: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> AgentEnd | None:
+    end = None
+    for event in events:
+        show(event)
+        if isinstance(event, AgentEnd):
+            end = event
+    return end
+
+
+def default_dialogs() -> UIHandler:
+    """Ask in the cell (the kernel's stdin box) when someone can answer, else Pi's cancel."""
+    from .dialogs import ask_in_cell
+
+    return ask_in_cell()
+
+
+def _close_at_exit(engine: PiEngine) -> Callable[[], None]:
+    # A weak reference: the hook must not keep a dropped engine (and its Pi) alive.
+    ref = weakref.ref(engine)
+
+    def close() -> None:
+        alive = ref()
+        if alive is not None:
+            with contextlib.suppress(Exception):
+                alive.close()
+
+    atexit.register(close)
+    return close
+
+
+# -- the magics' side: a cell and the routed commands --------------------------------------
+
+
+def _reload(session: Session) -> Session:
+    """The session as Pi left the file: new entries read in, or the file opened anew."""
+    path = session.require_path()
+    if not path.exists():
+        return session  # Pi stopped before it wrote anything
+    if session.entries:
+        session.refresh()  # only the bytes Pi appended
+        return session
+    return Session.open(path)  # pinb's new session: Pi wrote its header and first entries
+
+
+def pi_cell(
+    magics: PiMagics,
+    prompt: str,
+    model: str | None,
+    *,
+    built_in_options: Sequence[str] = (),
+) -> AssistantReply:
+    """A ``%%pi --engine pi`` cell: Pi runs the prompt, pinb shows it and reads the file.
+
+    ``built_in_options`` are cell options given that only the built-in agent has.
+
+    Raises
+    ------
+    UsageError
+        An option of the built-in agent's was given (Pi's tools are Pi's settings).
+    RunFailedError
+        The run ended in an error (Pi's message).
+    PiEngineError
+        Pi is missing, too old, refused the prompt, or died (its last stderr lines).
+    """
+    if built_in_options:
+        raise UsageError(
+            f"%%pi --engine pi: {', '.join(built_in_options)} belong to the built-in agent; "
+            "choose Pi's tools in Pi (e.g. `--tools read,bash` in $PINB_PI_COMMAND)"
+        )
+    session = magics.current_session()
+    spec = model or magics.model or magics._model_spec or None
+    terminal = magics._terminal()
+    from IPython.display import display
+
+    live: LiveRun | TerminalRun = TerminalRun() if terminal else LiveRun(display)
+    try:
+        end = magics.pi_engine.run(
+            session,
+            prompt,
+            cwd=magics._session_cwd(session),
+            model=spec,
+            thinking=magics.thinking if magics.thinking_chosen else None,
+            show=live.add,
+        )
+    finally:
+        live.finish()
+        magics.session = session = _reload(session)
+    if spec:
+        magics._model_spec = spec
+    if end.stop_reason == "error":
+        raise RunFailedError(end, session.path)
+    return AssistantReply(end, session.path, printed=terminal, context=_context(magics, session))
+
+
+def _context(magics: PiMagics, session: Session) -> ContextUsage:
+    """How full the context is, against the window of the model Pi ran (not pinb's last)."""
+    process = magics.pi_engine.process
+    info = (process.state.get("model") if process is not None else None) or {}
+    window = info.get("contextWindow")
+    if magics.context_window or not isinstance(window, int) or window <= 0:
+        return magics._context_usage(session)  # the setting, or pinb's registry
+    settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
+    return context_usage(
+        session.current_context(), window=window, window_source="Pi's model", settings=settings
+    )
+
+
+def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
+    """``%pi compact / model / thinking / fork`` carried out by the user's Pi."""
+    engine = magics.pi_engine
+    session = magics.current_session()
+    cwd = magics._session_cwd(session)
+    if command == "thinking":
+        if len(args) != 1 or args[0] not in PI_THINKING:
+            raise UsageError(f"usage: %pi thinking {'|'.join(PI_THINKING)}")
+        magics.thinking = args[0]
+        process = engine.ensure(session, cwd, None, args[0])
+        used = process.state.get("thinkingLevel")
+        print(
+            f"thinking: {args[0]}"
+            + (f" (Pi uses {used} with this model)" if used != args[0] else "")
+        )
+        return None
+    if command == "model":
+        if len(args) > 1 or (args and "/" not in args[0]):
+            raise UsageError("usage: %pi model [provider/model-id]  (the engine is pi)")
+        process = engine.ensure(session, cwd, args[0] if args else None, None)
+        if args:  # Pi took it (an unknown model raised Pi's own error above)
+            magics.model = magics._model_spec = args[0]
+        info = process.state.get("model") or {}
+        print(
+            f"Pi: {info.get('provider')}/{info.get('id')} · window {info.get('contextWindow', 0):,}"
+            f" · max out {info.get('maxTokens', 0):,}"
+        )
+        return None
+    if command == "compact":
+        instructions = " ".join(args) or None
+        fields = {"customInstructions": instructions} if instructions else {}
+        data = engine.request(session, cwd, "compact", **fields) or {}
+        magics.session = _reload(session)
+        print(
+            f"Pi compacted the context: {int(data.get('tokensBefore') or 0):,} → "
+            f"≈{int(data.get('estimatedTokensAfter') or 0):,} tokens; "
+            f"kept from {data.get('firstKeptEntryId')}"
+        )
+        return None
+    # fork: before a user message (Pi's `fork`), or the whole branch (`clone`)
+    if args:
+        data = engine.request(session, cwd, "fork", entryId=magics._entry_id(session, args[0]))
+    else:
+        data = engine.request(session, cwd, "clone")
+    if (data or {}).get("cancelled"):
+        print("an extension cancelled the fork")
+        return None
+    new_file = engine.current_file()
+    if new_file is None:
+        raise PiEngineError("Pi did not say which file it forked into")
+    if new_file.exists():
+        magics.session = Session.open(new_file)
+    else:  # nothing before that message: Pi writes the file at the first reply
+        magics.session = Session.create(cwd, new_file.parent, parent_session=session.path)
+    if args:
+        print(f"forked into {new_file}; the message to send again:\n{(data or {}).get('text', '')}")
+    else:
+        print(f"cloned the branch into {new_file}")
+    return None

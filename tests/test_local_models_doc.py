@@ -1,0 +1,154 @@
+"""docs/local-models.md step by step: each server's section against the loopback server in its mode.
+
+The shell steps of a section (``export X_BASE_URL=...``) and its notebook steps (``%pi``
+lines) are read from the document itself, the address moved to the loopback server's,
+and run in a real IPython shell; then each server's quirk is checked the way the section
+says it behaves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from pinb.llm.catalog import BUILTIN_PROVIDERS
+from pinb.llm.discover import forget_discoveries
+from pinb.notebook.live import AssistantReply, RunFailedError
+from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
+from pinb.testing.llm_wire import prompt_tokens
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "local-models.md"
+_VARIABLES = (
+    "OLLAMA_HOST",
+    "OLLAMA_BASE_URL",
+    "LMSTUDIO_BASE_URL",
+    "LLAMACPP_BASE_URL",
+    "VLLM_BASE_URL",
+)
+
+
+def _sections() -> dict[str, str]:
+    text = DOC.read_text()
+    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    """The fenced blocks of ``section`` in ``language`` ("" for plain ones), in order."""
+    found = re.findall(r"^ *```(\w*)\n(.*?)^ *```$", section, flags=re.MULTILINE | re.DOTALL)
+    return [body for lang, body in found if lang == language]
+
+
+def _steps(title: str) -> tuple[dict[str, str], list[str]]:
+    section = _sections()[title]
+    exports = dict(re.findall(r"^export (\w+)=(\S+)", _blocks(section, "bash")[0], re.MULTILINE))
+    magics = [line for line in _blocks(section, "")[0].splitlines() if line.startswith("%")]
+    return exports, magics
+
+
+@pytest.fixture()
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.chdir(tmp_path)
+    for name in _VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    forget_discoveries()
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "pinb")
+    magics = ip.magics_manager.registry["PiMagics"]
+    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
+    magics.tool_choice, magics.base_urls, magics._observe = "", {}, False
+    yield ip
+    magics.session, magics._model = None, None
+    forget_discoveries()
+
+
+def _follow(shell, monkeypatch, title: str, server: LLMServer) -> str:
+    """Run a section's steps with its address moved to ``server``; what they printed."""
+    exports, magics = _steps(title)
+    assert exports and magics, f"section {title!r} lost its steps"
+    for name, url in exports.items():
+        monkeypatch.setenv(name, re.sub(r"^http://[^/]+", server.url, url))
+    with capture_output() as captured:
+        for line in magics:
+            name, _, rest = line.lstrip("%").partition(" ")
+            shell.run_line_magic(name, rest)
+    return captured.stdout
+
+
+def _a_cell_fits(shell, server: LLMServer, window: int) -> None:
+    server.add(ServerReply(text="Two files.", no_usage=True))
+    with capture_output():
+        reply = shell.run_cell_magic("pi", "--no-tools", "what is here?")
+    assert isinstance(reply, AssistantReply) and reply.text == "Two files."
+    body = server.requests[-1].body
+    assert prompt_tokens(body) + body["max_tokens"] <= window
+
+
+@pytest.mark.parametrize(
+    ("title", "mode", "source"),
+    [
+        ("llama-server (llama.cpp)", "llamacpp", "/props n_ctx"),
+        ("Ollama", "ollama", "/api/show num_ctx"),
+        ("LM Studio", "lmstudio", "/api/v0/models loaded_context_length"),
+        ("vLLM", "vllm", "/v1/models max_model_len"),
+    ],
+)
+def test_a_server_that_tells_its_window(shell, monkeypatch, title, mode, source) -> None:
+    with LLMServer(context_window=4096, window_endpoint=mode) as server:
+        printed = _follow(shell, monkeypatch, title, server)
+        assert f"window 4,096 (server: {source})" in printed, printed
+        _a_cell_fits(shell, server, 4096)
+
+
+def test_llama_cpp_python_step_by_step(shell, monkeypatch, isolated_agent_dir: Path) -> None:
+    title = "llama-cpp-python"
+    section = _sections()[title]
+    assert "--interrupt_requests False" in section and "chatml-function-calling" in section
+    with LLMServer(context_window=4096, window_endpoint=title, overflow_style="drop") as server:
+        printed = _follow(shell, monkeypatch, title, server)
+        assert "window 128,000 (provider default)" in printed  # it does not say
+        assert server.probes == ["/props"]  # and /v1/models is not asked
+        # tool choice: "required" is refused with an empty 500, and the error says what works
+        with pytest.raises(RunFailedError) as info, capture_output():
+            shell.run_cell_magic("pi", "--tool-choice required", "read a.txt")
+        assert len(server.requests) == 1
+        assert "--tool-choice read" in str(info.value)
+        Path("a.txt").write_text("hello")
+        server.reply("", tool_calls=[ToolCallScript("read", {"path": "a.txt"})])
+        server.reply("It says hello.")
+        with capture_output():
+            reply = shell.run_cell_magic("pi", "--tool-choice read", "read a.txt")
+        assert isinstance(reply, AssistantReply) and reply.text == "It says hello."
+        # the window in models.json, as the section shows it
+        snippet = json.loads(_blocks(section, "json")[0].replace("\n  ", " "))
+        provider = snippet["providers"]["llamacpp"]
+        provider["baseUrl"] = server.openai_base_url
+        (isolated_agent_dir / "models.json").write_text(json.dumps(snippet))
+        monkeypatch.delenv("LLAMACPP_BASE_URL")
+        with capture_output() as captured:
+            shell.run_line_magic("pi", "model llamacpp/smollm2")
+        assert "window 4,096 (model registry)" in captured.stdout
+        _a_cell_fits(shell, server, 4096)
+
+
+def test_discover_asks_the_usual_ports_and_chooses_nothing(shell, monkeypatch) -> None:
+    with socket.socket() as probe:  # a port with nothing behind it
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    for name in ("ollama", "lmstudio", "llamacpp", "vllm"):
+        moved = dataclasses.replace(BUILTIN_PROVIDERS[name], base_url=dead)
+        monkeypatch.setitem(BUILTIN_PROVIDERS, name, moved)
+    line = _blocks(DOC.read_text().split("\n## ", 1)[0], "")[0].strip()  # the introduction's
+    assert line == "%pi model --discover"
+    with capture_output() as captured:
+        shell.run_line_magic("pi", line.lstrip("%").partition(" ")[2])
+    assert "No local server answered on the usual ports" in captured.stdout
+    assert shell.magics_manager.registry["PiMagics"]._model is None
