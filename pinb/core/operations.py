@@ -69,11 +69,15 @@ def _prepare(session: Session, settings: CompactionSettings, leaf_id: Any) -> Co
         held = sum(
             estimate_tokens(m, pi=session.pi) for m in session.build_context(leaf_id).messages
         )
-        raise NothingToCompactError(
-            f"Nothing to compact (session too small): its ≈{held:,} tokens (chars/4) fit in "
-            f"the {settings.keep_recent_tokens:,} recent tokens a compaction keeps "
-            "(keepRecentTokens)"
+        keep = settings.keep_recent_tokens
+        why = (
+            f"its ≈{held:,} tokens (chars/4) fit in the {keep:,} recent tokens a compaction "
+            "keeps (keepRecentTokens)"
+            if held <= keep
+            else f"keeping its last ≈{keep:,} tokens (keepRecentTokens) leaves no earlier "
+            "turn to summarize"
         )
+        raise NothingToCompactError(f"Nothing to compact (session too small): {why}")
     return prepared
 
 

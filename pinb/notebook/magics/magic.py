@@ -175,12 +175,17 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         if end.stop_reason == "error":
             raise RunFailedError(end, session.path)
         context = self._context_usage(session, model)
-        if context.over_threshold:
+        threshold = context.threshold
+        if threshold is not None and context.tokens > threshold and context.share is not None:
+            then = (
+                "the next prompt compacts first, or run %pi compact now"
+                if context.settings.enabled
+                else "automatic compaction is off (PiMagics.auto_compact): run %pi compact"
+            )
             warn(
                 f"the context is left at {context.share:.0%} of the "
                 f"{thousands(context.window)}-token window, above the compaction threshold "
-                f"({thousands(context.threshold)}): the next prompt compacts first, or run "
-                "%pi compact now"
+                f"({thousands(threshold)}): {then}"
             )
         return AssistantReply(end, session.path, printed=terminal, context=context)
 
