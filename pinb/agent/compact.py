@@ -222,10 +222,10 @@ def compact_to_fit(
     fitted = fit_summarizer(summarizer, context_window)
     try:
         return compact(session, fitted, instructions, settings, reason=reason)
-    except NothingToCompactError:
+    except NothingToCompactError as exc:
         if reason != "manual" and not _over_threshold(session, settings, context_window):
             raise
-        error: NothingToCompactError | None = None
+        first = exc  # says why with the user's own keepRecentTokens
     # First the keep that cuts right before the last user turn, then ever smaller ones.
     keeps = [_last_turn_tokens(session)]
     keep = settings.keep_recent_tokens
@@ -236,14 +236,13 @@ def compact_to_fit(
         smaller = dataclasses.replace(settings, keep_recent_tokens=keep)
         try:
             report = compact(session, fitted, instructions, smaller, reason=reason)
-        except NothingToCompactError as exc:
-            error = exc
+        except NothingToCompactError:
             continue
         log.info(
             "compacted keeping %d recent tokens (settings: %d)", keep, settings.keep_recent_tokens
         )
         return report
-    raise error or NothingToCompactError("nothing to compact")
+    raise first
 
 
 def _last_turn_tokens(session: Session) -> int:

@@ -3,9 +3,12 @@
 One escape policy for the three formats, since session text is untrusted: every string
 from the file reaches HTML only through :func:`_esc`, and Markdown (the ``.md`` export
 and the notebook's Markdown cells) only through :func:`_md_text` / :func:`_md_inline` /
-:func:`_md_code`, which leave no live HTML and no script link (``javascript:``,
-``vbscript:``, ``data:``); images are embedded only as well-formed base64 of common
-image types. Values of any JSON type are accepted where text is expected, and lone
+:func:`_md_literal` / :func:`_md_code` / :func:`_fence`, which leave no live HTML and no
+script link (``javascript:``, ``vbscript:``, ``data:``); images are embedded only as
+well-formed base64 of common image types. What the model wrote as Markdown (its replies,
+thinking and summaries) renders as Markdown; everything else (prompts, tool output,
+names) renders as exactly the text the session holds: tool output fenced, the rest with
+Markdown's punctuation escaped. Values of any JSON type are accepted where text is expected, and lone
 surrogates (valid JSON, unencodable) become U+FFFD.
 """
 
@@ -17,6 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..core import Session
@@ -29,7 +33,9 @@ from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from .frames import message_text
 
-__all__ = ["export_html", "export_ipynb", "export_markdown", "write_export"]
+__all__ = ["default_export_path", "export_html", "export_ipynb", "export_markdown", "write_export"]
+
+_SUFFIXES = {"html": ".html", "md": ".md", "ipynb": ".ipynb"}
 
 _SAFE_MIME = re.compile(r"image/(png|jpeg|gif|webp)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -329,15 +335,41 @@ def _md_text(value: object) -> str:
     return _DATA_LINK.sub("\\1\\2\\3\u200b:", text)
 
 
+# Every ASCII punctuation character CommonMark lets a backslash escape, but the three that
+# become entities (``&``, ``<``, ``>``).
+_MD_PUNCTUATION = re.compile(r"([!\"#$%'()*+,\-./:;=?@\[\\\]^_`{|}~])")
+
+
+def _md_literal(value: object) -> str:
+    """Text that renders as itself: no emphasis, heading, list, link or code made of it.
+
+    Markdown's punctuation gets a backslash, ``&``/``<``/``>`` become entities, a line
+    break stays a line break (a hard one) and leading spaces stay spaces rather than
+    making a code block.
+    """
+    escaped = _MD_PUNCTUATION.sub(r"\\\1", _str(value))
+    escaped = escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    paragraphs = []
+    for paragraph in re.split(r"\n(?:[ \t]*\n)+", escaped.strip("\n")):
+        lines = []
+        for line in paragraph.split("\n"):
+            body = line.lstrip(" \t")
+            indent = line[: len(line) - len(body)]
+            lines.append(indent.replace(" ", "&#32;").replace("\t", "&#9;") + body)
+        paragraphs.append("\\\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
 def _md_inline(value: object) -> str:
-    """Like :func:`_md_text`, on one line (for headings, where a newline would end them)."""
-    return _md_text(" ".join(_str(value).split()))
+    """Like :func:`_md_literal`, on one line (for headings, where a newline would end them)."""
+    return _md_literal(" ".join(_str(value).split()))
 
 
 def _fence(text: str, info: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{info}\n{text}\n{ticks}"
+    body = text[:-1] if text.endswith("\n") else text  # the block's own line end is enough
+    return f"{ticks}{info}\n{body}\n{ticks}"
 
 
 def _md_message(entry: Entry) -> list[str]:
@@ -348,14 +380,22 @@ def _md_message(entry: Entry) -> list[str]:
     if message.get("role") == "bashExecution":
         command, output = _str(message.get("command", "")), _str(message.get("output", ""))
         return [_fence(f"$ {command}\n{output}", "console")]
+    # Only the model writes Markdown; a prompt, a tool's output or an extension's message
+    # shows as the text it is (a README a tool read must not render as headings).
+    role = message.get("role")
+    if role == "toolResult":
+        text = message_text(message)
+        images = sum(1 for b in _blocks(message.get("content")) if b.get("type") == "image")
+        return ([_fence(text, "text")] if text or not images else []) + ["*[image]*"] * images
+    prose = _md_text if role == "assistant" else _md_literal
     content = message.get("content")
     if not isinstance(content, list):
-        return [_md_text(content)]
+        return [prose(content)]
     parts: list[str] = []
     for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
-            parts.append(_md_text(block.get("text", "")))
+            parts.append(prose(block.get("text", "")))
         elif kind == "thinking":
             body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
             parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
@@ -365,7 +405,7 @@ def _md_message(entry: Entry) -> list[str]:
         elif kind == "image":
             parts.append("*[image]*")
     if message.get("errorMessage"):
-        parts.append(f"**Error:** {_md_text(message['errorMessage'])}")
+        parts.append(f"**Error:** {_md_literal(message['errorMessage'])}")
     return parts
 
 
@@ -378,7 +418,8 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     """The context path (or every entry, in tree order) as Markdown.
 
     Model text keeps its Markdown formatting but raw HTML is neutralised (``<`` and ``&``
-    become entities); tool arguments and outputs are fenced code blocks.
+    become entities); tool arguments and outputs are fenced code blocks; prompts and
+    other text render as exactly what the session holds.
     """
     _, items = _select(session, leaf, whole_tree)
     lines = [f"# {_md_inline(_title(session))}", ""]
@@ -390,7 +431,7 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     for index, item in enumerate(items, start=1):
         entry = item.entry
         if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
-            lines += [f"*{_md_inline(_preview(entry))}*", ""]
+            lines += [f"*{_md_literal(_short(_preview(entry), 200))}*", ""]
             previous = entry
             continue
         role = entry.role or entry.type
@@ -551,6 +592,26 @@ def write_export(
         # Never truncate the old file first: a failure leaves it as it was.
         replace_file(out, text.encode("utf-8"))
     return text
+
+
+def default_export_path(session: Session, fmt: str, folder: str | os.PathLike[str] = ".") -> Path:
+    """A new file in ``folder`` named after the session (its name, else its file's stem).
+
+    An existing file is never overwritten: ``name-2.html``, ``name-3.html``… instead.
+    """
+    if fmt not in _SUFFIXES:
+        raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
+    base = ""
+    if session.name:
+        base = re.sub(r"[^a-z0-9]+", "-", _str(session.name).lower()).strip("-")[:60].strip("-")
+    if not base:
+        base = session.path.stem if session.path is not None else f"session-{session.id}"
+    target = Path(folder) / f"{base}{_SUFFIXES[fmt]}"
+    number = 1
+    while target.exists():
+        number += 1
+        target = Path(folder) / f"{base}-{number}{_SUFFIXES[fmt]}"
+    return target
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

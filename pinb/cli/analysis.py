@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from ..errors import UsageError
 from .output import say, write
 from .sessions import open_session_file
 
@@ -51,7 +52,12 @@ def add_parser(subparsers: Any) -> None:
     fmt.add_argument("--html", dest="fmt", action="store_const", const="html")
     fmt.add_argument("--md", dest="fmt", action="store_const", const="md")
     fmt.add_argument("--ipynb", dest="fmt", action="store_const", const="ipynb")
-    export.add_argument("-o", "--output", help="write here (default: standard output)")
+    export.add_argument(
+        "-o",
+        "--output",
+        help="write here; - for standard output (default: a new file in this folder named "
+        "after the session)",
+    )
     export.add_argument("--leaf", help="export the path to this entry (default: the leaf)")
     export.add_argument("--tree", action="store_true", help="every branch, not one path")
     export.set_defaults(func=cmd_export)
@@ -130,11 +136,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     leaf = args.leaf if args.leaf is not None else UNSET
     session = open_session_file(args.file)
-    text = write_export(session, args.fmt, args.output, leaf=leaf, whole_tree=args.tree)
-    if args.output is None:
-        write(text)
-    else:
-        say(f"wrote {args.output}", file=sys.stderr)
+    if args.output == "-":
+        if args.fmt != "md" and sys.stdout.isatty():
+            # Pages of markup in a terminal help nobody: say how to get what was meant.
+            raise UsageError(
+                f"{args.fmt} export to a terminal refused: leave out -o to write a file, "
+                f"or use -o - with a pipe or a redirect (pinb export FILE --{args.fmt} -o - > "
+                f"out.{args.fmt})"
+            )
+        write(write_export(session, args.fmt, None, leaf=leaf, whole_tree=args.tree))
+        return 0
+    from ..analysis.export import default_export_path
+
+    out = args.output if args.output is not None else default_export_path(session, args.fmt)
+    write_export(session, args.fmt, out, leaf=leaf, whole_tree=args.tree)
+    say(f"wrote {out}")
     return 0
 
 

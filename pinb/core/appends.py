@@ -236,6 +236,21 @@ class AppendMixin:
             fields["details"] = details
         return self._write(fields)
 
+    def _bookkeeping_parent(self) -> Any:
+        """Where a label or archive marker goes: at the leaf, as Pi appends them, but after
+        the navigation marker a move left there (its last line), so bookkeeping after
+        "continue here" starts no branch beside the marker; the conversation is unmoved."""
+        entries = self._index.entries
+        last = entries[-1] if entries else None
+        if (
+            last is not None
+            and last.is_navigation
+            and self._leaf_id is not None
+            and last.raw.get("parentId") == self._leaf_id
+        ):
+            return last.id
+        return UNSET
+
     def set_label(self, target_id: str, label: str | None) -> Entry:
         """Label an entry, stored as given (``None`` or ``""`` clears); a ``label`` entry."""
         if target_id not in self._index:
@@ -243,7 +258,7 @@ class AppendMixin:
         fields: dict[str, Any] = {"type": "label", "targetId": target_id}
         if label is not None:
             fields["label"] = label
-        return self._write(fields)
+        return self._write(fields, parent=self._bookkeeping_parent())
 
     def archive(self, entry_id: str, note: str | None = None) -> Entry:
         """Archive the branch that starts at ``entry_id``: pinb's views hide it.
@@ -257,14 +272,20 @@ class AppendMixin:
         data: dict[str, Any] = {"targetId": entry_id, "archived": True}
         if note:
             data["note"] = note
-        return self._write({"type": "custom", "customType": ARCHIVE_TYPE, "data": data})
+        return self._write(
+            {"type": "custom", "customType": ARCHIVE_TYPE, "data": data},
+            parent=self._bookkeeping_parent(),
+        )
 
     def unarchive(self, entry_id: str) -> Entry:
         """Show an archived branch again (another marker; the first one stays in the file)."""
         if entry_id not in self._index.archived:
             raise InvalidEntryError(f"entry {entry_id} is not archived")
         data = {"targetId": entry_id, "archived": False}
-        return self._write({"type": "custom", "customType": ARCHIVE_TYPE, "data": data})
+        return self._write(
+            {"type": "custom", "customType": ARCHIVE_TYPE, "data": data},
+            parent=self._bookkeeping_parent(),
+        )
 
     def set_name(self, name: str) -> Entry:
         """Name the session with a ``session_info`` entry, as Pi writes it.

@@ -34,6 +34,7 @@ from .tokens import (
     context_tokens_of_usage,
     estimate_context_tokens,
     estimate_projected_tokens,
+    estimate_tokens,
     should_compact,
 )
 from .wire import js_date_ms
@@ -65,7 +66,19 @@ def _prepare(session: Session, settings: CompactionSettings, leaf_id: Any) -> Co
         raise NothingToCompactError("Already compacted: the leaf is a compaction entry")
     prepared = prepare_compaction(path, settings, pi=session.pi)
     if prepared is None or prepared.is_empty:
-        raise NothingToCompactError("Nothing to compact (session too small)")
+        # Pi's words, then why: the cut keeps the most recent keepRecentTokens (chars/4).
+        held = sum(
+            estimate_tokens(m, pi=session.pi) for m in session.build_context(leaf_id).messages
+        )
+        keep = settings.keep_recent_tokens
+        why = (
+            f"its ≈{held:,} tokens (chars/4) fit in the {keep:,} recent tokens a compaction "
+            "keeps (keepRecentTokens)"
+            if held <= keep
+            else f"keeping its last ≈{keep:,} tokens (keepRecentTokens) leaves no earlier "
+            "turn to summarize"
+        )
+        raise NothingToCompactError(f"Nothing to compact (session too small): {why}")
     return prepared
 
 

@@ -1,9 +1,18 @@
 """The offline demo model: a provider that needs no key or network (``--model offline``).
 
-It is not an AI. It follows a fixed script so notebooks and CI can show the whole flow —
-streaming, a tool call, the tool's result, a final answer — without a key or a network:
-for a new prompt it looks around with one tool (``read`` for a file named in the prompt,
-else ``ls``), then answers by quoting what the tool returned. (Was ``pinb.testing.demo``.)
+It is not an AI, and every reply says so. It follows a fixed script so notebooks and CI can
+show the whole flow — streaming, a tool call, the tool's result, a final answer — without a
+key or a network, and the script follows what the prompt asks in the plainest way:
+
+- run the tests or checks: ``bash`` runs ``check.py`` if the folder has one, else pytest;
+- a command in backticks that the prompt asks to run: ``bash`` runs it;
+- a file named in the prompt: ``read`` it;
+- a question about the folder's files: ``ls``;
+- anything else: no tool, an answer that says a real model is needed.
+
+The answer after a tool never repeats what the tool just showed (the cell shows it): it
+says what came back in a line or two, e.g. how many checks passed and which failed.
+(Was ``pinb.testing.demo``.)
 """
 
 from __future__ import annotations
@@ -26,6 +35,11 @@ OFFLINE_WINDOW = 32_000
 _FILE = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|md|txt|toml|json|csv|ipynb|yaml|yml|cfg|ini))\b"
 )
+_TESTS = re.compile(r"(?i)\b(run|rerun|re-run|execute)\b.{0,40}\b(tests?|checks?|test suite)\b")
+_COMMAND = re.compile(r"(?i)\b(run|execute)\b[^`]{0,30}`([^`\n]{1,200})`")
+_LISTING = re.compile(r"(?i)\b(what|which|list|show)\b.{0,30}\b(files?|folder|directory)\b")
+#: What the demo runs for "run the tests": the project's own check script, else pytest.
+TEST_COMMAND = "if [ -f check.py ]; then python3 check.py; else python3 -m pytest -q; fi"
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -37,13 +51,63 @@ def _text(message: dict[str, Any]) -> str:
     )
 
 
+def _intent(prompt: str, tools: set[str]) -> tuple[str, str, dict[str, Any]] | None:
+    """``(what it says, tool, arguments)`` for the prompt, or ``None`` for no tool."""
+    command = _COMMAND.search(prompt)
+    if command and "bash" in tools:
+        return f"Running `{command.group(2)}`.", "bash", {"command": command.group(2)}
+    if _TESTS.search(prompt) and "bash" in tools:
+        return "Running the project's checks.", "bash", {"command": TEST_COMMAND}
+    match = _FILE.search(prompt)
+    if match and "read" in tools:
+        return f"Let me look at `{match.group(1)}` first.", "read", {"path": match.group(1)}
+    if _LISTING.search(prompt) and "ls" in tools:
+        return "Let me see what is in the project folder.", "ls", {"path": "."}
+    return None
+
+
+def _outcome(tool: str, output: str, is_error: bool) -> str:
+    """What a tool's output amounts to, in a line or two, without repeating it."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    if tool == "bash":
+        failed = [
+            line.split()[1].rstrip(":")
+            for line in lines
+            if line.startswith("FAIL ") and len(line.split()) > 1
+        ]
+        passed = sum(1 for line in lines if line.startswith("ok "))
+        status = re.search(r"exited with code (\d+)", output)
+        ended = (
+            f"it exited with code {status.group(1)}"
+            if status
+            else ("it failed" if is_error else "it succeeded")
+        )
+        if failed or passed:
+            text = f"{passed} check(s) passed and {len(failed)} failed"
+            if failed:
+                text += f" ({', '.join(f'`{name}`' for name in failed[:5])})"
+            return f"{text}; {ended}."
+        return f"The command printed {len(lines)} line(s); {ended}."
+    if tool == "read":
+        defs = re.findall(r"^(?:def|class) (\w+)", output, flags=re.M)
+        found = f", defining {', '.join(f'`{d}`' for d in defs[:12])}" if defs else ""
+        return f"The file has {len(output.splitlines())} line(s){found}."
+    if tool == "ls":
+        folders = sum(1 for line in lines if line.endswith("/"))
+        return f"The folder holds {len(lines) - folders} file(s) and {folders} folder(s)."
+    return f"The `{tool}` tool returned {len(lines)} line(s)" + (
+        " (an error)." if is_error else "."
+    )
+
+
 class OfflineDemoModel(ScriptedLLM):
     """A :class:`ScriptedLLM` whose replies are computed from the conversation.
 
     Parameters
     ----------
     use_tools:
-        Whether to call a tool before answering (when tools are offered).
+        Whether to call a tool before answering (when tools are offered and the prompt
+        asks for one).
     """
 
     def __init__(self, *, use_tools: bool = True, delay: float = 0.0) -> None:
@@ -62,18 +126,11 @@ class OfflineDemoModel(ScriptedLLM):
         tool_names = {t.name for t in call.tools}
         if last.get("role") == "user":
             prompt = _text(last)
-            match = _FILE.search(prompt)
-            if self.use_tools and match and "read" in tool_names:
+            intent = _intent(prompt, tool_names) if self.use_tools else None
+            if intent is not None:
+                said, tool, arguments = intent
                 return Reply(
-                    text=f"{DEMO_LABEL} Let me look at `{match.group(1)}` first.",
-                    tool_calls=[("read", {"path": match.group(1)})],
-                    delay=self.delay,
-                )
-            if self.use_tools and "ls" in tool_names:
-                return Reply(
-                    text=f"{DEMO_LABEL} Let me see what is in the project folder.",
-                    tool_calls=[("ls", {"path": "."})],
-                    delay=self.delay,
+                    text=f"{DEMO_LABEL} {said}", tool_calls=[(tool, arguments)], delay=self.delay
                 )
             words = len(prompt.split())
             return Reply(
@@ -82,13 +139,10 @@ class OfflineDemoModel(ScriptedLLM):
                 delay=self.delay,
             )
         if last.get("role") == "toolResult":
-            output = _text(last).strip()
-            lines = output.splitlines()
-            shown = "\n".join(lines[:15]) + ("\n…" if len(lines) > 15 else "")
+            outcome = _outcome(str(last.get("toolName")), _text(last), bool(last.get("isError")))
             return Reply(
-                text=f"{DEMO_LABEL}\n\nThe `{last.get('toolName')}` tool returned {len(lines)} line(s):\n\n"
-                f"```\n{shown}\n```\n\nA real model would now reason about this; "
-                "configure one to continue (see `%pi help`).",
+                text=f"{DEMO_LABEL} {outcome} The output is above; a real model would now "
+                "reason about it (configure one, see `%pi help`).",
                 delay=self.delay,
             )
         return Reply(text=f"{DEMO_LABEL} Nothing to do.", delay=self.delay)

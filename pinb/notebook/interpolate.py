@@ -33,14 +33,26 @@ def compact_repr(value: Any, max_chars: int = _MAX_CHARS) -> str:
     return text
 
 
-def interpolate(text: str, namespace: Mapping[str, Any], *, max_chars: int = _MAX_CHARS) -> str:
+def interpolate(
+    text: str,
+    namespace: Mapping[str, Any],
+    *,
+    max_chars: int = _MAX_CHARS,
+    missing: list[str] | None = None,
+) -> str:
     """Replace ``{name}`` and ``{name.attr}`` with values from ``namespace``.
 
     Unknown names are left as they are (code in prompts often has braces); ``{{`` and
     ``}}`` give literal braces. Only names and attribute access are resolved — nothing
     is evaluated. A value longer than ``max_chars`` is cut, with a marker that says so
-    (``%config PiMagics.interpolate_limit`` sets the limit for ``%%pi``).
+    (``%config PiMagics.interpolate_limit`` sets the limit for ``%%pi``). Each ``{field}``
+    left as written is appended to ``missing`` when a list is given.
     """
+
+    def _missing(token: str) -> str:
+        if missing is not None and token not in missing:
+            missing.append(token)
+        return token
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -48,11 +60,11 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, max_chars: int = _MA
             return token[0]
         parts = match.group(1).split(".")
         if parts[0] not in namespace:
-            return token
+            return _missing(token)
         value = namespace[parts[0]]
         for attribute in parts[1:]:
             if attribute.startswith("_") or not hasattr(value, attribute):
-                return token
+                return _missing(token)
             value = getattr(value, attribute)
         return compact_repr(value, max_chars)
 

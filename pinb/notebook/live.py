@@ -181,7 +181,7 @@ class RunTranscript:
             report = event.report
             self.notes.append(
                 f"compacted ({report.reason}): {len(report.summarized_ids)} entries summarized, "
-                f"≈{report.estimated_before} → {report.tokens_after} tokens"
+                f"≈{report.estimated_before:,} → {report.tokens_after:,} tokens"
             )
         elif isinstance(event, AgentEnd):
             self.end = event

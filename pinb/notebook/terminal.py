@@ -100,7 +100,7 @@ class TerminalRun:
             report = event.report
             self._line(
                 f"· compacted ({report.reason}): {len(report.summarized_ids)} entries summarized, "
-                f"≈{report.estimated_before} → {report.tokens_after} tokens"
+                f"≈{report.estimated_before:,} → {report.tokens_after:,} tokens"
             )
         elif isinstance(event, Notice):
             self._line(f"· {event.text}")

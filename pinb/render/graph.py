@@ -166,8 +166,17 @@ class SessionGraph:
 
     @property
     def branch_count(self) -> int:
-        """Number of tree leaves (conversation branches)."""
-        return sum(1 for n in self.nodes if not n.children)
+        """Number of conversation branches: entries that are not bookkeeping with nothing
+        but bookkeeping after them (a label hung beside a branch starts none)."""
+        talk_below = [False] * len(self.nodes)
+        ends = 0
+        for i in range(len(self.nodes) - 1, -1, -1):  # pre-order: children come later
+            node = self.nodes[i]
+            talk_below[i] = any(
+                talk_below[c] or not self.nodes[c].bookkeeping for c in node.children
+            )
+            ends += not node.bookkeeping and not talk_below[i]
+        return ends or (1 if self.nodes else 0)
 
     @property
     def archived_entries(self) -> int:
@@ -191,6 +200,12 @@ class SessionGraph:
             if summaries:
                 parts.append(plural(summaries, "branch summary", "branch summaries"))
             text = ", ".join(parts)
+        if self.hidden:
+            # So the count matches the file's: its navigation and archive markers are lines too.
+            text += (
+                f"; {plural(self.hidden, 'bookkeeping marker')} not drawn "
+                f"({plural(self.entries, 'entry')} in the file)"
+            )
         if self.archived:
             text += (
                 f"; {plural(len(self.archived), 'archived branch', 'archived branches')} hidden "

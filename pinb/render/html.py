@@ -74,11 +74,13 @@ STYLES: dict[str, str] = {
         "display:table-cell;border-bottom:1px solid #d0d7de;padding:2px 8px;text-align:left;"
         "vertical-align:top;white-space:nowrap"
     ),
-    "head": "color:#57606a;font-weight:bold",
+    # Headings wrap between words, so a long column title never widens a table of numbers.
+    "head": "color:#57606a;font-weight:bold;white-space:normal",
     "num": "text-align:right",
-    "wrap": "white-space:normal;min-width:16em;max-width:48em;overflow-wrap:anywhere",
+    # ``overflow-wrap:anywhere`` would be dropped: JupyterLab keeps only normal|break-word.
+    "wrap": "white-space:normal;min-width:10em;max-width:48em;overflow-wrap:break-word",
     "pre": (
-        "white-space:pre-wrap;word-break:break-word;background-color:#f6f8fa;padding:6px;"
+        "white-space:pre-wrap;overflow-wrap:break-word;background-color:#f6f8fa;padding:6px;"
         "margin:2px 0;max-height:30em;overflow:auto"
     ),
     "md": "border-left:3px solid #d0d7de;padding-left:8px",
@@ -206,7 +208,8 @@ def table(
     raw_columns:
         Column indices whose cells are already-safe HTML produced by this package.
     wrap_columns:
-        Column indices whose long text wraps (all others stay on one line).
+        Column indices whose long text wraps (all others stay on one line; headings
+        always wrap between words).
     """
     numeric_set = set(numeric)
     raw_set = set(raw_columns)
@@ -217,7 +220,7 @@ def table(
         names = ["cell", *extra]
         if i in numeric_set:
             names.append("num")
-        elif i in wrap_set:
+        if i in wrap_set:
             names.append("wrap")
         return f'<span class="pinb-td"{style(*names)}>{text}</span>'
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.jsontext import visible
-from .graph import NodeInfo, kind_name, plural
+from .graph import NodeInfo, SessionGraph, kind_name, plural
 from .html import escape, shorten
 from .rows import Row, RowLayout
 
@@ -146,14 +146,42 @@ def _glyph(node: NodeInfo) -> str:
     return "circle"
 
 
-def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
+def conversation_end(graph: SessionGraph) -> str | None:
+    """The key of the last entry of the active path that is not bookkeeping.
+
+    The leaf is where the next entry goes, and Pi's ``/label``, model or thinking changes
+    append there too: a leaf is often such a row. The conversation goes on after the last
+    message (or summary) before it. ``None`` without one (a path of settings only).
+    """
+    for key in reversed(graph.path_keys):
+        at = graph.index.get(key)
+        if at is not None and not graph.nodes[at].bookkeeping:
+            return key
+    return None
+
+
+def _leaf_tags(graph: SessionGraph, node: NodeInfo, end: str | None) -> list[tuple[str, str]]:
+    """Where the conversation continues, and the bookkeeping appended after it."""
+    if node.key == end:
+        return [("◀ leaf" if node.is_leaf else "◀ continues here", "leaf")]
+    if node.is_leaf and end is None:
+        return [("◀ leaf", "leaf")]
+    if node.on_path and end is not None and node.bookkeeping and _after(graph, node.key, end):
+        return [("leaf · bookkeeping" if node.is_leaf else "bookkeeping after it", "summarized")]
+    return []
+
+
+def _after(graph: SessionGraph, key: str, end: str) -> bool:
+    keys = graph.path_keys
+    return end in keys and key in keys and keys.index(key) > keys.index(end)
+
+
+def _entry_cells(layout: RowLayout, row: Row, text_chars: int, end: str | None = None) -> Cells:
     graph = layout.graph
     node = graph.nodes[row.node]
     glyph = _glyph(node)
     color = KIND_COLORS.get(node.kind, BOOKKEEPING_COLOR) if glyph != "dot" else BOOKKEEPING_COLOR
-    tags: list[tuple[str, str]] = []
-    if node.is_leaf:
-        tags.append(("◀ leaf", "leaf"))
+    tags = _leaf_tags(graph, node, end)
     message_like = glyph != "dot"
     if node.role == "system" and node.region in ("summarized", "kept") and message_like:
         tags.append(("not sent itself", "summarized"))  # the compaction's checkpoint replays it
@@ -201,24 +229,29 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int) -> Cells:
         band=band,
         muted=node.region == "summarized" or node.bookkeeping,
         on_path=node.on_path,
-        is_leaf=node.is_leaf,
+        # The ring marks where the conversation continues (the leaf, unless bookkeeping).
+        is_leaf=node.key == end if end is not None else node.is_leaf,
     )
 
 
 def row_cells(layout: RowLayout, *, text_chars: int = TEXT_CHARS) -> list[Cells]:
     """The cells of every row of ``layout`` (see :class:`Cells`)."""
     graph = layout.graph
+    end = conversation_end(graph)
     out: list[Cells] = []
     for row in layout.rows:
         if row.kind == "entry":
-            out.append(_entry_cells(layout, row, text_chars))
+            out.append(_entry_cells(layout, row, text_chars, end))
             continue
         if row.kind == "elided":
             out.append(
                 Cells("", "gap", "gap", MUTED_COLOR, "", "", text=layout.describe(row), muted=True)
             )
             continue
-        leaf = any(graph.nodes[i].is_leaf for i in row.nodes)
+        leaf = any(
+            graph.nodes[i].key == end if end is not None else graph.nodes[i].is_leaf
+            for i in row.nodes
+        )
         summarized = row.on_path and all(graph.nodes[i].region == "summarized" for i in row.nodes)
         tags = [("summarized", "summarized")] if summarized else []
         out.append(
@@ -272,7 +305,11 @@ def legend_items(layout: RowLayout, cells: list[Cells]) -> list[tuple[str, str, 
     if any(c.on_path for c in cells):
         items.append(("path", PATH_COLOR, "active path: the model's context comes from it"))
     if any(c.is_leaf for c in cells):
-        items.append(("leaf", PATH_COLOR, "leaf: where the conversation continues"))
+        end = conversation_end(layout.graph)
+        words = "leaf: where the conversation continues"
+        if end is not None and end != layout.graph.leaf_key:
+            words = "where the conversation continues (the leaf after it is bookkeeping)"
+        items.append(("leaf", PATH_COLOR, words))
     if any(c.band == "summarized" for c in cells):
         items.append(("band", BAND_COLORS["summarized"], "summarized: sent only as the summary"))
     if any(c.boundary for c in cells):
@@ -349,6 +386,11 @@ def title_lines(layout: RowLayout) -> tuple[str, str]:
             if graph.leaf_key
             else "; no leaf (before the first entry)"
         )
+        end = conversation_end(graph)
+        if graph.leaf_key and end is not None and end != graph.leaf_key:
+            at = graph.index.get(graph.leaf_key)
+            what = kind_name(graph.nodes[at].kind) if at is not None else "bookkeeping"
+            summary += f" (a {what}: the conversation continues after {short_id(end)})"
     if layout.chains:
         summary += f"; {plural(len(layout.chains), 'chain')} collapsed"
     if layout.folded:

@@ -65,6 +65,7 @@ __all__ = [
     "append_reply",
     "assistant_message",
     "prompts",
+    "session_name",
     "story_clock",
     "story_model",
     "story_tasks",
@@ -270,6 +271,7 @@ def write_story_session(
     settings: CompactionSettings | None = None,
     start: datetime = datetime(2026, 3, 2, 9, 14, 5, tzinfo=UTC),
     summarizer: Any = None,
+    name: str | None = None,
 ) -> Session:
     """Write the story as a Pi session file in ``folder``; the same file for the same seed.
 
@@ -287,6 +289,9 @@ def write_story_session(
     summarizer:
         Writes compaction summaries (default: pinb's offline extractive summarizer,
         which says so in its first line).
+    name:
+        The session's name (a ``session_info`` entry, as Pi's ``/name`` writes it), or
+        none: then listings show the first prompt.
 
     Returns
     -------
@@ -309,6 +314,8 @@ def write_story_session(
         session.append_model_change(provider, model_id)
         if thinking:
             session.append_thinking_level_change("medium")
+        if name:
+            session.set_name(name)
         writer = _Writer(session, clock, rng, model, dict(PROJECT), thinking)
         for task in plan:
             if task is None:
@@ -392,12 +399,39 @@ def prompts(tasks: Sequence[Task | None]) -> list[str]:
     return [task.prompt for task in tasks if task is not None]
 
 
+#: What each task does, for session names.
+_TITLES: dict[str, str] = {
+    "diagnose": "why the checks fail",
+    "fix-median": "median",
+    "fix-word-count": "word_count",
+    "empty-median": "empty list",
+    "readme": "README",
+    "wrap-up": "wrap-up",
+}
+
+
+def session_name(project: str, tasks: Sequence[Task | None]) -> str:
+    """A name as a user would give it: the project, then what the session fixed.
+
+    ``"textstats: median, word_count (wrong turn), README (+2 questions)"``: the diagnosis
+    starts every session, so it is named only when nothing followed it.
+    """
+    played = [task for task in tasks if task is not None]
+    fixed = [_TITLES[t.name] for t in played[1:] if t.name in _TITLES]
+    if None in tasks:
+        fixed = [f"{title} (wrong turn)" if title == "word_count" else title for title in fixed]
+    asked = sum(1 for t in played if t.name not in _TITLES)
+    name = f"{project}: " + ", ".join(fixed or [_TITLES["diagnose"]])
+    return name + (f" (+{asked} question{'s' * (asked > 1)})" if asked else "")
+
+
 def write_story_sessions(folder: str | Path, count: int, *, seed: int = 0) -> list[Session]:
     """``count`` variations of the story, laid out like Pi's sessions folder.
 
     Each varies the model, how far the story gets, the side questions asked, whether the
     wrong turn happens and whether a small window forces compactions; files go into one
-    folder per project (``--home-dev-<project>--``), as Pi keeps them. Deterministic.
+    folder per project (``--home-dev-<project>--``), as Pi keeps them, each named after
+    what it did (:func:`session_name`). Deterministic.
     """
     rng = random.Random(seed)
     root = Path(folder)
@@ -424,6 +458,7 @@ def write_story_sessions(folder: str | Path, count: int, *, seed: int = 0) -> li
                 context_window=rng.choice((None, None, 4_096, 5_000)),
                 start=datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
                 + timedelta(days=number // 3, hours=rng.randint(0, 9)),
+                name=session_name(project, tasks),
             )
         )
     return sessions

@@ -499,7 +499,8 @@ WRONG_TURN: tuple[Task, ...] = (
     ),
 )
 
-#: The branch summary left when the user goes back from the wrong turn.
+#: The branch summary left when the user goes back from the wrong turn (the file lists
+#: are added as Pi adds them, from the summarized entries).
 WRONG_TURN_SUMMARY = """## Goal
 Fix `word_count` so contractions count as one word.
 
@@ -512,11 +513,7 @@ Fix `word_count` so contractions count as one word.
   which breaks `top_words` for the weekly report.
 
 ## Next Steps
-1. Put `WORD` back to matching letters and allow an apostrophe between letters.
-
-<modified-files>
-textstats/core.py
-</modified-files>"""
+1. Put `WORD` back to matching letters and allow an apostrophe between letters."""
 
 #: Side questions that only read, for longer sessions.
 EXTRA_TASKS: tuple[Task, ...] = (

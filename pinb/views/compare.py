@@ -11,7 +11,7 @@ from itertools import zip_longest
 from typing import TYPE_CHECKING, Final
 
 from ..core.accounting import thousands
-from ..render.html import escape, shorten, table
+from ..render.html import escape, shorten, table, wrap
 from ..render.plain import plain_cell, text_table
 
 if TYPE_CHECKING:
@@ -25,8 +25,9 @@ _ROLE_ORDER: Final = ("user", "assistant", "toolResult")
 
 
 def container(body: str, name: str) -> str:
-    """A view's outer ``div``; MathJax is told to leave session text alone."""
-    return f'<div class="pinb-view {escape(name)} tex2jax_ignore mathjax_ignore">{body}</div>'
+    """A view's outer ``div`` (:func:`pinb.render.html.wrap`: no wider than the cell, a
+    wider table scrolls inside it; MathJax leaves session text alone)."""
+    return wrap(body, name)
 
 
 def _roles(branch: Branch) -> str:

@@ -119,7 +119,8 @@ class ContextPathView:
     settings:
         Compaction settings (the threshold is the window minus ``reserve_tokens``).
     max_rows:
-        Rows shown per section; the middle of a longer section is elided.
+        Rows shown per section (``None``: all); a longer section shows its first rows and
+        those nearest the leaf, with a row saying how many more there are.
     """
 
     def __init__(
@@ -130,7 +131,7 @@ class ContextPathView:
         context_window: int | None = None,
         window_source: str | None = None,
         settings: CompactionSettings | None = None,
-        max_rows: int = 400,
+        max_rows: int | None = 24,
     ) -> None:
         self.max_rows = max_rows
         with gc_paused():
@@ -337,17 +338,27 @@ class ContextPathView:
     # -- HTML -----------------------------------------------------------------------------
 
     def _table(self, rows: list[PathRow], *, running: bool) -> str:
+        limit = self.max_rows
         shown: list[PathRow | None] = list(rows)
-        if len(rows) > self.max_rows:
-            head = max(1, self.max_rows // 5)
-            shown = [*rows[:head], None, *rows[len(rows) - (self.max_rows - head) :]]
+        if limit is not None and len(rows) > limit:
+            head = max(1, limit // 3)  # the rows nearest the leaf matter most
+            shown = [*rows[:head], None, *rows[len(rows) - (limit - head) :]]
+        # A note every row shares is said once, above the table; otherwise a row repeating
+        # the one above it shows a ditto mark.
+        one_status = len({row.status for row in rows}) == 1
         cells: list[tuple[Any, ...]] = []
         classes: list[str] = []
+        above: str | None = None
         for row in shown:
             if row is None:
-                hidden = len(rows) - self.max_rows
-                cells.append(("", "", f"… {hidden:,} rows not shown …", "", None, None))
+                assert limit is not None
+                more = (
+                    f"… {len(rows) - limit:,} more rows "
+                    "(ContextPathView(…, max_rows=None) shows them all) …"
+                )
+                cells.append(("", "", "", more, None, None))
                 classes.append("pinb-muted")
+                above = None
                 continue
             label = f"[{shorten(row.label, 40)}] " if row.label else ""
             text = f"{label}{row.preview}"
@@ -359,24 +370,32 @@ class ContextPathView:
                 (
                     row.key,
                     kind_name(row.kind),
-                    row.status,
+                    "〃" if row.status == above else row.status,
                     text,
                     row.tokens if row.tokens or row.in_context else None,
                     row.running,
                 )
             )
+            above = row.status
             if row.edit:
                 classes.append("pinb-edited")
             elif row.in_context:
                 classes.append(_ROW_CLASS.get(row.region, ""))
             else:
                 classes.append("pinb-muted")
-        headers = ["id", "kind", "status", "content", "tokens (chars/4)"]
-        if running:
-            headers.append("running total")
-        else:
-            cells = [c[:5] for c in cells]
-        return table(headers, cells, numeric=(4, 5), row_classes=classes, wrap_columns=(2, 3))
+        headers = ["id", "kind", "status", "content", "tokens (chars/4)", "running total"]
+        columns = [i for i in range(6) if (running or i != 5) and not (one_status and i == 2)]
+        headers = [headers[i] for i in columns]
+        cells = [tuple(c[i] for i in columns) for c in cells]
+        numeric = [n for n, i in enumerate(columns) if i >= 4]
+        wrapped = [n for n, i in enumerate(columns) if i in (2, 3)]
+        note = ""
+        if one_status and rows:
+            every = "the row" if len(rows) == 1 else f"all {len(rows):,} rows"
+            note = f"<div{style('muted')}>{escape(f'Status of {every}: {rows[0].status}')}</div>"
+        return note + table(
+            headers, cells, numeric=numeric, row_classes=classes, wrap_columns=wrapped
+        )
 
     def _roles_table(self) -> str:
         usage = self.usage

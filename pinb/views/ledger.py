@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ..core.accounting import thousands
-from ..render.html import escape, table
+from ..render.graph import plural
+from ..render.html import escape, shorten, table
 from ..render.plain import text_table
 from .compare import container
 
@@ -78,8 +79,8 @@ def _ledger_lines(ledger: CompactionLedger) -> tuple[str, list[str]]:
     """The title and the remarks under the table."""
     skipped = f", {len(ledger.skipped)} unreadable" if ledger.skipped else ""
     title = (
-        f"Compaction ledger: {len(ledger.records):,} compactions in {ledger.sessions:,} "
-        f"sessions{skipped}"
+        f"Compaction ledger: {plural(len(ledger.records), 'compaction')} in "
+        f"{plural(ledger.sessions, 'session')}{skipped}"
     )
     remarks: list[str] = []
     kept = max(ledger.records, key=lambda r: r.kept_thinking.largest, default=None)
@@ -156,7 +157,7 @@ _CALIBRATION_HEADERS: Final = (
 def calibration_text(calibration: Calibration) -> str:
     """chars/4 against reported usage, one line per session."""
     rows = _calibration_rows(calibration)
-    title = f"Usage calibration: {len(calibration.rows):,} sessions"
+    title = f"Usage calibration: {plural(len(calibration.rows), 'session')}"
     if not rows:
         return f"{title}\nno sessions"
     more = _more(len(calibration.rows), len(rows))
@@ -166,7 +167,8 @@ def calibration_text(calibration: Calibration) -> str:
 
 def calibration_html(calibration: Calibration) -> str:
     rows = _calibration_rows(calibration)
-    body = [f"<div><strong>Usage calibration: {len(calibration.rows):,} sessions</strong></div>"]
+    title = f"Usage calibration: {plural(len(calibration.rows), 'session')}"
+    body = [f"<div><strong>{escape(title)}</strong></div>"]
     if rows:
         body += [table(_CALIBRATION_HEADERS, rows, numeric=range(1, 7)), _div(_CALIBRATION_NOTE)]
         body.append(_div(_more(len(calibration.rows), len(rows))))
@@ -177,7 +179,7 @@ def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
     headers = ["", *(r.name for r in w.rows)]
     fields: list[tuple[str, list[object]]] = [
         ("first kept entry", [r.first_kept_entry_id or r.nothing for r in w.rows]),
-        ("it starts with", [r.first_kept_preview for r in w.rows]),
+        ("it starts with", [shorten(r.first_kept_preview, 90) for r in w.rows]),
         ("splits a turn", [None if r.nothing else r.split_turn for r in w.rows]),
         ("entries kept", [r.entries_kept for r in w.rows]),
         ("entries summarized", [r.entries_summarized for r in w.rows]),

@@ -31,7 +31,7 @@ def search_html(hits: SearchResults) -> str:
         ("time", "role", "session", "match", "citation", "copies"),
         rows,
         raw_columns=(3, 4),
-        wrap_columns=(3,),
+        wrap_columns=(2, 3, 4),
     )
     return wrap(head + body, "pinb-search")
 

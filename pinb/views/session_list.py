@@ -175,7 +175,7 @@ class SessionListView:
 
     def to_text(self) -> str:
         order = "descending" if self.descending else "ascending"
-        return f"<SessionListView {len(self.rows)} sessions, by {self.sort_by} ({order})>"
+        return f"<SessionListView {plural(len(self.rows), 'session')}, by {self.sort_by} ({order})>"
 
     __repr__ = to_text
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.totals import SUM_COLUMNS as _SUMS
 from ..core.accounting import thousands
 from ..core.jsontext import value_text
-from ..render.html import escape, mimebundle, table
+from ..render.html import escape, mimebundle, table, wrap
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,11 +27,25 @@ class UsageTotalsView:
         A frame from :func:`usage_totals` (its ``attrs`` give the caption).
     limit:
         Rows shown (the rest are summed in a last line).
+    root:
+        The sessions folder: session files inside it are shown relative to it, as search
+        cites them (the frame keeps every path whole).
     """
 
-    def __init__(self, totals: pd.DataFrame, *, limit: int = 50) -> None:
+    def __init__(
+        self, totals: pd.DataFrame, *, limit: int = 50, root: str | os.PathLike[str] | None = None
+    ) -> None:
         self.totals = totals
         self.limit = limit
+        self.root = Path(root) if root is not None else None
+
+    def _shown(self, column: str, value: object) -> object:
+        if column != "session" or self.root is None or not isinstance(value, str | Path):
+            return value
+        try:
+            return str(Path(value).relative_to(self.root))
+        except ValueError:
+            return value
 
     def caption(self) -> str:
         """One line: what is grouped, how copies were counted, what could not be matched."""
@@ -47,7 +61,11 @@ class UsageTotalsView:
         frame = self.totals
         shown = frame.head(self.limit)
         headers = [str(c) for c in frame.columns]
-        rows = [[_cell(v) for v in record] for record in shown.itertuples(index=False)]
+        columns = [str(c) for c in frame.columns]
+        rows = [
+            [_cell(self._shown(c, v)) for c, v in zip(columns, record, strict=True)]
+            for record in shown.itertuples(index=False)
+        ]
         return headers, rows
 
     def __repr__(self) -> str:
@@ -67,7 +85,9 @@ class UsageTotalsView:
         )
         if len(self.totals) > self.limit:
             body += f"<div>… {len(self.totals) - self.limit} more row(s)</div>"
-        return mimebundle(repr(self), html=f"<div>{body}</div>", include=include, exclude=exclude)
+        return mimebundle(
+            repr(self), html=wrap(body, "pinb-usage-totals"), include=include, exclude=exclude
+        )
 
 
 def _cell(value: Any) -> object:

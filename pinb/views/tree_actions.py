@@ -97,22 +97,25 @@ class TreeActions:
         target = self._target()
         if target is None:
             return None
-        if self.navigate is None and self.summarizer is None:
-            self._error(
-                "Continuing with a branch summary needs a summarizer: create the widget "
-                "with summarizer=... (e.g. pinb.core.ExtractiveSummarizer()) or "
-                "navigate=callable(session, target_id, summarize). The leaf was not moved."
-            )
-            return None
+        # The widget's summarizer (a model's, when the notebook configured one), else
+        # pinb's offline extractive one, whose summaries say so in their first line.
+        summarizer = self.summarizer
+        by = getattr(summarizer, "name", None) or type(summarizer).__name__
+        if summarizer is None:
+            from ..core import ExtractiveSummarizer
+
+            summarizer = ExtractiveSummarizer()
+            by = "pinb's offline extractive summarizer (no model: it quotes, it does not write)"
         try:
             if self.navigate is not None:
                 result = self.navigate(self.session, target, True)
+                by = "the notebook's navigate callback"
             else:
                 window, _ = resolve_window(
                     self.session.build_context(), self.context_window, session=self.session
                 )
                 result = self.session.navigate(
-                    target, summarize=True, summarizer=self.summarizer, context_window=window
+                    target, summarize=True, summarizer=summarizer, context_window=window
                 )
         except Exception as exc:
             self._error(f"{type(exc).__name__}: {exc}")
@@ -120,7 +123,13 @@ class TreeActions:
         self.refresh(force=True)
         text = getattr(result, "editor_text", None)
         extra = f" Text to edit and resend: {shorten(text, 200)}" if text else ""
-        self._info(f"Leaf moved to {self.session.leaf_id} with a branch summary.{extra}")
+        summary = getattr(result, "summary_entry", None)
+        made = (
+            f"with branch summary {summary.id}, written by {by}"
+            if summary is not None
+            else "(nothing on the branch left to summarize)"
+        )
+        self._info(f"Leaf moved to {self.session.leaf_id} {made}.{extra}")
         return result
 
     def set_label(self, text: str | None) -> None:

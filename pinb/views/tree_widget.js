@@ -229,7 +229,10 @@ function render({ model, el }) {
     canvas.style.setProperty("--pinb-z", String(zoom));
     const height = Math.max(1, rows.length) * g.rowH;
     canvas.style.height = `${height}px`;
-    canvas.style.width = `${g.textLeft + 820 * zoom}px`;
+    // As wide as the pane (the token column stays in view, the text ellipsizes), and
+    // never so narrow that the text has no room: then the pane scrolls sideways.
+    const inner = Math.max(scroller.clientWidth - 2, g.textLeft + 420 * zoom);
+    canvas.style.width = `${inner}px`;
     const top = scroller.scrollTop;
     const first = Math.max(0, Math.floor(top / g.rowH) - BUFFER);
     const last = Math.min(rows.length - 1, Math.ceil((top + scroller.clientHeight) / g.rowH) + BUFFER);
@@ -323,6 +326,12 @@ function render({ model, el }) {
     const selected = model.get("selected_id");
     const row = rows[rowOf.get(selected)];
     bArchive.disabled = !selected || (row && row.onPath);
+    // A disabled button says why, and what to do instead.
+    bArchive.title = !selected
+      ? "Select an entry first."
+      : row && row.onPath
+        ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
+        : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
   }
 
   function select(i) {
@@ -363,6 +372,9 @@ function render({ model, el }) {
     if (target) select(Number(target.dataset.index));
   });
   scroller.addEventListener("scroll", schedule);
+  // Widening the pane (its corner handle) or the page redraws the rows to the new width.
+  const resized = typeof ResizeObserver === "function" ? new ResizeObserver(schedule) : null;
+  if (resized) resized.observe(scroller);
   scroller.addEventListener("wheel", (event) => {
     if (!event.ctrlKey) return;
     event.preventDefault();
@@ -470,6 +482,7 @@ function render({ model, el }) {
   });
 
   return () => {
+    if (resized) resized.disconnect();
     window.removeEventListener("pointermove", onMove);
     window.removeEventListener("pointerup", onUp);
     model.off("change:revision", onRows);

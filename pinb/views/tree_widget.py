@@ -64,9 +64,11 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         ``navigate(session, target_id, summarize)``, used by both "continue" actions;
         without it "continue here" is :meth:`Session.branch` and "continue with branch
         summary" is :meth:`Session.navigate` with ``summarizer`` (without one the widget
-        says a summarizer is needed and leaves the leaf alone).
+        uses ``summarizer``).
     summarizer:
-        A :class:`~pinb.core.Summarizer` for branch summaries when no ``navigate`` is given.
+        A :class:`~pinb.core.Summarizer` for branch summaries when no ``navigate`` is given
+        (``%pi explore`` passes the configured model's); without one, pinb's offline
+        extractive summarizer writes them, and the status line says so.
     fork:
         ``fork(session, entry_id)`` for "fork"; by default the path up to the selected
         entry is copied into a new session file (:meth:`Session.clone`).
@@ -236,8 +238,9 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
             self.summary = summary
             self.legend = [list(item) for item in legend_items(layout, cells)]
             self.leaf = graph.leaf_key
+            # Counted the same whether the archived branches are hidden or shown.
             self.archived_list = [
-                [node_key(target), graph.archived.get(node_key(target), 0), _note(marker)]
+                [node_key(target), _branch_size(graph, node_key(target)), _note(marker)]
                 for target, marker in archived.items()
             ]
             self.revision += 1
@@ -468,6 +471,20 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
 
 class SessionExplorer(TreeWidget):
     """The session explorer: the tree widget with its panels and actions (same API)."""
+
+
+def _branch_size(graph: SessionGraph, key: str) -> int:
+    """Entries of the branch starting at ``key`` (hidden by archiving, or drawn)."""
+    if key in graph.archived:
+        return graph.archived[key]
+    start = graph.index.get(key)
+    if start is None:
+        return 0
+    count, stack = 0, [start]
+    while stack:
+        count += 1
+        stack.extend(graph.nodes[stack.pop()].children)
+    return count
 
 
 def _note(marker: Any) -> str:

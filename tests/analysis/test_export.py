@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import mistune
 import pytest
 
 from pinb.analysis.export import export_html, export_ipynb, export_markdown, write_export
@@ -104,7 +106,7 @@ def test_markdown_neutralises_html_and_fences_code(hostile: Session) -> None:
     prose = re.sub(r"(`{3,})[a-z]*\n.*?\n\1", "", text, flags=re.S)
     prose = re.sub(r"`[^`\n]*`", "", prose)
     assert "<" not in prose
-    assert "&lt;script&gt;" in prose and "&lt;b onclick=evil()&gt;" in prose
+    assert "&lt;script&gt;" in prose and "&lt;b onclick\\=evil\\(\\)&gt;" in prose
     assert '```json\n{\n "k": "<script>' in text  # tool arguments are fenced, readable
     assert "\n```\nfenced\n```\n" in text  # the model's own Markdown stays Markdown
     assert text.count("## ") == 4
@@ -137,3 +139,37 @@ def test_write_export_to_a_file(tmp_path: Path) -> None:
     assert json.loads(out.read_text()) == json.loads(text)
     with pytest.raises(UsageError):
         write_export(CASES[0], "pdf")
+
+
+def _rendered_text(markdown: str) -> tuple[list[str], list[str], list[str]]:
+    """(paragraph texts, code block texts, heading tags) of Markdown as a renderer shows it."""
+    page = mistune.html(markdown)
+    assert isinstance(page, str)
+    code = [html.unescape(c) for c in re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", page, re.S)]
+    paragraphs = [
+        html.unescape(re.sub(r"<br />\n?", "\n", p))
+        for p in re.findall(r"<p>(.*?)</p>", page, re.S)
+    ]
+    return paragraphs, code, re.findall(r"<h[1-6]>", page)
+
+
+def test_markdown_shows_tool_output_and_prompts_as_the_session_holds_them(tmp_path: Path) -> None:
+    readme = "# textstats\n\nSmall *helpers*:\n\n- `median`\n- <b>word_count</b>\n    indented\n"
+    prompt = "# Not a heading\nfix __init__ and *args, see [docs](x) & 1. <i>now</i>\n  two spaces"
+    s = Session.create("/x", tmp_path)
+    s.append_message(user(prompt))
+    s.append_message(assistant("Reading it.", calls=(("c1", "read", {"path": "README.md"}),)))
+    s.append_message(tool_result("c1", "read", readme))
+    s.append_message(assistant("The README has **one** heading.", total=6))
+    paragraphs, code, headings = _rendered_text(export_markdown(s))
+    assert readme in code  # fenced: the README's heading and list stay text
+    assert prompt in paragraphs  # every character, line break and leading space
+    assert "The README has one heading." not in paragraphs  # the model's Markdown renders
+    # Headings: the title, one per message, none from the README or the prompt.
+    assert len(headings) == 1 + 4
+    notebook = export_ipynb(s)
+    markdown = "\n\n".join(
+        "".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"
+    )
+    paragraphs, _, headings = _rendered_text(markdown)
+    assert prompt in paragraphs and len(headings) == 1

@@ -378,3 +378,16 @@ def test_the_views_escape_session_text(tmp_path: Path) -> None:
         visible_text(html)
         assert bundle["text/plain"] == view.to_text()
     assert "&lt;script&gt;" in result.to_html()
+
+
+def test_one_session_is_one_session_in_every_title(tmp_path: Path) -> None:
+    session = story(tmp_path)
+    ledger, calibration = compaction_ledger(session), usage_calibration(session)
+    titles = [
+        (ledger, f"Compaction ledger: {len(ledger.records)} compactions in 1 session"),
+        (calibration, "Usage calibration: 1 session"),
+    ]
+    for view, title in titles:
+        bundle = view._repr_mimebundle_()
+        assert bundle["text/plain"].splitlines()[0] == title
+        assert f"<strong>{title}</strong>" in bundle["text/html"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_search_this_folder_or_all(
 
 def test_export_to_stdout_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, ids = build_demo(tmp_path / "s")
-    assert _run(["export", str(path), "--md", "--leaf", ids["a3"]]) == 0
+    assert _run(["export", str(path), "--md", "--leaf", ids["a3"], "-o", "-"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("# demo session") and "continue" in text and "other way" not in text
     out = tmp_path / "demo.html"
@@ -68,6 +69,41 @@ def test_export_to_stdout_and_file(tmp_path: Path, capsys: pytest.CaptureFixture
         _run(["export", str(path), "--ipynb", "--leaf", "missing"])
     with pytest.raises(SystemExit):
         _run(["export", str(path)])  # a format is required
+
+
+def test_export_writes_a_file_named_after_the_session_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = build_demo(tmp_path / "s")
+    Session.open(path).set_name("Fix the failing checks!")
+    monkeypatch.chdir(tmp_path)
+    assert _run(["export", str(path), "--html"]) == 0
+    out = capsys.readouterr()
+    written = tmp_path / "fix-the-failing-checks.html"
+    assert out.out.strip() == f"wrote {written.name}" and "<html" not in out.out
+    assert written.read_text().startswith("<!DOCTYPE html>")
+    # Never over an earlier file: the next export gets a number.
+    assert _run(["export", str(path), "--html"]) == 0
+    assert capsys.readouterr().out.strip() == "wrote fix-the-failing-checks-2.html"
+    assert written.read_text() == (tmp_path / "fix-the-failing-checks-2.html").read_text()
+
+
+def test_html_to_a_terminal_is_refused_with_a_hint(tmp_path: Path) -> None:
+    import pty
+
+    path, _ = build_demo(tmp_path / "s")
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pinb.cli", "export", str(path), "--html", "-o", "-"],
+            stdout=follower, stderr=subprocess.PIPE, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert result.returncode == 2
+    assert "refused" in result.stderr and "leave out -o to write a file" in result.stderr
+    assert "Traceback" not in result.stderr and not list(tmp_path.glob("*.html"))
 
 
 def test_import_claude_prints_what_it_did(

@@ -48,7 +48,7 @@ def test_a_lone_surrogate_prints_as_an_escape_everywhere(tmp_path: Path) -> None
     # "\ud83d" is valid JSON but no encoder takes it: it used to crash with a traceback.
     path = _session(tmp_path / "s.jsonl", [_user("hi \ud83d there")])
     assert "\\ud83d" in path.read_text()
-    for command in (["tree"], ["context"], ["context", "--llm"], ["export", "--md"]):
+    for command in (["tree"], ["context"], ["context", "--llm"], ["export", "--md", "-o", "-"]):
         result = _pinb(command[0], str(path), *command[1:])
         assert result.returncode == 0, result.stderr
         assert "Traceback" not in result.stderr

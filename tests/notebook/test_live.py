@@ -183,3 +183,29 @@ def test_the_displays_together_show_the_whole_run_once_and_inert() -> None:
         html = obj._repr_mimebundle_()["text/html"]  # type: ignore[attr-defined]
         _assert_inert(html)
         check_html_survives(html)
+
+
+def test_the_compaction_note_groups_thousands() -> None:
+    from io import StringIO
+
+    from pinb.notebook.terminal import TerminalRun
+
+    report = CompactionReport(
+        None,
+        "summary",
+        "x",
+        30_546,
+        before_by_role={"user": 30_546},
+        after_by_role={"user": 29_232},
+        reason="threshold",
+    )
+    transcript = RunTranscript()
+    transcript.add(CompactionDone(report))
+    assert transcript.notes == [
+        "compacted (threshold): 0 entries summarized, ≈30,546 → 29,232 tokens"
+    ]
+    out = StringIO()
+    terminal = TerminalRun(out)
+    terminal.add(CompactionDone(report))
+    terminal.finish()
+    assert "≈30,546 → 29,232 tokens" in out.getvalue()

@@ -200,7 +200,11 @@ def test_offline_demo_model_needs_no_provider(shell: InteractiveShell, tmp_path:
     with capture_output():
         reply = shell.run_cell_magic("pi", "--model offline", "What is in notes.md?")
     assert isinstance(reply, AssistantReply)
-    assert reply.text.startswith("[offline demo model") and "remember the milk" in reply.text
+    # It read the file (the cell showed the tool's output) and says so without repeating it.
+    assert reply.text.startswith("[offline demo model") and "The file has 2 line(s)" in reply.text
+    assert "remember the milk" not in reply.text
+    results = [e for e in _magics(shell).current_session().entries if e.role == "toolResult"]
+    assert len(results) == 1 and "remember the milk" in str(results[0].message)
 
 
 def test_without_any_provider_the_error_says_how_to_configure(shell: InteractiveShell) -> None:

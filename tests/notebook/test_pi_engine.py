@@ -99,7 +99,11 @@ def test_a_pi_cell_in_a_terminal_prints_like_a_built_in_one(
     magics.renderer = "terminal"
     printed = {}
     for engine in ("pi", "pinb"):
-        pi_loop.server.reply(tool_calls=[("ls", {"path": "."})] if engine == "pinb" else [("bash", {"command": "ls"})])
+        pi_loop.server.reply(
+            tool_calls=[("ls", {"path": "."})]
+            if engine == "pinb"
+            else [("bash", {"command": "ls"})]
+        )
         pi_loop.server.reply(text=f"Listed by {engine}.")
         with capture_output() as captured:
             reply = _cell(shell, f"--engine {engine} --model {MODEL}", "list the folder")
@@ -125,14 +129,19 @@ def test_engines_mix_both_ways_on_one_file(
         assert reply.text == f"answer {turn} by {engine}"
         sent = json.dumps(pi_loop.server.requests[-1].body)
         for earlier in range(turn):  # each engine sees everything either engine wrote
-            assert f"question {earlier}" in sent and f"answer {earlier} by {engines[earlier]}" in sent
+            assert (
+                f"question {earlier}" in sent and f"answer {earlier} by {engines[earlier]}" in sent
+            )
         assert magics.session is not None and magics.session.path is not None
         files.add(magics.session.path)
     assert len(files) == 1
     path = files.pop()
     session = Session.open(path)
     assert not session.problems
-    assert _texts(session)[-2:] == [f"question {len(engines) - 1}", f"answer {len(engines) - 1} by pinb"]
+    assert _texts(session)[-2:] == [
+        f"question {len(engines) - 1}",
+        f"answer {len(engines) - 1} by pinb",
+    ]
     ours = json.loads(json.dumps(session.build_context().to_wire()))
     assert pi16.open(path)["context"] == ours  # Pi's own SessionManager sees the same context
     with capture_output() as captured:
@@ -176,7 +185,10 @@ def test_ctrl_c_aborts_and_the_cell_ends_with_the_partial_reply(
     pi_loop.server.reply(text="first")
     _cell(shell, f"--engine pi --model {MODEL}", "first")
     pi_loop.server.reply(text="a long answer " * 300, chunk_delay=0.02)
-    watcher = _when(lambda: len(pi_loop.server.requests) >= 2, lambda: (time.sleep(0.5), _thread.interrupt_main()))
+    watcher = _when(
+        lambda: len(pi_loop.server.requests) >= 2,
+        lambda: (time.sleep(0.5), _thread.interrupt_main()),
+    )
     with capture_output() as captured:
         reply = _cell(shell, "--engine pi", "go on")
     watcher.join(5)
@@ -202,7 +214,10 @@ def test_pi_killed_mid_run_fails_the_cell_and_restarts_with_a_note(
     assert process is not None and process.pid is not None
     pid = process.pid
     pi_loop.server.reply(text="never finished " * 300, chunk_delay=0.02)
-    _when(lambda: len(pi_loop.server.requests) >= 2, lambda: (time.sleep(0.3), os.kill(pid, signal.SIGKILL)))
+    _when(
+        lambda: len(pi_loop.server.requests) >= 2,
+        lambda: (time.sleep(0.3), os.kill(pid, signal.SIGKILL)),
+    )
     with capture_output() as captured:
         result = shell.run_cell("%%pi --engine pi\nsecond")
     assert isinstance(result.error_in_exec, PiExitedError)
@@ -256,7 +271,9 @@ def test_session_commands_go_to_pi_when_it_is_the_engine(
     assert kinds.count("compaction") == 1
     assert session.entries[-1].type == "compaction"  # pinb re-read what Pi appended
     # %pi fork: Pi forks before the second question into a new file, and pinb follows it.
-    second = [e for e in session.entries if e.type == "message" and e.raw["message"]["role"] == "user"][1]
+    second = [
+        e for e in session.entries if e.type == "message" and e.raw["message"]["role"] == "user"
+    ][1]
     with capture_output() as captured:
         shell.run_line_magic("pi", f"fork {second.id[:6]}")
     assert "the message to send again:\nquestion 1" in captured.stdout
@@ -296,7 +313,9 @@ def test_a_dialog_without_a_front_end_is_cancelled_with_a_note(
     assert reply.text == "The write was blocked."
     assert not (Path.cwd() / "blocked.txt").exists()
     shown = captured.outputs[-1].data["text/plain"]
-    assert "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in shown
+    assert (
+        "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in shown
+    )
     assert "✗ Blocked by user" in shown
 
 
@@ -312,7 +331,9 @@ def test_a_notebook_run_by_nbclient_mixes_the_engines(
     confirm_extension(pi_loop.agent_dir)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     root = str(Path(__file__).resolve().parents[2])
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    )
     pi_loop.server.reply(tool_calls=[("write", {"path": "asked.txt", "content": "x"})])
     pi_loop.server.reply(text="The extension blocked the write.")
     pi_loop.server.reply(text="The built-in agent continues.")
@@ -335,7 +356,9 @@ def test_a_notebook_run_by_nbclient_mixes_the_engines(
         for output in cell.get("outputs", []):
             texts.append(output.get("text") or output.get("data", {}).get("text/plain", ""))
     joined = "\n".join(texts)
-    assert "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in joined
+    assert (
+        "extension asked (confirm) 'Write a file?': cancelled: no live notebook front end" in joined
+    )
     assert not (project / "asked.txt").exists()
     assert "The built-in agent continues." in joined and "Pi read the file." in joined
     assert "a file Pi reads" in joined  # Pi's own read tool ran in the session's folder
@@ -345,9 +368,7 @@ def test_a_notebook_run_by_nbclient_mixes_the_engines(
     assert pi16.open(path)["context"] == json.loads(json.dumps(session.build_context().to_wire()))
 
 
-def test_a_dialog_in_a_live_kernel_is_asked_and_answered(
-    pi_loop: PiLoop, tmp_path: Path
-) -> None:
+def test_a_dialog_in_a_live_kernel_is_asked_and_answered(pi_loop: PiLoop, tmp_path: Path) -> None:
     """A kernel whose front end answers stdin requests: Pi's confirm is asked in the cell.
 
     The test is the front end: it waits for the kernel's ``input_request`` while the cell
@@ -359,7 +380,10 @@ def test_a_dialog_in_a_live_kernel_is_asked_and_answered(
     project.mkdir()
     confirm_extension(pi_loop.agent_dir)
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
     pi_loop.server.reply(tool_calls=[("write", {"path": "allowed.txt", "content": "yes\n"})])
     pi_loop.server.reply(text="Written, as you allowed.")
     manager, client = start_new_kernel(kernel_name="python3", cwd=str(project), env=env)
@@ -397,7 +421,10 @@ def test_dialog_answers_read_as_pi_expects() -> None:
     from pinb.notebook.dialogs import dialog_prompt, read_answer
 
     select = {"method": "select", "title": "Pick\none", "options": ["Allow", "Block"]}
-    assert dialog_prompt(select) == "Pi's extension asks: Pick one\n1) Allow  2) Block\nnumber, Enter to cancel: "
+    assert (
+        dialog_prompt(select)
+        == "Pi's extension asks: Pick one\n1) Allow  2) Block\nnumber, Enter to cancel: "
+    )
     assert read_answer(select, "2") == {"value": "Block"}
     assert read_answer(select, "Allow") == {"value": "Allow"}
     assert read_answer(select, "7") == {"cancelled": True}
@@ -406,7 +433,9 @@ def test_dialog_answers_read_as_pi_expects() -> None:
     assert read_answer(confirm, "n") == {"confirmed": False}
     assert read_answer(confirm, "") == {"cancelled": True}
     editor = {"method": "editor", "title": "Edit", "prefill": "old"}
-    assert read_answer(editor, "") == {"value": "old"} and read_answer(editor, "new") == {"value": "new"}
+    assert read_answer(editor, "") == {"value": "old"} and read_answer(editor, "new") == {
+        "value": "new"
+    }
     assert read_answer({"method": "input", "title": "Name"}, "") == {"cancelled": True}
 
 
@@ -416,7 +445,10 @@ def test_the_built_in_agents_options_are_refused_for_pi(shell: InteractiveShell)
     with capture_output() as captured:
         result = shell.run_cell("%%pi --engine pi --no-tools --tool-choice auto\nhi")
     assert isinstance(result.error_in_exec, UsageError)
-    assert "--no-tools, --tool-choice belong to the built-in agent" in captured.stderr + captured.stdout
+    assert (
+        "--no-tools, --tool-choice belong to the built-in agent"
+        in captured.stderr + captured.stdout
+    )
 
 
 def test_pi_keeps_its_own_thinking_level_until_one_is_chosen(

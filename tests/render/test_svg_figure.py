@@ -213,3 +213,33 @@ def test_core_does_not_import_render_or_views() -> None:
         "assert not [m for m in sys.modules if m.startswith(('pinb.render', 'pinb.views'))]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_bookkeeping_leaf_points_to_where_the_conversation_continues(tmp_path: Path) -> None:
+    from pinb.render.picture import title_lines
+
+    s = Session.create("/p", tmp_path)
+    s.append_message(user("first"))
+    last = s.append_message(user("second"))
+    label = s.set_label(last.id, "checkpoint")  # Pi's /label appends at the leaf
+    change = s.append_model_change("anthropic", "claude-haiku-4-5")
+    layout = row_layout(build_graph(s))
+    cells = {c.key: c for c in row_cells(layout)}
+    assert s.leaf_id == change.id
+    # The ring and the words go to the last message; what follows is bookkeeping.
+    assert [c.key for c in cells.values() if c.is_leaf] == [last.id]
+    assert ("◀ continues here", "leaf") in cells[last.id].tags
+    assert ("bookkeeping after it", "summarized") in cells[label.id].tags
+    assert ("leaf · bookkeeping", "summarized") in cells[change.id].tags
+    summary = title_lines(layout)[1]
+    assert f"leaf {change.id} (a model change: the conversation continues after {last.id})" in (
+        summary
+    )
+    text = tree_text(layout)
+    assert "◀ continues here" in text and "◀ leaf" not in text
+    # A message at the leaf is the leaf, as before.
+    reply = s.append_message(user("third"))
+    cells = {c.key: c for c in row_cells(row_layout(build_graph(s)))}
+    assert cells[reply.id].is_leaf and ("◀ leaf", "leaf") in cells[reply.id].tags
+    assert not any(tag for tag, _ in cells[change.id].tags)
+    assert "continues after" not in title_lines(row_layout(build_graph(s)))[1]

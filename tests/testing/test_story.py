@@ -140,3 +140,24 @@ def test_many_variations_in_pi_folders(tmp_path: Path) -> None:
     for session in sessions:
         assert session.path is not None
         assert Session.open(session.path).problems == []
+
+
+def test_the_sessions_are_named_after_what_they_did(tmp_path: Path) -> None:
+    sessions = write_story_sessions(tmp_path, 12)
+    names = [Session.open(s.path).name for s in sessions if s.path]
+    assert len(names) == 12 and all(names)
+    assert len(set(names)) > 6  # a listing or a plot tells them apart
+    for session, name in zip(sessions, names, strict=True):
+        assert session.path is not None and name is not None
+        project = session.path.parent.name.removeprefix("--home-dev-").removesuffix("--")
+        assert name.startswith(f"{project}: ")
+        # The name is the user's words, not the first prompt the listings fall back to.
+        assert "The checks in this project" not in name
+    assert any("(wrong turn)" in n for n in names if n) and any("question" in n for n in names if n)
+
+
+def test_the_branch_summary_lists_its_files_once(tmp_path: Path) -> None:
+    summary = next(e for e in write_story_session(tmp_path).entries if e.type == "branch_summary")
+    text = summary.raw["summary"]
+    assert text.count("<modified-files>") == 1 and text.count("<read-files>") == 1
+    assert summary.raw["details"]["modifiedFiles"] == ["textstats/core.py"]

@@ -175,6 +175,15 @@ JUPYTERLAB_STYLES = frozenset(
         "word-break",
     ]
 )
+#: The values it keeps for keyword properties (its sanitizer's patterns); others are dropped.
+JUPYTERLAB_VALUES = {
+    "overflow-wrap": {"normal", "break-word"},
+    "word-break": {"normal", "keep-all", "break-all"},
+    "white-space": {"normal", "pre", "nowrap", "pre-wrap", "pre-line"},
+    "overflow-x": {"visible", "hidden", "scroll", "auto"},
+    "overflow-y": {"visible", "hidden", "scroll", "auto"},
+    "overflow": {"visible", "hidden", "scroll", "auto"},
+}
 #: Tags nbconvert's ``clean_html`` keeps (bleach's defaults plus a few); others are escaped.
 NBCONVERT_TAGS = frozenset(
     {
@@ -224,17 +233,18 @@ class _Tags(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[str] = []
         self.styles: list[str] = []
+        self.values: list[tuple[str, str]] = []
         self.text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         for name, value in attrs:
             if name == "style" and value:
-                self.styles.extend(
-                    rule.split(":", 1)[0].strip().lower()
-                    for rule in value.split(";")
-                    if rule.strip()
-                )
+                for rule in value.split(";"):
+                    if rule.strip():
+                        prop, _, setting = rule.partition(":")
+                        self.styles.append(prop.strip().lower())
+                        self.values.append((prop.strip().lower(), setting.strip().lower()))
 
     handle_startendtag = handle_starttag
 
@@ -261,6 +271,8 @@ def check_html_survives(html: str) -> None:
     assert set(found.tags) <= SAFE_TAGS, set(found.tags) - SAFE_TAGS
     assert set(found.tags) <= NBCONVERT_TAGS & JUPYTERLAB_TAGS
     assert set(found.styles) <= JUPYTERLAB_STYLES, set(found.styles) - JUPYTERLAB_STYLES
+    dropped = {(p, v) for p, v in found.values if v not in JUPYTERLAB_VALUES.get(p, {v})}
+    assert not dropped, f"JupyterLab drops these declarations: {dropped}"
     cleaned = clean_html(html)
     # Nothing was escaped into text (bleach escapes the tags it does not allow).
     assert visible_text(cleaned) == visible_text(html)
@@ -294,8 +306,10 @@ def displayed(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
     data, metadata = DisplayFormatter().format(obj)
     # The kernel sends binary outputs base64-encoded (ipykernel's json_clean).
-    data = {k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
-            for k, v in data.items()}
+    data = {
+        k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+        for k, v in data.items()
+    }
     return dict(data), dict(metadata)
 
 

@@ -89,12 +89,8 @@ def _stop(pid: int, sig: int = signal.SIGTERM) -> None:
         os.kill(pid, sig)
 
 
-@contextlib.contextmanager
-def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
-    """JupyterLab serving ``root`` on 127.0.0.1; yields ``(base_url, token)``; always stopped."""
-    token = secrets.token_hex(16)
-    port = _free_port()
-    home = root / ".jupyter-home"
+def _lab_env(home: Path) -> dict[str, str]:
+    """Environment for a JupyterLab of its own: config, data and settings under ``home``."""
     config = home / "config"
     (config / "labconfig").mkdir(parents=True)
     # No news, update checks or extension manager: nothing may reach for the network.
@@ -124,6 +120,16 @@ def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
             p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
         ),
     }
+    return env
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
+    """JupyterLab serving ``root`` on 127.0.0.1; yields ``(base_url, token)``; always stopped."""
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = _lab_env(root / ".jupyter-home")
+    home = root / ".jupyter-home"
     command = [
         sys.executable,
         "-m",
@@ -538,3 +544,312 @@ def test_shipped_notebooks_show_their_pictures_untrusted(lab: tuple[str, str, Pa
                 assert leak not in text, f"{notebook.name}: {leak}"
             _no_injected_markup(page)
     assert time.monotonic() - started < BUDGET_S
+
+
+def _wide_outputs_notebook(path: Path, root: Path) -> None:
+    """Saved outputs (untrusted) of the views that hold the widest tables."""
+    from pinb.analysis import (
+        UsageTotalsView,
+        compaction_ledger,
+        search,
+        usage_calibration,
+        usage_totals,
+        what_if,
+    )
+    from pinb.core import ExtractiveSummarizer
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+    from pinb.views import ContextPathView
+    from tests.views.sanitizers import check_html_survives, output_of
+
+    story = write_story_session(
+        root / "--home-dev-textstats--",
+        seed=7,
+        tasks=story_tasks(extras=EXTRA_TASKS),
+        context_window=5_000,
+    )
+    last = [e for e in story.entries if e.type == "compaction"][-1]
+    views = {
+        "what-if": what_if(
+            story,
+            last.parent_id,
+            keep_recent_tokens=(600, 1_250, 2_000),
+            summarizer=ExtractiveSummarizer(),
+            context_window=5_000,
+        ),
+        "ledger": compaction_ledger(story),
+        "calibration": usage_calibration(story),
+        "search": search("file:textstats/core.py tool:edit", root=root, limit=5),
+        "context": ContextPathView(story, last.parent_id),
+        "totals": UsageTotalsView(usage_totals(root, "session")),
+    }
+    cells = []
+    for i, (name, view) in enumerate(views.items()):
+        output = output_of(view)
+        check_html_survives(output["data"]["text/html"])
+        cells.append({**_cell([f"{name}  # {type(view).__name__}"], [output]), "id": f"c{i}"})
+    _write_notebook(path, cells)
+
+
+def test_wide_outputs_fit_their_cell(lab: tuple[str, str, Path]) -> None:
+    """Each view is as wide as its output cell at most; a table wider than that scrolls
+    inside the view, and the what-if, search and context tables wrap to fit."""
+    base, token, root = lab
+    folder = root / "wide"
+    _wide_outputs_notebook(folder / "wide.ipynb", folder / "sessions")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), chromium_page(1300, 1000) as page:
+        try:
+            page.goto(
+                f"{base}/lab/workspaces/wide/tree/wide/wide.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .pinb-view.pinb-usage-totals")
+            sizes = page.evaluate(
+                "() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o => {"
+                " const v = o.querySelector('.pinb-view');"
+                " return v && {name: [...v.classList].find(c => c.startsWith('pinb-')"
+                "   && c !== 'pinb-view'), cell: o.clientWidth,"
+                "   box: v.getBoundingClientRect().width, content: v.scrollWidth,"
+                "   view: v.clientWidth, overflow: getComputedStyle(v).overflowX}; })"
+            )
+            assert len(sizes) == 6 and all(sizes), sizes
+            for size in sizes:
+                assert size["box"] <= size["cell"] + 1, size  # never wider than the cell
+                if size["content"] > size["view"] + 1:  # what does not fit scrolls in place
+                    assert size["overflow"] == "auto", size
+            fitted = {s["name"]: s["content"] <= s["view"] + 1 for s in sizes}
+            for name in ("pinb-what-if", "pinb-search", "pinb-context-path", "pinb-calibration"):
+                assert fitted[name], (name, sizes)
+            # A long context pages: its first rows, those nearest the leaf, and how many more.
+            context = page.locator(".pinb-view.pinb-context-path").first
+            assert "more rows" in (context.text_content() or "")
+            # The what-if shows all three scenarios within the cell.
+            what_if_view = page.locator(".pinb-view.pinb-what-if")
+            cell_right = what_if_view.evaluate(
+                "v => v.closest('.jp-OutputArea-output').getBoundingClientRect().right"
+            )
+            heads = what_if_view.locator(".pinb-tr").first.locator(".pinb-td")
+            assert heads.count() == 4
+            for i in range(4):
+                box = heads.nth(i).bounding_box()
+                assert box is not None and box["x"] + box["width"] <= cell_right + 1
+            what_if_view.screenshot(path=str(ARTIFACTS / "wide-what-if.png"))
+            page.locator(".pinb-view.pinb-ledger").screenshot(
+                path=str(ARTIFACTS / "wide-ledger.png")
+            )
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "wide-failure.png"), full_page=True)
+            raise
+
+
+@contextlib.contextmanager
+def lab_script(checkout: Path) -> Iterator[str]:
+    """``bash .ci/lab`` in ``checkout`` (its ``.venv`` runs this JupyterLab); yields the URL
+    it prints for the user to open. Always stopped."""
+    import re
+
+    venv = checkout / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    jupyter = venv / "bin" / "jupyter"
+    jupyter.write_text(f'#!/bin/sh\nexec {sys.executable} -m jupyter "$@"\n')
+    jupyter.chmod(0o755)
+    # The install stamp matches, so the script installs nothing.
+    digest = subprocess.run(
+        ["sha256sum", "pyproject.toml"], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    (venv / ".pinb-lab-installed").write_text(digest + "\n")
+    home = checkout / ".jupyter-home"
+    env = _lab_env(home)
+    port = _free_port()
+    command = ["bash", ".ci/lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--LabApp.workspaces_dir={home / 'workspaces'}",
+               f"--LabApp.user_settings_dir={home / 'settings'}",
+               "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False"]  # fmt: skip
+    log_path = checkout / "lab.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        command, cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    printed = re.compile(rf"http://127\.0\.0\.1:{port}/\S*\?token=[0-9a-f]+")
+    try:
+        deadline = time.monotonic() + 40
+        while not (found := printed.search(log_path.read_text(errors="replace"))):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f".ci/lab did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield found.group(0)
+    finally:
+        _stop(process.pid, signal.SIGINT)
+        _stop(process.pid, signal.SIGINT)  # JupyterLab asks to confirm the first one
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        log.close()
+
+
+def _kernel_idle_and_clean(page: Any) -> list[str]:
+    """Wait until the open notebook's kernel is idle; the titles of tabs marked unsaved."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.wait_for_function(
+        "() => /[|] Idle/.test(document.querySelector('#jp-main-statusbar')?.textContent || '')"
+    )
+    page.wait_for_timeout(500)  # JupyterLab writes the kernel's metadata just after
+    return list(
+        page.evaluate(
+            "() => [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')]"
+            ".map(t => t.textContent)"
+        )
+    )
+
+
+def test_the_lab_command_opens_the_quickstart_and_no_tab_starts_unsaved(tmp_path: Path) -> None:
+    """The URL ``.ci/lab`` prints opens the quickstart; no shipped notebook opens modified."""
+    import shutil
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / ".ci", checkout / ".ci")
+    shutil.copytree(REPO / "notebooks", checkout / "notebooks")
+    shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), lab_script(checkout) as url, chromium_page(1300, 900) as page:
+        try:
+            assert "/lab/tree/notebooks/01-quickstart.ipynb?" in url
+            page.goto(url, wait_until="domcontentloaded")
+            current = page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.lm-TabBar-tab.lm-mod-current')]"
+                ".some(t => t.textContent.includes('01-quickstart.ipynb'))"
+            )
+            assert any("01-quickstart.ipynb" in t for t in current.all_text_contents())
+            assert _kernel_idle_and_clean(page) == []
+            page.screenshot(path=str(ARTIFACTS / "lab-quickstart.png"))
+            base, token = url.split("/lab/")[0], url.split("token=")[1]
+            for notebook in sorted((checkout / "notebooks").glob("0[2-9]*.ipynb")):
+                page.goto(
+                    f"{base}/lab/workspaces/{notebook.stem}/tree/notebooks/{notebook.name}"
+                    f"?token={token}",
+                    wait_until="domcontentloaded",
+                )
+                assert _kernel_idle_and_clean(page) == [], notebook.name
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "lab-failure.png"), full_page=True)
+            raise
+
+
+def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tmp_path: Path) -> None:
+    """Notebook 02 run as shipped: the explorer's actions work as it builds the widget, a
+    label moves nothing, the file agrees, text stays whole at 80% and the tokens show."""
+    import shutil
+    import tempfile
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+
+    base, token, root = lab
+    folder = root / "shipped02"
+    folder.mkdir()
+    shutil.copy(REPO / "notebooks" / "02-session-trees.ipynb", folder / "02.ipynb")
+    # The notebook writes the story with a fixed seed: the same ids as this copy.
+    story = write_story_session(tmp_path / "same", tasks=story_tasks(extras=EXTRA_TASKS[:2]))
+    path = [e for e in story.path_to() if e.type == "message"]
+    here, earlier = path[-3].id, path[-6].id
+    started = time.time()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), chromium_page(1500, 1300) as page:
+        try:
+            _start_kernel(base, token, "shipped02/02.ipynb")
+            page.goto(
+                f"{base}/lab/workspaces/shipped02/tree/shipped02/02.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            widget = page.locator('.pinb-tw[data-ready="1"]')
+            for _ in range(3):  # a kernel dialog racing the first run can swallow it
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                with contextlib.suppress(PlaywrightTimeout):
+                    widget.wait_for(timeout=20_000)
+                    break
+            widget.scroll_into_view_if_needed()
+            status = widget.locator(".pinb-status")
+
+            # The token column is in view in the pane as it opens.
+            scroller_box = widget.locator(".pinb-tw-scroller").bounding_box()
+            tokens_box = widget.locator(".pinb-tw-row .pinb-tw-tokens").first.bounding_box()
+            assert scroller_box is not None and tokens_box is not None
+            assert tokens_box["x"] + tokens_box["width"] <= scroller_box["x"] + scroller_box["width"]
+
+            # Archive is greyed out on the active path, and says why.
+            _row(widget, here).click()
+            archive = widget.locator(".pinb-archive")
+            assert archive.is_disabled()
+            assert "active path cannot be archived" in (archive.get_attribute("title") or "")
+
+            # Continue here, then label: the conversation stays where it was put.
+            widget.locator(".pinb-continue").click()
+            page.wait_for_function(
+                "([el, id]) => el.textContent.includes('Leaf moved to ' + id)",
+                arg=[status.element_handle(), here],
+            )
+            widget.locator(".pinb-label-text").fill("checked by hand")
+            widget.locator(".pinb-label").click()
+            page.wait_for_function(
+                "([el, id]) => el.textContent === `Label of ${id} set.`",
+                arg=[status.element_handle(), here],
+            )
+            assert "◀ continues here" in (_row(widget, here).text_content() or "")
+            files = [
+                p for p in Path(tempfile.gettempdir()).glob("pinb-trees-*/*.jsonl")
+                if p.stat().st_mtime >= started
+            ]  # fmt: skip
+            assert len(files) == 1
+            reopened = Session.open(files[0])
+            assert reopened.build_context().messages == reopened.build_context(here).messages
+            summary = widget.locator(".pinb-tw-summary").text_content() or ""
+            assert f"({len(reopened.entries)} entries in the file)" in summary
+            assert f"leaf {reopened.leaf_id}" in summary
+
+            # Continue with a branch summary, as notebook 02 builds the widget (no model).
+            _row(widget, earlier).click()
+            widget.locator(".pinb-summarize").click()
+            page.wait_for_function(
+                "el => el.textContent.includes(\"written by pinb's offline extractive\")",
+                arg=status.element_handle(),
+            )
+            assert "pinb-tw-status-info" in (status.get_attribute("class") or "")
+            reopened = Session.open(files[0])
+            assert reopened.leaf is not None and reopened.leaf.type == "branch_summary"
+            assert reopened.leaf.parent_id == earlier
+            assert f"Leaf moved to {reopened.leaf_id} " in (status.text_content() or "")
+
+            # At 80% the monospace text keeps room below its baseline (underscores show).
+            widget.locator(".pinb-tw-zoom-out").click()
+            page.wait_for_function(
+                "el => el.querySelector('.pinb-tw-zoom-reset').textContent === '80%'",
+                arg=widget.element_handle(),
+            )
+            metrics = widget.evaluate(
+                "w => { const t = w.querySelector('.pinb-tw-row .pinb-tw-text');"
+                " const s = getComputedStyle(t); const rest = t.querySelector('.pinb-tw-rest');"
+                " return [parseFloat(s.fontSize), parseFloat(s.lineHeight),"
+                " t.getBoundingClientRect().height, rest.getBoundingClientRect().height]; }"
+            )
+            font, line, row_height, text_height = metrics
+            assert abs(font - 12 * 0.8) < 0.01 and line >= 1.4 * font
+            assert text_height <= row_height + 0.5  # the line box fits the row
+            _row(widget, earlier).scroll_into_view_if_needed()
+            widget.screenshot(path=str(ARTIFACTS / "explorer-02-80.png"))
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "explorer-02-failure.png"), full_page=True)
+            raise

@@ -27,7 +27,7 @@ from pinb.views import (
 from pinb.views.accounting import resolve_window
 from tests.samples import CASE_FILES, LEGACY, TREES
 from tests.views.builders import Demo, demo_session, long_chain_session
-from tests.views.sanitizers import check_bundle, check_html_survives, displayed
+from tests.views.sanitizers import check_bundle, check_html_survives, displayed, visible_text
 
 PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
@@ -187,7 +187,7 @@ def test_context_path_view_without_compaction_and_elision(demo: Demo) -> None:
     assert all(r.running is None for r in metadata)
     long = ContextPathView(long_chain_session(300), max_rows=50)
     html = long.to_html()
-    assert "250 rows not shown" in html
+    assert "250 more rows" in html
     assert html.count("<tr") < 70
     assert ContextPathView(demo.session, None).message_count == 0
 
@@ -404,3 +404,28 @@ def test_views_count_what_a_compaction_summarized_alike(tmp_path: Path) -> None:
     assert f"{len(report.summarized_ids)} entries summarized" in repr(
         CompactionView(report, session)
     )
+
+
+def test_a_note_every_row_shares_is_said_once(tmp_path: Path) -> None:
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+
+    story = write_story_session(
+        tmp_path, tasks=story_tasks(extras=EXTRA_TASKS), context_window=5_000
+    )
+    view = ContextPathView(story)
+    status = "summarized: sent only as part of the compaction's summary"
+    assert len(view.summarized_rows) > 3
+    assert {r.status for r in view.summarized_rows} == {status}
+    html = view.to_html()
+    assert visible_text(html).count(status) == 1
+    assert f"Status of all {len(view.summarized_rows)} rows: {status}" in visible_text(html)
+    # Rows whose status repeats the row above show a ditto mark instead.
+    sent = [r for r in view.context_rows if r.status == "sent"]
+    assert len(sent) > 3 and html.count(">sent<") < len(sent) and "〃" in html
+    # Long sections page: the first rows, those nearest the leaf, and how many more.
+    everything = ContextPathView(story, max_rows=None).to_html()
+    assert "more rows" not in everything
+    short = ContextPathView(story, max_rows=6).to_html()
+    hidden = len(view.context_rows) - 6
+    assert f"… {hidden:,} more rows" in short
+    assert view.context_rows[-1].key in short and view.context_rows[0].key in short

@@ -109,17 +109,23 @@ def test_continue_label_fork_from_the_widget(demo: Demo, comms: list[Any]) -> No
 
 def test_branch_summary_from_the_widget(demo: Demo, comms: list[Any]) -> None:
     s, ids = demo.session, demo.ids
+    # Constructed as notebook 02 does, with no model: the offline summarizer, said so.
     widget = SessionExplorer(s)
-    action(widget, action="summarize", id=ids["a4"])
-    assert "needs a summarizer" in widget.status and widget.status_tone == "error"
-    assert s.leaf_id == ids["a7"]
-    widget.summarizer = ExtractiveSummarizer()
     action(widget, action="summarize", id=ids["a4"])
     leaf = s.leaf
     assert leaf is not None and leaf.type == "branch_summary", widget.status
-    assert leaf.parent_id == ids["a4"]
+    assert leaf.parent_id == ids["a4"] and widget.status_tone == "info"
     assert row_of(widget, str(leaf.id))["isLeaf"]
-    assert "with a branch summary" in widget.status
+    assert widget.status == (
+        f"Leaf moved to {leaf.id} with branch summary {leaf.id}, written by pinb's offline "
+        "extractive summarizer (no model: it quotes, it does not write)."
+    )
+    assert "(Extractive" in str(leaf.raw["summary"])  # the summary says how it was made
+    # With a summarizer (``%pi explore`` passes the model's), that one writes it.
+    widget.summarizer = ExtractiveSummarizer()
+    action(widget, action="summarize", id=ids["a2"])
+    assert s.leaf is not None and s.leaf.type == "branch_summary" and s.leaf.parent_id == ids["a2"]
+    assert widget.status.endswith(f"written by {ExtractiveSummarizer.name}.")
 
 
 def test_navigate_callable_is_used(demo: Demo, comms: list[Any]) -> None:
@@ -308,3 +314,40 @@ def test_a_leaf_on_a_parent_loop_opens(tmp_path: Path, comms: list[Any]) -> None
         for row in other.rows:
             frontend_update(other, selected_id=row["key"])  # ids that are no string too
         other.close()
+
+
+def test_a_label_after_continue_here_moves_nothing_and_the_file_agrees(
+    demo: Demo, comms: list[Any]
+) -> None:
+    s, ids = demo.session, demo.ids
+    widget = SessionExplorer(s)
+    action(widget, action="continue", id=ids["a4"])
+    assert widget.graph is not None
+    branches = widget.graph.branch_count
+    action(widget, action="label", id=ids["u2"], text="worth keeping")
+    assert widget.status == f"Label of {ids['u2']} set."
+    assert widget.graph.branch_count == branches  # the label starts no branch
+    # The conversation still continues at a4: the label is bookkeeping after it.
+    continues = [r for r in widget.rows if r["isLeaf"]]
+    assert [r["key"] for r in continues] == [ids["a4"]]
+    assert ["◀ continues here", "leaf"] in continues[0]["tags"]
+    assert s.build_context().messages == s.build_context(ids["a4"]).messages
+    # The widget and the reopened file agree: same leaf, the same entries counted.
+    reopened = Session.open(s.require_path())
+    assert reopened.leaf_id == s.leaf_id == widget.leaf
+    assert f"({len(reopened.entries)} entries in the file)" in widget.summary
+    assert reopened.label(ids["u2"]) == "worth keeping"
+
+
+def test_the_archive_list_is_the_same_with_archived_branches_shown(
+    demo: Demo, comms: list[Any]
+) -> None:
+    widget = SessionExplorer(demo.session)
+    off_path = next(r["key"] for r in widget.rows if r["row"] == "entry" and not r["onPath"])
+    action(widget, action="archive", id=off_path)
+    hidden = [list(item) for item in widget.archived_list]
+    assert len(hidden) == 1 and hidden[0][0] == off_path and hidden[0][1] > 0
+    widget.show_archived = True
+    assert [list(item) for item in widget.archived_list] == hidden
+    widget.show_archived = False
+    assert [list(item) for item in widget.archived_list] == hidden

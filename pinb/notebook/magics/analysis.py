@@ -25,7 +25,11 @@ class AnalysisCommands(MagicsBase):
         parser.add_argument("--no-dedupe", action="store_true")
         opts = parser.parse_args(args)
         totals = usage_totals(opts.source, opts.by, dedupe=not opts.no_dedupe, progress=False)
-        return UsageTotalsView(totals)
+        from ...core.paths import sessions_root
+
+        source = Path(opts.source).expanduser() if opts.source else None
+        root = source if source is not None and source.is_dir() else sessions_root()
+        return UsageTotalsView(totals, root=root)
 
     def _cmd_compare(self, args: list[str]) -> Any:
         from ...analysis.compare import compare_branches
@@ -65,10 +69,15 @@ class AnalysisCommands(MagicsBase):
         )
 
     def _cmd_export(self, args: list[str]) -> None:
-        from ...analysis.export import write_export
+        from ...analysis.export import default_export_path, write_export
 
-        if len(args) != 2 or args[0] not in ("html", "md", "ipynb"):
-            raise UsageError("usage: %pi export html|md|ipynb PATH")
-        target = Path(args[1]).expanduser()
-        write_export(self.current_session(), args[0], target)
+        if len(args) not in (1, 2) or args[0] not in ("html", "md", "ipynb"):
+            raise UsageError("usage: %pi export html|md|ipynb [PATH]")
+        session = self.current_session()
+        target = (
+            Path(args[1]).expanduser()
+            if len(args) == 2
+            else default_export_path(session, args[0], self._cwd())
+        )
+        write_export(session, args[0], target)
         print(f"wrote {target}")

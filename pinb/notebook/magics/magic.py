@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import shlex
-from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import cell_magic, line_magic, magics_class
@@ -18,7 +17,7 @@ from IPython.display import display
 
 from ...agent import Agent, AgentConfig, AgentEnd
 from ...agent.recovery import load_retry_policy
-from ...core import Session
+from ...core.accounting import thousands
 from ...errors import UsageError
 from ...llm import ChatModel
 from ..engine import ENGINES, ROUTED_COMMANDS, pi_cell, pi_command
@@ -29,7 +28,7 @@ from .analysis import AnalysisCommands
 from .memory import MemoryCommands
 from .model import ModelCommands
 from .sessions import SessionCommands
-from .settings import command_parser
+from .settings import command_parser, warn
 from .views import ViewCommands
 
 __all__ = ["COMMANDS_HELP", "PiMagics"]
@@ -39,10 +38,11 @@ COMMANDS_HELP = """\
 %%pi --engine pi|pinb ...        run the cell with your own Pi (`pi --mode rpc`) or pinb's agent
 %pi new [--cwd DIR]              start a new session (written at its first reply)
 %pi open PATH                    continue a session file
-%pi resume                       the most recent session of this folder (as `pi --resume`)
+%pi resume                       the most recent session of the current folder (as `pi --resume`)
 %pi session                      the current session (its file is .path)
-%pi sessions [--all] [--search TEXT]   list (or search) sessions
+%pi sessions [--all] [--search TEXT]   list (or search) the current session's folder
 %pi tree                         the session tree
+%pi explore                      the clickable explorer (branch summaries by the model in use)
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
@@ -51,14 +51,14 @@ COMMANDS_HELP = """\
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
 %pi whatif [--keep N ...] [--reserve N ...] [--summarize]   replay the cut at the leaf
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
-%pi fork [ID]                    fork before user message ID (or clone the branch) into a new file
+%pi fork [ID] [--stay]           fork before user message ID (or clone the branch) into a new file, then continue there (--stay: keep the current session)
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
 %pi model --discover                          list local servers on the usual ports (picks none)
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
-%pi export html|md|ipynb PATH    export the current branch
+%pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
 %pi rm FILE                      move a session to the trash (forks are relinked)
@@ -83,15 +83,24 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         parser.add_argument("--engine", choices=ENGINES)
         args = parser.parse_args(shlex.split(line))
         if args.session:
-            self.session = Session.open(Path(args.session).expanduser())
+            self.session = self._open(args.session)
             self._follow_session()
         prompt = cell.strip("\n")
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
         if self.interpolate and not args.no_interpolate:
+            missing: list[str] = []
             prompt = interpolate(
-                prompt, self.shell.user_ns if self.shell else {}, max_chars=self.interpolate_limit
+                prompt,
+                self.shell.user_ns if self.shell else {},
+                max_chars=self.interpolate_limit,
+                missing=missing,
             )
+            if missing:
+                warn(
+                    f"{', '.join(missing)}: no such variable in this kernel, sent as written "
+                    "({{ and }} write a brace; --no-interpolate sends the cell as it is)"
+                )
         if (args.engine or self.engine) == "pi":
             options = ["--no-tools"] * args.no_tools + ["--tool-choice"] * bool(args.tool_choice)
             return pi_cell(self, prompt, args.model, built_in_options=options)
@@ -165,9 +174,20 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         assert end is not None
         if end.stop_reason == "error":
             raise RunFailedError(end, session.path)
-        return AssistantReply(
-            end, session.path, printed=terminal, context=self._context_usage(session, model)
-        )
+        context = self._context_usage(session, model)
+        threshold = context.threshold
+        if threshold is not None and context.tokens > threshold and context.share is not None:
+            then = (
+                "the next prompt compacts first, or run %pi compact now"
+                if context.settings.enabled
+                else "automatic compaction is off (PiMagics.auto_compact): run %pi compact"
+            )
+            warn(
+                f"the context is left at {context.share:.0%} of the "
+                f"{thousands(context.window)}-token window, above the compaction threshold "
+                f"({thousands(threshold)}): {then}"
+            )
+        return AssistantReply(end, session.path, printed=terminal, context=context)
 
     # -- %pi ------------------------------------------------------------------------------
 

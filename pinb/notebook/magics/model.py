@@ -45,6 +45,7 @@ class ModelCommands(MagicsBase):
         if len(args) != 1 or args[0] not in THINKING_LEVELS:
             raise UsageError(f"usage: %pi thinking {'|'.join(THINKING_LEVELS)}")
         self.thinking = args[0]
+        print(f"thinking level for the next runs: {self.thinking}")
 
     def _cmd_tools(self, args: list[str]) -> None:
         enabled = list(self.tools)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...agent.compact import compact_to_fit
 from ...core import ExtractiveSummarizer, Session, navigate
+from ...core.describe import plural
 from ...core.forks import clone_session, fork_session
 from ...core.listing import list_all_sessions, list_sessions
 from ...errors import UsageError
@@ -38,19 +39,33 @@ class SessionCommands(MagicsBase):
     def _cmd_open(self, args: list[str]) -> None:
         if len(args) != 1:
             raise UsageError("usage: %pi open PATH")
-        self.session = Session.open(Path(args[0]).expanduser())
+        self.session = self._open(args[0])
         print(
-            f"opened {self.session.path} ({len(self.session.entries)} entries, leaf {self.session.leaf_id})"
+            f"opened {self.session.path} ({plural(len(self.session.entries), 'entry')}, "
+            f"leaf {self.session.leaf_id})"
         )
 
     def _cmd_resume(self, args: list[str]) -> None:
-        self.session = Session.continue_recent(self._cwd(), self.sessions_dir or None)
-        state = (
-            f"{len(self.session.entries)} entries"
-            if self.session.entries
-            else "none found: new session"
+        from ...core.listing import most_recent_session
+
+        if args:
+            raise UsageError("usage: %pi resume (then %pi open PATH for another session)")
+        folder, cwd = self._sessions_folder()
+        recent = most_recent_session(folder, cwd=str(cwd) if self.sessions_dir else None)
+        if recent is None:
+            current = self.session
+            kept = (
+                f"still in session {current.id}"
+                if current is not None
+                else "the next %%pi cell starts a new one"
+            )
+            print(f"no session to resume for {cwd} (in {folder.name}/): {kept}")
+            return
+        self.session = self._open(recent)
+        print(
+            f"resumed {recent.name} ({plural(len(self.session.entries), 'entry')}, "
+            f"leaf {self.session.leaf_id})"
         )
-        print(f"resumed {self.session.path} ({state})")
 
     def _cmd_sessions(self, args: list[str]) -> Any:
         from ...views import SessionListView
@@ -59,21 +74,17 @@ class SessionCommands(MagicsBase):
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--search")
         opts = parser.parse_args(args)
-        from ...core.paths import sessions_dir_for
         from ..progress import NotebookProgress
 
+        folder, _ = self._sessions_folder()  # the current session's, as resume uses
         if opts.search:
             from ...analysis.index import search
 
-            folder = None if opts.all else sessions_dir_for(self._cwd())
-            return search(opts.search, folder, progress=NotebookProgress())
+            return search(opts.search, None if opts.all else folder, progress=NotebookProgress())
         infos = (
             list_all_sessions(text=False, progress=NotebookProgress())
             if opts.all
-            else list_sessions(
-                Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(self._cwd()),
-                text=False,
-            )
+            else list_sessions(folder, text=False)
         )
         return SessionListView(infos)
 
@@ -135,22 +146,43 @@ class SessionCommands(MagicsBase):
         return None
 
     def _cmd_fork(self, args: list[str]) -> None:
+        parser = command_parser("%pi fork")
+        parser.add_argument("id", nargs="?")
+        switch = parser.add_mutually_exclusive_group()
+        switch.add_argument("--switch", dest="stay", action="store_false", default=False)
+        switch.add_argument("--stay", dest="stay", action="store_true")
+        opts = parser.parse_args(args)
         session = self.current_session()
-        if args:
-            new, text = fork_session(session, self._entry_id(session, args[0]))
-            print(f"forked into {new.path}; the message to send again:\n{text}")
+        if opts.id:
+            target = self._entry_id(session, opts.id)
+            new, text = fork_session(session, target)
+            made = f"forked the path before {target} into {new.require_path().name}"
         else:
-            new = clone_session(session)
-            print(f"cloned the branch into {new.path}")
-        self.session = new
+            new, text = clone_session(session), None
+            made = f"cloned the branch into {new.require_path().name}"
+        if opts.stay:
+            print(f"{made}; still in session {session.id} (%pi open {new.path} to go there)")
+        else:
+            self.session = new
+            print(
+                f"{made}; now in the fork, session {new.id} "
+                f"({plural(len(new.entries), 'entry')}); --stay keeps the original"
+            )
+        if text:
+            print(f"the message to send again:\n{text}")
 
     def _cmd_label(self, args: list[str]) -> None:
         if not args:
             raise UsageError("usage: %pi label ID TEXT")
         session = self.current_session()
-        session.set_label(self._entry_id(session, args[0]), " ".join(args[1:]) or None)
+        target = self._entry_id(session, args[0])
+        text = " ".join(args[1:]) or None
+        session.set_label(target, text)
+        print(f"labelled {target}: {text}" if text else f"cleared the label of {target}")
 
     def _cmd_name(self, args: list[str]) -> None:
         if not args:
             raise UsageError("usage: %pi name TEXT")
-        self.current_session().set_name(" ".join(args))
+        session = self.current_session()
+        session.set_name(" ".join(args))
+        print(f"named session {session.id}: {session.name}")

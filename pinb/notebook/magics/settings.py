@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import difflib
 import os
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,14 +24,19 @@ from ...core import (
     load_compaction_settings,
 )
 from ...core.accounting import ContextUsage, context_usage
-from ...errors import EntryNotFoundError, UsageError
+from ...errors import EntryNotFoundError, SessionFileError, UsageError
 from ...llm import ChatModel
 from ...llm.offline import OfflineDemoModel
 from ..engine import ENGINES, PiEngine
 from ..models import choose_model
 from ..python_tool import PythonTool
 
-__all__ = ["MagicsBase", "command_parser"]
+__all__ = ["MagicsBase", "command_parser", "warn"]
+
+
+def warn(text: str) -> None:
+    """One line on stderr, which a notebook shows apart from the cell's output."""
+    print(f"warning: {text}", file=sys.stderr)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -118,6 +124,34 @@ class MagicsBase(Magics):
         """Tools run in the session's folder (``%pi new --cwd``), else the kernel's cwd."""
         folder = Path(session.cwd) if session.cwd else None
         return folder if folder is not None and folder.is_dir() else self._cwd()
+
+    def _open(self, path: str | os.PathLike[str]) -> Session:
+        """Open a session file; a missing one is one clear line, not a traceback."""
+        target = Path(path).expanduser()
+        if not target.is_file():
+            what = "is a folder, not a session file" if target.is_dir() else "no such file"
+            raise SessionFileError(
+                f"{what}; %pi sessions lists the current folder's sessions", path=target
+            )
+        return Session.open(target)
+
+    def _sessions_folder(self) -> tuple[Path, Path]:
+        """``(folder, cwd)``: where the current session's siblings are, and for what folder.
+
+        The current session's folder (after ``%pi new --cwd proj``, proj's), else
+        ``PiMagics.sessions_dir``, else Pi's folder for the kernel's cwd.
+        """
+        from ...core.paths import sessions_dir_for
+
+        session = self.session
+        if session is not None:
+            cwd = Path(session.cwd) if session.cwd else self._cwd()
+            if session.path is not None:
+                return session.path.parent, cwd
+        else:
+            cwd = self._cwd()
+        folder = Path(self.sessions_dir) if self.sessions_dir else sessions_dir_for(cwd)
+        return folder, cwd
 
     def current_session(self) -> Session:
         """The session %%pi appends to; a new one for the cwd until one is opened."""

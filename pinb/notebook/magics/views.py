@@ -1,4 +1,4 @@
-"""``%pi tree``, ``context`` and ``tokens``: views of the current session."""
+"""``%pi tree``, ``explore``, ``context`` and ``tokens``: views of the current session."""
 
 from __future__ import annotations
 
@@ -17,6 +17,26 @@ class ViewCommands(MagicsBase):
         from ...views import TreeView
 
         return TreeView(self.current_session())
+
+    def _cmd_explore(self, args: list[str]) -> Any:
+        """The explorer widget; its branch summaries use the model in use, if any."""
+        from ...errors import PinbError
+        from ...views import SessionExplorer
+
+        session = self.current_session()
+        try:
+            model = self.current_model()
+        except PinbError:  # no model configured: the explorer summarizes offline, and says so
+            model = None
+        summarizer = None if model is None else self._summarizer(model, self._fitted(model))
+        window, source = self._window(session, model)
+        return SessionExplorer(
+            session,
+            summarizer=summarizer,
+            context_window=window,
+            window_source=source,
+            settings=self._account_settings(model),
+        )
 
     def _cmd_context(self, args: list[str]) -> Any:
         from ...views import ContextPathView
