@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .jsontext import short_repr
 from .wire import MISSING
 
-__all__ = ["odd_fields", "value_kind"]
+__all__ = ["content_flaws", "odd_fields", "text_flaw", "value_kind"]
 
 #: Roles whose ``content`` is text or a list of blocks.
 _CONTENT_ROLES = frozenset({"user", "assistant", "toolResult", "system", "custom"})
@@ -94,6 +95,8 @@ def _tools(found: list[str], where: str, tools: Any) -> None:
 
 def _message(found: list[str], message: dict[str, Any], where: str = "message") -> None:
     role = message.get("role")
+    if not isinstance(role, str):  # reported as a malformed entry, and unhashable maybe
+        return
     if role in _CONTENT_ROLES:
         _content(found, f"{where}.content", message.get("content", MISSING))
     if role == "assistant":
@@ -113,7 +116,7 @@ def _message(found: list[str], message: dict[str, Any], where: str = "message") 
         sections = message.get("sections", MISSING)
         if isinstance(sections, dict):
             for name, value in sections.items():
-                _text(found, f"{where}.sections.{name}", value)
+                _text(found, f"{where}.sections[{short_repr(name)}]", value)
         elif sections is not MISSING and sections is not None:
             found.append(f"{where}.sections is {value_kind(sections)}, not an object")
         _tools(found, f"{where}.toolsAdded", message.get("toolsAdded", MISSING))
@@ -121,6 +124,20 @@ def _message(found: list[str], message: dict[str, Any], where: str = "message") 
     elif role == "bashExecution":
         _text(found, f"{where}.command", message.get("command", MISSING))
         _text(found, f"{where}.output", message.get("output", MISSING))
+
+
+def text_flaw(where: str, value: Any) -> str | None:
+    """The phrase naming ``where`` when ``value`` is neither text, ``null`` nor absent."""
+    found: list[str] = []
+    _text(found, where, value)
+    return found[0] if found else None
+
+
+def content_flaws(where: str, content: Any) -> list[str]:
+    """The phrases naming what is odd in a message ``content`` (text or a list of blocks)."""
+    found: list[str] = []
+    _content(found, where, content)
+    return found
 
 
 def odd_fields(raw: dict[str, Any]) -> list[str]:

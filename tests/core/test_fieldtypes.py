@@ -11,6 +11,7 @@ import pytest
 from pinb.core import Session
 from pinb.core.context import current_system_message
 from pinb.core.fieldtypes import odd_fields
+from pinb.core.listing import read_session_info
 from pinb.core.tokens import estimate_context_tokens
 from pinb.core.wire import dumps, loads
 from pinb.testing.conformance import answer
@@ -53,6 +54,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("tool list", {"type": "message", "message": {"role": "system", "content": "S", "timestamp": 2,
                                                   "toolsAdded": "read"}},
      "message.toolsAdded"),
+    ("section", {"type": "message", "message": {"role": "system", "content": "S", "timestamp": 2,
+                                                "sections": {"rules": 5}}},
+     "message.sections['rules']"),
     ("usage total", _assistant(usage={"input": "7", "output": 1, "cacheRead": 0, "cacheWrite": 0,
                                       "totalTokens": 0}),
      "message.usage.input"),
@@ -154,3 +158,22 @@ def test_a_problem_is_a_report_beside_pis_answer(pi16: PiReference, tmp_path: Pa
             assert Session.open(path).name is None
             continue
         assert differences(loads(dumps(answer(query, path))), pi) == [], what
+
+
+def test_a_listing_row_names_the_odd_fields_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(HEADER), _line("u1", None, 1, type="message", message=USER),
+             _line("n1", "u1", 2, type="session_info", name=["x"]),
+             _line("u2", "n1", 3, type="message",
+                   message={"role": "user", "content": {"text": "x"}, "timestamp": 3})]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    for _ in range(2):  # a second read (from the cache, or again) reports the same, once each
+        row = read_session_info(path)
+        assert row is not None
+        assert (row.name, row.first_message, row.message_count) == (None, "hi", 2)
+        assert [(p.kind, p.path, p.line) for p in row.problems] == [
+            ("odd-field", path, 3),
+            ("odd-field", path, 4),
+        ]
+        assert row.problems[0].message.startswith("name is a list, not text")
+        assert row.problems[1].message.startswith("message.content is an object")
