@@ -24,6 +24,9 @@ __all__ = ["content_flaws", "odd_fields", "text_flaw", "value_kind"]
 
 #: Roles whose ``content`` is text or a list of blocks.
 _CONTENT_ROLES = frozenset({"user", "assistant", "toolResult", "system", "custom"})
+#: The text field the core reads of each kind of content block.
+_BLOCK_TEXT = {"text": "text", "thinking": "thinking", "toolCall": "name", "image": "data"}
+_NUMBERS = (int, float)
 _USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
@@ -61,20 +64,26 @@ def _content(found: list[str], where: str, content: Any) -> None:
     if not isinstance(content, list):
         found.append(f"{where} is {value_kind(content)}, neither text nor a list of blocks")
         return
+    for block in content:  # the common case, every block sound, kept lean
+        if block.__class__ is not dict:
+            break
+        kind = block.get("type")
+        key = _BLOCK_TEXT.get(kind) if kind.__class__ is str else None
+        if key is not None and block.get(key, MISSING).__class__ is not str:
+            break
+    else:
+        return
     for i, block in enumerate(content):  # one level: blocks hold no blocks the core reads
-        at = f"{where}[{i}]"
-        if not isinstance(block, dict):
-            found.append(f"{at} is {value_kind(block)}, not a block object")
+        if block.__class__ is not dict:
+            found.append(f"{where}[{i}] is {value_kind(block)}, not a block object")
             continue
         kind = block.get("type")
-        if kind == "text":
-            _text(found, f"{at}.text", block.get("text", MISSING))
-        elif kind == "thinking":
-            _text(found, f"{at}.thinking", block.get("thinking", MISSING))
-        elif kind == "toolCall":
-            _text(found, f"{at}.name", block.get("name", MISSING))
-        elif kind == "image":
-            _text(found, f"{at}.data", block.get("data", MISSING))
+        key = _BLOCK_TEXT.get(kind) if kind.__class__ is str else None
+        if key is None:
+            continue
+        value = block.get(key, MISSING)
+        if value.__class__ is not str:  # the phrase is built only for an odd field
+            _text(found, f"{where}[{i}].{key}", value)
 
 
 def _tools(found: list[str], where: str, tools: Any) -> None:
@@ -98,7 +107,9 @@ def _message(found: list[str], message: dict[str, Any], where: str = "message") 
     if not isinstance(role, str):  # reported as a malformed entry, and unhashable maybe
         return
     if role in _CONTENT_ROLES:
-        _content(found, f"{where}.content", message.get("content", MISSING))
+        content = message.get("content", MISSING)
+        if content.__class__ is not str:  # the phrase is built only for a list or an odd one
+            _content(found, f"{where}.content", content)
     if role == "assistant":
         usage = message.get("usage", MISSING)
         if usage is not MISSING and usage is not None:
@@ -107,11 +118,15 @@ def _message(found: list[str], message: dict[str, Any], where: str = "message") 
             else:
                 for key in _USAGE_FIELDS:
                     value = usage.get(key, MISSING)
+                    if value.__class__ in _NUMBERS:
+                        continue
                     if value is not MISSING and not _is_number(value):
                         found.append(f"{where}.usage.{key} is {value_kind(value)}, not a number")
     elif role == "toolResult":
-        _text(found, f"{where}.toolName", message.get("toolName", MISSING))
-        _text(found, f"{where}.toolCallId", message.get("toolCallId", MISSING))
+        for key in ("toolName", "toolCallId"):
+            value = message.get(key, MISSING)
+            if value.__class__ is not str:
+                _text(found, f"{where}.{key}", value)
     elif role == "system":
         sections = message.get("sections", MISSING)
         if isinstance(sections, dict):
