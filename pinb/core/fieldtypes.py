@@ -1,16 +1,18 @@
 """The types of the fields the core reads, checked where it reads them.
 
 Pi reads any JSON value where a field should be text, a list or a number, and gives a
-result anyway (a name that is an object still keys a tool, a usage total that is text
-still sums); pinb gives that same result. An odd type is still something a user should
-hear about, so :func:`odd_fields` names each such field of one entry, and the index
+result anyway (a name that is an object still keys a tool); pinb gives that same result
+(where Pi's figure stops being a number, a usage total that is text, pinb keeps a
+number: :mod:`pinb.core.tokens`). An odd type is still something a user should hear
+about, so :func:`odd_fields` names each such field of one entry, and the index
 (:meth:`pinb.core.tree.SessionIndex.check_fields`) records them as ``odd-field``
 problems, with file and line, once per entry: a context's entries when the context is
-first built, labels and the name as they are replayed. Nothing here changes a result,
-and no message line is checked at open (a lazy open leaves them undecoded).
+first built, labels and the name as they are replayed. A listing row carries the ones
+it read in ``SessionInfo.problems``. Nothing here changes a result, and no message line
+is checked at open (a lazy open leaves them undecoded).
 
 Only the fields the core uses are checked (context building, token counting, labels,
-the name); a field pinb does not read may hold anything.
+the name, the listing); a field pinb does not read may hold anything.
 """
 
 from __future__ import annotations
