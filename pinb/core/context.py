@@ -617,6 +617,8 @@ def build_session_context(
         return SessionContext(pi=target)
     path, (thinking_level, model, compaction, branch_edits) = _path_settings(index, leaf)
     selected = select_context_entries(path, compaction, target)
+    if entries is index:  # odd field types become problems of the session, found once
+        index.check_fields(selected)
 
     edits: dict[object, Entry] = {}
     if target >= Pi.V1_6:

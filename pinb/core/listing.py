@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .fieldtypes import content_flaws, text_flaw
 from .lazy import listed_value, listing_reader
 from .paths import sessions_root
 from .store import is_valid_header, parse_line
+from .tree import Problem
 from .wire import js_date_ms, js_trim, js_truthy
 
 __all__ = [
@@ -36,6 +38,8 @@ class SessionInfo:
     """One row of a session listing (Pi's ``SessionInfo``).
 
     ``message_count`` counts ``message`` entries of every role on every branch, as Pi does.
+    ``problems``: the fields the row was read from that hold an odd type (``odd-field``,
+    with file and line); the row is Pi's either way.
     """
 
     path: Path
@@ -48,6 +52,7 @@ class SessionInfo:
     message_count: int
     first_message: str
     all_messages_text: str
+    problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict (snake_case) for tables and frames."""
@@ -137,6 +142,15 @@ def session_info_from_bytes(
     reader = listing_reader()
     parsed: list[Any] = []
     numbers: list[int] = []
+    problems: list[Problem] = []
+
+    def odd(phrases: Iterable[str | None], line_no: int) -> None:
+        for phrase in phrases:
+            if phrase is not None:
+                problems.append(
+                    Problem("odd-field", f"{phrase}; read as Pi reads it", path, line_no)
+                )
+
     for line_no, line in enumerate(data.split(b"\n"), 1):
         row = reader(line) if reader is not None else None
         if row is None:
@@ -157,6 +171,8 @@ def session_info_from_bytes(
             # Pi 1.x: the latest session_info decides, even when it clears the name.
             value = row.name
             name = (js_trim(value) or None) if isinstance(value, str) else None
+            if not isinstance(value, str) and value is not None:
+                odd([text_flaw("name", value)], line_no)
             continue
         if kind != "message":
             continue
@@ -165,7 +181,10 @@ def session_info_from_bytes(
         if message is None or message.role not in ("user", "assistant"):
             continue
         if text or (first_message is None and message.role == "user"):
-            joined = " ".join(_texts(listed_value(message.content)))
+            content = listed_value(message.content)
+            if content.__class__ is not str:
+                odd(content_flaws("message.content", content), line_no)
+            joined = " ".join(_texts(content))
             if joined:
                 all_texts.append(joined)
                 if first_message is None and message.role == "user":
@@ -198,6 +217,7 @@ def session_info_from_bytes(
         message_count=message_count,
         first_message=first_message if first_message is not None else "(no messages)",
         all_messages_text=" ".join(all_texts) if text else "",
+        problems=tuple(problems),
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .entries import _SAME, ARCHIVE_TYPE, MISSING, Entry, id_key
+from .fieldtypes import odd_fields
 from .gc import gc_paused as _gc_paused
 from .jsontext import short_repr
 from .target import Pi, PiLike
@@ -46,7 +47,8 @@ class Problem:
     """Something odd in a session file that was tolerated, not silently lost.
 
     ``kind`` is one of ``malformed-line``, ``not-an-entry``, ``duplicate-header``,
-    ``duplicate-id``, ``orphan``, ``cycle``, ``missing-leaf-target``, ``torn-line``.
+    ``duplicate-id``, ``orphan``, ``cycle``, ``missing-leaf-target``, ``torn-line``,
+    ``odd-field`` (a field the core reads holds an odd type; see :mod:`pinb.core.fieldtypes`).
     """
 
     kind: str
@@ -178,6 +180,7 @@ class SessionIndex:
         self._name_latest_truthy: Any = None
         self._name_latest: Any = None
         self._children: dict[object, list[Entry]] | None = None
+        self._checked: dict[int, Entry] = {}  # entries whose field types were checked
         # Walks follow positions, not ids: parent positions and entry kinds are kept in
         # flat arrays, so a 60,000-deep path costs milliseconds instead of chasing dicts.
         self._position: dict[object, int] = {}
@@ -265,6 +268,7 @@ class SessionIndex:
                     kinds.append(_KIND_CODES.get(kind, KIND_OTHER))
                     if kind == "label" or kind == "session_info":
                         self._replay(raw, kind)
+                        self.check_fields((entry,))
                     elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
                         self._replay_archive(entry)
                 else:
@@ -276,6 +280,26 @@ class SessionIndex:
         if self._children is not None:
             for entry in self.entries[first:]:
                 self._children.setdefault(id_key(entry.parent_id), []).append(entry)
+
+    def check_fields(self, entries: Iterable[Entry]) -> None:
+        """Report, once per entry, the fields of ``entries`` that hold an odd type.
+
+        Called where the fields are read: a context's entries when it is built, and the
+        labels and the name as they are replayed (few lines; message lines, which a lazy
+        open leaves undecoded, are never checked at open). Each odd field becomes an
+        ``odd-field`` problem with file and line; the result the caller computes is Pi's
+        either way (:mod:`pinb.core.fieldtypes`).
+        """
+        checked = self._checked
+        for entry in entries:
+            key = id(entry)  # kept alive in ``checked``, so an id is never reused
+            if key in checked:
+                continue
+            checked[key] = entry
+            for phrase in odd_fields(entry.raw):
+                self.problems.append(
+                    Problem("odd-field", f"{phrase}; read as Pi reads it", self.path, entry.line)
+                )
 
     def _report_flaw(self, entry: Entry) -> None:
         from .store import entry_flaw  # the full diagnosis, only for the odd entry

@@ -75,6 +75,7 @@ def _rows(infos: list[listing.SessionInfo], *, text: bool = True) -> dict[str, d
     rows = {}
     for info in infos:
         row = dataclasses.asdict(info)
+        row.pop("problems")  # pinb's report beside the row, not a field of Pi's
         row["path"] = str(info.path)
         if not text:
             row.pop("all_messages_text")
