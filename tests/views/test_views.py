@@ -407,18 +407,32 @@ def test_views_count_what_a_compaction_summarized_alike(tmp_path: Path) -> None:
 
 
 def test_a_note_every_row_shares_is_said_once(tmp_path: Path) -> None:
+    from itertools import groupby
+
     from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
 
+    # A table whose rows all share one note says it once, above the table.
+    chain = ContextPathView(long_chain_session(60), max_rows=None)
+    assert {r.status for r in chain.context_rows} == {"sent"}
+    chain_text = visible_text(chain.to_html())
+    assert "Status of all 60 rows: sent" in chain_text
+    assert "id │ kind │ content │" in chain_text  # and no status column under it
+    # A section mixing notes (what this compaction summarized, what an earlier one covers,
+    # bookkeeping) says each note once per run of rows that share it.
     story = write_story_session(
         tmp_path, tasks=story_tasks(extras=EXTRA_TASKS), context_window=5_000
     )
     view = ContextPathView(story)
+    statuses = [r.status for r in view.summarized_rows]
+    covered = "not sent: an earlier compaction's summary covers it"
     status = "summarized: sent only as part of the compaction's summary"
-    assert len(view.summarized_rows) > 3
-    assert {r.status for r in view.summarized_rows} == {status}
+    assert statuses.count(covered) > 3 and status in statuses
+    runs = [key for key, _ in groupby(statuses)]
+    everything = visible_text(ContextPathView(story, max_rows=None).to_html())
+    for note in (covered, status):
+        assert everything.count(note) == runs.count(note)
+    assert runs.count(covered) < statuses.count(covered)  # runs of them were said once
     html = view.to_html()
-    assert visible_text(html).count(status) == 1
-    assert f"Status of all {len(view.summarized_rows)} rows: {status}" in visible_text(html)
     # Rows whose status repeats the row above show a ditto mark instead.
     sent = [r for r in view.context_rows if r.status == "sent"]
     assert len(sent) > 3 and html.count(">sent<") < len(sent) and "〃" in html
