@@ -21,7 +21,14 @@ from .paths import (
     tool_cwd,
 )
 from .special import SpecialFileError, open_regular
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
+from .truncate import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    TruncationResult,
+    format_size,
+    truncate_head,
+    utf8_len,
+)
 
 __all__ = [
     "COUNT_LIMIT",
@@ -344,24 +351,9 @@ def _read_stream(
     shown_total = f"{total}" if complete else f"more than {total}"
     if truncation.first_line_exceeds_limit or first_size > DEFAULT_MAX_BYTES:
         at_least = "more than " if not complete and line == start else ""
-        output = (
-            f"[Line {first} is {at_least}{format_size(first_size)}, exceeds "
-            f"{format_size(DEFAULT_MAX_BYTES)} limit. Use bash: sed -n '{first}p' {path} | "
-            f"head -c {DEFAULT_MAX_BYTES}]"
-        )
-        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+        return _line_too_long(truncation, first, f"{at_least}{format_size(first_size)}", path)
     if truncation.truncated:
-        last = first + truncation.output_lines - 1
-        why = (
-            ""
-            if truncation.truncated_by == "lines"
-            else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
-        )
-        output = (
-            f"{truncation.content}\n\n[Showing lines {first}-{last} of {shown_total}{why}. "
-            f"Use offset={last + 1} to continue.]"
-        )
-        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+        return _showing(truncation, first, shown_total)
     if end < total or not complete:
         more = (
             f"{total - end} more lines in file"
@@ -371,6 +363,26 @@ def _read_stream(
         output = f"{truncation.content}\n\n[{more}. Use offset={end + 1} to continue.]"
         return ToolResult.text(output)
     return ToolResult.text(truncation.content)
+
+
+def _line_too_long(truncation: TruncationResult, first: int, size: str, path: str) -> ToolResult:
+    """Pi's notice for a first line longer than the byte limit (whole or streamed read)."""
+    output = (
+        f"[Line {first} is {size}, exceeds {format_size(DEFAULT_MAX_BYTES)} limit. "
+        f"Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
+    )
+    return ToolResult.text(output, details={"truncation": truncation.to_details()})
+
+
+def _showing(truncation: TruncationResult, first: int, total: str) -> ToolResult:
+    """Pi's notice for a read cut by the line or byte limit (whole or streamed read)."""
+    last = first + truncation.output_lines - 1
+    why = "" if truncation.truncated_by == "lines" else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
+    output = (
+        f"{truncation.content}\n\n[Showing lines {first}-{last} of {total}{why}. "
+        f"Use offset={last + 1} to continue.]"
+    )
+    return ToolResult.text(output, details={"truncation": truncation.to_details()})
 
 
 def _read_image(data: bytes, mime: str, target: Path) -> ToolResult:
@@ -400,25 +412,9 @@ def _read_text(text: str, path: str, offset: int | None, limit: int | None) -> T
     first = start + 1
 
     if truncation.first_line_exceeds_limit:
-        size = format_size(utf8_len(all_lines[start]))
-        limit_text = format_size(DEFAULT_MAX_BYTES)
-        output = (
-            f"[Line {first} is {size}, exceeds {limit_text} limit. "
-            f"Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
-        )
-        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+        return _line_too_long(truncation, first, format_size(utf8_len(all_lines[start])), path)
     if truncation.truncated:
-        last = first + truncation.output_lines - 1
-        why = (
-            ""
-            if truncation.truncated_by == "lines"
-            else f" ({format_size(DEFAULT_MAX_BYTES)} limit)"
-        )
-        output = (
-            f"{truncation.content}\n\n[Showing lines {first}-{last} of {total}{why}. "
-            f"Use offset={last + 1} to continue.]"
-        )
-        return ToolResult.text(output, details={"truncation": truncation.to_details()})
+        return _showing(truncation, first, str(total))
     if limit is not None and end < total:
         output = f"{truncation.content}\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"
         return ToolResult.text(output)
