@@ -61,7 +61,7 @@ class Entry:
         self.line = line
         self._model: EntryModel | None = None
         self._value: Any = _SAME
-        self._source: bytes | None = None
+        self._source: bytes | memoryview | None = None
         self._head: Any = None
 
     @classmethod
@@ -72,9 +72,10 @@ class Entry:
         return entry
 
     @classmethod
-    def lazy(cls, source: bytes, line: int, head: Any) -> Entry:
+    def lazy(cls, source: bytes | memoryview, line: int, head: Any) -> Entry:
         """A message line whose head was read and checked (:mod:`pinb.core.lazy`): ``head``
-        has ``id``, ``parentId``, ``timestamp`` and ``message.role``."""
+        has ``id``, ``parentId``, ``timestamp`` and ``message.role``; ``source`` is the
+        line's bytes (or a view of the file's)."""
         entry = cls.__new__(cls)
         entry._raw = None
         entry._source = source

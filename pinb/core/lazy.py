@@ -19,9 +19,9 @@ reports is still reported at open, with its file and line.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from .entries import Entry
+from .entries import _SAME, Entry
 from .wire import loads_line
 
 __all__ = [
@@ -33,8 +33,8 @@ __all__ = [
     "read_lines",
 ]
 
-#: ``(lines, first_line, values, numbers, whole)``: see :func:`read_lines`.
-HeadReader = Callable[[list[bytes], int, list[Any], list[int], Callable[[bytes, int], None]], None]
+#: ``(data, first_line, values, numbers, whole) -> newlines``: see :func:`read_lines`.
+HeadReader = Callable[[bytes, int, list[Any], list[int], Callable[[bytes, int], None]], int]
 
 
 def _msgspec() -> Any:
@@ -50,17 +50,18 @@ def _build() -> HeadReader | None:
     msgspec = _msgspec()
     if msgspec is None:  # pragma: no cover - msgspec is in the fast extra
         return None
-    # Untracked by the collector (gc=False): a head that is kept holds strings only.
-    # An absent ``parentId`` reads as 0, which (like a present 0) is not lazy-sound.
-    message = msgspec.defstruct("_Message", [("role", Any, None)], gc=False)
+    # The head of a message line that could not be odd, typed: any other line (another
+    # entry type, an id that is not text, an absent parent, ...) fails to decode as one,
+    # and is parsed whole. Untracked by the collector (gc=False): a head holds strings.
+    message = msgspec.defstruct("_Message", [("role", str)], gc=False)
     head = msgspec.defstruct(
         "_Head",
         [
-            ("type", Any, None),
-            ("id", Any, None),
-            ("parentId", Any, 0),
-            ("timestamp", Any, None),
-            ("message", message | None, None),
+            ("type", Literal["message"]),
+            ("id", str),
+            ("parentId", str | None),
+            ("timestamp", str),
+            ("message", message),
         ],
         gc=False,
     )
@@ -68,39 +69,50 @@ def _build() -> HeadReader | None:
     refused = (msgspec.MsgspecError, RecursionError, OverflowError)
 
     def read_lines(
-        lines: list[bytes],
+        data: bytes,
         first_line: int,
         values: list[Any],
         numbers: list[int],
         whole: Callable[[bytes, int], None],
-    ) -> None:
-        # The loop of a lazy open, kept tight. A line is lazy when its head could not be
-        # odd (see the module's notes); ``whole(line, line_no)`` parses every other line.
+    ) -> int:
+        # The loop of a lazy open, kept tight. Lines are views of ``data``, not copies (a
+        # split would copy the whole file once more); a lazy entry keeps its view. A line
+        # is lazy when its head could not be odd (see the module's notes);
+        # ``whole(line, line_no)`` parses every other line.
         append = values.append
         number = numbers.append
-        lazy_entry = Entry.lazy
+        new_entry = Entry.__new__
+        find = data.find
+        view = memoryview(data)
+        size = len(data)
+        start = 0
         line_no = first_line - 1
-        for line in lines:
+        newlines = 0
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                end = size
+            else:
+                newlines += 1
             line_no += 1
+            line = view[start:end]
             try:
                 head = decode(line)
             except refused:
-                whole(line, line_no)
-                continue
-            message = head.message
-            parent = head.parentId
-            if (
-                head.type == "message"
-                and message is not None
-                and head.id.__class__ is str
-                and (parent is None or parent.__class__ is str)
-                and head.timestamp.__class__ is str
-                and message.role.__class__ is str
-            ):
-                append(lazy_entry(line, line_no, head))
+                whole(bytes(line), line_no)
+            else:  # Entry.lazy(line, line_no, head), inlined
+                entry = new_entry(Entry)
+                entry._raw = None
+                entry._source = line
+                entry.line = line_no
+                entry._model = None
+                entry._value = _SAME
+                entry._head = head
+                append(entry)
                 number(line_no)
-            else:
-                whole(line, line_no)
+            if end == size:
+                return newlines
+            start = end + 1
 
     return read_lines
 
@@ -120,20 +132,24 @@ def head_reader() -> HeadReader | None:
 
 
 def read_lines(
-    lines: list[bytes],
+    data: bytes,
     first_line: int,
     values: list[Any],
     numbers: list[int],
     whole: Callable[[bytes, int], None],
-) -> bool:
-    """Append lazy entries for the sound message lines of ``lines`` (numbered from
-    ``first_line``) to ``values`` and their numbers to ``numbers``, handing every other
-    line to ``whole(line, line_no)``. ``False`` (and nothing done) without msgspec."""
+) -> int | None:
+    """Append lazy entries for the sound message lines of ``data``'s ``\\n``-separated
+    lines (numbered from ``first_line``) to ``values`` and their numbers to ``numbers``,
+    handing every other line, as bytes, to ``whole(line, line_no)``.
+
+    Returns how many ``\\n`` ``data`` holds, or ``None`` (and nothing done) without
+    msgspec. A lazy entry keeps a view of ``data``, so ``data`` lives until the last of
+    them is decoded (a split into lines would hold the same bytes, copied).
+    """
     reader = head_reader()
     if reader is None:
-        return False
-    reader(lines, first_line, values, numbers, whole)
-    return True
+        return None
+    return reader(data, first_line, values, numbers, whole)
 
 
 #: ``line -> row`` with what a session listing reads of a line (``type``, ``id``, ``cwd``,

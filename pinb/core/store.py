@@ -135,19 +135,38 @@ def parse_lines(
     sound becomes a lazy :class:`Entry` in ``values`` instead of a dict; see
     :mod:`pinb.core.lazy`. Such lines are valid JSON, so the problems are the same.
     """
+    values, numbers, _ = parse_counted_lines(
+        data, path, first_line, problems, drop_falsy=drop_falsy, lazy=lazy
+    )
+    return values, numbers
+
+
+def parse_counted_lines(
+    data: bytes,
+    path: Path | None,
+    first_line: int,
+    problems: list[Problem],
+    *,
+    drop_falsy: bool = False,
+    lazy: bool = False,
+) -> tuple[list[Any], list[int], int]:
+    """:func:`parse_lines`, and how many ``\\n`` ``data`` holds (counted on the way)."""
     values: list[Any] = []
     numbers: list[int] = []
 
     def whole(line: bytes, line_no: int) -> None:
         parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
 
-    if lazy and read_lines(data.split(b"\n"), first_line, values, numbers, whole):
-        return values, numbers
+    if lazy:
+        newlines = read_lines(data, first_line, values, numbers, whole)
+        if newlines is not None:
+            return values, numbers, newlines
+    lines = data.split(b"\n")
     line_no = first_line - 1
-    for line in data.split(b"\n"):
+    for line in lines:
         line_no += 1
         parse_line(line, line_no, path, problems, drop_falsy, values, numbers)
-    return values, numbers
+    return values, numbers, len(lines) - 1
 
 
 def parse_line(
@@ -237,7 +256,9 @@ def parse_session_bytes(
     if target >= Pi.V1_6:
         loaded.blank = not data
         # Pi 1.x's reader drops a line whose JSON is falsy (null, 0, "", false).
-        values, numbers = parse_lines(data, path, 1, loaded.problems, drop_falsy=True, lazy=lazy)
+        values, numbers, newlines = parse_counted_lines(
+            data, path, 1, loaded.problems, drop_falsy=True, lazy=lazy
+        )
         loaded.values, loaded.lines = values, numbers
         first = values[0] if values else None
         if data and not is_valid_header(first):
@@ -249,11 +270,14 @@ def parse_session_bytes(
             loaded.values, loaded.lines = parse_lines(
                 stripped, path, skipped_lines + 1, loaded.problems, lazy=lazy
             )
+        newlines = -1  # counted below: the lines read were trimmed first
     loaded.ends_with_newline = not data or data.endswith(b"\n")
     loaded.complete_size = len(data)
     if not loaded.ends_with_newline:
         tail_start = data.rfind(b"\n") + 1
-        last_line = data.count(b"\n") + 1
+        if newlines < 0:
+            newlines = data.count(b"\n")
+        last_line = newlines + 1
         if loaded.problems and loaded.problems[-1].line == last_line:
             # The unterminated last line did not parse: a torn write (crash mid-append).
             torn = loaded.problems.pop()
@@ -263,7 +287,8 @@ def parse_session_bytes(
                 )
             )
             loaded.complete_size = tail_start
-    loaded.newlines = data.count(b"\n", 0, loaded.complete_size)
+    # Every \n of the file stands before its complete size (a torn tail holds none).
+    loaded.newlines = newlines if newlines >= 0 else data.count(b"\n")
     return loaded
 
 

@@ -8,7 +8,7 @@ orphans, duplicate ids) is reported through :class:`Problem` records instead of 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,6 +159,40 @@ def v8_sort(items: list[TreeNode]) -> list[TreeNode]:
     return [items[i] for i in idx]
 
 
+class EntriesById(Mapping[object, Entry]):
+    """The index's entries by id (an id's last entry), read through its position map.
+
+    One dict of ids serves both the walks (id -> position) and this view (id -> entry):
+    a second dict of every id would cost an open of 100,000 entries a fifth of its time.
+    Keys are ids as :func:`~pinb.core.entries.id_key` makes them (a string id is itself).
+    """
+
+    __slots__ = ("_entries", "_position")
+
+    def __init__(self, position: dict[object, int], entries: list[Entry]) -> None:
+        self._position = position
+        self._entries = entries
+
+    def __getitem__(self, key: object) -> Entry:
+        return self._entries[self._position[key]]
+
+    def get(self, key: object, default: Any = None) -> Entry | Any:
+        at = self._position.get(key)
+        return default if at is None else self._entries[at]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._position
+
+    def __iter__(self) -> Iterator[object]:
+        return iter(self._position)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def __repr__(self) -> str:
+        return f"<EntriesById: {len(self._position):,} ids>"
+
+
 class SessionIndex:
     """Index over a session's entries (file order), kept up to date as entries are added.
 
@@ -173,8 +207,8 @@ class SessionIndex:
     def __init__(self, entries: Iterable[Entry] = (), path: Path | None = None) -> None:
         self.path = path
         self.entries: list[Entry] = []
-        self.by_id: dict[object, Entry] = {}
-        self.problems: list[Problem] = []
+        self._problems: list[Problem] = []
+        self._unchecked: list[Entry] = []  # entries whose fields are to be checked
         self._labels: dict[object, tuple[Any, Any, Any]] = {}
         self._archived: dict[object, Entry] = {}
         self._name_latest_truthy: Any = None
@@ -184,6 +218,8 @@ class SessionIndex:
         # Walks follow positions, not ids: parent positions and entry kinds are kept in
         # flat arrays, so a 60,000-deep path costs milliseconds instead of chasing dicts.
         self._position: dict[object, int] = {}
+        #: Each id's (last) entry.
+        self.by_id = EntriesById(self._position, self.entries)
         self._parents = array("q")
         self.kinds = bytearray()
         self._unresolved: list[int] = []  # positions whose parent was not found when added
@@ -200,7 +236,6 @@ class SessionIndex:
         Structurally wrong entries (no id, no parent, a message without a role, ...) are
         reported as ``malformed-entry`` problems here, where the fields are read anyway.
         """
-        by_id = self.by_id
         position = self._position
         parents = self._parents
         kinds = self.kinds
@@ -214,12 +249,11 @@ class SessionIndex:
                 # A lazily read message line: its head was read and found sound at open.
                 head = entry._head
                 entry_id = head.id
-                if entry_id in by_id:
-                    self._report_duplicate(entry, by_id[entry_id])
+                if entry_id in position:
+                    self._report_duplicate(entry, self.entries[position[entry_id]])
                     self._stale_parents = True
                     self.generation += 1
                 append(entry)
-                by_id[entry_id] = entry
                 position[entry_id] = at
                 parent = head.parentId
                 if parent is None:
@@ -234,12 +268,11 @@ class SessionIndex:
                 continue
             entry_id = raw.get("id", MISSING)
             key = entry_id if entry_id.__class__ is str else id_key(entry_id)
-            if key in by_id:
-                self._report_duplicate(entry, by_id[key])
+            if key in position:
+                self._report_duplicate(entry, self.entries[position[key]])
                 self._stale_parents = True  # entries naming this id now mean the later one
                 self.generation += 1
             append(entry)
-            by_id[key] = entry
             position[key] = at
             parent = raw.get("parentId", MISSING)
             if parent.__class__ is str:
@@ -282,7 +315,8 @@ class SessionIndex:
                 self._children.setdefault(id_key(entry.parent_id), []).append(entry)
 
     def check_fields(self, entries: Iterable[Entry]) -> None:
-        """Report, once per entry, the fields of ``entries`` that hold an odd type.
+        """Report, once per entry, the fields of ``entries`` that hold an odd type (by the
+        time :attr:`problems` is next read).
 
         Called where the fields are read: a context's entries when it is built, and the
         labels and the name as they are replayed (few lines; message lines, which a lazy
@@ -290,14 +324,33 @@ class SessionIndex:
         ``odd-field`` problem with file and line; the result the caller computes is Pi's
         either way (:mod:`pinb.core.fieldtypes`).
         """
+        # Noted here, checked when the problems are next read: a context is built without
+        # the cost of a report nobody may ask for (half the time of a first context).
+        # Contexts built again and again while nobody reads problems are checked in bulk.
+        unchecked = self._unchecked
+        unchecked.extend(entries)
+        if len(unchecked) > len(self.entries) + 1000:
+            self._check_noted()
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Everything odd found so far, in the order found; fields noted for checking
+        (:meth:`check_fields`) are checked first."""
+        if self._unchecked:
+            self._check_noted()
+        return self._problems
+
+    def _check_noted(self) -> None:
+        unchecked, self._unchecked = self._unchecked, []
         checked = self._checked
-        for entry in entries:
+        problems = self._problems
+        for entry in unchecked:
             key = id(entry)  # kept alive in ``checked``, so an id is never reused
             if key in checked:
                 continue
             checked[key] = entry
             for phrase in odd_fields(entry.raw):
-                self.problems.append(
+                problems.append(
                     Problem("odd-field", f"{phrase}; read as Pi reads it", self.path, entry.line)
                 )
 
@@ -357,7 +410,8 @@ class SessionIndex:
 
     def get(self, entry_id: object) -> Entry | None:
         """The entry with this id (the last line with it wins), or ``None``."""
-        return self.by_id.get(id_key(entry_id))
+        at = self._position.get(id_key(entry_id))
+        return None if at is None else self.entries[at]
 
     def __contains__(self, entry_id: object) -> bool:
         return id_key(entry_id) in self.by_id

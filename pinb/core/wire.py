@@ -97,15 +97,16 @@ def loads(text: str) -> Any:
             raise exc from None
 
 
-_fast_loads: Callable[[bytes], Any] | None
+_fast_loads: Callable[[bytes | memoryview], Any] | None
 try:  # An optional, much faster parser; every line it refuses goes to the exact one.
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is in the notebook extra
     _fast_loads = None
 
 
-def loads_line(line: bytes) -> Any:
-    """Parse one line of a session file (UTF-8 bytes) as ``JSON.parse`` would.
+def loads_line(line: bytes | memoryview) -> Any:
+    """Parse one line of a session file (UTF-8 bytes, or a view of them) as ``JSON.parse``
+    would.
 
     The one entry point for session lines. With orjson installed it parses first; it
     refuses exactly the lines where it would differ from ``JSON.parse`` — lone
@@ -118,7 +119,7 @@ def loads_line(line: bytes) -> Any:
             return _fast_loads(line)
         except ValueError:
             pass
-    return loads(line.decode("utf-8", errors="replace"))
+    return loads(bytes(line).decode("utf-8", errors="replace"))
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")

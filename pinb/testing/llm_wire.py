@@ -31,7 +31,11 @@ class ToolCallScript:
 
     def wire_arguments(self) -> str:
         """The arguments as the server streams them."""
-        return self.raw_arguments if self.raw_arguments is not None else json.dumps(dict(self.arguments))
+        return (
+            self.raw_arguments
+            if self.raw_arguments is not None
+            else json.dumps(dict(self.arguments))
+        )
 
 
 @dataclass
