@@ -12,6 +12,7 @@ The tree::
     │   ├── SessionLockError               the file lock could not be taken in time
     │   └── NotPersistedError              the operation needs a session file on disk
     ├── CompactionError                    compaction was asked for but cannot happen
+    │   ├── SummaryCutError                the summary reply hit its output limit
     │   └── NothingToCompactError          the path holds nothing worth summarizing
     ├── LLMError (pinb.llm.errors)         a model request failed
     │   ├── ProviderHTTPError              the provider answered with an error (status_code)
@@ -106,6 +107,10 @@ class NotPersistedError(SessionError):
 
 class CompactionError(PinbError):
     """Compaction was requested but cannot be carried out."""
+
+
+class SummaryCutError(CompactionError):
+    """The summary's reply hit its output limit: Pi writes no compaction from a cut summary."""
 
 
 class NothingToCompactError(CompactionError):

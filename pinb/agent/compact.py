@@ -9,6 +9,8 @@ they are. Around them, for the agent and ``%pi compact``:
   so far (Pi's update prompt); one message too long for a pass is cut in its middle; and
   when even that cannot work (more than `MAX_PASSES` passes, or no room at all) the
   extractive summarizer writes it, saying so in its first line.
+- `fit_budget` sizes the summary and the kept messages so that, beside the system prompt
+  and tools (which no compaction shrinks), they end below the threshold on a small window.
 - `compact_to_fit` compacts as Pi would; when Pi's plan keeps everything but the context
   is over the window, or the user asked, it plans again with Pi's planner and a smaller
   ``keepRecentTokens``: first the size of the last user turn (so everything before that
@@ -36,10 +38,10 @@ from ..core.summarize import (
     build_prompt,
 )
 from ..core.tokens import CompactionSettings, estimate_tokens
-from ..errors import NothingToCompactError
+from ..errors import NothingToCompactError, SummaryCutError
 from ..llm.limits import limit_margin
 
-__all__ = ["MAX_PASSES", "FittedSummarizer", "compact_to_fit", "fit_summarizer"]
+__all__ = ["MAX_PASSES", "FittedSummarizer", "compact_to_fit", "fit_budget", "fit_summarizer"]
 
 log = logging.getLogger("pinb.agent")
 
@@ -75,10 +77,19 @@ class FittedSummarizer:
         Requests one summary may take.
     """
 
-    def __init__(self, inner: ModelSummarizer, window: int, *, max_passes: int = MAX_PASSES):
+    def __init__(
+        self,
+        inner: ModelSummarizer,
+        window: int,
+        *,
+        max_passes: int = MAX_PASSES,
+        max_summary_tokens: int | None = None,
+    ):
         self.inner = inner
         self.window = window
         self.max_passes = max_passes
+        #: The longest summary asked for (below a quarter of the window); see `compact_to_fit`.
+        self.max_summary_tokens = max_summary_tokens
         self.name = inner.name
         #: How each summary was written: ``"whole"``, ``"cut"``, ``"passes:N"``, ``"extractive"``.
         self.modes: list[str] = []
@@ -86,6 +97,8 @@ class FittedSummarizer:
     def _limit(self, requested: int | None) -> int:
         model_max = int(getattr(getattr(self.inner.model, "info", None), "max_tokens", 0) or 0)
         cap = max(64, self.window // 4)
+        if self.max_summary_tokens:
+            cap = min(cap, max(64, self.max_summary_tokens))
         return min(x for x in (requested, model_max or None, cap) if x)
 
     def _room(
@@ -125,6 +138,27 @@ class FittedSummarizer:
             "kind": kind,
             "replace_instructions": replace_instructions,
         }
+        try:
+            return self._summarize(conversation, previous_summary, messages, options, limit=limit)
+        except SummaryCutError:
+            # A small model often writes on until its limit; Pi writes nothing from a cut
+            # summary, so the extractive summarizer writes this one, and says why.
+            log.info("the model's summary ran past its %d-token limit", limit)
+            why = f"the model's summary ran past its {limit:,}-token limit"
+            return self._extractive(conversation, previous_summary, messages, options, why=why)
+
+    def _summarize(
+        self,
+        conversation: str,
+        previous_summary: str | None,
+        messages: Sequence[Any] | None,
+        options: dict[str, Any],
+        *,
+        limit: int,
+    ) -> str:
+        kind: SummaryKind = options["kind"]
+        instructions = options["instructions"]
+        replace_instructions = options["replace_instructions"]
         room = self._room(kind, previous_summary, instructions, replace_instructions, limit)
         if _tokens(conversation) <= room:
             self.modes.append("whole")
@@ -177,12 +211,14 @@ class FittedSummarizer:
         previous: str | None,
         messages: Sequence[Any] | None,
         options: dict[str, Any],
+        *,
+        why: str | None = None,
     ) -> str:
         self.modes.append("extractive")
-        note = (
-            f"(Written by pinb's extractive summarizer: the conversation does not fit "
-            f"{self.window:,}-token window requests to the model.)\n\n"
+        why = why or (
+            f"the conversation does not fit {self.window:,}-token window requests to the model"
         )
+        note = f"(Written by pinb's extractive summarizer: {why}.)\n\n"
         text = ExtractiveSummarizer().summarize(
             conversation, previous_summary=previous, messages=messages, **options
         )
@@ -219,7 +255,10 @@ def compact_to_fit(
         Even a plan keeping only the last message summarizes nothing.
     """
     settings = settings or CompactionSettings()
+    settings, summary_cap = fit_budget(session, settings, context_window)
     fitted = fit_summarizer(summarizer, context_window)
+    if summary_cap and isinstance(fitted, FittedSummarizer):
+        fitted.max_summary_tokens = summary_cap
     try:
         return compact(session, fitted, instructions, settings, reason=reason)
     except NothingToCompactError as exc:
@@ -243,6 +282,42 @@ def compact_to_fit(
         )
         return report
     raise first
+
+
+def fit_budget(
+    session: Session, settings: CompactionSettings, context_window: int | None
+) -> tuple[CompactionSettings, int | None]:
+    """Settings and a summary length with which a compaction ends below the threshold.
+
+    What stays after a compaction is the system prompt and tools (which no compaction
+    shrinks), the summary and the kept messages. On a small window the first can take
+    half of it: a summary of a quarter of the window beside a quarter kept would end
+    above the threshold, and the next prompt would compact again. When they do not fit,
+    the room left below the threshold is shared, a third for the summary and the rest
+    kept. Large windows are left to Pi's settings (``None``: no cap of pinb's).
+    """
+    if not context_window:
+        return settings, None
+    context = session.current_context()
+    system = context.system_message()
+    fixed = estimate_tokens(system, pi=context.pi) if system is not None else 0
+    room = int(settings.threshold(context_window)) - fixed - limit_margin(context_window)
+    summary = max(64, context_window // 4)
+    if room <= 0 or settings.keep_recent_tokens + summary <= room:
+        return settings, None
+    summary = max(64, room // 3)
+    keep = max(1, room - summary)
+    log.info(
+        "compaction budget: %d tokens below the threshold beside %d of system prompt and "
+        "tools; summary up to %d, keeping %d",
+        room,
+        fixed,
+        summary,
+        keep,
+    )
+    if keep < settings.keep_recent_tokens:
+        settings = dataclasses.replace(settings, keep_recent_tokens=keep)
+    return settings, summary
 
 
 def _last_turn_tokens(session: Session) -> int:

@@ -35,6 +35,7 @@ from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens
 from ..errors import NothingToCompactError
+from ..llm.limits import choose_output_limit
 from ..llm.overflow import is_context_overflow, window_from_error
 from ..llm.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
@@ -112,6 +113,7 @@ class _Run:
     estimated: dict[int, dict[str, Any]] = field(default_factory=dict)
     retries: int = 0
     overflow_retried: bool = False
+    made_room: bool = False  # compacted once because a request left no room for a reply
     answered: bool = False  # a reply succeeded: tool_choice is no longer sent
     error: str | None = None
     output_limit: str | None = None  # the last limit the window cut, said in the footer
@@ -263,6 +265,23 @@ class Agent:
             options: dict[str, Any] = {}
             if self.config.tool_choice and specs and not run.answered:
                 options["tool_choice"] = self.config.tool_choice
+            if (
+                not run.made_room
+                and self._settings().enabled
+                and not self._alone_too_large(run)
+                and self._no_room(model, messages, system_prompt, specs, options)
+            ):
+                # A request that leaves no room for the reply would be sent with a limit of
+                # a few tokens (and a tool call cut in its arguments): compact first.
+                run.made_room = True
+                compacted = False
+                async for event in self._auto_compact("overflow"):
+                    compacted = compacted or isinstance(event, CompactionDone)
+                    yield event
+                if compacted:
+                    context = session.current_context()
+                    sent = len(context.messages)
+                    messages, system_prompt = self._request(context)
             final: Done | None = None
             async for model_event in model.astream(
                 messages,
@@ -357,6 +376,38 @@ class Agent:
         return self.config.compaction.for_model(info.provider, info.id).fit_window(
             info.context_window
         )
+
+    def _alone_too_large(self, run: _Run) -> bool:
+        """Whether the prompt alone is larger than the window (no compaction can help)."""
+        window = self.model.info.context_window
+        prompt_tokens = estimate_tokens(run.user_entry.message, pi=self.session.pi)
+        return bool(window) and prompt_tokens >= window
+
+    def _no_room(
+        self,
+        model: ChatModel,
+        messages: list[dict[str, Any]],
+        system_prompt: str,
+        specs: list[ToolSpec],
+        options: dict[str, Any],
+    ) -> bool:
+        """Whether the next request leaves the reply less room than it needs: the output
+        limit it would carry (`pinb.llm.limits.choose_output_limit`) is cut below what the
+        model may write and below a sixteenth of the window (256 tokens of 4,096)."""
+        measure = getattr(model, "request_tokens", None)
+        info = self.model.info
+        if not callable(measure) or not info.context_window:
+            return False
+        prompt_tokens = measure(
+            messages,
+            system_prompt=system_prompt,
+            tools=specs or None,
+            max_tokens=self.config.max_tokens,
+            thinking_level=self.config.thinking_level,
+            **options,
+        )
+        limit = choose_output_limit(info, int(prompt_tokens), self.config.max_tokens)
+        return limit.tokens < min(limit.wanted, max(64, info.context_window // 16))
 
     def _request_model(self) -> ChatModel:
         """The model with its own request retries off: the agent retries turns itself."""
@@ -468,7 +519,7 @@ class Agent:
         for edit in hide(session, failed):
             yield EntrySaved(edit)
         prompt_tokens = estimate_tokens(run.user_entry.message, pi=session.pi)
-        if prompt_tokens >= window:
+        if self._alone_too_large(run):
             reason = (
                 f"your message alone is about {prompt_tokens:,} tokens, more than the "
                 f"model's whole context window ({window:,} tokens)"

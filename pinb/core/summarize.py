@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from ..errors import CompactionError
+from ..errors import CompactionError, SummaryCutError
 from .jsontext import value_text
 
 __all__ = [
@@ -208,7 +208,7 @@ class ModelSummarizer:
             raise CompactionError(f"{what} failed: {reply.get('errorMessage') or stop}")
         if stop == "length":
             # A cut-off summary must not become the checkpoint the model continues from.
-            raise CompactionError(
+            raise SummaryCutError(
                 f"{what} failed: the reply hit the output token limit and is incomplete"
             )
         if any(

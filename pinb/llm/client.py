@@ -108,6 +108,11 @@ def _load_json(data: str | bytes, what: str) -> Any:
         raise StreamProtocolError(f"Malformed {what} from provider: {excerpt!r}") from None
 
 
+def _body_tokens(body: dict[str, Any]) -> int:
+    """chars/4 of a whole request body, as pinb estimates tokens everywhere else."""
+    return math.ceil(len(_dumps(body).decode("utf-8", "replace")) / 4)
+
+
 def _dumps(body: Mapping[str, Any]) -> bytes:
     # Lone surrogates (from broken tool output) would make the UTF-8 encoding fail.
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
@@ -283,6 +288,28 @@ class HTTPChatModel(ChatModelBase):
             tool_choice=tool_choice if specs else None,
         )
 
+    def request_tokens(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        thinking_level: str = "off",
+        tool_choice: str | None = None,
+    ) -> int:
+        """Tokens of the request `astream` would send: chars/4 of its whole JSON body, as
+        pinb estimates tokens everywhere else (what the output limit is cut against)."""
+        body = self.build_body(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            max_tokens=max_tokens,
+            thinking_level=thinking_level,
+            tool_choice=tool_choice,
+        )
+        return _body_tokens(body)
+
     def with_retry(self, retry: RetryPolicy) -> HTTPChatModel:
         """A copy of this model with another retry policy (same server, key and window).
 
@@ -334,8 +361,7 @@ class HTTPChatModel(ChatModelBase):
             thinking_level=thinking_level,
             tool_choice=tool_choice,
         )
-        # chars/4 of the whole request, as pinb estimates tokens everywhere else
-        prompt_tokens = math.ceil(len(_dumps(body).decode("utf-8", "replace")) / 4)
+        prompt_tokens = _body_tokens(body)
         # Every request carries an output limit that leaves the prompt room in the window.
         limit = choose_output_limit(self.info, prompt_tokens, max_tokens)
         self._set_output_limit(body, limit)

@@ -163,6 +163,14 @@ class _Handler(BaseHTTPRequestHandler):
                     self._json(400, self._error_body(wire, "BadRequestError", message))
                     return
         reply = owner._next()
+        if reply is None and owner.writes_to_limit and isinstance(body, dict):
+            limit = body.get("max_tokens") or body.get("max_completion_tokens") or 16
+            reply = ServerReply(
+                text=("and then the story went on " * limit)[: int(limit) * 4],
+                stop_reason="length",
+                no_usage=True,
+                chunk_size=512,
+            )
         if reply is None:
             self._json(
                 418,
@@ -332,6 +340,7 @@ class LLMServer:
         reject_null_content: bool = False,
         model_id: str = "/models/loopback-135M.Q4_1.gguf",
         interrupt_requests: bool = False,
+        writes_to_limit: bool = False,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -352,6 +361,10 @@ class LLMServer:
         #: ``/v1/`` (a chat, or just ``GET /v1/models``) ends a reply that is streaming,
         #: with a normal finish, as if the model had stopped.
         self.interrupt_requests = interrupt_requests
+        #: A small model's habit (SmolLM2-135M, by hand): with nothing queued, every chat
+        #: is answered with text until its output limit (``max_tokens`` x 4 characters,
+        #: no usage) and ``finish_reason: "length"``; summaries included.
+        self.writes_to_limit = writes_to_limit
         self._lock_epoch = 0
         #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
         self.model_id = model_id

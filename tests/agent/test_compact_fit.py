@@ -96,3 +96,87 @@ def test_when_no_pass_can_fit_the_extractive_summarizer_writes_it_and_says_so(
     report = compact(session, summarizer, None, CompactionSettings().fit_window(4096))
     assert llm.calls == [] and summarizer.modes == ["extractive"]
     assert report.summary.startswith("(Written by pinb's extractive summarizer")
+
+
+def test_a_summary_cut_by_its_limit_is_written_by_the_extractive_summarizer(
+    tmp_path: Path,
+) -> None:
+    # A small model writes until its limit; Pi writes no compaction from a cut summary.
+    session, _ = _session(tmp_path, [1500] * 3)
+    llm = ScriptedLLM(context_window=4096)
+    for _ in range(2):  # the history, and the prefix of a split turn
+        llm.reply("## Goal\nand then and then and then", stop_reason="length")
+    summarizer = FittedSummarizer(ModelSummarizer(llm), 4096)
+    report = compact(session, summarizer, None, CompactionSettings().fit_window(4096))
+    assert llm.calls and "extractive" in summarizer.modes
+    limit = llm.calls[0].max_tokens
+    assert report.summary.startswith(
+        f"(Written by pinb's extractive summarizer: the model's summary ran past its "
+        f"{limit:,}-token limit.)"
+    )
+    assert "and then and then" not in report.summary
+    assert session.leaf is not None and session.leaf.type == "compaction"
+
+
+def _system_message(tokens: int) -> dict[str, Any]:
+    return {
+        "role": "system",
+        "sections": {"base": "s" * (tokens * 4)},
+        "toolsAdded": [],
+        "toolsRemoved": [],
+        "timestamp": 1,
+    }
+
+
+def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_system_prompt(
+    tmp_path: Path,
+) -> None:
+    from pinb.agent.compact import fit_budget
+    from pinb.core.tokens import estimate_tokens
+
+    session = Session.create(tmp_path, tmp_path / "s")
+    session.append_message(_system_message(1800))  # a system prompt and tools of ~1,800
+    for n in range(4):
+        session.append_message({"role": "user", "content": f"q{n} " + "q" * 800, "timestamp": 1})
+        session.append_message(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"a{n} " + "a" * 1600}],
+                "api": "openai-completions",
+                "provider": "x",
+                "model": "y",
+                "usage": {
+                    "input": 0,
+                    "output": 0,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 0,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "stopReason": "stop",
+                "timestamp": 2,
+            }
+        )
+    settings = CompactionSettings().fit_window(4096)
+    threshold = settings.threshold(4096)
+
+    def tokens() -> int:
+        context = session.current_context()
+        return sum(estimate_tokens(m, pi=context.pi) for m in context.messages)
+
+    assert tokens() > threshold
+    fitted, summary_cap = fit_budget(session, settings, 4096)
+    assert summary_cap is not None and summary_cap < 4096 // 4
+    assert fitted.keep_recent_tokens < settings.keep_recent_tokens
+    # a large window keeps Pi's own settings
+    assert fit_budget(session, CompactionSettings(), 200_000) == (CompactionSettings(), None)
+
+    llm = ScriptedLLM(context_window=4096)
+    for _ in range(2):
+        llm.reply("## Goal\nwrite the story")
+    report = compact_to_fit(
+        session, ModelSummarizer(llm), None, settings, reason="threshold", context_window=4096
+    )
+    assert llm.calls[0].max_tokens == summary_cap
+    assert report.tokens_after <= threshold < report.tokens_before
+    assert tokens() <= threshold

@@ -177,11 +177,20 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
         context = self._context_usage(session, model)
         threshold = context.threshold
         if threshold is not None and context.tokens > threshold and context.share is not None:
-            then = (
-                "the next prompt compacts first, or run %pi compact now"
-                if context.settings.enabled
-                else "automatic compaction is off (PiMagics.auto_compact): run %pi compact"
-            )
+            leaf = session.leaf
+            if leaf is not None and leaf.type == "compaction":
+                # Just compacted (Pi compacts no compaction again): what stays is the system
+                # prompt, the tools, the summary and the last reply.
+                then = (
+                    "a compaction just ran, and what it keeps (system prompt, tools, summary, "
+                    "the last reply) is that large; the next prompt compacts again first"
+                    if context.settings.enabled
+                    else "a compaction just ran; %pi compact runs again after the next prompt"
+                )
+            elif context.settings.enabled:
+                then = "the next prompt compacts first, or run %pi compact now"
+            else:
+                then = "automatic compaction is off (PiMagics.auto_compact): run %pi compact"
             warn(
                 f"the context is left at {context.share:.0%} of the "
                 f"{thousands(context.window)}-token window, above the compaction threshold "
