@@ -149,6 +149,8 @@ def read_lines(
     reader = head_reader()
     if reader is None:
         return None
+    if data.__class__ is not bytes:  # a bytearray the caller may change (or resize) later
+        data = bytes(data)
     return reader(data, first_line, values, numbers, whole)
 
 

@@ -224,3 +224,20 @@ def test_a_lazily_opened_session_pickles_as_an_eager_one(tmp_path: Path) -> None
         (e.line, e.value, e.raw) for e in session.entries
     ]
     assert again.build_context().messages == session.build_context().messages
+
+
+def test_lazy_lines_are_views_of_bytes_nobody_else_can_change(tmp_path: Path) -> None:
+    shape = SessionShape(entries=600, main_depth=300, compaction_every=100, branch_every=20)
+    path = generate_session(tmp_path / "s.jsonl", shape, seed=7)
+    data = bytearray(path.read_bytes())
+    session = Session.from_bytes(data)  # bytes given as a bytearray the caller keeps
+    undecoded = [e for e in session.entries if not e.decoded]
+    assert undecoded
+    data[:] = b"{}"  # the caller reuses its buffer: it can be resized, and changes nothing
+    lines = path.read_text().splitlines()
+    for entry in undecoded:
+        assert entry.raw == json.loads(lines[entry.line - 1])
+    # the newline count comes from the same walk over the bytes
+    opened = Session.open(path)
+    assert opened.loaded is not None
+    assert opened.loaded.newlines == path.read_bytes().count(b"\n")
