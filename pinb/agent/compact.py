@@ -131,7 +131,10 @@ class FittedSummarizer:
         replace_instructions: bool = False,
         messages: Sequence[Any] | None = None,
     ) -> str:
-        limit = self._limit(max_tokens)
+        # A summary is never longer than what it replaces (the span and the summary before
+        # it): else a compaction of a short span would leave the context larger.
+        replaced = _tokens(conversation) + _tokens(previous_summary or "")
+        limit = min(self._limit(max_tokens), max(64, replaced))
         options: dict[str, Any] = {
             "instructions": instructions,
             "max_tokens": limit,

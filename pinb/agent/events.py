@@ -79,7 +79,8 @@ class ToolUpdate:
 
 @dataclass(frozen=True)
 class CompactionDone:
-    """The session was compacted (``report.reason``: threshold or overflow)."""
+    """The session was compacted (``report.reason``: threshold, overflow, or no room for
+    the reply)."""
 
     report: CompactionReport
 

@@ -275,7 +275,7 @@ class Agent:
                 # a few tokens (and a tool call cut in its arguments): compact first.
                 run.made_room = True
                 compacted = False
-                async for event in self._auto_compact("overflow"):
+                async for event in self._auto_compact("no room for the reply"):
                     compacted = compacted or isinstance(event, CompactionDone)
                     yield event
                 if compacted:

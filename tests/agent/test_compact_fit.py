@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,18 @@ def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_sy
     assert llm.calls[0].max_tokens == summary_cap
     assert report.tokens_after <= threshold < report.tokens_before
     assert tokens() <= threshold
+
+
+def test_a_summary_is_never_asked_to_be_longer_than_what_it_replaces(tmp_path: Path) -> None:
+    session, _ = _session(tmp_path, [300, 300, 300])  # a short span on a 4,096 window
+    llm = ScriptedLLM(context_window=4096)
+    for _ in range(2):
+        llm.reply("## Goal\nshort")
+    summarizer = FittedSummarizer(ModelSummarizer(llm), 4096)
+    settings = dataclasses.replace(CompactionSettings().fit_window(4096), keep_recent_tokens=100)
+    report = compact(session, summarizer, None, settings)
+    for call in llm.calls:
+        prompt = call.messages[-1]["content"][0]["text"]
+        span = prompt.split("<conversation>", 1)[1].split("</conversation>", 1)[0]
+        assert call.max_tokens <= max(64, -(-len(span) // 4) + 8)
+    assert report.tokens_after < report.tokens_before

@@ -141,7 +141,8 @@ def _seen(session: Session) -> dict[str, Any]:
     # on such values would recurse past Python's limit.
     seen["context"] = dumps(session.build_context().messages)
     seen["entries"] = [
-        (e.line, dumps(e.value), e.type, e.id, e.parent_id, e.timestamp, e.role) for e in session.entries
+        (e.line, dumps(e.value), e.type, e.id, e.parent_id, e.timestamp, e.role)
+        for e in session.entries
     ]
     seen["problems after"] = [(p.kind, p.line, p.message) for p in session.problems]
     return seen
