@@ -56,6 +56,11 @@ def _tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
+def summary_cap(window: int) -> int:
+    """The longest summary asked for on ``window``: a quarter of it (at least 64 tokens)."""
+    return max(64, window // 4)
+
+
 def _cut_middle(text: str, chars: int) -> str:
     if len(text) <= chars:
         return text
@@ -96,7 +101,7 @@ class FittedSummarizer:
 
     def _limit(self, requested: int | None) -> int:
         model_max = int(getattr(getattr(self.inner.model, "info", None), "max_tokens", 0) or 0)
-        cap = max(64, self.window // 4)
+        cap = summary_cap(self.window)
         if self.max_summary_tokens:
             cap = min(cap, max(64, self.max_summary_tokens))
         return min(x for x in (requested, model_max or None, cap) if x)
@@ -305,8 +310,7 @@ def fit_budget(
     system = context.system_message()
     fixed = estimate_tokens(system, pi=context.pi) if system is not None else 0
     room = int(settings.threshold(context_window)) - fixed - limit_margin(context_window)
-    summary = max(64, context_window // 4)
-    if room <= 0 or settings.keep_recent_tokens + summary <= room:
+    if room <= 0 or settings.keep_recent_tokens + summary_cap(context_window) <= room:
         return settings, None
     summary = max(64, room // 3)
     keep = max(1, room - summary)

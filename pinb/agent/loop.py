@@ -391,9 +391,8 @@ class Agent:
         specs: list[ToolSpec],
         options: dict[str, Any],
     ) -> bool:
-        """Whether the next request leaves the reply less room than it needs: the output
-        limit it would carry (`pinb.llm.limits.choose_output_limit`) is cut below what the
-        model may write and below a sixteenth of the window (256 tokens of 4,096)."""
+        """Whether the output limit the next request would carry is starved by the window
+        (`pinb.llm.limits.OutputLimit.starved`)."""
         measure = getattr(model, "request_tokens", None)
         info = self.model.info
         if not callable(measure) or not info.context_window:
@@ -406,8 +405,7 @@ class Agent:
             thinking_level=self.config.thinking_level,
             **options,
         )
-        limit = choose_output_limit(info, int(prompt_tokens), self.config.max_tokens)
-        return limit.tokens < min(limit.wanted, max(64, info.context_window // 16))
+        return choose_output_limit(info, int(prompt_tokens), self.config.max_tokens).starved
 
     def _request_model(self) -> ChatModel:
         """The model with its own request retries off: the agent retries turns itself."""

@@ -77,6 +77,13 @@ class OutputLimit:
         return self.tokens < self.wanted
 
     @property
+    def starved(self) -> bool:
+        """Whether the window leaves the reply less than it needs: less than was wanted
+        and less than a sixteenth of the window (256 tokens of 4,096, at least 64). A
+        reply that short is cut off (a tool call in its arguments); compact first."""
+        return self.tokens < min(self.wanted, max(64, self.window // 16))
+
+    @property
     def fits(self) -> bool:
         """Whether the request and the whole limit fit the window."""
         return self.prompt_tokens + self.tokens <= self.window

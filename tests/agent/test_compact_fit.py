@@ -15,6 +15,20 @@ from pinb.errors import NothingToCompactError
 from pinb.testing import ScriptedLLM
 
 
+def _assistant(text: str) -> dict[str, Any]:
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "openai-completions",
+        "provider": "x",
+        "model": "y",
+        "usage": {**zero, "totalTokens": 0, "cost": {**zero, "total": 0}},
+        "stopReason": "stop",
+        "timestamp": 2,
+    }
+
+
 def _session(tmp_path: Path, sizes: list[int]) -> tuple[Session, list[Any]]:
     session = Session.create(tmp_path, tmp_path / "s")
     users = []
@@ -28,25 +42,7 @@ def _session(tmp_path: Path, sizes: list[int]) -> tuple[Session, list[Any]]:
                 }
             )
         )
-        session.append_message(
-            {
-                "role": "assistant",
-                "content": [{"type": "text", "text": f"a{n} " + "a" * size}],
-                "api": "openai-completions",
-                "provider": "x",
-                "model": "y",
-                "usage": {
-                    "input": 0,
-                    "output": 0,
-                    "cacheRead": 0,
-                    "cacheWrite": 0,
-                    "totalTokens": 0,
-                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-                },
-                "stopReason": "stop",
-                "timestamp": 2,
-            }
-        )
+        session.append_message(_assistant(f"a{n} " + "a" * size))
     return session, users
 
 
@@ -139,25 +135,7 @@ def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_sy
     session.append_message(_system_message(1800))  # a system prompt and tools of ~1,800
     for n in range(4):
         session.append_message({"role": "user", "content": f"q{n} " + "q" * 800, "timestamp": 1})
-        session.append_message(
-            {
-                "role": "assistant",
-                "content": [{"type": "text", "text": f"a{n} " + "a" * 1600}],
-                "api": "openai-completions",
-                "provider": "x",
-                "model": "y",
-                "usage": {
-                    "input": 0,
-                    "output": 0,
-                    "cacheRead": 0,
-                    "cacheWrite": 0,
-                    "totalTokens": 0,
-                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-                },
-                "stopReason": "stop",
-                "timestamp": 2,
-            }
-        )
+        session.append_message(_assistant(f"a{n} " + "a" * 1600))
     settings = CompactionSettings().fit_window(4096)
     threshold = settings.threshold(4096)
 

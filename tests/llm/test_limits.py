@@ -37,6 +37,16 @@ def test_the_limit_is_the_models_unless_the_window_cuts_it() -> None:
     assert choose_output_limit(ModelInfo("x", "y", "z", 4096, 16_384), 300).tokens == 3668
 
 
+def test_a_limit_the_window_cuts_below_a_sixteenth_of_it_is_starved() -> None:
+    info = ModelInfo("llamacpp", "smol", "openai-completions", 4096, 1024)
+    assert not choose_output_limit(info, 3000).starved  # 968: short, but a reply fits
+    assert choose_output_limit(info, 3800).starved  # 168 < 256 = 4,096 / 16
+    assert choose_output_limit(info, 5000).starved  # 1
+    # a model (or caller) that asks for little is never starved by getting it
+    assert not choose_output_limit(info, 3900, requested=50).starved
+    assert not choose_output_limit(ModelInfo("x", "y", "z", 200_000, 64_000), 150_000).starved
+
+
 @pytest.mark.parametrize("spec", ["vllm/qwen", "openai/gpt-4o"])
 def test_every_request_fits_a_server_that_checks_the_sum(spec: str) -> None:
     """vLLM answers 400 when prompt + max_tokens exceeds its window; no request earns one."""
