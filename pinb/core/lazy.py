@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from .entries import _SAME, Entry
+from .entries import Entry
 from .wire import loads_line
 
 __all__ = [
@@ -81,7 +81,7 @@ def _build() -> HeadReader | None:
         # ``whole(line, line_no)`` parses every other line.
         append = values.append
         number = numbers.append
-        new_entry = Entry.__new__
+        lazy_entry = Entry.lazy
         find = data.find
         view = memoryview(data)
         size = len(data)
@@ -100,15 +100,8 @@ def _build() -> HeadReader | None:
                 head = decode(line)
             except refused:
                 whole(bytes(line), line_no)
-            else:  # Entry.lazy(line, line_no, head), inlined
-                entry = new_entry(Entry)
-                entry._raw = None
-                entry._source = line
-                entry.line = line_no
-                entry._model = None
-                entry._value = _SAME
-                entry._head = head
-                append(entry)
+            else:
+                append(lazy_entry(line, line_no, head))
                 number(line_no)
             if end == size:
                 return newlines
