@@ -237,79 +237,87 @@ class SessionIndex:
         reported as ``malformed-entry`` problems here, where the fields are read anyway.
         """
         position = self._position
-        parents = self._parents
+        find = position.get
+        # Parent positions are gathered in a list and added to the array at the end (a
+        # list append is the cheaper one); nothing in the loop reads them.
+        parents: list[int] = []
         kinds = self.kinds
         unresolved = self._unresolved
         append = self.entries.append
         at = len(self.entries)
         first = at
-        for entry in entries:
-            raw = entry._raw
-            if raw is None:
-                # A lazily read message line: its head was read and found sound at open.
-                head = entry._head
-                entry_id = head.id
-                if entry_id in position:
-                    self._report_duplicate(entry, self.entries[position[entry_id]])
-                    self._stale_parents = True
+        try:
+            for entry in entries:
+                raw = entry._raw
+                if raw is None:
+                    # A lazily read message line: its head was read and found sound at open.
+                    head = entry._head
+                    entry_id = head.id
+                    if entry_id in position:
+                        self._report_duplicate(entry, self.entries[position[entry_id]])
+                        self._stale_parents = True
+                        self.generation += 1
+                    append(entry)
+                    position[entry_id] = at
+                    parent = head.parentId
+                    if parent is None:
+                        parents.append(NO_PARENT)
+                    else:
+                        found = find(parent, UNRESOLVED) if parent else NO_PARENT
+                        if found == UNRESOLVED:
+                            unresolved.append(at)
+                        parents.append(found)
+                    kinds.append(
+                        KIND_ASSISTANT if head.message.role == "assistant" else KIND_MESSAGE
+                    )
+                    at += 1
+                    continue
+                entry_id = raw.get("id", MISSING)
+                key = entry_id if entry_id.__class__ is str else id_key(entry_id)
+                if key in position:
+                    self._report_duplicate(entry, self.entries[position[key]])
+                    self._stale_parents = True  # entries naming this id now mean the later one
                     self.generation += 1
                 append(entry)
-                position[entry_id] = at
-                parent = head.parentId
-                if parent is None:
-                    parents.append(NO_PARENT)
-                else:
-                    found = position.get(parent, UNRESOLVED) if parent else NO_PARENT
+                position[key] = at
+                parent = raw.get("parentId", MISSING)
+                if parent.__class__ is str:
+                    found = find(parent, UNRESOLVED) if parent else NO_PARENT
                     if found == UNRESOLVED:
-                        unresolved.append(at)
+                        unresolved.append(at)  # a later line, or no line: an orphan
                     parents.append(found)
-                kinds.append(KIND_ASSISTANT if head.message.role == "assistant" else KIND_MESSAGE)
+                    sound = entry_id.__class__ is str
+                else:
+                    sound = parent is None and entry_id.__class__ is str
+                    if parent is not None:
+                        unresolved.append(at)
+                    parents.append(NO_PARENT if parent is None else UNRESOLVED)
+                kind = raw.get("type")
+                if kind == "message":
+                    message = raw.get("message")
+                    if message.__class__ is dict:
+                        role = message.get("role")
+                        kinds.append(KIND_ASSISTANT if role == "assistant" else KIND_MESSAGE)
+                        sound = sound and role.__class__ is str
+                    else:
+                        kinds.append(KIND_MESSAGE)
+                        sound = False
+                else:
+                    if kind.__class__ is str:
+                        kinds.append(_KIND_CODES.get(kind, KIND_OTHER))
+                        if kind == "label" or kind == "session_info":
+                            self._replay(raw, kind)
+                            self.check_fields((entry,))
+                        elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
+                            self._replay_archive(entry)
+                    else:
+                        kinds.append(KIND_OTHER)
+                        sound = False
+                if not sound and entry._value is _SAME:
+                    self._report_flaw(entry)
                 at += 1
-                continue
-            entry_id = raw.get("id", MISSING)
-            key = entry_id if entry_id.__class__ is str else id_key(entry_id)
-            if key in position:
-                self._report_duplicate(entry, self.entries[position[key]])
-                self._stale_parents = True  # entries naming this id now mean the later one
-                self.generation += 1
-            append(entry)
-            position[key] = at
-            parent = raw.get("parentId", MISSING)
-            if parent.__class__ is str:
-                found = position.get(parent, UNRESOLVED) if parent else NO_PARENT
-                if found == UNRESOLVED:
-                    unresolved.append(at)  # a later line, or no line: an orphan
-                parents.append(found)
-                sound = entry_id.__class__ is str
-            else:
-                sound = parent is None and entry_id.__class__ is str
-                if parent is not None:
-                    unresolved.append(at)
-                parents.append(NO_PARENT if parent is None else UNRESOLVED)
-            kind = raw.get("type")
-            if kind == "message":
-                message = raw.get("message")
-                if message.__class__ is dict:
-                    role = message.get("role")
-                    kinds.append(KIND_ASSISTANT if role == "assistant" else KIND_MESSAGE)
-                    sound = sound and role.__class__ is str
-                else:
-                    kinds.append(KIND_MESSAGE)
-                    sound = False
-            else:
-                if kind.__class__ is str:
-                    kinds.append(_KIND_CODES.get(kind, KIND_OTHER))
-                    if kind == "label" or kind == "session_info":
-                        self._replay(raw, kind)
-                        self.check_fields((entry,))
-                    elif kind == "custom" and raw.get("customType") == ARCHIVE_TYPE:
-                        self._replay_archive(entry)
-                else:
-                    kinds.append(KIND_OTHER)
-                    sound = False
-            if not sound and entry._value is _SAME:
-                self._report_flaw(entry)
-            at += 1
+        finally:
+            self._parents.extend(parents)
         if self._children is not None:
             for entry in self.entries[first:]:
                 self._children.setdefault(id_key(entry.parent_id), []).append(entry)
