@@ -135,7 +135,7 @@ def test_llama_cpp_python_step_by_step(shell, monkeypatch, isolated_agent_dir: P
         monkeypatch.delenv("LLAMACPP_BASE_URL")
         with capture_output() as captured:
             shell.run_line_magic("pi", "model llamacpp/smollm2")
-        assert "window 4,096 (model registry)" in captured.stdout
+        assert "window 4,096 (models.json)" in captured.stdout
         _a_cell_fits(shell, server, 4096)
 
 

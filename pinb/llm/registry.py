@@ -309,6 +309,8 @@ class ModelRegistry:
                 reasoning=bool(model.get("reasoning", False)),
                 input=tuple(model.get("input") or ("text",)),
                 name=str(model.get("name") or model["id"]),
+                # Labels say where a window came from: the user's own file, when it says one.
+                window_source="models.json" if model.get("contextWindow") else "",
             )
         for model_id, override in (raw.get("modelOverrides") or {}).items():
             if isinstance(override, dict):

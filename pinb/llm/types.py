@@ -101,8 +101,8 @@ class ModelInfo:
 
     @property
     def window_origin(self) -> str:
-        """How the window was found, for labels: setting, server, model registry, or
-        ``provider default`` (a guess for a model the registry does not list)."""
+        """How the window was found, for labels: setting, server, models.json, model
+        registry, or ``provider default`` (a guess for a model the registry does not list)."""
         if self.window_source:
             return self.window_source
         return "model registry" if self.known else "provider default"

@@ -155,7 +155,7 @@ def test_models_json_and_the_setting_win_over_discovery(agent_dir: Path) -> None
             registry=ModelRegistry(False),
         )
         assert server.probes == []
-    assert listed.info.context_window == 8192 and listed.info.window_origin == "model registry"
+    assert listed.info.context_window == 8192 and listed.info.window_origin == "models.json"
     assert (set_here.info.context_window, set_here.info.window_origin) == (2048, "setting")
 
 

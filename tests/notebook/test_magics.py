@@ -376,7 +376,7 @@ def test_footer_context_and_tokens_tell_one_story(
     for usage in (context.usage, tokens.usage):
         assert usage.tokens == reply.context.tokens == 912
         assert usage.measure == reply.context.measure
-        assert (usage.window, usage.window_source) == (4_000, "model registry")
+        assert (usage.window, usage.window_source) == (4_000, "models.json")
     assert reply.context.describe() in tokens.to_text()
     assert "4,000" in context.to_text() and "128,000" not in context.to_text()
     totals = shell.run_line_magic("pi", "totals model")
