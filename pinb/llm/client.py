@@ -288,27 +288,10 @@ class HTTPChatModel(ChatModelBase):
             tool_choice=tool_choice if specs else None,
         )
 
-    def request_tokens(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
-        tool_choice: str | None = None,
-    ) -> int:
-        """Tokens of the request `astream` would send: chars/4 of its whole JSON body, as
-        pinb estimates tokens everywhere else (what the output limit is cut against)."""
-        body = self.build_body(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            max_tokens=max_tokens,
-            thinking_level=thinking_level,
-            tool_choice=tool_choice,
-        )
-        return _body_tokens(body)
+    def request_tokens(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> int:
+        """Tokens of the request `astream` would send (``options`` as for `build_body`):
+        chars/4 of its whole JSON body, the figure the output limit is cut against."""
+        return _body_tokens(self.build_body(messages, **options))
 
     def with_retry(self, retry: RetryPolicy) -> HTTPChatModel:
         """A copy of this model with another retry policy (same server, key and window).
