@@ -6,7 +6,7 @@ the objects Pi holds in memory; :func:`pinb.core.models.parse_message` gives a t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -19,6 +19,7 @@ from .tree import (
     KIND_MESSAGE,
     KIND_MODEL,
     KIND_THINKING,
+    ParentLoopError,
     SessionIndex,
 )
 from .wire import js_date_ms, js_string, js_truthy
@@ -578,13 +579,48 @@ def context_entries(
     """The entries the context at ``leaf_id`` is built from, without building it.
 
     What :func:`build_session_context` reads (``leaf_id`` as there): a lazy open decodes
-    these lines up front, so the first context after open parses nothing.
+    these lines up front, so the first context after open parses nothing. Found from the
+    leaf up to its last compaction and the entries that compaction kept, so a long path
+    is not walked to its root (the walk of the whole path was a tenth of an open).
     """
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
         return []
+    up = index.positions_up(leaf)
+    if up is not None:
+        try:
+            return _context_from_leaf(index, up, Pi.resolve(pi))
+        except ParentLoopError:
+            pass  # the walk over objects below stops at the loop and reports it
     path, (_, _, compaction, _) = _path_settings(index, leaf)
     return select_context_entries(path, compaction, Pi.resolve(pi))
+
+
+def _context_from_leaf(index: SessionIndex, up: Iterator[int], target: Pi) -> list[Entry]:
+    """:func:`select_context_entries` over positions from the leaf up (``up``)."""
+    entries = index.entries
+    kinds = index.kinds
+    after: list[int] = []  # the leaf up to the last compaction, leaf first
+    for at in up:
+        if kinds[at] != KIND_COMPACTION:
+            after.append(at)
+            continue
+        compaction = entries[at]
+        first_kept = compaction.raw.get("firstKeptEntryId", MISSING)
+        kept: list[Entry] = []
+        for before in up:
+            entry = entries[before]
+            kept.append(entry)
+            entry_id = entry.id
+            if entry_id == first_kept and _strict_equal(entry_id, first_kept):
+                break
+        else:
+            kept = []  # the kept entry is not on the path: nothing before it is kept
+        kept.reverse()
+        if target >= Pi.V1_6:
+            kept = [e for e in kept if not (e.type == "message" and e.role == "system")]
+        return [compaction, *kept, *(entries[i] for i in reversed(after))]
+    return [entries[i] for i in reversed(after)]
 
 
 def build_session_context(

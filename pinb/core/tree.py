@@ -20,11 +20,16 @@ from .jsontext import short_repr
 from .target import Pi, PiLike
 from .wire import js_date_ms, js_trim, js_truthy
 
-__all__ = ["Problem", "SessionIndex", "TreeNode", "v8_sort"]
+__all__ = ["ParentLoopError", "Problem", "SessionIndex", "TreeNode", "v8_sort"]
 
 #: Parent positions: a root (``null`` or empty parent), and a parent not (yet) found by id.
 NO_PARENT = -1
 UNRESOLVED = -2
+
+
+class ParentLoopError(ValueError):
+    """A walk up the parent links came back to an entry it had passed."""
+
 
 #: Entry kinds as the walks need them, one byte per entry.
 KIND_OTHER = 0
@@ -482,6 +487,36 @@ class SessionIndex:
                 return None
         walk.reverse()
         return walk
+
+    def positions_up(self, start: Entry) -> Iterator[int] | None:
+        """Positions of ``start``'s path from ``start`` up (the leaf first), one at a time.
+
+        For walks that stop early (the last compaction is usually near the leaf). ``None``
+        where :meth:`path_positions` gives ``None``; the iterator raises
+        :class:`ParentLoopError` if the walk goes round a loop.
+        """
+        if self._stale_parents:
+            self._rebuild_parents()
+        entry_id = start.id
+        key = entry_id if entry_id.__class__ is str else id_key(entry_id)
+        at = self._position.get(key, NO_PARENT)
+        if at < 0 or self.entries[at] is not start:
+            return None
+        return self._walk_up(at)
+
+    def _walk_up(self, at: int) -> Iterator[int]:
+        parents = self._parents
+        limit = len(parents) + 1
+        steps = 0
+        while at >= 0:
+            yield at
+            parent = parents[at]
+            if parent < NO_PARENT:
+                parent = self._resolve_parent(at)
+            at = parent
+            steps += 1
+            if steps > limit:
+                raise ParentLoopError("the parent links go round a loop")
 
     def _resolve_parent(self, at: int) -> int:
         """The position of an entry's parent found by id (a later line, an odd id)."""
