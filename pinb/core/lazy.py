@@ -18,7 +18,7 @@ reports is still reported at open, with its file and line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from .entries import Entry
@@ -30,11 +30,15 @@ __all__ = [
     "head_reader",
     "listed_value",
     "listing_reader",
+    "read_chunks",
     "read_lines",
 ]
 
-#: ``(data, first_line, values, numbers, whole) -> newlines``: see :func:`read_lines`.
-HeadReader = Callable[[bytes, int, list[Any], list[int], Callable[[bytes, int], None]], int]
+#: ``(data, start, stop, line_no, values, numbers, whole) -> newlines``: the lines of
+#: ``data[start:stop]``, numbered after ``line_no`` (see :func:`read_lines`).
+HeadReader = Callable[
+    [bytes, int, int, int, list[Any], list[int], Callable[[bytes, int], None]], int
+]
 
 
 def _msgspec() -> Any:
@@ -70,7 +74,9 @@ def _build() -> HeadReader | None:
 
     def read_lines(
         data: bytes,
-        first_line: int,
+        start: int,
+        stop: int,
+        line_no: int,
         values: list[Any],
         numbers: list[int],
         whole: Callable[[bytes, int], None],
@@ -84,14 +90,11 @@ def _build() -> HeadReader | None:
         lazy_entry = Entry.lazy
         find = data.find
         view = memoryview(data)
-        size = len(data)
-        start = 0
-        line_no = first_line - 1
         newlines = 0
         while True:
-            end = find(b"\n", start)
+            end = find(b"\n", start, stop)
             if end < 0:
-                end = size
+                end = stop
             else:
                 newlines += 1
             line_no += 1
@@ -103,7 +106,7 @@ def _build() -> HeadReader | None:
             else:
                 append(lazy_entry(line, line_no, head))
                 number(line_no)
-            if end == size:
+            if end == stop:
                 return newlines
             start = end + 1
 
@@ -144,7 +147,54 @@ def read_lines(
         return None
     if data.__class__ is not bytes:  # a bytearray the caller may change (or resize) later
         data = bytes(data)
-    return reader(data, first_line, values, numbers, whole)
+    return reader(data, 0, len(data), first_line - 1, values, numbers, whole)
+
+
+def read_chunks(
+    chunks: Iterable[bytes],
+    first_line: int,
+    values: list[Any],
+    numbers: list[int],
+    whole: Callable[[bytes, int], None],
+) -> tuple[int, int, int] | None:
+    """:func:`read_lines` over a file's bytes given in consecutive pieces (as a read-ahead
+    hands them over, :mod:`pinb.core.readahead`): the lines are those of the pieces
+    joined, numbered the same way.
+
+    Returns how many bytes there were, how many ``\\n`` and the offset of the last one
+    (``-1`` for none), or ``None`` without msgspec. Lines inside a piece stay views of it; a line that spans
+    two pieces is joined into bytes of its own.
+    """
+    reader = head_reader()
+    if reader is None:
+        return None
+    line_no = first_line - 1
+    newlines = 0
+    offset = 0  # where the current piece starts in the file
+    last_newline = -1
+    carry: list[bytes] = []  # the start of a line that began in earlier pieces
+    for chunk in chunks:
+        first = chunk.find(b"\n")
+        if first < 0:
+            carry.append(chunk)
+            offset += len(chunk)
+            continue
+        carry.append(chunk[:first])
+        line = b"".join(carry)
+        reader(line, 0, len(line), line_no, values, numbers, whole)
+        line_no += 1
+        newlines += 1
+        last = chunk.rfind(b"\n")
+        if last > first:
+            inside = reader(chunk, first + 1, last, line_no, values, numbers, whole)
+            line_no += inside + 1
+            newlines += inside + 1
+        carry = [chunk[last + 1 :]]
+        last_newline = offset + last
+        offset += len(chunk)
+    line = b"".join(carry)
+    reader(line, 0, len(line), line_no, values, numbers, whole)
+    return offset, newlines, last_newline
 
 
 #: ``line -> row`` with what a session listing reads of a line (``type``, ``id``, ``cwd``,

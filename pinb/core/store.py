@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -25,8 +26,9 @@ from ..errors import InvalidHeaderError, SessionFileError, SessionLockError, Uns
 from .atomic import replace_file, write_new_file
 from .entries import Entry
 from .jsontext import short_repr
-from .lazy import read_lines
+from .lazy import head_reader, read_chunks, read_lines
 from .migrate import CURRENT_VERSION
+from .readahead import READ_AHEAD_MIN, read_ahead
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
@@ -271,24 +273,75 @@ def parse_session_bytes(
                 stripped, path, skipped_lines + 1, loaded.problems, lazy=lazy
             )
         newlines = -1  # counted below: the lines read were trimmed first
-    loaded.ends_with_newline = not data or data.endswith(b"\n")
-    loaded.complete_size = len(data)
+    _settle_tail(loaded, len(data), data.rfind(b"\n"), newlines, data)
+    return loaded
+
+
+def _settle_tail(
+    loaded: LoadedFile, size: int, last_newline: int, newlines: int, data: bytes | None = None
+) -> None:
+    """The sizes and the torn last line of a file of ``size`` bytes whose last ``\\n`` is
+    at ``last_newline`` (``-1``: none), holding ``newlines`` of them (``-1``: count them
+    in ``data``)."""
+    if newlines < 0:
+        assert data is not None
+        newlines = data.count(b"\n")
+    loaded.size = size
+    loaded.ends_with_newline = size == 0 or last_newline == size - 1
+    loaded.complete_size = size
     if not loaded.ends_with_newline:
-        tail_start = data.rfind(b"\n") + 1
-        if newlines < 0:
-            newlines = data.count(b"\n")
         last_line = newlines + 1
         if loaded.problems and loaded.problems[-1].line == last_line:
             # The unterminated last line did not parse: a torn write (crash mid-append).
             torn = loaded.problems.pop()
             loaded.problems.append(
                 Problem(
-                    "torn-line", f"{torn.message}; the last line is incomplete", path, torn.line
+                    "torn-line",
+                    f"{torn.message}; the last line is incomplete",
+                    loaded.path,
+                    torn.line,
                 )
             )
-            loaded.complete_size = tail_start
+            loaded.complete_size = last_newline + 1
     # Every \n of the file stands before its complete size (a torn tail holds none).
-    loaded.newlines = newlines if newlines >= 0 else data.count(b"\n")
+    loaded.newlines = newlines
+
+
+def _read_ahead_lazily(path: Path, target: Pi) -> LoadedFile | bytes:
+    """A big version 3 file read lazily while a thread reads ahead
+    (:mod:`pinb.core.readahead`), or the bytes of any other file, to be parsed whole."""
+    handle = open(path, "rb", buffering=0)  # noqa: SIM115 - the read-ahead thread closes it
+    try:
+        size = os.fstat(handle.fileno()).st_size
+        if size < READ_AHEAD_MIN or head_reader() is None:
+            with handle:
+                return handle.readall()
+    except BaseException:
+        handle.close()
+        raise
+    pieces = read_ahead(handle)
+    try:
+        opening: list[bytes] = []  # the pieces up to the end of the first line
+        for piece in pieces:
+            opening.append(piece)
+            if b"\n" in piece:
+                break
+        first = b"".join(opening)
+        if not _current_header_first(first):
+            return b"".join([first, *pieces])
+        loaded = LoadedFile(path=path, pi=target, blank=False)
+        values, numbers = loaded.values, loaded.lines
+        problems = loaded.problems
+
+        def whole(line: bytes, line_no: int) -> None:
+            parse_line(line, line_no, path, problems, True, values, numbers)
+
+        read = read_chunks(itertools.chain((first,), pieces), 1, values, numbers, whole)
+        assert read is not None  # the head reader was there
+    finally:
+        pieces.close()
+    size, newlines, last_newline = read
+    _settle_tail(loaded, size, last_newline, newlines)
     return loaded
 
 
@@ -429,6 +482,14 @@ def read_session_file(
         When the file does not exist.
     """
     file_path = Path(path)
+    target = Pi.resolve(pi)
+    if lazy and target >= Pi.V1_6:  # v0.58.3 trims the whole text first: read it whole
+        read = _read_ahead_lazily(file_path, target)
+        if read.__class__ is LoadedFile:
+            assert isinstance(read, LoadedFile)
+            return _checked(read, file_path, strict=strict)
+        assert isinstance(read, bytes)
+        return load_session_bytes(read, file_path, strict=strict, pi=target, lazy=lazy)
     return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi, lazy=lazy)
 
 
@@ -443,7 +504,11 @@ def load_session_bytes(
 ) -> LoadedFile:
     """:func:`read_session_file` for bytes already read; errors name ``source`` (or ``path``)."""
     loaded = parse_session_bytes(data, path, pi=pi, lazy=lazy)
-    where: str | Path | None = source if source is not None else path
+    return _checked(loaded, source if source is not None else path, strict=strict)
+
+
+def _checked(loaded: LoadedFile, where: str | Path | None, *, strict: bool) -> LoadedFile:
+    """``loaded``, or (``strict``) the error for a file pinb must not read as a session."""
     first = loaded.values[0] if loaded.values else None
     first_line = loaded.lines[0] if loaded.lines else None
     if strict and first is not None and is_v4_header(first):

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 import pinb.core.lazy as lazy
+import pinb.core.readahead as readahead
+import pinb.core.store as store
 from pinb.core import Session
 from pinb.core.wire import dumps
 from pinb.testing.generate import SessionShape, generate_session
@@ -136,6 +138,14 @@ def _seen(session: Session) -> dict[str, Any]:
             for node, depth in root.walk()
         ],
         "name": session.index.session_name(),
+        # where appends and new bytes are read from
+        "sizes": session.loaded
+        and (
+            session.loaded.size,
+            session.loaded.complete_size,
+            session.loaded.newlines,
+            session.loaded.ends_with_newline,
+        ),
     }
     # As JSON text: a line nested thousands deep is read (as JSON.parse reads it), and ``==``
     # on such values would recurse past Python's limit.
@@ -162,10 +172,18 @@ def _files(tmp_path: Path) -> list[Path]:
     return [*CASE_FILES.values(), *TREES, *LEGACY.values(), *odd, big]
 
 
-@pytest.mark.parametrize("pi", ["1.6", "0.58"])
+@pytest.mark.parametrize(
+    ("pi", "pieces"),
+    [("1.6", None), ("0.58", None), ("1.6", (1, 16)), ("1.6", (7, 64)), ("1.6", (4096, 8192))],
+    ids=["1.6", "0.58", "1.6-read-ahead-1-16", "1.6-read-ahead-7", "1.6-read-ahead-4k"],
+)
 def test_lazy_open_sees_what_an_eager_open_sees(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi: str, pieces: tuple[int, int] | None
 ) -> None:
+    if pieces is not None:  # every file read ahead by a thread, in pieces this small
+        monkeypatch.setattr(store, "READ_AHEAD_MIN", 0)
+        monkeypatch.setattr(readahead, "_FIRST", pieces[0])
+        monkeypatch.setattr(readahead, "_LARGEST", pieces[1])
     compared = kept_lazy = 0
     for path in _files(tmp_path):
         try:
