@@ -136,5 +136,7 @@ def test_info_of_a_long_legacy_session() -> None:
     assert info.cwd == "/home/dev/project"
     lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
     assert info.message_count == sum(1 for line in lines if line["type"] == "message")
-    first_user = next(line["message"] for line in lines if line.get("message", {}).get("role") == "user")
+    first_user = next(
+        line["message"] for line in lines if line.get("message", {}).get("role") == "user"
+    )
     assert info.first_message == first_user["content"][0]["text"]

@@ -39,7 +39,9 @@ def test_structurally_wrong_lines_are_reported_with_their_line(tmp_path: Path) -
     b.raw({"type": "message", "id": 7, "parentId": None, "timestamp": "t", "message": user("x")})
     b.raw({"type": 3, "id": "t3", "parentId": None, "timestamp": "t"})
     b.raw({"type": "message", "id": "m1", "parentId": None, "timestamp": "t"})
-    b.raw({"type": "message", "id": "m2", "parentId": None, "timestamp": "t", "message": {"role": []}})
+    b.raw(
+        {"type": "message", "id": "m2", "parentId": None, "timestamp": "t", "message": {"role": []}}
+    )
     b.raw({"type": "label", "id": "l1", "timestamp": "t", "targetId": "e0000001"})
     path = tmp_path / "odd.jsonl"
     path.write_bytes(b.text())
@@ -91,7 +93,9 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 session.append_message({{"role": "user", "content": "after", "timestamp": 2}})
 """
     before = path.read_bytes()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=Path.cwd())
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=Path.cwd()
+    )
     assert done.returncode == 0, done.stderr
     assert "refused:" in done.stdout and "written" in done.stdout
     after = path.read_bytes()
@@ -203,7 +207,9 @@ def test_the_kept_context_of_the_leaf_always_equals_a_fresh_build(seed: int) -> 
         ids = [e.id for e in session.entries if not e.is_navigation]
         op = rng.random()
         if op < 0.35 or not ids:
-            session.append_message(user(f"u{step}") if rng.random() < 0.5 else assistant(f"a{step}"))
+            session.append_message(
+                user(f"u{step}") if rng.random() < 0.5 else assistant(f"a{step}")
+            )
         elif op < 0.45:
             session.append_thinking_level_change(rng.choice(["low", "high"]))
         elif op < 0.5:

@@ -123,10 +123,23 @@ def test_pi_key_orders_and_null_rules() -> None:
         "replacement": None,
     }
     usage = UsageEntry(
-        id="u", parent_id="x", timestamp="t", kind="cache_warm", provider="a", model="m", usage=Usage()
+        id="u",
+        parent_id="x",
+        timestamp="t",
+        kind="cache_warm",
+        provider="a",
+        model="m",
+        usage=Usage(),
     )
     assert list(usage.to_wire()) == [
-        "type", "id", "parentId", "timestamp", "kind", "provider", "model", "usage"
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "kind",
+        "provider",
+        "model",
+        "usage",
     ]
     header = SessionHeader(id="s", version=3, timestamp="t", cwd="/")
     assert list(header.to_wire()) == ["type", "version", "id", "timestamp", "cwd"]
@@ -146,9 +159,18 @@ def test_unknown_types_and_roles_pass_through() -> None:
     )
     assert isinstance(unknown, UnknownEntry) and unknown.to_wire()["payload"] == [1]
     other = parse_message({"role": "developer", "deltas": []})
-    assert isinstance(other, OtherMessage) and other.to_wire() == {"role": "developer", "deltas": []}
+    assert isinstance(other, OtherMessage) and other.to_wire() == {
+        "role": "developer",
+        "deltas": [],
+    }
     system = parse_message(
-        {"role": "system", "content": "", "sections": {"cwd": None}, "toolsAdded": [], "timestamp": 1}
+        {
+            "role": "system",
+            "content": "",
+            "sections": {"cwd": None},
+            "toolsAdded": [],
+            "timestamp": 1,
+        }
     )
     assert isinstance(system, SystemMessage) and system.sections == {"cwd": None}
 

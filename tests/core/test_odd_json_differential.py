@@ -104,7 +104,9 @@ def differences(ours: Any, pi: Any, limit: int = 12) -> list[str]:
         elif isinstance(a, list) and isinstance(b, list):
             if len(a) != len(b):
                 found.append(f"{where}: {len(a)} items, Pi has {len(b)}")
-            stack.extend((x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=False)))
+            stack.extend(
+                (x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=False))
+            )
         elif (
             a != b
             or (type(a) is bool) != (type(b) is bool)

@@ -102,7 +102,11 @@ def differences(ours: Any, expected: Any, where: str = "$") -> list[str]:
                 found += differences(ours[key], expected[key], f"{where}.{key}")
         return found
     if isinstance(ours, list) and isinstance(expected, list):
-        found = [f"{where}: {len(ours)} items, Pi has {len(expected)}"] if len(ours) != len(expected) else []
+        found = (
+            [f"{where}: {len(ours)} items, Pi has {len(expected)}"]
+            if len(ours) != len(expected)
+            else []
+        )
         for i, (a, b) in enumerate(zip(ours, expected, strict=False)):
             found += differences(a, b, f"{where}[{i}]")
         return found
@@ -121,7 +125,9 @@ def compare(path: Path, target: str, reference: PiReference) -> list[str]:
 
 @pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_hand_written_case(case: str, target: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_hand_written_case(
+    case: str, target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     reference: PiReference = request.getfixturevalue(TARGETS[target])
     path = tmp_path / f"{case}.jsonl"
     path.write_bytes(CASES[case]())
@@ -142,7 +148,9 @@ FAMILIES = {
 
 @pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_random_trees(family: str, target: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_random_trees(
+    family: str, target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     reference: PiReference = request.getfixturevalue(TARGETS[target])
     seeds, size, newer, odd, version = FAMILIES[family]
     failures = []

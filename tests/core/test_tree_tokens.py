@@ -258,7 +258,11 @@ def test_nan_comparisons_count_as_equal_in_v8s_run_detection() -> None:
         return {"type": "custom", "customType": "x", "id": i, "parentId": "p", "timestamp": ts}
 
     root = {"type": "custom", "customType": "x", "id": "p", "parentId": None, "timestamp": _t(0)}
-    ascending = SessionIndex(_entries([root, child("A", _t(1)), child("X", "bad"), child("B", _t(0)), child("C", _t(2))]))
+    ascending = SessionIndex(
+        _entries([root, child("A", _t(1)), child("X", "bad"), child("B", _t(0)), child("C", _t(2))])
+    )
     assert [n.entry.id for n in ascending.tree()[0].children] == ["A", "X", "B", "C"]
-    descending = SessionIndex(_entries([root, child("B", _t(2)), child("A", _t(1)), child("X", "bad"), child("C", _t(0))]))
+    descending = SessionIndex(
+        _entries([root, child("B", _t(2)), child("A", _t(1)), child("X", "bad"), child("C", _t(0))])
+    )
     assert [n.entry.id for n in descending.tree()[0].children] == ["C", "A", "B", "X"]

@@ -158,7 +158,9 @@ def test_context_edit_writer_checks(tmp_path: Path) -> None:
         session.append_context_edit(side.id, None)
     edit = session.append_context_edit(question.id, [{"type": "text", "text": "Q"}])
     assert edit.raw["replacement"] == {"content": [{"type": "text", "text": "Q"}]}
-    assert session.build_context().messages == [{**user("q"), "content": [{"type": "text", "text": "Q"}]}]
+    assert session.build_context().messages == [
+        {**user("q"), "content": [{"type": "text", "text": "Q"}]}
+    ]
     old = Session.in_memory(tmp_path, pi="0.58")
     first = old.append_message(user("q"))
     with pytest.raises(UsageError, match=r"need Pi 1\.x"):
