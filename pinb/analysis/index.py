@@ -88,14 +88,14 @@ class SessionCatalog(ListingCatalog):
     ...     hits = catalog.search("flaky test")
     """
 
-    def _drop_words_if_stale(self) -> None:
+    def _drop_words_if_stale(self) -> bool:
         """Start the full-text index again when words of entries that are gone (files
-        rewritten or removed) outnumber the live ones two to one."""
+        rewritten or removed) outnumber the live ones two to one; whether it did."""
         db = self._db
         words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
         live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
         if words <= 2 * live + _STALE_SLACK:
-            return
+            return False
         with self._transaction():
             for table in ("entries", "entry_tools", "entry_files"):
                 db.execute(f"DELETE FROM {table}")  # names from the code
@@ -105,6 +105,7 @@ class SessionCatalog(ListingCatalog):
                 "UPDATE sessions SET entries_key = NULL, entries_size = NULL,"
                 " entries_lines = NULL, entries_tail = NULL"
             )
+        return True
 
     def refresh_search(self, folder: str | os.PathLike[str] | None = None) -> RefreshStats:
         """Bring the listing and then the full-text index up to date (what a search needs).
@@ -114,18 +115,17 @@ class SessionCatalog(ListingCatalog):
         keeps what it finished and goes on from there next time.
         """
         listed = self.refresh(folder)
-        self._drop_words_if_stale()
-        base, depth = self._scope(folder)
-        prefix = os.path.join(os.fspath(base), "")
-        stale = [
-            (rowid, path, f"{size}:{mtime}", ended)
-            for rowid, path, size, mtime, key, *ended in self._db.execute(
-                "SELECT rowid, path, size, mtime_ns, entries_key, entries_size, entries_lines,"
-                " entries_tail FROM sessions WHERE is_session = 1 AND path >= ? AND path < ?",
-                (prefix, prefix + "\U0010ffff"),
-            )
-            if key != f"{size}:{mtime}" and _in_scope(path, prefix, depth)
-        ]
+        stale = self._stale(folder)
+        self._index_entries(stale)
+        # Words of entries that are gone pile up only when files were read again or
+        # removed; then (and only then: two counts of every row) they are looked at.
+        if (stale or listed.removed) and self._drop_words_if_stale():
+            stale = self._stale(folder)  # every file is read again
+            self._index_entries(stale)
+        return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
+
+    def _index_entries(self, stale: list[tuple[Any, ...]]) -> None:
+        """Index the entries of ``stale`` sessions (:meth:`_stale`), a batch at a time."""
         for start in range(0, len(stale), _ENTRY_BATCH):
             batch = []
             for rowid, path, key, ended in stale[start : start + _ENTRY_BATCH]:
@@ -142,7 +142,24 @@ class SessionCatalog(ListingCatalog):
                         (key, *end, rowid),
                     )
             self._report("indexing", start + len(batch), len(stale))
-        return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
+
+    def _stale(self, folder: str | os.PathLike[str] | None) -> list[tuple[Any, ...]]:
+        """``(rowid, path, key, (size, lines, tail))`` of the sessions in scope whose
+        entries were indexed from another version of their file, or never."""
+        base, depth = self._scope(folder)
+        prefix = os.path.join(os.fspath(base), "")
+        # The key is the listing's "size:mtime_ns", made in SQLite so an index that is up
+        # to date costs one scan of the sessions' keys and no row in Python.
+        return [
+            (rowid, path, key, tuple(ended))
+            for rowid, path, key, *ended in self._db.execute(
+                "SELECT rowid, path, key, entries_size, entries_lines, entries_tail FROM"
+                " (SELECT *, size || ':' || mtime_ns AS key FROM sessions WHERE is_session = 1"
+                " AND path >= ? AND path < ?) WHERE entries_key IS NOT key",
+                (prefix, prefix + "\U0010ffff"),
+            )
+            if _in_scope(path, prefix, depth)
+        ]
 
     def _insert_entries(self, session: int, entries: Sequence[IndexedEntry]) -> None:
         db = self._db
@@ -212,12 +229,24 @@ class SessionCatalog(ListingCatalog):
         match = _text(text) if raw else query.match()
         clauses, params = ([], []) if raw else sql_filters(query)
         # The session is in scope: under the folder, at the depth of its session files.
-        where = [
-            "s.path >= ?",
-            "s.path < ?",
-            "length(s.path) - length(replace(s.path, ?, '')) = ?",
-            *clauses,
-        ]
+        # With words to match, as a set of sessions found once (a condition on the path of
+        # each matching row was a quarter of a search that matches most entries), and a +
+        # that keeps SQLite from reading entries by session: the search goes from its
+        # matches (or from the digests of the best groups). A search of filters alone goes
+        # from the sessions in scope.
+        if match is not None:
+            where = [
+                "+e.session IN (SELECT sc.rowid FROM sessions sc WHERE sc.path >= ?"
+                " AND sc.path < ? AND length(sc.path) - length(replace(sc.path, ?, '')) = ?)",
+                *clauses,
+            ]
+        else:
+            where = [
+                "s.path >= ?",
+                "s.path < ?",
+                "length(s.path) - length(replace(s.path, ?, '')) = ?",
+                *clauses,
+            ]
         values: list[object] = [prefix, prefix + "\U0010ffff", os.sep,
                                 prefix.count(os.sep) + depth, *params]  # fmt: skip
         excluded = None if raw or match is not None else query.excluded()
@@ -251,8 +280,10 @@ class SessionCatalog(ListingCatalog):
             members = (
                 f"SELECT e.rowid, {group}, e.timestamp, s.created, s.path, e.line, e.entry_id"
                 f"{joined} WHERE {' AND '.join(where)}"
-                + (" AND e.rowid IN (SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?)"
-                   if match is not None else "")
+                # Each member checked against the query on its own (FTS5 looks up one rowid):
+                # a list of every match was most of this step when most entries match.
+                + (" AND EXISTS (SELECT 1 FROM entry_texts WHERE entry_texts MATCH ?"
+                   " AND entry_texts.rowid = e.rowid)" if match is not None else "")
                 + f" AND {group} IN "
             )  # fmt: skip
             before = [*values, match] if match is not None else values
@@ -427,19 +458,35 @@ def _bodies(hits: list[tuple[int, str, int]]) -> dict[int, str]:
     found: dict[int, str] = {}
     for path, wanted in by_path.items():
         try:
-            lines = Path(path).read_bytes().split(b"\n")
+            data = Path(path).read_bytes()
         except OSError:
             continue
         for rowid, line in wanted:
+            text = _line(data, line)
+            if text is None:
+                continue
             try:
-                value = loads_line(lines[line - 1])
-            except (IndexError, ValueError, RecursionError):
+                value = loads_line(text)
+            except (ValueError, RecursionError):
                 continue
             if value.__class__ is dict:
                 made = index_entries([Entry(value, line)], path)
                 if made:
                     found[rowid] = _text(made[0].body) or ""
     return found
+
+
+def _line(data: bytes, number: int) -> memoryview | None:
+    """Line ``number`` (1-based, split on ``\\n``) of ``data``, or ``None`` past the end;
+    found without splitting the whole file (a search reads a few lines of each)."""
+    start = 0
+    find = data.find
+    for _ in range(number - 1):
+        start = find(b"\n", start) + 1
+        if not start:
+            return None
+    end = find(b"\n", start)
+    return memoryview(data)[start : end if end >= 0 else len(data)]
 
 
 def _fold(

@@ -174,3 +174,14 @@ def test_words_of_gone_entries_are_dropped_once_they_outnumber_the_live(
         _, words, live = _sizes()
         assert words <= 2 * live
     assert {h.path for h in search("steady")} == {other}
+
+
+def test_a_hits_line_is_found_as_a_split_would_find_it() -> None:
+    from pinb.analysis.index import _line
+
+    for data in (b"", b"a", b"a\n", b"a\n\nb\r\n", b"\n\n", b"{}\n{\"x\":1}\nlast"):
+        lines = data.split(b"\n")
+        for number in range(1, len(lines) + 3):
+            found = _line(data, number)
+            expected = lines[number - 1] if number <= len(lines) else None
+            assert (None if found is None else bytes(found)) == expected, (data, number)
