@@ -246,7 +246,9 @@ class SessionIndex:
         # Parent positions are gathered in a list and added to the array at the end (a
         # list append is the cheaper one); nothing in the loop reads them.
         parents: list[int] = []
+        add_parent = parents.append
         kinds = self.kinds
+        add_kind = kinds.append
         unresolved = self._unresolved
         append = self.entries.append
         at = len(self.entries)
@@ -264,17 +266,12 @@ class SessionIndex:
                         self.generation += 1
                     append(entry)
                     position[entry_id] = at
-                    parent = head.parentId
-                    if parent is None:
-                        parents.append(NO_PARENT)
-                    else:
-                        found = find(parent, UNRESOLVED) if parent else NO_PARENT
-                        if found == UNRESOLVED:
-                            unresolved.append(at)
-                        parents.append(found)
-                    kinds.append(
-                        KIND_ASSISTANT if head.message.role == "assistant" else KIND_MESSAGE
-                    )
+                    parent = head.parentId  # a string or None (the head's type says so)
+                    found = find(parent, UNRESOLVED) if parent else NO_PARENT
+                    if found == UNRESOLVED:
+                        unresolved.append(at)
+                    add_parent(found)
+                    add_kind(KIND_ASSISTANT if head.message.role == "assistant" else KIND_MESSAGE)
                     at += 1
                     continue
                 entry_id = raw.get("id", MISSING)
