@@ -732,6 +732,12 @@ async function benchList({ agentDir, rows = false }) {
 
 const OPS = {
     ping: () => ({ pi: VERSION, node: process.version }),
+    // Date.parse of each text (null for NaN): what Pi's tree sorts children by.
+    dateParse: ({ texts }) =>
+        texts.map((text) => {
+            const ms = Date.parse(text);
+            return Number.isNaN(ms) ? null : ms;
+        }),
     parse,
     bench,
     benchRound,
