@@ -288,6 +288,7 @@ def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
     first, hits, _ = _timed(lambda: search("parser cache", progress=lambda *a: shown.append(a)))
     again, _, _ = _timed(lambda: search("parser cache"))
     result.update(first_search=first, search=again, hits=len(hits), progress_calls=len(shown))
+    result["queries"] = _query_times(agent)
     index = agent / "pinb-cache" / "index.sqlite"
     result["index_mb"] = (
         sum(
@@ -306,6 +307,36 @@ def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
         env={"PI_CODING_AGENT_DIR": str(agent)},
     )
     return result
+
+
+#: Searches of every kind on the built index: words, a phrase, an exclusion, filters
+#: alone and with words, one project's folder.
+QUERIES = (
+    ("parser cache", False),
+    ("parser cache", True),
+    ('"parser cache" role:assistant', False),
+    ("parser -cache", False),
+    ("parser session:a", False),
+    ("cache tool:bash", False),
+    ("role:user", False),
+    ("session:a", False),
+    ("tool:bash", True),
+)
+
+
+def _query_times(agent: Path, runs: int = 3) -> list[tuple[str, float, int]]:
+    """``(query, median ms, hits)`` of each of :data:`QUERIES` (``True``: one project)."""
+    from pinb.analysis.index import search
+    from pinb.core.paths import encode_cwd
+
+    project = agent / "sessions" / encode_cwd("/home/dev/project-3")
+    rows = []
+    for text, in_project in QUERIES:
+        folder = project if in_project else None
+        times = [_timed(lambda: search(text, folder)) for _ in range(runs)]  # noqa: B023
+        label = f"`{text}`" + (" (one project)" if in_project else "")
+        rows.append((label, statistics.median(t for t, _, _ in times), len(times[-1][1])))
+    return rows
 
 
 def _text_mb(files: list[Path]) -> float:
@@ -356,6 +387,9 @@ def print_listing(result: dict[str, Any]) -> None:
         f"({result['hits']} hits). Index {result['index_mb']:.0f} MB for "
         f"{result['text_mb']:.0f} MB of indexed text."
     )
+    print("\n| search on the built index | median ms | hits |\n|---|---:|---:|")
+    for label, ms, hits in result["queries"]:
+        print(f"| {label} | {ms:.0f} | {hits} |")
 
 
 # -- the older comparison on fixed files ---------------------------------------------------

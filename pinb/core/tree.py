@@ -632,7 +632,7 @@ class SessionIndex:
         entries = self.entries
         position = self._position
         parents = self._parents
-        nodes = [TreeNode(entry) for entry in entries]
+        nodes = list(map(TreeNode, entries))
         roots: list[TreeNode] = []
         shared: list[list[TreeNode]] = []  # children lists that need sorting
         empty_id = position.get("")  # Pi's tree finds a parent "" by id; walks do not
