@@ -8,14 +8,14 @@ this module closes those gaps (spec §2.4, §2.6, §3.8, §6.1, §7.7).
 
 from __future__ import annotations
 
-import calendar
 import json
 import math
 import re
-import time
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
+
+from .jsdate import parse_js_date
 
 __all__ = [
     "JS_WHITESPACE",
@@ -408,129 +408,9 @@ def dumps(obj: Any) -> str:
 # Date.parse
 # ---------------------------------------------------------------------------------------
 
-# JavaScript's digits are ASCII ones: re.ASCII keeps \d from matching other scripts' digits.
-_ISO_DATE = re.compile(
-    r"(?P<year>[+-]\d{6}|\d{4})"
-    r"(?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?"
-    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})"
-    r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
-    r"(?P<zone>Z|[+-]\d{2}:\d{2})?)?",
-    re.ASCII,
-)
-_LEGACY_DATE_TIME = re.compile(
-    r"(?P<year>\d{4})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
-    r"[ T](?P<hour>\d{1,2}):(?P<minute>\d{2})"
-    r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
-    r" ?(?P<zone>Z|UTC|GMT|[+-]\d{2}:?\d{2})?",
-    re.ASCII,
-)
-#: What ``Date.prototype.toISOString`` writes (every timestamp Pi writes): read without
-#: the general pattern's named groups, a fifth of the time.
-_CANONICAL = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z", re.ASCII)
+#: ``new Date(n)`` keeps numbers within ±8.64e15 ms (TimeClip); strings go through V8's
+#: parser in ``jsdate``.
 _MAX_TIME_MS = 8.64e15
-_MS_PER_DAY = 86_400_000
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date; ``day`` may overflow the month."""
-    y = year - (month <= 2)
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    mp = (month + 9) % 12
-    doy = (153 * mp + 2) // 5
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468 + (day - 1)
-
-
-def _local_offset_ms(utc_ms: int) -> int:
-    """Offset of local time from UTC (ms) near the given instant, for offset-less date-times."""
-    seconds = utc_ms // 1000
-    try:
-        local = time.localtime(seconds)
-    except (OverflowError, OSError, ValueError):
-        return 0
-    return (calendar.timegm(local) - seconds) * 1000
-
-
-def _zone_offset_ms(zone: str | None) -> int | None:
-    if zone is None:
-        return None
-    if zone in ("Z", "UTC", "GMT"):
-        return 0
-    sign = -1 if zone[0] == "-" else 1
-    digits = zone[1:].replace(":", "")
-    hours, minutes = int(digits[:2]), int(digits[2:])
-    if hours > 23 or minutes > 59:
-        raise ValueError("offset out of range")
-    return sign * (hours * 3_600_000 + minutes * 60_000)
-
-
-def _fields_ms(
-    year: int, month: int, day: int, hour: int, minute: int, second: int, millis: int
-) -> int | None:
-    """Milliseconds of a date-time's fields read as UTC, or ``None`` when one is out of
-    range (days 1–31 in every month, rolling over, and 24:00, as V8 reads them)."""
-    if not (1 <= month <= 12 and 1 <= day <= 31):
-        return None
-    if minute > 59 or second > 59:
-        return None
-    if hour > 24 or (hour == 24 and (minute or second or millis)):
-        return None
-    days = _days_from_civil(year, month, day)
-    return days * _MS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + millis
-
-
-def _compose(groups: dict[str, str | None], *, date_only_utc: bool) -> int | None:
-    year_text = groups["year"] or ""
-    if year_text == "-000000":
-        return None
-    fraction = groups.get("fraction") or ""
-    ms = _fields_ms(
-        int(year_text),
-        int(groups.get("month") or 1),
-        int(groups.get("day") or 1),
-        int(groups.get("hour") or 0),
-        int(groups.get("minute") or 0),
-        int(groups.get("second") or 0),
-        int((fraction + "00")[:3]) if fraction else 0,
-    )
-    if ms is None:
-        return None
-    try:
-        offset = _zone_offset_ms(groups.get("zone"))
-    except ValueError:
-        return None
-    if offset is not None:
-        ms -= offset
-    elif not (date_only_utc and groups.get("hour") is None):
-        ms -= _local_offset_ms(ms)
-    if abs(ms) > _MAX_TIME_MS:
-        return None
-    return ms
-
-
-def parse_js_date(text: object) -> int | None:
-    """Milliseconds since the epoch as ``Date.parse(text)`` gives them, or ``None`` for NaN.
-
-    ISO-8601 forms (``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` as UTC midnight; with
-    ``THH:mm[:ss[.f…]]`` and ``Z``/``±HH:mm``, local time when the offset is missing),
-    days 1–31 rolling over as in V8, plus the common ``YYYY-MM-DD HH:mm:ss`` form that
-    V8's fallback parser accepts.
-    """
-    if not isinstance(text, str) or not text:
-        return None
-    if len(text) == 24 and text[19] == "." and text[23] == "Z" and text[10] == "T":
-        canonical = _CANONICAL.fullmatch(text)
-        if canonical is not None:  # four-digit years: never beyond the time clip
-            y, mo, d, h, mi, sec, ms = canonical.groups()
-            return _fields_ms(int(y), int(mo), int(d), int(h), int(mi), int(sec), int(ms))
-    match = _ISO_DATE.fullmatch(text)
-    if match is not None:
-        return _compose(match.groupdict(), date_only_utc=True)
-    match = _LEGACY_DATE_TIME.fullmatch(text.strip())
-    if match is not None:
-        return _compose(match.groupdict(), date_only_utc=False)
-    return None
 
 
 def js_date_ms(value: object) -> int | None:
