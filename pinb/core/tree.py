@@ -243,6 +243,7 @@ class SessionIndex:
         """
         position = self._position
         find = position.get
+        place = position.setdefault
         # Parent positions are gathered in a list and added to the array at the end (a
         # list append is the cheaper one); nothing in the loop reads them.
         parents: list[int] = []
@@ -260,12 +261,13 @@ class SessionIndex:
                     # A lazily read message line: its head was read and found sound at open.
                     head = entry._head
                     entry_id = head.id
-                    if entry_id in position:
-                        self._report_duplicate(entry, self.entries[position[entry_id]])
+                    seen = place(entry_id, at)  # one dict operation for an id not seen yet
+                    if seen != at:
+                        self._report_duplicate(entry, self.entries[seen])
                         self._stale_parents = True
                         self.generation += 1
+                        position[entry_id] = at
                     append(entry)
-                    position[entry_id] = at
                     parent = head.parentId  # a string or None (the head's type says so)
                     found = find(parent, UNRESOLVED) if parent else NO_PARENT
                     if found == UNRESOLVED:
