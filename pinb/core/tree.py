@@ -463,36 +463,22 @@ class SessionIndex:
         ``None`` when the walk goes round a loop, or ``start`` is an earlier line of a
         repeated id (which no id leads to); :meth:`path_from` then walks the objects.
         """
-        if self._stale_parents:
-            self._rebuild_parents()
-        entry_id = start.id
-        key = entry_id if entry_id.__class__ is str else id_key(entry_id)
-        at = self._position.get(key, NO_PARENT)
-        walk: list[int] = []
-        if at < 0 or self.entries[at] is not start:
+        up = self.positions_up(start)
+        if up is None:
             return None  # an earlier line of a repeated id: only the object walk reaches it
-        parents = self._parents
-        append = walk.append
-        limit = len(parents) + 1  # a longer walk must have gone round a loop
-        steps = 0
-        while at >= 0:
-            append(at)
-            parent = parents[at]
-            if parent < NO_PARENT:
-                parent = self._resolve_parent(at)
-            at = parent
-            steps += 1
-            if steps > limit:
-                return None
+        try:
+            walk = list(up)
+        except ParentLoopError:
+            return None
         walk.reverse()
         return walk
 
     def positions_up(self, start: Entry) -> Iterator[int] | None:
         """Positions of ``start``'s path from ``start`` up (the leaf first), one at a time.
 
-        For walks that stop early (the last compaction is usually near the leaf). ``None``
-        where :meth:`path_positions` gives ``None``; the iterator raises
-        :class:`ParentLoopError` if the walk goes round a loop.
+        For walks that stop early (the last compaction is usually near the leaf).
+        ``None`` when ``start`` is an earlier line of a repeated id (no id leads to it); the
+        iterator raises :class:`ParentLoopError` if the walk goes round a loop.
         """
         if self._stale_parents:
             self._rebuild_parents()
@@ -505,7 +491,7 @@ class SessionIndex:
 
     def _walk_up(self, at: int) -> Iterator[int]:
         parents = self._parents
-        limit = len(parents) + 1
+        limit = len(parents) + 1  # a longer walk must have gone round a loop
         steps = 0
         while at >= 0:
             yield at
