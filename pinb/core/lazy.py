@@ -162,8 +162,8 @@ def read_chunks(
     joined, numbered the same way.
 
     Returns how many bytes there were, how many ``\\n`` and the offset of the last one
-    (``-1`` for none), or ``None`` without msgspec. Lines inside a piece stay views of it; a line that spans
-    two pieces is joined into bytes of its own.
+    (``-1`` for none), or ``None`` without msgspec. Lines inside a piece stay views of it;
+    a line that spans two pieces is joined into bytes of its own.
     """
     reader = head_reader()
     if reader is None:

@@ -273,19 +273,15 @@ def parse_session_bytes(
                 stripped, path, skipped_lines + 1, loaded.problems, lazy=lazy
             )
         newlines = -1  # counted below: the lines read were trimmed first
-    _settle_tail(loaded, len(data), data.rfind(b"\n"), newlines, data)
+    if newlines < 0:
+        newlines = data.count(b"\n")
+    _settle_tail(loaded, len(data), data.rfind(b"\n"), newlines)
     return loaded
 
 
-def _settle_tail(
-    loaded: LoadedFile, size: int, last_newline: int, newlines: int, data: bytes | None = None
-) -> None:
-    """The sizes and the torn last line of a file of ``size`` bytes whose last ``\\n`` is
-    at ``last_newline`` (``-1``: none), holding ``newlines`` of them (``-1``: count them
-    in ``data``)."""
-    if newlines < 0:
-        assert data is not None
-        newlines = data.count(b"\n")
+def _settle_tail(loaded: LoadedFile, size: int, last_newline: int, newlines: int) -> None:
+    """The sizes and the torn last line of a file of ``size`` bytes holding ``newlines``
+    ``\\n``, the last at ``last_newline`` (``-1``: none)."""
     loaded.size = size
     loaded.ends_with_newline = size == 0 or last_newline == size - 1
     loaded.complete_size = size
@@ -485,10 +481,8 @@ def read_session_file(
     target = Pi.resolve(pi)
     if lazy and target >= Pi.V1_6:  # v0.58.3 trims the whole text first: read it whole
         read = _read_ahead_lazily(file_path, target)
-        if read.__class__ is LoadedFile:
-            assert isinstance(read, LoadedFile)
+        if isinstance(read, LoadedFile):
             return _checked(read, file_path, strict=strict)
-        assert isinstance(read, bytes)
         return load_session_bytes(read, file_path, strict=strict, pi=target, lazy=lazy)
     return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi, lazy=lazy)
 
