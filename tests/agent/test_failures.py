@@ -387,12 +387,26 @@ def test_an_estimate_counts_the_tool_schemas_only_when_they_were_sent(tmp_path: 
         assert usage.measure == "estimate" and usage.by_role["system"] == prompt_after
 
 
+def _small_window_agent(session: Session, model: Any, cwd: Path, summarizer: Any) -> Agent:
+    """An agent with every tool on a 4,096-token window, compaction fitted to it."""
+    from pinb.agent.tools import all_tools
+
+    return Agent(
+        session,
+        model,
+        all_tools(cwd),
+        config=AgentConfig(
+            compaction=CompactionSettings().fit_window(4096), retry=RetryPolicy(sleep=Sleeps())
+        ),
+        summarizer=summarizer,
+    )
+
+
 def test_a_small_model_that_writes_to_its_limit_on_4096_tokens_never_gets_stuck(
     tmp_path: Path,
 ) -> None:
     # SmolLM2-135M on llama-cpp-python --n_ctx 4096, by hand: every reply and every summary
     # ran to its limit; the system prompt and seven tools take about half the window.
-    from pinb.agent.tools import all_tools
     from pinb.core.summarize import ModelSummarizer
 
     with LLMServer(
@@ -403,31 +417,18 @@ def test_a_small_model_that_writes_to_its_limit_on_4096_tokens_never_gets_stuck(
     ) as server:
         session = Session.create(tmp_path, tmp_path / "s")
         model = _model(server, window=4096)
-        agent = Agent(
-            session,
-            model,
-            all_tools(tmp_path),
-            config=AgentConfig(
-                compaction=CompactionSettings().fit_window(4096), retry=RetryPolicy(sleep=Sleeps())
-            ),
-            summarizer=ModelSummarizer(model),
-        )
+        agent = _small_window_agent(session, model, tmp_path, ModelSummarizer(model))
         ends = [agent.prompt(f"chapter {i}: write at least 800 words") for i in range(6)]
         assert [end.stop_reason for end in ends] == ["length"] * 6
         compactions = [e for e in session.entries if e.type == "compaction"]
         assert len(compactions) >= 2
         # every summary the model cut was written by the extractive summarizer, and says so
         assert all("ran past its" in e.raw["summary"] for e in compactions)
-        for request in server.requests:
-            if request.method != "POST":
-                continue
-            limit = request.body["max_tokens"]
-            prompt = len(json.dumps(request.body)) / 4
-            sent = [
-                (round(len(json.dumps(r.body)) / 4), r.body.get("max_tokens"))
-                for r in server.requests
-                if r.method == "POST"
-            ]
+        posted = [r.body for r in server.requests if r.method == "POST"]
+        sent = [(round(len(json.dumps(body)) / 4), body.get("max_tokens")) for body in posted]
+        for body in posted:
+            limit = body["max_tokens"]
+            prompt = len(json.dumps(body)) / 4
             assert prompt + limit <= 4096, sent  # a reply can never fill the window
             assert limit >= 64  # never a limit of a few tokens (a tool call cut mid-arguments)
         assert not any("overflow" in str(end.error or "") for end in ends)
@@ -436,19 +437,11 @@ def test_a_small_model_that_writes_to_its_limit_on_4096_tokens_never_gets_stuck(
 def test_a_prompt_that_would_leave_the_reply_no_room_compacts_before_it_is_sent(
     tmp_path: Path,
 ) -> None:
-    from pinb.agent.tools import all_tools
 
     with LLMServer(context_window=4096) as server:
         session = Session.create(tmp_path, tmp_path / "s")
-        model = _model(server, window=4096)
-        agent = Agent(
-            session,
-            model,
-            all_tools(tmp_path),
-            config=AgentConfig(
-                compaction=CompactionSettings().fit_window(4096), retry=RetryPolicy(sleep=Sleeps())
-            ),
-            summarizer=ExtractiveSummarizer(),
+        agent = _small_window_agent(
+            session, _model(server, window=4096), tmp_path, ExtractiveSummarizer()
         )
         server.reply("first answer " + "a" * 1200)
         assert agent.prompt("first question " + "q" * 1200).stop_reason == "stop"
