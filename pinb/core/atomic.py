@@ -4,8 +4,8 @@ The new bytes go to a temporary file beside the real target, are flushed to disk
 then renamed over it, so a crash or an error at any point leaves the old file whole. A
 symlink stays a symlink (its target gets the new content) and the file keeps its mode, so
 rewriting a private 0600 file never makes it world-readable. This is pinb's one atomic
-writer: session files (:func:`pinb.core.store.atomic_write_lines`), exports and ``pinb rm``'s
-header relinks are replaced through :func:`replace_file`; new session files (a first flush,
+writer: session files (:func:`pinb.core.store.atomic_write_lines`, a version upgrade) and
+exports are replaced through :func:`replace_file`; new session files (a first flush,
 a fork, an import) are created with :func:`write_new_file`, which never replaces anything.
 """
 
@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import overload
 
 __all__ = ["replace_file", "write_new_file"]
 
@@ -73,12 +75,28 @@ def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def replace_file(path: str | os.PathLike[str], data: bytes) -> Path:
+@overload
+def replace_file(path: str | os.PathLike[str], data: bytes) -> Path: ...
+
+
+@overload
+def replace_file(
+    path: str | os.PathLike[str], data: bytes, *, unchanged: Callable[[], bool]
+) -> Path | None: ...
+
+
+def replace_file(
+    path: str | os.PathLike[str], data: bytes, *, unchanged: Callable[[], bool] | None = None
+) -> Path | None:
     """Write ``data`` to ``path`` atomically; returns the file actually written.
 
     A new file gets the usual ``0666 & ~umask`` mode; an existing one keeps its mode (and
     its owner, where the process may set it). When ``path`` is a symlink, the file it
     points to is replaced and the link is left as it is.
+
+    ``unchanged``, when given, is asked right before the rename whether the file is still
+    as it was read (another program may append without a lock); if it says no, nothing is
+    replaced and ``None`` is returned, so the caller can read it again.
     """
     target = Path(os.path.realpath(path))
     try:
@@ -96,6 +114,8 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> Path:
             with contextlib.suppress(OSError):  # only root may give a file away
                 os.chown(tmp, before.st_uid, before.st_gid)
         os.chmod(tmp, mode)
+        if unchanged is not None and not unchanged():
+            return None
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import SessionFileError
+from .atomic import replace_file
 from .store import (
     LoadedFile,
     atomic_write_lines,
@@ -21,7 +22,11 @@ from .store import (
 from .tree import Problem
 from .wire import loads
 
-__all__ = ["SessionFile"]
+__all__ = ["FileReplacedError", "SessionFile"]
+
+
+class FileReplacedError(SessionFileError):
+    """The file at the session's path is not the one that was read (a new inode, or shorter)."""
 
 
 class SessionFile:
@@ -66,13 +71,10 @@ class SessionFile:
 
     def read_new(self) -> tuple[list[tuple[Any, int]], list[Problem]]:
         """Parse the complete lines appended since the last read (by anyone)."""
-        try:
-            size = os.path.getsize(self.path)
-        except FileNotFoundError as exc:
-            raise SessionFileError("the session file disappeared", path=self.path) from exc
+        size = os.path.getsize(self.path)  # FileNotFoundError: the caller says where it went
         if self._stat_identity() != self.identity or size < self.offset:
-            raise SessionFileError(
-                "the session file was replaced by another program since it was opened; open it again",
+            raise FileReplacedError(
+                "the session file was replaced by another program since it was opened",
                 path=self.path,
             )
         self.size = size
@@ -117,22 +119,51 @@ class SessionFile:
         self.ends_with_newline = True
         return self.newlines
 
+    def seal(self, handle: IO[bytes]) -> None:
+        """End the last line with a newline (under :meth:`lock`), a torn one included.
+
+        Nothing is appended onto a torn line: it stays a line of its own that every reader
+        skips, and the next line starts whole.
+        """
+        _write_fully(handle, b"\n", self.path, self.size)
+        self.offset = self.size = self.size + 1
+        self.newlines += 1
+        self.ends_with_newline = True
+
     def write_all(self, lines: list[bytes], *, exclusive: bool) -> None:
         """Write the whole file at once (a new session's first flush)."""
         atomic_write_lines(self.path, lines, exclusive=exclusive)
         self._wrote(lines)
 
-    def upgrade(self, lines: list[bytes]) -> Path:
-        """Rewrite an old-version file in version 3 form, keeping the original as a backup."""
+    def upgrade(self, upgraded: Callable[[bytes], list[bytes]]) -> Path:
+        """Rewrite an old-version file in version 3 form, keeping the original as a backup.
+
+        ``upgraded`` turns the file's bytes into the new lines. Pi takes no lock, so the
+        file's size and identity are checked again right before the rename; when another
+        program appended meanwhile, the file is read and upgraded again.
+        """
         backup = self.path.with_name(f"{self.path.name}.pre-v3.bak")
         if not backup.exists():
             try:
                 os.link(self.path, backup)
             except OSError:
                 shutil.copy2(self.path, backup)
-        atomic_write_lines(self.path, lines)
-        self._wrote(lines)
-        return backup
+        for _attempt in range(5):
+            before = os.stat(self.path)
+            data = self.path.read_bytes()
+            lines = upgraded(data)
+
+            def unchanged(before: os.stat_result = before, size: int = len(data)) -> bool:
+                now = os.stat(self.path)
+                return (now.st_dev, now.st_ino, now.st_size) == (before.st_dev, before.st_ino, size)
+
+            if replace_file(self.path, b"".join(lines), unchanged=unchanged) is not None:
+                self._wrote(lines)
+                return backup
+        raise SessionFileError(
+            "the file kept changing while pinb upgraded it to version 3; try again",
+            path=self.path,
+        )
 
     def _wrote(self, lines: list[bytes]) -> None:
         self.offset = self.size = sum(len(line) for line in lines)

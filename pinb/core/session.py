@@ -11,11 +11,10 @@ target, so Pi, which takes the last line as the leaf and walks up from it, resum
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import (
     EntryNotFoundError,
@@ -44,6 +43,7 @@ from .migrate import (
 )
 from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
 from .persist import SessionFile
+from .sharing import SharedFileMixin, Turn, file_error
 from .store import (
     LoadedFile,
     is_valid_header,
@@ -52,7 +52,6 @@ from .store import (
     serialize_line,
     split_entries,
     upgraded_lines,
-    value_entry,
 )
 from .target import Pi, PiLike
 from .tree import Problem, SessionIndex, TreeNode
@@ -78,7 +77,7 @@ def _new_header(
     return header
 
 
-class Session(AppendMixin):
+class Session(AppendMixin, SharedFileMixin):
     """A Pi session: entries in file order, a current leaf, and the file they live in.
 
     Create one with :meth:`open`, :meth:`create`, :meth:`in_memory` or
@@ -124,6 +123,10 @@ class Session(AppendMixin):
         # The context at the current leaf, extended on each append (see build_context).
         self._context: SessionContext | None = None
         self._context_generation = 0
+        # The turn being written, if any (see SharedFileMixin.turn).
+        self._turn: Turn | None = None
+        self._turn_depth = 0
+        self._unreported: list[Entry] = []  # others' entries read outside a turn
         #: The context window the session last ran with, ``(tokens, source)``, set by what
         #: runs it (an agent, the magics); in memory only, as Pi's file records no window.
         #: The views read it through `pinb.llm.window.resolve_window`.
@@ -514,18 +517,15 @@ class Session(AppendMixin):
                 "this file did not read as a Pi session, so pinb will not write to it",
             )
             raise SessionFileError(reason, path=self._path)
+        if self._persist and self._flushed and self._turn is None:
+            # A write outside a turn is a turn of its own: it continues from the file's leaf.
+            with self.turn():
+                return self._write(
+                    fields, parent=parent, move_leaf=move_leaf, entry_id=entry_id,
+                    timestamp=timestamp,
+                )  # fmt: skip
         if self._persist and self._flushed:
             with self._locked() as (file, handle):
-                if file.has_torn_tail:
-                    # A writer died mid-line; its fragment stays, ended so ours is whole.
-                    self._index.problems.append(
-                        Problem(
-                            "torn-line",
-                            "incomplete last line left by a crashed writer",
-                            self._path,
-                            file.newlines + 1,
-                        )
-                    )
                 entry = self._make_entry(fields, parent, entry_id, timestamp)
                 entry.line = file.append(handle, serialize_line(entry.raw))
                 self._index.add(entry)
@@ -594,79 +594,13 @@ class Session(AppendMixin):
 
     def _flush(self, *extra: Entry) -> None:
         """First write of a new session: header and every entry, in one go, never over a file."""
-        assert self._file is not None
-        self._file.write_all(self._all_lines(*extra), exclusive=not self._blank_file)
+        assert self._file is not None and self._path is not None
+        try:
+            self._file.write_all(self._all_lines(*extra), exclusive=not self._blank_file)
+        except OSError as exc:
+            raise file_error(exc, self._path, "write the new session file") from exc
         self._flushed = True
         self._blank_file = False
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[tuple[SessionFile, IO[bytes]]]:
-        """The append lock, with other writers' entries read and an old file upgraded first."""
-        file = self._file
-        assert file is not None
-        file.check_writable()
-        if self._needs_rewrite:
-            with file.lock():
-                self._absorb(follow=False)
-                file.upgrade(self._upgraded_lines(file.path.read_bytes()))
-                self._needs_rewrite = False
-        with file.lock() as handle:
-            self._absorb(follow=False)
-            yield file, handle
-
-    # -- other writers --------------------------------------------------------------------
-
-    def refresh(self, *, follow: bool = True) -> list[Entry]:
-        """Read entries another process (Pi, another kernel) appended since the last read.
-
-        Only the new bytes are read. With ``follow`` the leaf moves along when it was at
-        the end of the file. Returns the new entries.
-        """
-        if self._file is None or not self._flushed:
-            return []
-        return self._absorb(follow=follow)
-
-    def _absorb(self, *, follow: bool) -> list[Entry]:
-        """Index the lines others appended since our last read."""
-        assert self._file is not None
-        parsed, problems = self._file.read_new()
-        if not parsed and not problems:
-            return []
-        # A torn line reported at open that has since been completed is no longer a problem.
-        completed = {line for _, line in parsed}
-        self._index.problems[:] = [
-            p for p in self._index.problems if not (p.kind == "torn-line" and p.line in completed)
-        ]
-        was_at_end = self._leaf_id == self._resume_leaf()
-        new_entries: list[Entry] = []
-        for value, line in parsed:
-            if not isinstance(value, dict):
-                entry = value_entry(value, line, self._pi, self._path, problems)
-                if entry is not None:
-                    self._index.add(entry)
-                    new_entries.append(entry)
-                continue
-            if value.get("type") == "session":
-                problems.append(Problem("duplicate-header", "line ignored", self._path, line))
-                continue
-            entry = Entry(value, line)
-            self._index.add(entry)
-            new_entries.append(entry)
-        self._index.problems.extend(problems)
-        if follow and was_at_end and new_entries:
-            self._leaf_id = self._resume_leaf()
-            self._context = None
-        return new_entries
-
-    def _resume_leaf(self) -> Any:
-        """Pi's leaf on load (the last entry), or the target of a trailing navigation marker."""
-        entries = self._index.entries
-        if not entries:
-            return None
-        last = entries[-1]
-        if last.is_navigation:
-            return last.raw.get("parentId")
-        return last.raw.get("id", MISSING)
 
     def _check_leaf(self) -> None:
         leaf = self._leaf_id

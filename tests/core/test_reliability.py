@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,35 +72,50 @@ def test_killing_a_writer_mid_append_loses_nothing_written_before(tmp_path: Path
     assert seen > 24  # the writers really wrote, and every round appended one more
 
 
-def _append_many(path: str, tag: str, count: int) -> None:
+def _append_many(path: str, tag: str, count: int, per_turn: int) -> None:
     session = Session.open(path)
-    for i in range(count):
-        session.append_message(
-            {"role": "user", "content": f"{tag}-{i}", "timestamp": i}, validate=False
-        )
+    for turn in range(count // per_turn):
+        with session.turn(f"writer {tag}", wait=60):
+            for i in range(turn * per_turn, (turn + 1) * per_turn):
+                session.append_message(
+                    {"role": "user", "content": f"{tag}-{i}", "timestamp": i}, validate=False
+                )
+        time.sleep(0.002)  # the gap between two cells: the other writer's chance
 
 
-def test_two_processes_append_a_thousand_entries_each(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_turn", [1, 4])
+def test_two_processes_writing_turns_make_one_unbranched_conversation(
+    tmp_path: Path, per_turn: int
+) -> None:
+    """Each turn continues from the file's leaf (whoever wrote it) and turns never interleave."""
     path = tmp_path / "s.jsonl"
     path.write_text(HEADER)
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_append_many, args=(str(path), tag, 1000)) for tag in "ab"]
+    workers = [
+        context.Process(target=_append_many, args=(str(path), tag, 800, per_turn)) for tag in "ab"
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(timeout=240)
         assert worker.exitcode == 0
     lines = path.read_text().splitlines()
-    assert len(lines) == 2001
-    assert all(json.loads(line) for line in lines)
+    assert len(lines) == 1601
     session = Session.open(path)
     assert session.problems == []
-    assert len({e.id for e in session.entries}) == 2000
+    entries = session.entries
+    assert len({e.id for e in entries}) == 1600
+    # One chain in file order: every entry's parent is the line before it.
+    assert entries[0].parent_id is None
+    assert all(b.parent_id == a.id for a, b in itertools.pairwise(entries))
     for tag in "ab":
-        chain = [e for e in session.entries if e.message["content"].startswith(tag + "-")]
-        assert [e.message["content"] for e in chain] == [f"{tag}-{i}" for i in range(1000)]
-        # Each writer continued its own branch: parent = its own previous entry.
-        assert all(b.parent_id == a.id for a, b in itertools.pairwise(chain))
+        mine = [e.message["content"] for e in entries if e.message["content"].startswith(tag)]
+        assert mine == [f"{tag}-{i}" for i in range(800)]
+    # A turn's entries are consecutive: no writer's entry sits inside another's turn.
+    tags = [e.message["content"][0] for e in entries]
+    runs = [len(list(group)) for _, group in itertools.groupby(tags)]
+    assert all(run % per_turn == 0 for run in runs)
+    assert len(runs) > 2  # the writers really took turns
 
 
 lines_strategy = st.lists(
