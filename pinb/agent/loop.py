@@ -226,7 +226,36 @@ class Agent:
     async def arun(
         self, prompt: str | list[dict[str, Any]], *, cancel: CancelToken | None = None
     ) -> AsyncIterator[AgentEvent]:
-        """The loop itself, as an async generator of events."""
+        """The loop itself, as an async generator of events.
+
+        The run is one turn of the session (:meth:`pinb.core.Session.turn`): it holds the
+        session's turn lock, continues from the file's leaf (after what Pi in a terminal or
+        another kernel appended), and says so in a :class:`Notice`, as it does for entries
+        another program appends while it runs.
+
+        Raises
+        ------
+        SessionBusyError
+            Another pinb writer (a cell in another kernel, a ``pinb`` command) is running a
+            turn on this session.
+        """
+        end: AgentEnd | None = None
+        with self.session.turn("pinb's agent") as turn:
+            if turn.start_note():
+                yield Notice(str(turn.start_note()))
+            async for event in self._arun(prompt, cancel):
+                if isinstance(event, AgentEnd):
+                    end = event  # after the turn has settled, and its notes
+                else:
+                    yield event
+        if turn.end_note():
+            yield Notice(str(turn.end_note()))
+        if end is not None:
+            yield end
+
+    async def _arun(
+        self, prompt: str | list[dict[str, Any]], cancel: CancelToken | None
+    ) -> AsyncIterator[AgentEvent]:
         token = cancel or CancelToken()
         session = self.session
         info = self.model.info

@@ -2,11 +2,13 @@
 
 One :class:`PiEngine` per :class:`~pinb.notebook.magics.PiMagics`. It keeps one Pi process
 for the current session file: started at the first Pi cell (in the session's cwd, with
-``--session``, ``--model`` and ``--thinking``), told to reload the file when pinb's own
-agent or a ``%pi`` command appended to it since, started again with a one-line note if it
-died, and closed when the session changes (``%pi new``, ``open``, ``resume``, ``fork``)
-and when the kernel exits. After every Pi cell pinb reopens the file Pi wrote, so
-``%pi tree``, ``context``, ``tokens``, every view and the next built-in cell see it.
+``--session``, ``--model`` and ``--thinking``), told to read the file again whenever its
+in-memory session no longer agrees with the file (another writer appended, or Pi's own
+write failed), started again with a one-line note if it died, and closed when the session
+changes (``%pi new``, ``open``, ``resume``, ``fork``) and when the kernel exits. Every Pi
+cell and command is a turn of the session (:meth:`pinb.core.Session.turn`); afterwards
+pinb reads the lines Pi wrote, so ``%pi tree``, ``context``, ``tokens``, every view and
+the next built-in cell see them.
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEnd, AgentEvent, Notice
 from ..agent.pi_events import PiRun, UIHandler
-from ..agent.pi_rpc import PiEngineError, PiExitedError, PiProcess, resolve_pi_command
+from ..agent.pi_rpc import (
+    PiCommandError,
+    PiEngineError,
+    PiExitedError,
+    PiProcess,
+    resolve_pi_command,
+)
 from ..core import Session
 from ..core.accounting import ContextUsage, context_usage
+from ..core.sharing import Turn
+from ..core.writers import SessionHold, describe_process
 from ..errors import UsageError
 from .live import AssistantReply, LiveRun, RunFailedError
 from .terminal import TerminalRun
@@ -40,7 +50,6 @@ __all__ = [
     "default_dialogs",
     "pi_cell",
     "pi_command",
-    "session_stamp",
 ]
 
 #: What ``PiMagics.engine`` and ``%%pi --engine`` accept.
@@ -49,15 +58,6 @@ ENGINES = ("pinb", "pi")
 ROUTED_COMMANDS = ("compact", "model", "thinking", "fork")
 #: Pi 1.x's thinking levels (``max`` is Pi's, beyond pinb's own list).
 PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
-
-
-def session_stamp(path: Path) -> tuple[int, int] | None:
-    """Size and modification time of a session file (``None`` while it does not exist)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_size, info.st_mtime_ns
 
 
 class PiEngine:
@@ -90,9 +90,10 @@ class PiEngine:
         self.env = env
         self.extra_args = extra_args
         self.process: PiProcess | None = None
-        #: The session file the process has open, and its stamp when Pi last wrote it.
+        #: The session file the process has open.
         self.session_file: Path | None = None
-        self._stamp: tuple[int, int] | None = None
+        #: Marks that file as held while Pi runs on it (``pinb rm`` refuses to move it).
+        self._hold: SessionHold | None = None
         self._notes: list[str] = []
         self._exit_hook = _close_at_exit(self)
 
@@ -105,7 +106,11 @@ class PiEngine:
     def ensure(
         self, session: Session, cwd: Path, model: str | None, thinking: str | None
     ) -> PiProcess:
-        """The running Pi for ``session``'s file, started, restarted or reloaded as needed.
+        """The running Pi for ``session``'s file, started, restarted or brought up to date.
+
+        Call it within the session's turn (:meth:`pinb.core.Session.turn`), which has read
+        what others appended: a running Pi is then made to agree with the file
+        (:meth:`sync`), a new one starts on it.
 
         Raises
         ------
@@ -127,6 +132,8 @@ class PiEngine:
             process.close()
             self.process = process = None
         if process is None:
+            if session.entries:
+                session.keep_leaf()  # Pi starts at the file's last line: make it our leaf
             process = PiProcess(
                 self.command_line(),
                 session_file=path,
@@ -137,17 +144,46 @@ class PiEngine:
                 extra_args=self.extra_args,
             ).start()
             self.process, self.session_file = process, path
-            self._stamp = session_stamp(path)
-            return process
-        if session_stamp(path) != self._stamp:
-            # pinb appended since Pi last wrote: Pi's in-memory session must read it again,
-            # or its next entry would hang off an old leaf.
-            process.request("switch_session", sessionPath=str(path))
-            self._stamp = session_stamp(path)
-            # The file's last model and thinking level are Pi's again: compare with those.
-            process.state.update(process.request("get_state"))
+            self._hold = SessionHold(path, self._holder_text(process)).acquire()
+        else:
+            self.sync(session)
         self._apply(process, model, thinking)
         return process
+
+    def sync(self, session: Session) -> None:
+        """Make Pi's in-memory session agree with the file before Pi writes to it.
+
+        Pi keeps its leaf in memory and never reads its file again, so a turn written by
+        pinb's agent, by ``pi`` in a terminal or by another kernel since Pi last wrote (or a
+        line Pi failed to write, on a full disk) would leave Pi's next entry hanging off an
+        old leaf. Pi is asked for the entries after the file's last one (``get_entries``):
+        unless it knows that entry, has nothing after it and stands on it, it reads the
+        file again (``switch_session``) and so continues from the file's leaf.
+        """
+        process = self.process
+        path = self.session_file
+        if process is None or path is None or not session.entries:
+            return
+        session.keep_leaf()  # the file resumes where pinb stands (after a %pi goto, say)
+        last = session.entries[-1].id
+        try:
+            data = process.request("get_entries", since=last) or {}
+            in_sync = not data.get("entries") and data.get("leafId") == last
+        except PiCommandError:  # Pi does not know that entry: it has not read it
+            in_sync = False
+        if in_sync:
+            return
+        answer = process.request("switch_session", sessionPath=str(path)) or {}
+        if answer.get("cancelled"):
+            self._notes.append(
+                "an extension kept Pi from reading the session file again: Pi continues "
+                "from where it last was, not from the file's last entry"
+            )
+        # The file's last model and thinking level are Pi's again: compare with those.
+        process.state.update(process.request("get_state"))
+
+    def _holder_text(self, process: PiProcess) -> str:
+        return f"{describe_process()} with its Pi engine (Pi's pid {process.pid})"
 
     def _apply(self, process: PiProcess, model: str | None, thinking: str | None) -> None:
         state_model = process.state.get("model") or {}
@@ -166,13 +202,60 @@ class PiEngine:
         """Stop the process (if any); the next Pi cell starts a new one."""
         process, self.process = self.process, None
         self.session_file = None
-        if process is not None:
-            process.close()
+        hold, self._hold = self._hold, None
+        try:
+            if process is not None:
+                process.close()
+        finally:
+            if hold is not None:
+                hold.release()
 
-    def wrote(self) -> None:
-        """Pi just wrote the session file: remember its stamp (see :meth:`ensure`)."""
-        if self.session_file is not None:
-            self._stamp = session_stamp(self.session_file)
+    # -- after Pi wrote --------------------------------------------------------------------
+
+    def _pi_entries(self, since: str | None) -> tuple[Any, set[Any]] | None:
+        """Pi's leaf and the ids of the entries it holds after ``since`` (``None``: unknown)."""
+        process = self.process
+        if process is None or not process.alive:
+            return None
+        try:
+            data = (
+                process.request("get_entries", since=since)
+                if since is not None
+                else process.request("get_entries")
+            ) or {}
+        except (PiCommandError, PiExitedError, TimeoutError):
+            return None
+        entries = data.get("entries")
+        ids = (
+            {e.get("id") for e in entries if isinstance(e, dict)}
+            if isinstance(entries, list)
+            else set()
+        )
+        return data.get("leafId"), ids
+
+    def _follow_pi(self, session: Session, turn: Turn, since: str | None) -> None:
+        """After Pi wrote: read the file, stand on Pi's leaf, tell Pi's entries from others'.
+
+        Entries Pi did not write (``pi`` in a terminal during the cell) are the turn's
+        ``others``, and the turn ends with the file resuming at Pi's leaf.
+        """
+        new = session.refresh(follow=False)
+        found = self._pi_entries(since)
+        if found is None:  # Pi is gone: nothing to tell them apart by
+            turn.others.clear()
+            session.refresh()
+            if new and not session.at_file_leaf:
+                session.branch(session.entries[-1].id, persist=False)
+            return
+        leaf, ids = found
+        turn.others[:] = [e for e in new if e.id not in ids]
+        if leaf in session:
+            session.branch(leaf, persist=False)
+        elif leaf is not None:
+            self._notes.append(
+                f"Pi's last entry ({leaf}) is not in the session file (Pi could not write "
+                "it: a full disk?); the next Pi cell has Pi read the file again"
+            )
 
     # -- a cell ---------------------------------------------------------------------------
 
@@ -188,45 +271,79 @@ class PiEngine:
     ) -> AgentEnd:
         """Run ``prompt`` through Pi, feeding every event to ``show``; return the run's end.
 
-        Ctrl-C sends ``abort`` and the run ends with the partial reply Pi saved. A Pi that
-        dies mid-run raises :class:`~pinb.agent.pi_rpc.PiExitedError` with its last stderr
-        lines; what it had saved stays in the file, which stays valid.
+        The run is a turn of the session: other pinb writers wait or hear "busy", Pi first
+        agrees with the file (:meth:`sync`), and the session stands on Pi's last entry
+        afterwards. Ctrl-C sends ``abort`` and the run ends with the partial reply Pi
+        saved. A Pi that dies mid-run raises :class:`~pinb.agent.pi_rpc.PiExitedError`
+        with its last stderr lines; what it had saved stays in the file, which stays valid.
         """
-        process = self.ensure(session, cwd, model, thinking)
-        for note in self._notes:
-            show(Notice(note))
-        self._notes.clear()
-        run = PiRun(process, prompt, ui=self.ui or default_dialogs())
         end: AgentEnd | None = None
-        try:
+        with session.turn("the user's Pi (Pi engine)") as turn:
+            if turn.start_note():
+                show(Notice(str(turn.start_note())))
+            process = self.ensure(session, cwd, model, thinking)
+            since = session.entries[-1].id if session.entries else None
+            self._show_notes(show)
+            run = PiRun(process, prompt, ui=self.ui or default_dialogs())
             try:
-                end = _feed(run.events(), show)
-            except KeyboardInterrupt:
-                show(Notice("interrupted: Pi was told to abort; its partial reply is saved"))
-                end = _feed(run.abort(), show)
-        finally:
-            self.wrote()
+                try:
+                    end = _feed(run.events(), show)
+                except KeyboardInterrupt:
+                    show(Notice("interrupted: Pi was told to abort; its partial reply is saved"))
+                    end = _feed(run.abort(), show)
+            finally:
+                self._after(session, turn, since)
+        if turn.end_note():
+            show(Notice(str(turn.end_note())))
+        self._show_notes(show)
         assert end is not None
         return end
 
     def request(self, session: Session, cwd: Path, kind: str, **fields: Any) -> Any:
         """Send one command (``compact``, ``fork`` …) to the session's Pi and wait for it."""
-        process = self.ensure(session, cwd, None, None)
-        try:
-            return process.request(kind, timeout=None if kind == "compact" else 60.0, **fields)
-        finally:
-            self.wrote()
+        with session.turn("the user's Pi (Pi engine)") as turn:
+            process = self.ensure(session, cwd, None, None)
+            since = session.entries[-1].id if session.entries else None
+            try:
+                return process.request(kind, timeout=None if kind == "compact" else 60.0, **fields)
+            finally:
+                self._after(session, turn, since)
+
+    def configure(
+        self, session: Session, cwd: Path, model: str | None, thinking: str | None
+    ) -> PiProcess:
+        """Start Pi on the session (if needed) with ``model`` / ``thinking``, as a turn:
+        Pi records a model or thinking change in the file."""
+        with session.turn("the user's Pi (Pi engine)") as turn:
+            since = session.entries[-1].id if session.entries else None
+            try:
+                return self.ensure(session, cwd, model, thinking)
+            finally:
+                self._after(session, turn, since)
+
+    def _after(self, session: Session, turn: Turn, since: str | None) -> None:
+        path = session.path
+        if path is not None and path.exists() and session.entries:
+            self._follow_pi(session, turn, since)
+
+    def _show_notes(self, show: Callable[[AgentEvent], None]) -> None:
+        for note in self._notes:
+            show(Notice(note))
+        self._notes.clear()
 
     def current_file(self) -> Path | None:
         """The session file Pi has open now (``fork`` moves Pi to a new one)."""
-        if self.process is None:
+        process = self.process
+        if process is None:
             return None
-        state = self.process.request("get_state")
-        self.process.state.update(state)
+        state = process.request("get_state")
+        process.state.update(state)
         file = state.get("sessionFile")
         if file:
             self.session_file = Path(file).resolve()
-            self.wrote()
+            if self._hold is not None:
+                self._hold.release()
+            self._hold = SessionHold(self.session_file, self._holder_text(process)).acquire()
         return Path(file) if file else None
 
 
@@ -347,7 +464,7 @@ def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
         if len(args) != 1 or args[0] not in PI_THINKING:
             raise UsageError(f"usage: %pi thinking {'|'.join(PI_THINKING)}")
         magics.thinking = args[0]
-        process = engine.ensure(session, cwd, None, args[0])
+        process = engine.configure(session, cwd, None, args[0])
         used = process.state.get("thinkingLevel")
         print(
             f"thinking: {args[0]}"
@@ -357,7 +474,7 @@ def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
     if command == "model":
         if len(args) > 1 or (args and "/" not in args[0]):
             raise UsageError("usage: %pi model [provider/model-id]  (the engine is pi)")
-        process = engine.ensure(session, cwd, args[0] if args else None, None)
+        process = engine.configure(session, cwd, args[0] if args else None, None)
         if args:  # Pi took it (an unknown model raised Pi's own error above)
             magics.model = magics._model_spec = args[0]
         info = process.state.get("model") or {}

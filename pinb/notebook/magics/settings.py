@@ -24,6 +24,7 @@ from ...core import (
     load_compaction_settings,
 )
 from ...core.accounting import ContextUsage, context_usage
+from ...core.writers import SessionHold, describe_process
 from ...errors import EntryNotFoundError, SessionFileError, UsageError
 from ...llm import ChatModel
 from ...llm.offline import OfflineDemoModel
@@ -102,7 +103,8 @@ class MagicsBase(Magics):
         #: it passed to the user's Pi, which otherwise keeps its own default.
         self.thinking_chosen = False
         super().__init__(shell=shell, **kwargs)
-        self.session: Session | None = None
+        self._session: Session | None = None
+        self._hold: SessionHold | None = None
         self._model: ChatModel | None = None
         self._model_spec: str | None = None
         self._observe = False
@@ -116,6 +118,30 @@ class MagicsBase(Magics):
         self.thinking_chosen = True
 
     # -- state ----------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session | None:
+        """The current session (``None`` until a cell or command needs one)."""
+        return self._session
+
+    @session.setter
+    def session(self, session: Session | None) -> None:
+        self._session = session
+        self._hold_current()
+
+    def _hold_current(self) -> None:
+        """Mark the current session's file as held by this kernel (``pinb rm`` refuses to
+        move it), once the file exists; the mark of the previous one is dropped."""
+        path = self._session.path if self._session is not None else None
+        hold = self._hold
+        if hold is not None and hold.path == path:
+            return
+        if hold is not None:
+            hold.release()
+            self._hold = None
+        if path is not None and path.exists():
+            self._hold = SessionHold(path, f"{describe_process()} (its current session)")
+            self._hold.acquire()
 
     def _cwd(self) -> Path:
         return Path(os.getcwd())
@@ -155,10 +181,15 @@ class MagicsBase(Magics):
 
     def current_session(self) -> Session:
         """The session %%pi appends to; a new one for the cwd until one is opened."""
-        if self.session is None:
+        session = self.session
+        if session is None:
             folder = self.sessions_dir or None
-            self.session = Session.create(self._cwd(), folder)
-        return self.session
+            self.session = session = Session.create(self._cwd(), folder)
+        else:
+            # Another program may have appended (pi in a terminal): every command sees it.
+            session.refresh()
+            self._hold_current()
+        return session
 
     def current_model(self, spec: str | None = None) -> ChatModel:
         """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used."""
