@@ -672,3 +672,13 @@ def write_case(name: str, folder: Path) -> Path:
     path = folder / f"{name}.jsonl"
     path.write_bytes(CASES[name]())
     return path
+
+
+def set_parent_session(path: Path, parent: str | None) -> None:
+    """Rewrite a test file's header to name ``parent`` (``None``: no parent), nothing else."""
+    first, _, rest = path.read_bytes().partition(b"\n")
+    header = json.loads(first)
+    header.pop("parentSession", None)
+    if parent is not None:
+        header["parentSession"] = parent
+    path.write_bytes(json.dumps(header, separators=(",", ":")).encode() + b"\n" + rest)

@@ -35,6 +35,7 @@ from typing import Any, Final, Protocol
 from ..core.entries import MISSING, Entry
 from ..core.jsontext import value_text
 from ..core.session import Session
+from ..core.trash import in_trash, trashed_as
 from ..core.wire import JS_WHITESPACE, loads
 from ..errors import PinbError
 
@@ -227,7 +228,8 @@ def resolve_parent(reference: str, child: str | None, reader: FileReader) -> str
     Tried in order: the reference as an absolute path; relative to the child's folder;
     then the reference's file name in the child's folder and the folders above it (up to
     three: a tree of sessions moved or copied from another machine still resolves, and
-    pi-subagents keeps forks in ``<parent stem>/forks/``).
+    pi-subagents keeps forks in ``<parent stem>/forks/``); last, a parent ``pinb rm`` moved
+    to the trash, found by its removal note.
     """
     pm = reader.pathmod
     candidates: list[str] = []
@@ -253,6 +255,11 @@ def resolve_parent(reference: str, child: str | None, reader: FileReader) -> str
         seen.add(candidate)
         if reader.is_file(candidate):
             return candidate
+    if pm is os.path and pm.isabs(expanded):
+        # `pinb rm` leaves forks naming the removed file: its removal note says where it is.
+        moved = trashed_as(expanded)
+        if moved is not None and reader.is_file(str(moved)):
+            return str(moved)
     return None
 
 
@@ -364,6 +371,8 @@ def session_lineage(
     else:
         relation = FORK if copied else LINKED
         note = f"{relation} of {reader.name(found)}"
+        if isinstance(reader, LocalReader) and in_trash(found):
+            note += " (removed with pinb rm: in the trash)"
     if folder_parent is not None:
         # The folder says what it is; the header (if any) said what it copied.
         first = f"sub-agent session in the folder of {reader.name(folder_parent)}"

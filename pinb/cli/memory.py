@@ -174,18 +174,20 @@ def _store(args: argparse.Namespace) -> MemoryStore:
 
 
 def _rm(args: argparse.Namespace, out: IO[str]) -> int:
-    from ..core.paths import sessions_root
-    from ..memory.sessions import find_forks, inside, remove_session
+    from ..core.writers import holders
+    from ..memory.sessions import find_forks, remove_session
 
     store = _store(args) if getattr(args, "db", None) else None
     for file in args.files:
         if args.dry_run:
+            held = holders(file)
+            if held:
+                who = "; ".join(h.describe() for h in held)
+                say(f"would refuse to move {file}: it is in use by {who}", file=out)
+                continue
             say(f"would move {file} to the trash", file=out)
             for fork in find_forks(file):
-                if inside(fork, [sessions_root()]):
-                    say(f"would relink fork {fork}", file=out)
-                else:
-                    say(f"would leave fork {fork} as is (outside the sessions folder)", file=out)
+                say(f"fork {fork} would still name it (its lineage is kept)", file=out)
             continue
         say(remove_session(file, store=store).summary(), file=out)
     return 0

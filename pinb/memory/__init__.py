@@ -31,7 +31,14 @@ if TYPE_CHECKING:  # loaded on first use: ``pinb memory`` and ``pinb rm`` start 
         normalize_tags,
         project_id,
     )
-    from .sessions import RemovedSession, SessionRemovalError, find_forks, remove_session, trash_dir
+    from .sessions import (
+        RemovedSession,
+        SessionHeldError,
+        SessionRemovalError,
+        find_forks,
+        remove_session,
+        trash_dir,
+    )
     from .store import MemoryStore
 
 __all__ = [
@@ -53,6 +60,7 @@ __all__ = [
     "MemoryStoreError",
     "ObservationResult",
     "RemovedSession",
+    "SessionHeldError",
     "SessionRemovalError",
     "Summarizer",
     "default_db_path",
@@ -95,7 +103,14 @@ _HOMES = {
         "records",
     ),
     **dict.fromkeys(
-        ("RemovedSession", "SessionRemovalError", "find_forks", "remove_session", "trash_dir"),
+        (
+            "RemovedSession",
+            "SessionHeldError",
+            "SessionRemovalError",
+            "find_forks",
+            "remove_session",
+            "trash_dir",
+        ),
         "sessions",
     ),
     "MemoryStore": "store",

@@ -1,15 +1,16 @@
-"""Bringing a removed session back from the trash: the file, its backup, its forks' links, memory.
+"""Bringing a removed session back from the trash: the file, its backup, memory's citations.
 
 ``pinb rm`` leaves a ``<file>.removed.json`` note beside each file it moves to the trash
-(where it came from, its parent, which forks it relinked). Restoring reverses those steps
-in the safe order: the file goes back first, then each fork that still names the parent
-it was given is pointed at the file again, so no session ever names a missing file.
+(:mod:`pinb.core.trash`): where it came from, its parent, which sessions were forked from
+it. Forks are never rewritten, so restoring is moving the file back. A Pi that pinb could
+not see kept writing to the old path after the removal leaves a file there without a
+header; its lines are the conversation's continuation, so they are added to the restored
+file (and the fragment kept in the trash) instead of blocking the restore.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -20,44 +21,58 @@ from typing import Any
 from ..core.jsontext import value_text
 from ..core.paths import sessions_root
 from ..core.store import is_valid_header
+from ..core.trash import NOTE_SUFFIX, Removal, removals
+from ..core.wire import JS_WHITESPACE, loads
+from ..core.writers import holders
 from .records import default_db_path
-from .sessions import SessionRemovalError, first_value, inside, relink_parent, trash_dir
+from .sessions import SessionHeldError, SessionRemovalError, first_value, inside
 
 __all__ = ["RemovedEntry", "RestoredSession", "removed_sessions", "restore_session"]
 
+#: A removed session as its note describes it (:class:`pinb.core.trash.Removal`).
+RemovedEntry = Removal
+
 log = logging.getLogger("pinb.memory")
-
-_NOTE = ".removed.json"
-
-
-@dataclass
-class RemovedEntry:
-    """One session in the trash, as its removal note describes it."""
-
-    trash_path: Path
-    original_path: Path
-    removed_at: str
-    parent_session: str | None
-    relinked: list[Path]
 
 
 @dataclass
 class RestoredSession:
-    """What :func:`restore_session` did."""
+    """What :func:`restore_session` did.
+
+    Attributes
+    ----------
+    path:
+        Where the session is again.
+    trash_path:
+        Where it was in the trash.
+    appended:
+        Lines found at the old path (written there after the removal by a Pi that went on
+        with the conversation) and added to the restored file.
+    kept_as:
+        Where that headerless fragment was kept, in the trash.
+    left_alone:
+        Forks an older pinb had relinked to the removed file's parent: they keep the link
+        they have now (pinb no longer rewrites files).
+    """
 
     path: Path
     trash_path: Path
-    relinked: list[Path] = field(default_factory=list)
+    appended: int = 0
+    kept_as: Path | None = None
     left_alone: list[Path] = field(default_factory=list)
     memory_restored: int = 0
     memory_error: str | None = None
 
     def summary(self) -> str:
-        """A few lines for people: what moved back and which links were restored."""
+        """A few lines for people: what moved back and what was added to it."""
         lines = [f"Restored {self.trash_path} to {self.path}"]
-        lines += [f"Relinked fork {child} -> {self.path}" for child in self.relinked]
+        if self.appended:
+            lines.append(
+                f"Added {self.appended} line(s) written to the old path after the removal "
+                f"(the fragment is kept as {self.kept_as})"
+            )
         lines += [
-            f"Fork {child} was changed since the removal: left as it is"
+            f"Fork {child} was relinked by an older pinb: left as it is"
             for child in self.left_alone
         ]
         if self.memory_restored:
@@ -67,38 +82,12 @@ class RestoredSession:
         return "\n".join(lines)
 
 
-def removed_sessions(trash: str | os.PathLike[str] | None = None) -> list[RemovedEntry]:
+def removed_sessions(trash: str | os.PathLike[str] | None = None) -> list[Removal]:
     """Every session in the trash that ``pinb rm`` put there, newest removal first."""
-    folder = Path(trash) if trash is not None else trash_dir()
-    entries = []
-    for note_path in folder.rglob(f"*{_NOTE}") if folder.is_dir() else []:
-        session = note_path.with_name(note_path.name[: -len(_NOTE)])
-        try:
-            note = json.loads(note_path.read_text(encoding="utf-8"))
-            original = Path(os.path.normpath(note["originalPath"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            log.warning("%s: not a removal note pinb can read; skipped", note_path)
-            continue
-        if not session.is_file():
-            continue
-        parent = note.get("parentSession")
-        relinked = note.get("relinked")
-        entries.append(
-            RemovedEntry(
-                session,
-                original,
-                value_text(note.get("removedAt", "")),
-                parent if isinstance(parent, str) else None,
-                [Path(p) for p in relinked if isinstance(p, str)]
-                if isinstance(relinked, list)
-                else [],
-            )
-        )
-    entries.sort(key=lambda e: (e.removed_at, str(e.trash_path)), reverse=True)
-    return entries
+    return removals(trash)
 
 
-def _find(name: str, entries: list[RemovedEntry]) -> RemovedEntry:
+def _find(name: str, entries: list[Removal]) -> Removal:
     wanted = os.path.abspath(os.path.expanduser(name))
     exact = [e for e in entries if wanted in (str(e.trash_path), str(e.original_path))]
     # The newest removal of a path is the one to undo; a name or id fragment must be unique.
@@ -130,18 +119,21 @@ def restore_session(
         The file's original path, its path in the trash, or a unique part of its name
         (the session id, say).
     trash:
-        Trash folder; default :func:`~pinb.memory.sessions.trash_dir`.
+        Trash folder; default :func:`~pinb.core.trash.trash_dir`.
     store:
         The memory store whose records citing the session are unflagged; default the
         standard database when it exists. Memory problems are reported, never raised.
     timeout:
-        Seconds to wait for a fork's lock.
+        Unused; kept for callers of the older signature.
 
     Raises
     ------
     SessionRemovalError
-        Nothing in the trash matches, several do, or a file now sits at the original
-        path (it is never overwritten).
+        Nothing in the trash matches, several do, or a file that is not the removed
+        conversation's continuation now sits at the original path (it is never
+        overwritten).
+    SessionHeldError
+        A process holds the file that now sits at the original path.
     """
     entry = _find(os.fspath(name), removed_sessions(trash))
     original = entry.original_path
@@ -154,40 +146,84 @@ def restore_session(
             f"yours, move the file back by hand: mv {entry.trash_path} <where it belongs>",
             path=entry.trash_path,
         )
+    result = RestoredSession(original, entry.trash_path)
     if os.path.lexists(original):
-        raise SessionRemovalError(
-            "a file already exists where the session was; move it away, then restore again",
-            path=original,
-        )
+        _take_continuation(entry, result)
     original.parent.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.move(entry.trash_path, original)
-    except OSError as exc:
-        raise SessionRemovalError(f"could not move it back: {exc}", path=entry.trash_path) from exc
+        os.link(entry.trash_path, original)  # never over a file that appeared meanwhile
+        os.unlink(entry.trash_path)
+    except FileExistsError as exc:
+        raise SessionRemovalError(
+            "a file appeared where the session was while it was being restored; try again",
+            path=original,
+        ) from exc
+    except OSError:
+        try:
+            shutil.move(entry.trash_path, original)  # a file system without hard links
+        except OSError as exc:
+            raise SessionRemovalError(
+                f"could not move it back: {exc}", path=entry.trash_path
+            ) from exc
     backup = entry.trash_path.with_name(entry.trash_path.name + ".pre-v3.bak")
     if backup.exists() and not original.with_name(original.name + ".pre-v3.bak").exists():
         with contextlib.suppress(OSError):
             shutil.move(backup, original.with_name(original.name + ".pre-v3.bak"))
-    result = RestoredSession(original, entry.trash_path)
     for fork in entry.relinked:
-        if not inside(fork, [root]):  # pinb rm relinks only forks in the sessions folder
-            result.left_alone.append(fork)
-            continue
         header = first_value(fork)
-        # Only a fork still naming what pinb rm gave it: anything else was the user's choice.
-        if not is_valid_header(header) or header.get("parentSession") != entry.parent_session:
-            result.left_alone.append(fork)
-            continue
-        try:
-            relink_parent(fork, str(original), timeout=timeout)
-            result.relinked.append(fork)
-        except (OSError, SessionRemovalError) as exc:
-            log.warning("%s: not relinked to the restored session: %s", fork, exc)
+        if is_valid_header(header) and header.get("parentSession") != str(original):
             result.left_alone.append(fork)
     with contextlib.suppress(OSError):
-        entry.trash_path.with_name(entry.trash_path.name + _NOTE).unlink()
+        entry.trash_path.with_name(entry.trash_path.name + NOTE_SUFFIX).unlink()
     _unmark_memory(result, store)
     return result
+
+
+def _take_continuation(entry: Removal, result: RestoredSession) -> None:
+    """Add what a Pi wrote at the old path after the removal to the file in the trash.
+
+    Only a file without a header whose every line is an entry (what Pi's appends make of a
+    missing file) is taken; anything else is someone's file and blocks the restore.
+    """
+    original = entry.original_path
+    held = holders(original)
+    if held:
+        raise SessionHeldError(original, held)
+    try:
+        data = original.read_bytes()
+    except OSError as exc:
+        raise SessionRemovalError(f"cannot read the file in the way: {exc}", path=original) from exc
+    lines = [raw for raw in data.split(b"\n") if raw.strip(JS_WHITESPACE.encode())]
+    if not lines or not all(_is_entry(raw) for raw in lines):
+        raise SessionRemovalError(
+            "a file already exists where the session was; move it away, then restore again",
+            path=original,
+        )
+    kept = entry.trash_path.with_name(entry.trash_path.name + ".written-after-removal")
+    with open(entry.trash_path, "rb+") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell():
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+        handle.write(b"\n".join(lines) + b"\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(original, kept)
+    result.appended, result.kept_as = len(lines), kept
+
+
+def _is_entry(raw: bytes) -> bool:
+    try:
+        value = loads(raw.decode("utf-8", "replace").strip(JS_WHITESPACE))
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(value, dict)
+        and value.get("type") != "session"
+        and isinstance(value.get("type"), str)
+        and isinstance(value.get("id"), str)
+    )
 
 
 def _unmark_memory(result: RestoredSession, store: Any) -> None:

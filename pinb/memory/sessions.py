@@ -1,4 +1,4 @@
-"""Removing a session safely (to the trash, forks relinked, memory flagged) and restoring it."""
+"""Removing a session safely: to the trash, never while someone holds it, forks left whole."""
 
 from __future__ import annotations
 
@@ -12,25 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.atomic import replace_file
-from ..core.paths import agent_dir, iso_now, sessions_root
-from ..core.store import (
-    is_valid_header,
-    locked_append,
-    parse_session_bytes,
-    read_session_file,
-    serialize_line,
-)
-from ..core.target import Pi
+from ..core.paths import iso_now, sessions_root
+from ..core.store import is_valid_header, read_session_file
+from ..core.trash import NOTE_SUFFIX, trash_dir
 from ..core.wire import JS_WHITESPACE, loads
+from ..core.writers import SessionBusyError, TurnLock, holders
 from ..errors import SessionFileError
 from .records import default_db_path
 
 __all__ = [
     "RemovedSession",
+    "SessionHeldError",
     "SessionRemovalError",
     "find_forks",
-    "relink_parent",
     "remove_session",
     "trash_dir",
 ]
@@ -42,7 +36,22 @@ _HEADER_SCAN_BYTES = 1 << 20
 
 
 class SessionRemovalError(SessionFileError):
-    """A session could not be removed (or a fork of it could not be relinked)."""
+    """A session could not be removed (or restored)."""
+
+
+class SessionHeldError(SessionRemovalError):
+    """Someone holds the session (a kernel, the Pi engine, ``pi --session`` in a terminal):
+    moving it would split what they append from the file. ``holders`` says who."""
+
+    def __init__(self, path: Path, who: list[Any]) -> None:
+        self.holders = who
+        names = "; ".join(h.describe() for h in who)
+        super().__init__(
+            f"refusing to move it to the trash: it is in use by {names}. Close it there "
+            "(`%pi new` or `%pi open` another session in a notebook, quit pi in a terminal), "
+            "then remove it",
+            path=path,
+        )
 
 
 @dataclass
@@ -56,13 +65,11 @@ class RemovedSession:
     trash_path:
         Where it is now.
     parent_session:
-        The removed session's own ``parentSession`` (``None`` when it had none), which
-        its forks now name instead.
-    relinked:
-        Session files whose header was rewritten.
-    left_alone:
-        Forks found beside the file but outside the folders searched (the sessions
-        folder by default): pinb does not rewrite files there, so they still name it.
+        The removed session's own ``parentSession`` (``None`` when it had none).
+    forks:
+        Session files that name it as their parent. They are left as they are (pinb never
+        rewrites a file another program may append to); their lineage follows the removal
+        note into the trash.
     memory_marked:
         Memory records citing the session, now flagged as having lost their source.
     memory_error:
@@ -73,29 +80,20 @@ class RemovedSession:
     path: Path
     trash_path: Path
     parent_session: str | None
-    relinked: list[Path] = field(default_factory=list)
-    left_alone: list[Path] = field(default_factory=list)
+    forks: list[Path] = field(default_factory=list)
     memory_marked: int = 0
     memory_error: str | None = None
 
     def summary(self) -> str:
-        """A few lines for people: what moved where and what changed."""
+        """A few lines for people: what moved where."""
         lines = [f"Moved {self.path} to {self.trash_path}"]
-        target = self.parent_session or "no parent (field removed)"
-        for child in self.relinked:
-            lines.append(f"Relinked fork {child} -> {target}")
-        for child in self.left_alone:
-            lines.append(f"Fork {child} is outside the sessions folder: left as it was")
+        for child in self.forks:
+            lines.append(f"Fork {child} still names it (its lineage is kept in the trash note)")
         if self.memory_marked:
             lines.append(f"{self.memory_marked} memory record(s) now cite a deleted session")
         if self.memory_error:
             lines.append(f"Memory records were not updated: {self.memory_error}")
         return "\n".join(lines)
-
-
-def trash_dir() -> Path:
-    """``<agentDir>/trash``: where removed sessions go (never deleted by pinb)."""
-    return agent_dir() / "trash"
 
 
 def first_value(path: Path) -> Any:
@@ -192,57 +190,12 @@ def find_forks(
     return forks
 
 
-def relink_parent(
-    path: str | os.PathLike[str], new_parent: str | None, *, timeout: float = 10.0
-) -> dict[str, Any]:
-    """Rewrite the ``parentSession`` of one session file, atomically; returns the new header.
-
-    Only the header line changes: every other byte of the file is kept. The header is
-    written as Pi writes it, unknown fields kept in place; ``new_parent=None`` removes
-    the field. The rewrite holds pinb's append lock and is retried if another program
-    appended meanwhile, then goes through a temporary file, fsync and rename.
-
-    Raises
-    ------
-    SessionRemovalError
-        The file is not a session or could not be rewritten.
-    """
-    file_path = Path(path)
-    for _attempt in range(5):
-        with locked_append(file_path, timeout=timeout):
-            data = file_path.read_bytes()
-            # The lenient v0.58.3 reading finds a header even behind a byte-order mark.
-            loaded = parse_session_bytes(data, file_path, pi=Pi.V0_58)
-            first = loaded.values[0] if loaded.values else None
-            first_line = loaded.lines[0] if loaded.lines else 0
-            if first is None or not is_valid_header(first):
-                raise SessionRemovalError("not a Pi session: no header to relink", path=file_path)
-            header = dict(first)
-            if new_parent is None:
-                header.pop("parentSession", None)
-            else:
-                header["parentSession"] = new_parent
-            lines = data.split(b"\n")
-            old = lines[first_line - 1]
-            start = old.find(b"{")
-            end = b"\r" if old.endswith(b"\r") else b""
-            lines[first_line - 1] = old[: max(start, 0)] + serialize_line(header)[:-1] + end
-            if os.path.getsize(file_path) != len(data):
-                continue  # someone appended while we read: read again
-            # Mode and symlink kept: a private 0600 fork stays private, a link stays a link.
-            replace_file(file_path, b"\n".join(lines))
-            return header
-    raise SessionRemovalError(
-        "the file kept changing while its header was being rewritten; try again", path=file_path
-    )
-
-
 def _trash_target(path: Path, folder: Path) -> Path:
     # ``path`` is normalized, so its folder has a real name (only the root has none).
     target_dir = folder / (path.parent.name or "root")
     target = target_dir / path.name
     number = 1
-    while target.exists() or target.with_name(target.name + ".removed.json").exists():
+    while target.exists() or target.with_name(target.name + NOTE_SUFFIX).exists():
         target = target_dir / f"{path.stem}.{number}{path.suffix}"
         number += 1
     return target
@@ -254,20 +207,20 @@ def remove_session(
     roots: Iterable[str | os.PathLike[str]] | None = None,
     trash: str | os.PathLike[str] | None = None,
     store: Any = None,
-    timeout: float = 10.0,
+    timeout: float = 2.0,
 ) -> RemovedSession:
-    """Remove a session the safe way: move it to the trash and keep the fork graph whole.
+    """Remove a session the safe way: move it to the trash, never from under a writer.
 
-    1. Every session forked from it (header ``parentSession`` naming it, searched in
-       ``roots``) is relinked to its own parent, or loses the field when it had none;
-       each rewrite is atomic and changes the header line only.
+    1. Nobody may hold it: a kernel with it as its current session, the Pi engine running
+       on it, a pinb writer in the middle of a turn (its turn lock), or a process whose
+       command line names it (``pi --session FILE`` in a terminal). Otherwise
+       :class:`SessionHeldError` names who.
     2. The file (and a ``.pre-v3.bak`` backup beside it) moves to
        ``<agentDir>/trash/<project folder>/``, with a ``.removed.json`` note saying where
-       it came from, when, and which forks were relinked.
+       it came from, when, and which sessions were forked from it. The forks are not
+       touched: their ``parentSession`` still names the removed file, and lineage finds it
+       through the note (:func:`pinb.core.trash.trashed_as`).
     3. Memory records citing it keep their text and are flagged ``source_deleted``.
-
-    Forks are relinked before the file moves, so no session ever names a missing file,
-    even if the process dies half way.
 
     Parameters
     ----------
@@ -281,13 +234,14 @@ def remove_session(
         The :class:`~pinb.memory.store.MemoryStore` to update; default the standard
         database when it exists. Memory problems are reported, never raised.
     timeout:
-        Seconds to wait for a session file's lock.
+        Seconds to wait for a pinb writer's turn to end.
 
     Raises
     ------
+    SessionHeldError
+        Someone holds the session.
     SessionRemovalError
-        The file is missing or not a Pi session, or a fork could not be relinked (the
-        session is then left where it was).
+        The file is missing or not a Pi session, or could not be moved.
 
     Examples
     --------
@@ -306,33 +260,26 @@ def remove_session(
     parent = header.get("parentSession")
     parent = parent if isinstance(parent, str) and parent else None
     trash_folder = Path(trash) if trash is not None else trash_dir()
-    relinked: list[Path] = []
-    left_alone: list[Path] = []
-    searched = [Path(r) for r in roots] if roots is not None else [sessions_root()]
-    for fork in find_forks(source, roots, exclude=trash_folder):
-        if not inside(fork, searched):
-            left_alone.append(fork)  # beside a file kept outside the sessions folder
-            continue
-        new_parent = parent
-        if new_parent is not None and _names_file(new_parent, fork, source.parent):
-            new_parent = None  # never make a session its own parent
-        try:
-            relink_parent(fork, new_parent, timeout=timeout)
-        except (OSError, SessionFileError) as exc:
-            raise SessionRemovalError(
-                f"could not relink fork {fork} ({exc}); nothing was moved"
-                + (f"; already relinked: {', '.join(map(str, relinked))}" if relinked else ""),
-                path=source,
-            ) from exc
-        relinked.append(fork)
+    forks = find_forks(source, roots, exclude=trash_folder)
     target = _trash_target(source, trash_folder)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    # The turn lock keeps pinb's writers out while the file moves.
     try:
-        shutil.move(source, target)
-    except OSError as exc:
-        raise SessionRemovalError(
-            f"could not move the file to the trash: {exc}", path=source
-        ) from exc
+        with TurnLock(source, "pinb rm", wait=timeout):
+            held = [h for h in holders(source) if h.kind != "turn"]
+            if held:
+                raise SessionHeldError(source, held)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(source, target)  # one step: nothing can append in between
+            except OSError:
+                try:
+                    shutil.move(source, target)  # another file system: copied, then removed
+                except OSError as exc:
+                    raise SessionRemovalError(
+                        f"could not move the file to the trash: {exc}", path=source
+                    ) from exc
+    except SessionBusyError as exc:
+        raise SessionHeldError(source, [exc.holder] if exc.holder else []) from exc
     backup = source.with_name(source.name + ".pre-v3.bak")
     if backup.exists():
         with contextlib.suppress(OSError):
@@ -341,10 +288,10 @@ def remove_session(
         "originalPath": str(source),
         "removedAt": iso_now(),
         "parentSession": parent,
-        "relinked": [str(p) for p in relinked],
+        "forks": [str(p) for p in forks],
     }
-    target.with_name(target.name + ".removed.json").write_text(json.dumps(note, indent=2) + "\n")
-    result = RemovedSession(source, target, parent, relinked, left_alone)
+    target.with_name(target.name + NOTE_SUFFIX).write_text(json.dumps(note, indent=2) + "\n")
+    result = RemovedSession(source, target, parent, forks)
     _mark_memory(result, store)
     return result
 

@@ -28,8 +28,8 @@ from pinb.analysis.totals import (
 from pinb.core import Session
 from pinb.core.forks import clone_session, fork_session
 from pinb.errors import UsageError
-from pinb.memory.sessions import relink_parent
 from pinb.testing.story import write_story_session
+from tests.sessions import set_parent_session
 
 from .conftest import assistant, user
 
@@ -203,7 +203,7 @@ def test_a_parent_reference_resolves_relative_and_by_file_name(
         f"../{parent.parent.name}/{parent.name}",
         f"/home/someone-else/.pi/agent/sessions/--p--/{parent.name}",  # another machine
     ):
-        relink_parent(clone, reference)
+        set_parent_session(clone, reference)
         lineage = session_lineage(Session.open(clone))
         assert lineage.relation == FORK, reference
         assert lineage.parent_session == str(parent)
@@ -330,9 +330,9 @@ def test_bad_groupings_and_no_sessions(tmp_path: Path) -> None:
 
 def test_a_cycle_of_parents_ends_the_walk(family: dict[str, Session]) -> None:
     clone, grandchild = Path(_path(family["clone"])), Path(_path(family["grandchild"]))
-    relink_parent(clone, str(grandchild))  # clone -> grandchild -> clone
+    set_parent_session(clone, str(grandchild))  # clone -> grandchild -> clone
     lineage = session_lineage(Session.open(grandchild))
     assert lineage.relation == FORK and lineage.parent_session == str(clone)
     assert lineage.root_session in (str(clone), str(grandchild))
-    relink_parent(clone, str(clone))  # a session naming itself is not its own parent
+    set_parent_session(clone, str(clone))  # a session naming itself is not its own parent
     assert session_lineage(Session.open(clone)).relation == ORPHAN

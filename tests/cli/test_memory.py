@@ -69,7 +69,7 @@ def test_rm_moves_to_trash(write_session, capsys) -> None:
     parent = write_session("/home/dev/proj", "aaaa-root")
     child = write_session("/home/dev/proj", "bbbb-child", parent=parent)
     assert _pinb(["rm", str(parent), "--dry-run"]) == 0
-    assert f"would relink fork {child}" in capsys.readouterr().out and parent.exists()
+    assert f"fork {child} would still name it" in capsys.readouterr().out and parent.exists()
     assert _pinb(["rm", str(parent)]) == 0
     out = capsys.readouterr().out
     assert "Moved" in out and not parent.exists()

@@ -1,17 +1,25 @@
-"""Removing a session: to the trash, forks relinked to its parent atomically, memory flagged."""
+"""Removing a session: to the trash, never from under a writer, forks left whole, memory flagged."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from pinb.analysis.lineage import FORK, LINKED, session_lineage
 from pinb.core.paths import agent_dir
 from pinb.core.session import Session
-from pinb.memory import MemoryStore, SessionRemovalError, find_forks, remove_session
-from pinb.memory.sessions import relink_parent
+from pinb.memory import (
+    MemoryStore,
+    SessionHeldError,
+    SessionRemovalError,
+    find_forks,
+    remove_session,
+)
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -46,9 +54,7 @@ def test_remove_middle_of_a_three_level_chain(chain: dict[str, Path], store: Mem
     a, b, c, d, e = (chain[k] for k in "abcde")
     cited = store.save("from B", project="p", source_session=b, source_entry="bbbba001")
     other = store.save("from A", project="p", source_session=a, source_entry="aaaaa001")
-    c_before, d_before = _lines(c), d.read_bytes()
-    c_inode = os.stat(c).st_ino
-    c_entries = [entry.raw for entry in Session.open(c).entries]
+    before = {path: (path.read_bytes(), os.stat(path).st_ino) for path in (c, d, e)}
 
     removed = remove_session(b)
 
@@ -57,48 +63,81 @@ def test_remove_middle_of_a_three_level_chain(chain: dict[str, Path], store: Mem
     assert removed.trash_path.is_file()
     assert removed.trash_path.is_relative_to(agent_dir() / "trash")
     assert removed.trash_path.read_bytes().startswith(b'{"type":"session"')
-    note = json.loads(removed.trash_path.with_name(removed.trash_path.name + ".removed.json").read_text())
+    note = json.loads(
+        removed.trash_path.with_name(removed.trash_path.name + ".removed.json").read_text()
+    )
     assert note["originalPath"] == str(b) and note["parentSession"] == str(a)
-    assert sorted(removed.relinked) == sorted([c, e])
+    assert sorted(note["forks"]) == sorted([str(c), str(e)])
+    assert sorted(removed.forks) == sorted([c, e])
 
-    # C (and E in another project) now name A; only the header line changed
-    c_after = _lines(c)
-    header = json.loads(c_after[0])
-    assert header["parentSession"] == str(a)
-    assert list(header) == ["type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"]
-    assert header["metadata"] == {"app": "desk"}
-    assert c_after[1:] == c_before[1:]
-    assert json.loads(_lines(e)[0])["parentSession"] == str(a)
-    # written atomically: a new inode from the rename, no temp file left behind
-    assert os.stat(c).st_ino != c_inode
-    assert not [p for p in c.parent.iterdir() if "pinb-tmp" in p.name]
-    # C still opens, its entries unchanged; D (a grandchild) untouched
-    reopened = Session.open(c)
-    assert reopened.parent_session == str(a)
-    assert [entry.raw for entry in reopened.entries] == c_entries
-    assert reopened.problems == []
-    assert d.read_bytes() == d_before
+    # No fork is rewritten (Pi may be appending to one): same bytes, same inode.
+    assert {path: (path.read_bytes(), os.stat(path).st_ino) for path in (c, d, e)} == before
+    # Their lineage follows the note into the trash: what parentSession named is found.
+    for fork in (c, e):
+        lineage = session_lineage(Session.open(fork))
+        assert lineage.parent_session == str(removed.trash_path)
+        assert lineage.relation in (LINKED, FORK) and "in the trash" in lineage.note
+        assert lineage.root_session == str(a)  # and on through the removed file's own parent
+    assert session_lineage(Session.open(d)).root_session == str(a)
 
     # memory records citing B keep their text and know the source is gone
     assert removed.memory_marked == 1 and removed.memory_error is None
     assert store.get(cited.id).source_deleted and store.get(cited.id).text == "from B"
     assert not store.get(other.id).source_deleted
-    assert "Relinked fork" in removed.summary()
+    assert f"Fork {c} still names it" in removed.summary()
 
 
-def test_removing_a_root_drops_the_field(chain: dict[str, Path], write_session) -> None:
+def test_removing_the_same_name_twice_keeps_both(chain: dict[str, Path], write_session) -> None:
     removed = remove_session(chain["a"])
-    assert removed.parent_session is None and removed.relinked == [chain["b"]]
-    header = json.loads(_lines(chain["b"])[0])
-    assert "parentSession" not in header
-    assert list(header) == ["type", "version", "id", "timestamp", "cwd"]
-    assert Session.open(chain["b"]).parent_session is None
-    # the same name removed twice: the first copy in the trash is kept
+    assert removed.parent_session is None and removed.forks == [chain["b"]]
     again = write_session("/home/dev/proj", "aaaa-root")
     assert again == chain["a"]
     second = remove_session(again)
     assert second.trash_path != removed.trash_path
     assert second.trash_path.exists() and removed.trash_path.exists()
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from pinb.core.writers import SessionHold, TurnLock
+what, path = sys.argv[1], Path(sys.argv[2])
+if what == "hold":
+    SessionHold(path, "a notebook kernel (its current session)").acquire()
+else:
+    TurnLock(path, "pinb's agent").acquire()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("how", ["hold", "turn", "argv"])
+def test_rm_refuses_a_session_someone_holds_and_says_who(chain: dict[str, Path], how: str) -> None:
+    b = chain["b"]
+    if how == "argv":  # what `pi --session FILE` in a terminal looks like from outside
+        argv = [sys.executable, "-c", "import time; print('held', flush=True); time.sleep(120)",
+                "--session", str(b)]  # fmt: skip
+    else:
+        argv = [sys.executable, "-c", _HOLD, how, str(b)]
+    holder = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(SessionHeldError) as caught:
+            remove_session(b, timeout=0.2)
+        message = str(caught.value)
+        assert f"pid {holder.pid}" in message
+        expected = {"hold": "a notebook kernel", "turn": "running pinb's agent",
+                    "argv": "a process naming this file"}[how]  # fmt: skip
+        assert expected in message
+        assert b.exists() and not (agent_dir() / "trash").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # A dead holder holds nothing: its mark is taken over (or tidied away).
+    removed = remove_session(b)
+    assert removed.trash_path.exists() and not b.exists()
+    if how == "hold":
+        assert not list((b.parent / ".pinb-locks").glob("*.open"))
 
 
 def test_refuses_files_that_are_not_sessions(tmp_path: Path) -> None:
@@ -109,20 +148,6 @@ def test_refuses_files_that_are_not_sessions(tmp_path: Path) -> None:
     assert notes.read_text() == '{"hello": "world"}\n'
     with pytest.raises(SessionRemovalError, match="no such"):
         remove_session(tmp_path / "missing.jsonl")
-
-
-def test_relink_keeps_bytes_around_the_header(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    body = b'\n{"type":"message","id":"x","parentId":null,"timestamp":"t","message":{}}\r\n'
-    path.write_bytes(
-        b'\xef\xbb\xbf{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/",'
-        b'"parentSession":"/old.jsonl"}\r' + body
-    )
-    relink_parent(path, "/new.jsonl")
-    assert path.read_bytes() == (
-        b'\xef\xbb\xbf{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/",'
-        b'"parentSession":"/new.jsonl"}\r' + body
-    )
 
 
 def test_memory_problems_do_not_undo_a_removal(chain: dict[str, Path], tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,4 +45,12 @@ class MemoryCommands(MagicsBase):
 
         if len(args) != 1:
             raise UsageError("usage: %pi rm FILE")
-        print(remove_session(Path(args[0]).expanduser()).summary())
+        target = Path(args[0]).expanduser()
+        current = self.session.path if self.session is not None else None
+        if current is not None and target.exists() and current.exists():
+            if os.path.samefile(target, current):
+                raise UsageError(
+                    f"%pi rm: {target} is this notebook's current session; "
+                    "%pi new (or %pi open another) first"
+                )
+        print(remove_session(target).summary())
