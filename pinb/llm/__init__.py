@@ -17,7 +17,7 @@ from pinb.llm.anthropic import AnthropicChatModel
 from pinb.llm.assemble import MessageBuilder, parse_partial_json
 from pinb.llm.base import ChatModelBase, ThreadedStream
 from pinb.llm.client import DEFAULT_TIMEOUT, HTTPChatModel
-from pinb.llm.credentials import ENV_API_KEYS, Secret, find_api_key, sanitize_key
+from pinb.llm.credentials import ENV_API_KEYS, Redactor, Secret, find_api_key, sanitize_key
 from pinb.llm.discover import clean_model_id, discover_context_window
 from pinb.llm.errors import (
     ContextOverflowError,
@@ -42,6 +42,7 @@ from pinb.llm.registry import (
 )
 from pinb.llm.resolve import base_url_variable, get_model, provider_base_url, resolve_model
 from pinb.llm.retry import RetryPolicy, is_retryable_error, parse_retry_after
+from pinb.llm.secrets import redact_secrets
 from pinb.llm.sse import SSEEvent, SSEParser, parse_sse
 from pinb.llm.transform import NO_RESULT_TEXT, transform_messages
 from pinb.llm.types import (
@@ -65,6 +66,7 @@ from pinb.llm.types import (
     empty_usage,
     make_usage,
 )
+from pinb.llm.urls import display_url
 
 __all__ = [
     "API_ANTHROPIC",
@@ -94,6 +96,7 @@ __all__ = [
     "OutputLimit",
     "ProviderConfig",
     "ProviderHTTPError",
+    "Redactor",
     "Retry",
     "RetryPolicy",
     "SSEEvent",
@@ -118,6 +121,7 @@ __all__ = [
     "default_registry",
     "discover_context_window",
     "discover_local_servers",
+    "display_url",
     "empty_usage",
     "find_api_key",
     "get_model",
@@ -128,6 +132,7 @@ __all__ = [
     "parse_retry_after",
     "parse_sse",
     "provider_base_url",
+    "redact_secrets",
     "resolve_model",
     "sanitize_key",
     "split_spec",

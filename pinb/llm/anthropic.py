@@ -14,6 +14,7 @@ from pinb.llm.limits import OutputLimit
 from pinb.llm.sse import SSEEvent
 from pinb.llm.transform import anthropic_tool_id
 from pinb.llm.types import API_ANTHROPIC, StreamEvent, ToolSpec
+from pinb.llm.urls import join_url, split_query
 
 __all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicChatModel", "thinking_budget"]
 
@@ -68,8 +69,8 @@ class AnthropicChatModel(HTTPChatModel):
     api = API_ANTHROPIC
 
     def _url(self) -> str:
-        base = self.base_url
-        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+        path, _query = split_query(self.base_url)
+        return join_url(self.base_url, "messages" if path.endswith("/v1") else "v1/messages")
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pinb.llm.types import API_ANTHROPIC, API_OPENAI, ModelCost, ModelInfo
+from pinb.llm.urls import display_url
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -94,6 +95,15 @@ class ProviderConfig:
     compat: OpenAICompat = field(default_factory=OpenAICompat)
     default_context_window: int = 128_000
     default_max_tokens: int = 16_384
+
+    def __repr__(self) -> str:
+        # The base URL may carry a password or a ?key=: shown masked, as everywhere.
+        shown = []
+        for f in dataclasses.fields(self):
+            if f.repr:
+                value = getattr(self, f.name)
+                shown.append(f"{f.name}={display_url(value) if f.name == 'base_url' else value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 _OPENAI_COMPAT = OpenAICompat(

@@ -19,7 +19,7 @@ from pinb._version import __version__
 from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
 from pinb.llm.catalog import OpenAICompat
-from pinb.llm.credentials import Secret, redact, sanitize_key
+from pinb.llm.credentials import Secret, sanitize_key
 from pinb.llm.errorbody import (
     ERROR_BODY_READ,
     ERROR_KEEP,
@@ -33,6 +33,7 @@ from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
 from pinb.llm.overflow import is_context_overflow
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from pinb.llm.secrets import connection_redactor, guard_logs, redact_secrets
 from pinb.llm.sse import SSEEvent, SSEParser
 from pinb.llm.transform import transform_messages
 from pinb.llm.types import (
@@ -45,6 +46,7 @@ from pinb.llm.types import (
     ToolSpec,
     Usage,
 )
+from pinb.llm.urls import display_url, split_query
 
 __all__ = [
     "ABORTED_MESSAGE",
@@ -60,6 +62,7 @@ __all__ = [
 
 log = logging.getLogger("pinb.llm")
 T = TypeVar("T")
+guard_logs()  # httpx logs every request's URL whole, with its password and ?key=
 
 #: Connect quickly, but let a slow model pause for minutes between chunks.
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
@@ -201,7 +204,6 @@ class HTTPChatModel(ChatModelBase):
         deadline: float | None = None,
     ):
         self.info = info
-        self.base_url = base_url.rstrip("/")
         raw_key = api_key.reveal() if isinstance(api_key, Secret) else api_key
         # Checked here too, so a model built by hand cannot put a broken key on the wire
         # (httpx would then quote the key in its error).
@@ -209,6 +211,7 @@ class HTTPChatModel(ChatModelBase):
         self._extra_headers = {
             k: Secret(sanitize_key(v, f"the {k!r} header")) for k, v in (headers or {}).items()
         }
+        self.base_url = base_url  # after the key and headers: it builds the redactor
         self.compat = compat or OpenAICompat()
         self.transport = transport
         self.retry = retry or RetryPolicy()
@@ -221,10 +224,26 @@ class HTTPChatModel(ChatModelBase):
         self.streaming = stream
         self.deadline = stream_deadline(deadline)
 
+    @property
+    def base_url(self) -> str:
+        """The server's base URL as requests use it (show it through `display_url`)."""
+        return self._base_url.reveal()
+
+    @base_url.setter
+    def base_url(self, url: str) -> None:
+        head, tail = split_query(url)
+        # Kept as a Secret: the URL may hold a password or a key (``vars(model)`` too).
+        self._base_url = Secret(head.rstrip("/") + tail)
+        self._redactor = connection_redactor(
+            api_key=self._api_key,
+            headers=self._extra_headers,
+            base_url=self.base_url,
+        )
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(provider={self.info.provider!r}, id={self.info.id!r}, "
-            f"base_url={self.base_url!r})"
+            f"base_url={display_url(self.base_url)!r})"
         )
 
     # ------------------------------------------------------------------ hooks
@@ -315,7 +334,8 @@ class HTTPChatModel(ChatModelBase):
         return headers
 
     def _redact(self, text: str) -> str:
-        return redact(text, [self._api_key, *self._extra_headers.values()])
+        """``text`` without this connection's secrets, the configured ones, or any URL's."""
+        return redact_secrets(text, self._redactor)
 
     async def astream(
         self,
@@ -351,7 +371,9 @@ class HTTPChatModel(ChatModelBase):
         payload = _dumps(body)
         log.debug("%s: output limit %s", self.info.spec, limit)
         guard = _Guard(token)
-        log.debug("POST %s (%s, %d messages)", self._url(), self.info.spec, len(messages))
+        log.debug(
+            "POST %s (%s, %d messages)", display_url(self._url()), self.info.spec, len(messages)
+        )
         attempt = 0
         try:
             while True:
@@ -499,7 +521,7 @@ class HTTPChatModel(ChatModelBase):
         except httpx.TimeoutException as exc:
             outcome.error = f"Request timed out ({type(exc).__name__}) after {self._read_timeout()}"
             outcome.retryable = True
-        except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as exc:
+        except (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             # Our side could not even form the request (a bad header value, a bad URL):
             # the same request would fail again.
             outcome.error = f"The request could not be sent ({type(exc).__name__}): {exc}"

@@ -18,6 +18,7 @@ from pinb.llm.errors import InvalidCredentialsError
 __all__ = [
     "ENV_API_KEYS",
     "InvalidCredentialsError",
+    "Redactor",
     "Secret",
     "auth_json_path",
     "find_api_key",
@@ -89,24 +90,81 @@ def _variants(value: str) -> set[str]:
     return {f for f in forms if len(f) >= 4}
 
 
+class Redactor:
+    """Removes a fixed set of secrets from texts; the forms of each are worked out once.
+
+    Parameters
+    ----------
+    secrets:
+        Keys: every escaped and encoded form (``\\n``, ``\\xe9``, ``%0A``, base64, a
+        header's bytes repr) is replaced by ``***``, and so is a long enough start of
+        one followed by anything that is not a blank (an error that quotes a key with a
+        mangled tail still shows none of it).
+    exact:
+        Values removed in the same forms but without the start rule: header values and
+        user names, whose start may be a common word (``https://``, ``Bearer``).
+
+    Values shorter than 4 characters are ignored (they would match everywhere).
+
+    Examples
+    --------
+    >>> scrub = Redactor([Secret("sk-live-123456")], exact=["alice:pw12"])
+    >>> scrub("key sk-live-123456, sk-live-12… and alice:pw12")
+    'key ***, *** and ***'
+    """
+
+    __slots__ = ("_forms", "_heads")
+
+    def __init__(
+        self, secrets: Iterable[Secret | str | None] = (), exact: Iterable[str | None] = ()
+    ):
+        forms: set[str] = set()
+        heads: set[str] = set()
+        for secret in secrets:
+            value = secret.reveal() if isinstance(secret, Secret) else secret
+            if not value or len(value.strip()) < 4:
+                continue
+            forms |= _variants(value)
+            head = value.strip()[:_HEAD]
+            if len(head) == _HEAD:
+                heads.add(head)
+        for value in exact:
+            if value and len(value.strip()) >= 4:
+                forms |= _variants(value)
+        # Longest first: a secret that holds another is removed whole, not in pieces.
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._heads = (
+            re.compile("(?:" + "|".join(map(re.escape, sorted(heads))) + r")\S*") if heads else None
+        )
+
+    def __call__(self, text: str) -> str:
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, "***")
+        if self._heads is not None:
+            text = self._heads.sub("***", text)
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self._forms)
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._forms)} forms)"
+
+    def __reduce__(self) -> Any:  # its forms are the secrets themselves
+        raise TypeError("Redactor objects cannot be pickled")
+
+
 def redact(text: str, secrets: Iterable[Secret | str | None]) -> str:
     """Replace every occurrence of each secret in ``text`` by ``***``.
 
     Escaped and encoded forms count too (``\\n``, ``\\xe9``, ``%0A``, base64), and so
     does a long enough start of a key followed by anything that is not a blank: an error
-    that quotes a key with a mangled tail still shows none of it.
+    that quotes a key with a mangled tail still shows none of it. (`Redactor` does the
+    same for many texts with the work done once; `pinb.llm.secrets.redact_secrets` adds
+    every secret the user configured.)
     """
-    for secret in secrets:
-        value = secret.reveal() if isinstance(secret, Secret) else secret
-        if not value or len(value.strip()) < 4:
-            continue
-        for form in sorted(_variants(value), key=len, reverse=True):
-            if form in text:
-                text = text.replace(form, "***")
-        head = value.strip()[:_HEAD]
-        if len(head) == _HEAD and head in text:
-            text = re.sub(re.escape(head) + r"\S*", "***", text)
-    return text
+    return Redactor(secrets)(text)
 
 
 #: How much of a key's start identifies it in text whose remainder was escaped or cut.

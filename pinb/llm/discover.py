@@ -34,6 +34,8 @@ from typing import Any
 
 import httpx
 
+from pinb.llm.urls import display_url, join_url, split_query
+
 __all__ = [
     "WindowAnswer",
     "clean_model_id",
@@ -64,9 +66,14 @@ _LOCK = threading.Lock()
 
 
 def server_root(base_url: str) -> str:
-    """The server's address without the OpenAI-compatible ``/v1`` suffix."""
-    root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
+    """The server's address without the OpenAI-compatible ``/v1`` suffix (its query kept).
+
+    >>> server_root("http://127.0.0.1:8080/v1"), server_root("http://box/v1?key=k")
+    ('http://127.0.0.1:8080', 'http://box?key=k')
+    """
+    path, query = split_query(base_url)
+    root = path.rstrip("/")
+    return (root[: -len("/v1")] if root.endswith("/v1") else root) + query
 
 
 def clean_model_id(model_id: str) -> str:
@@ -108,7 +115,7 @@ def _json(response: httpx.Response) -> Any:
 
 
 def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> _Found:
-    data = _json(client.get(f"{root}/props"))
+    data = _json(client.get(join_url(root, "props")))
     if not isinstance(data, dict):
         return None
     settings = data.get("default_generation_settings")
@@ -117,7 +124,7 @@ def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> _Found:
 
 
 def _ollama_show(client: httpx.Client, root: str, model_id: str) -> _Found:
-    data = _json(client.post(f"{root}/api/show", json={"model": model_id}))
+    data = _json(client.post(join_url(root, "api/show"), json={"model": model_id}))
     if not isinstance(data, dict):
         return None
     # The window Ollama really uses is num_ctx when the model sets one; the model's
@@ -146,7 +153,7 @@ def _pick(data: Any, model_id: str) -> dict[str, Any] | None:
 
 
 def _lmstudio_models(client: httpx.Client, root: str, model_id: str) -> _Found:
-    chosen = _pick(_json(client.get(f"{root}/api/v0/models")), model_id)
+    chosen = _pick(_json(client.get(join_url(root, "api/v0/models"))), model_id)
     if chosen is None:
         return None
     # loaded_context_length is what the loaded model runs with; max is what it could.
@@ -157,7 +164,7 @@ def _lmstudio_models(client: httpx.Client, root: str, model_id: str) -> _Found:
 
 
 def _openai_models(client: httpx.Client, root: str, model_id: str) -> _Found:
-    chosen = _pick(_json(client.get(f"{root}/v1/models")), model_id)
+    chosen = _pick(_json(client.get(join_url(root, "v1/models"))), model_id)
     if chosen is None:
         return None
     raw_meta = chosen.get("meta")
@@ -207,12 +214,19 @@ def discover_window(
             try:
                 found = probe(client, root, model_id)
             except (httpx.HTTPError, ValueError) as exc:
-                log.debug("window probe %s at %s: %s", probe.__name__, root, type(exc).__name__)
+                log.debug(
+                    "window probe %s at %s: %s",
+                    probe.__name__,
+                    display_url(root),
+                    type(exc).__name__,
+                )
                 continue
             if found:
                 break
     answer = WindowAnswer(*found) if found else None
-    log.info("context window of %s at %s: %s", model_id, root, answer or "not reported")
+    log.info(
+        "context window of %s at %s: %s", model_id, display_url(root), answer or "not reported"
+    )
     with _LOCK:
         _CACHE[key] = answer
     return answer

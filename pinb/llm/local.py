@@ -22,6 +22,7 @@ from pinb.llm.catalog import BUILTIN_PROVIDERS
 from pinb.llm.discover import clean_model_id, discover_window, server_root
 from pinb.llm.registry import ModelRegistry, default_registry
 from pinb.llm.resolve import base_url_variable, provider_base_url
+from pinb.llm.urls import display_url, join_url
 
 __all__ = [
     "LOCAL_PROVIDERS",
@@ -70,7 +71,14 @@ class LocalServer:
     def __str__(self) -> str:
         models = ", ".join(self.models) if self.models else "(no models listed)"
         window = f" · window {self.window}" if self.window else ""
-        return f"{self.provider} at {self.base_url} ({self.source}): {models}{window}"
+        return f"{self.provider} at {display_url(self.base_url)} ({self.source}): {models}{window}"
+
+    def __repr__(self) -> str:
+        # The address may carry a password or a ?key=, as every shown URL: masked.
+        return (
+            f"LocalServer(provider={self.provider!r}, base_url={display_url(self.base_url)!r}, "
+            f"source={self.source!r}, models={self.models!r}, window={self.window!r})"
+        )
 
 
 def _configured_url(
@@ -120,11 +128,11 @@ def list_models(
     """The model ids ``GET {base_url}/models`` lists, or ``None`` when nothing answers."""
     try:
         with httpx.Client(timeout=timeout, transport=transport) as client:
-            response = client.get(f"{base_url.rstrip('/')}/models")
+            response = client.get(join_url(base_url, "models"))
             response.raise_for_status()
             data = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        log.debug("no model list at %s: %s", base_url, type(exc).__name__)
+        log.debug("no model list at %s: %s", display_url(base_url), type(exc).__name__)
         return None
     models = data.get("data") if isinstance(data, dict) else None
     if not isinstance(models, list):
@@ -171,5 +179,5 @@ def discover_local_servers(
                 f"{answer.tokens:,} ({answer.source})" if answer else None,
             )
         )
-    log.info("local servers found: %s", [server_root(s.base_url) for s in found])
+    log.info("local servers found: %s", [display_url(server_root(s.base_url)) for s in found])
     return found

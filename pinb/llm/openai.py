@@ -19,6 +19,7 @@ from pinb.llm.errors import StreamProtocolError
 from pinb.llm.retry import RETRYABLE_STATUS
 from pinb.llm.sse import SSEEvent
 from pinb.llm.types import API_OPENAI, StreamEvent, ToolSpec
+from pinb.llm.urls import join_url
 
 __all__ = ["REASONING_EFFORT", "OpenAIChatModel"]
 
@@ -52,7 +53,7 @@ class OpenAIChatModel(HTTPChatModel):
     api = API_OPENAI
 
     def _url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        return join_url(self.base_url, "chat/completions")
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}

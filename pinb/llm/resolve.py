@@ -20,6 +20,7 @@ from pinb.llm.openai import OpenAIChatModel
 from pinb.llm.registry import ModelRegistry, ProviderConfig, default_registry
 from pinb.llm.retry import RetryPolicy
 from pinb.llm.types import API_ANTHROPIC, API_OPENAI, ModelCost, ModelInfo
+from pinb.llm.urls import join_url, split_query
 
 __all__ = ["base_url_variable", "get_model", "provider_base_url", "resolve_model"]
 
@@ -57,9 +58,10 @@ def provider_base_url(
         url = host if "://" in host else f"http://{host}"
     if not url:
         return config.base_url
-    url = url.rstrip("/")
+    path, query = split_query(url)
+    url = path.rstrip("/") + query
     if not config.requires_key and config.api == API_OPENAI and urlsplit(url).path in ("", "/"):
-        url += "/v1"
+        url = join_url(url, "v1")  # before a ?key=, not inside it
     return url
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import PinbError
 from ..llm import ChatModel, get_model
 from ..llm.credentials import ENV_API_KEYS, find_api_key
+from ..llm.discover import server_root
 from ..llm.local import (
     LOCAL_PROVIDERS,
     LocalServer,
@@ -16,6 +17,7 @@ from ..llm.local import (
     discover_local_servers,
     list_models,
 )
+from ..llm.urls import display_url
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -76,7 +78,8 @@ def discovery_report(servers: Sequence[LocalServer]) -> str:
     lines = [f"- {server}" for server in servers]
     first = next((s for s in servers if s.spec), None)
     if first is not None:
-        root = first.base_url.removesuffix("/v1")
+        # Masked like every shown URL: the user knows the password the real one holds.
+        root = display_url(server_root(first.base_url))
         lines.append(f"Nothing was chosen. To use one: %pi model {first.spec} --base-url {root}")
     return "Local servers found:\n" + "\n".join(lines)
 

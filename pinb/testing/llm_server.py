@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from .llm_wire import (
     _OVERFLOW_ANTHROPIC,
@@ -78,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner._probe(self.path)
         if self.path.startswith("/v1/"):
             owner._take_model_lock()
-        path = self.path.rstrip("/")
+        path = self._route()
         window = owner.context_window
         if path == "/props" and owner.window_endpoint == "llamacpp" and window:
             self._json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
@@ -100,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._json(200, {"object": "list", "data": [entry]})
         else:
-            self._json(404, {"detail": "Not Found"})
+            self._json(404, {"detail": "Not Found" + self._echo()})
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -110,7 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        if self.path.rstrip("/") == "/api/show":
+        route = self._route()
+        if route == "/api/show":
             owner._probe(self.path)
             if owner.window_endpoint == "ollama" and owner.context_window:
                 self._json(
@@ -123,12 +125,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(404, {"error": "not found"})
             return
-        if self.path.rstrip("/").endswith("/chat/completions"):
+        if route.endswith("/chat/completions"):
             wire = "openai"
-        elif self.path.rstrip("/").endswith("/messages"):
+        elif route.endswith("/messages"):
             wire = "anthropic"
         else:
-            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            self._json(404, {"error": {"message": f"no route {self.path}{self._echo()}"}})
             return
         owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
         owner._take_model_lock()
@@ -175,7 +177,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(
                 418,
                 self._error_body(
-                    wire, "invalid_request_error", "LLMServer: no scripted reply queued"
+                    wire,
+                    "invalid_request_error",
+                    "LLMServer: no scripted reply queued" + self._echo(),
                 ),
             )
             return
@@ -189,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status is not None:
             self._json(
                 reply.status,
-                self._error_body(wire, reply.error_type, reply.error_message),
+                self._error_body(wire, reply.error_type, reply.error_message + self._echo()),
                 reply.headers,
             )
             return
@@ -236,6 +240,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(f"data: {json.dumps(payload)}\n\n".encode())
         # "drop": llama-cpp-python's stream of an oversized prompt ends with no event at all
         self._chunk(b"")
+
+    def _route(self) -> str:
+        """The request's path without its query (a base URL may carry ``?key=``)."""
+        return urlsplit(self.path).path.rstrip("/")
+
+    def _echo(self) -> str:
+        """The request as received, for error bodies, when the server echoes requests."""
+        if not self.server.owner.echo_request:
+            return ""
+        url = f"http://{self.headers.get('host', '')}{self.path}"
+        headers = json.dumps(dict(self.headers.items()))
+        return f" (request: {self.command} {url} {self.path} headers {headers})"
 
     @staticmethod
     def _error_body(wire: str, etype: str, message: str) -> dict[str, Any]:
@@ -341,6 +357,7 @@ class LLMServer:
         model_id: str = "/models/loopback-135M.Q4_1.gguf",
         interrupt_requests: bool = False,
         writes_to_limit: bool = False,
+        echo_request: bool = False,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -365,6 +382,10 @@ class LLMServer:
         #: is answered with text until its output limit (``max_tokens`` x 4 characters,
         #: no usage) and ``finish_reason: "length"``; summaries included.
         self.writes_to_limit = writes_to_limit
+        #: Error answers (scripted failures, "no reply queued", unknown routes) end with
+        #: the request as received: method, URL and path with their query, and every
+        #: header, as debugging proxies do. Whatever secret a client sent comes back.
+        self.echo_request = echo_request
         self._lock_epoch = 0
         #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
         self.model_id = model_id

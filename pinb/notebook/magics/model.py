@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...agent.tools import all_tools
 from ...errors import UsageError
-from ...llm import THINKING_LEVELS
+from ...llm import THINKING_LEVELS, display_url
 from ..models import choose_model, discover_local_servers, discovery_report
 from .settings import MagicsBase, command_parser
 
@@ -38,7 +38,7 @@ class ModelCommands(MagicsBase):
         print(
             f"{info.provider}/{info.id} · window {info.context_window:,} ({info.window_origin})"
             " · max out "
-            f"{info.max_tokens:,}" + (f" · {where}" if where else "")
+            f"{info.max_tokens:,}" + (f" · {display_url(where)}" if where else "")
         )
 
     def _cmd_thinking(self, args: list[str]) -> None:
