@@ -145,17 +145,19 @@ def add_parser(subparsers: Any) -> None:
     memory.set_defaults(func=run, memory_entry="memory")
     rm = subparsers.add_parser(
         "rm",
-        help="move a session to the trash, relinking its forks",
-        description="Move session files to <agentDir>/trash; sessions forked from them are "
-        "relinked to their parent, and memory records citing them are flagged.",
+        help="move a session to the trash (refused while someone holds it)",
+        description="Move session files to <agentDir>/trash, never while a kernel, a Pi "
+        "engine, a pinb turn or `pi --session FILE` holds one; forks are left as they are "
+        "(their lineage follows the trash note), and memory records citing them are flagged.",
     )
     _fill_rm_parser(rm)
     rm.set_defaults(func=run, memory_entry="rm")
     restore = subparsers.add_parser(
         "restore",
         help="bring a session removed with `pinb rm` back from the trash",
-        description="Move a removed session back to where it was and point the forks that "
-        "`pinb rm` relinked at it again. Without a name (or with --list), list the trash.",
+        description="Move a removed session back to where it was (never over another file; "
+        "what a Pi wrote to the old path after the removal is added to it). Without a name "
+        "(or with --list), list the trash.",
     )
     _fill_restore_parser(restore)
     restore.set_defaults(func=run, memory_entry="restore")

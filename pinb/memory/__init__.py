@@ -2,8 +2,8 @@
 
 # The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
 # never rewrites a session file. observation: opt-in auto-observation; inject: recalled
-# notes in the system prompt; sessions: removing a session to the trash and relinking its
-# forks; frame: pandas. The agent's memory tools are pinb.agent.tools.memory and the
+# notes in the system prompt; sessions: removing a session to the trash (never from under a
+# writer) and restoring it; frame: pandas. The agent's memory tools are pinb.agent.tools.memory and the
 # ``pinb memory`` commands pinb.cli.memory; their old names here stay as aliases, loaded by
 # name on first use, so memory never imports the agent or the CLI.
 

@@ -61,7 +61,7 @@ COMMANDS_HELP = """\
 %pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
-%pi rm FILE                      move a session to the trash (forks are relinked)
+%pi rm FILE                      move a session to the trash (refused while someone holds it)
 %pi help                         this list"""
 
 
