@@ -1,15 +1,15 @@
-"""The user's own Pi as a subprocess: ``pi --mode rpc``, its framing, commands and lifecycle.
+"""The user's own Pi as a subprocess: ``pi --mode rpc``, its commands and lifecycle, bounded.
 
 Pi's RPC mode (``docs/rpc.md`` in ``@earendil-works/pi-coding-agent``) reads JSON commands
 on stdin and writes responses, session events and extension UI requests on stdout, one
-JSON object per LF-terminated record. :class:`PiProcess` owns one such process:
-
-- framing by :func:`split_records` (LF only, a preceding CR stripped: U+2028 and U+2029
-  are valid inside JSON strings, so no text-mode line reader is used);
-- stdout read continuously on a thread, so Pi never stalls on a full pipe; responses are
-  routed to the command that carries their ``id``, everything else to :attr:`records`;
-- stderr kept (the last lines) for error messages, and each line shown once;
-- closed by closing stdin, then SIGTERM, then SIGKILL, and always waited for (no zombies).
+JSON object per LF-terminated record. :class:`PiProcess` owns one such process and treats
+it as a network peer: its output is read by :class:`~pinb.agent.pi_framing.PiOutput`
+(linear framing under a size cap, any nesting depth, stderr and stray lines kept bounded,
+readers that stop when Pi does or when closed); responses are routed to the command that
+carries their ``id``, everything else to :attr:`PiProcess.records`. It is closed by
+closing stdin, then SIGTERM, then SIGKILL to Pi's own process group, and always reaped;
+a Ctrl-C at any stage of :meth:`PiProcess.start` reaps what was started. Every text from
+Pi that pinb shows (stderr, Pi's errors, notes) goes through the ``redact`` function given.
 
 How its events become the agent's events is :mod:`pinb.agent.pi_events`.
 """
@@ -24,16 +24,26 @@ import queue
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
-from collections import deque
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import PinbError
+from .pi_framing import (
+    DEFAULT_MAX_RECORD_BYTES,
+    ENDED,
+    PiOutput,
+    close_quietly,
+    has_exited,
+    split_records,
+)
 
 __all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
     "INSTALL_HINT",
     "PI_COMMAND_ENV",
     "PiCommandError",
@@ -53,8 +63,6 @@ INSTALL_HINT = (
     "install it with `npm install -g @earendil-works/pi-coding-agent` (or name it in "
     f"${PI_COMMAND_ENV} / %config PiMagics.pi_command); `--engine pinb` needs nothing"
 )
-_STDERR_LINES = 200
-_EXITED = object()  # what the reader queues when stdout ends
 
 
 class PiEngineError(PinbError):
@@ -124,16 +132,6 @@ def resolve_pi_command(configured: str = "", env: Mapping[str, str] | None = Non
     return [program]
 
 
-def split_records(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Split ``buffer`` into complete records and the unfinished rest, as Pi's docs require.
-
-    Records end at LF only; a CR right before the LF is dropped. UTF-8 bytes of U+2028 /
-    U+2029 (``E2 80 A8`` / ``E2 80 A9``) are ordinary bytes here.
-    """
-    *complete, rest = buffer.split(b"\n")
-    return [r[:-1] if r.endswith(b"\r") else r for r in complete], rest
-
-
 class PiProcess:
     """One ``pi --mode rpc`` process on one session file.
 
@@ -153,6 +151,14 @@ class PiProcess:
         Pi's environment; default the kernel's (``PI_CODING_AGENT_DIR``, keys) as it is.
     extra_args:
         More CLI arguments (``--no-extensions``, ``--tools read,write`` …).
+    max_record_bytes:
+        The largest stdout record read (default 64 MiB, see
+        :data:`~pinb.agent.pi_framing.DEFAULT_MAX_RECORD_BYTES`); a longer one is skipped
+        without being buffered, with a note (:meth:`take_notes`), and a command whose
+        answer it was fails with :class:`PiCommandError`.
+    redact:
+        Applied to every text from Pi before pinb shows it (stderr lines, Pi's error
+        messages, notes); :meth:`redact` calls it. ``None``: texts are shown as they are.
     """
 
     def __init__(
@@ -165,6 +171,8 @@ class PiProcess:
         thinking: str | None = None,
         env: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.program = list(command)
         self.session_file = Path(session_file)
@@ -173,22 +181,36 @@ class PiProcess:
         self.thinking = thinking
         self.env = dict(os.environ if env is None else env)
         self.extra_args = list(extra_args)
-        #: Records that are not responses (session events, extension UI requests), in order.
-        self.records: queue.Queue[Any] = queue.Queue()
-        #: Stdout lines that were not JSON objects (counted, never silently dropped).
-        self.bad_records: list[bytes] = []
+        self.max_record_bytes = max_record_bytes
+        self._redactor = redact
         #: What ``get_state`` answered at start-up, and what ``--version`` printed.
         self.state: dict[str, Any] = {}
         self.version = "unknown"
-        self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
-        self._stderr_seen = 0
-        self._stderr_count = 0
-        self._pending: dict[str, queue.Queue[Any]] = {}
-        self._lock = threading.Lock()
+        self._output = PiOutput(max_record_bytes)
         self._write_lock = threading.Lock()
+        self._torn = False
         self._ids = itertools.count(1)
         self._process: subprocess.Popen[bytes] | None = None
-        self._threads: list[threading.Thread] = []
+
+    @property
+    def records(self) -> queue.Queue[Any]:
+        """Records that are not responses (session events, extension UI requests), in order."""
+        return self._output.records
+
+    @property
+    def bad_record_count(self) -> int:
+        """How many stdout lines were not JSON objects (skipped, never silently)."""
+        return self._output.bad_count
+
+    @property
+    def bad_records(self) -> list[bytes]:
+        """The first 20 of those lines, each cut to 500 bytes."""
+        return self._output.bad_samples
+
+    @property
+    def last_bad_record(self) -> bytes:
+        """The last of those lines, cut to 200 bytes."""
+        return self._output.last_bad
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -204,45 +226,63 @@ class PiProcess:
     def start(self, *, timeout: float = 60.0) -> PiProcess:
         """Start Pi and check that it speaks Pi 1.x's RPC protocol (``get_state``).
 
+        A Ctrl-C at any stage (the start, the handshake, the ``--version`` check) kills
+        and reaps every process started, then propagates.
+
         Raises
         ------
         PiNotFoundError
             The command cannot be run.
         PiHandshakeError
-            Pi exited or answered ``get_state`` otherwise than Pi 1.x does.
+            Pi answered ``get_state`` otherwise than Pi 1.x does, or not at all.
+        PiExitedError
+            Pi stopped at start-up (its own error, e.g. an unknown model).
         """
-        checker = self._start_version_check()
+        checker: subprocess.Popen[str] | str | None = None
         try:
-            self._process = subprocess.Popen(
+            with _interrupts_deferred():
+                checker = self._start_version_check()
+                self._spawn()
+            state: Any = None
+            failure: Exception | None = None
+            try:
+                state = self.request("get_state", timeout=timeout)
+            except (PiExitedError, PiCommandError, TimeoutError) as exc:
+                failure = exc
+            self.version = _version_of(checker)
+            checker = None
+            return self._accept(state, failure)
+        except BaseException:
+            _reap(checker)
+            self._abandon()
+            raise
+
+    def _spawn(self) -> None:
+        try:
+            process = subprocess.Popen(
                 self.argv(),
                 cwd=self.cwd,
                 env=self.env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                # Unbuffered: a write cut short leaves nothing behind for close() to flush
+                # into a pipe Pi no longer reads.
+                bufsize=0,
                 # Its own process group: a terminal's Ctrl-C reaches the kernel only,
-                # which turns it into Pi's `abort` instead of killing Pi.
+                # which turns it into Pi's `abort` instead of killing Pi; and close() can
+                # stop whatever Pi left running in that group.
                 start_new_session=True,
             )
         except OSError as exc:
-            _version_of(checker)
             raise PiNotFoundError(
                 f"cannot run {self.program[0]!r} ({exc}): " + INSTALL_HINT
             ) from exc
-        process = self._process
-        for target in (self._read_stdout, self._read_stderr):
-            thread = threading.Thread(
-                target=target, args=(process,), daemon=True, name="pinb-pi-rpc"
-            )
-            thread.start()
-            self._threads.append(thread)
-        state: Any = None
-        failure: Exception | None = None
-        try:
-            state = self.request("get_state", timeout=timeout)
-        except (PiExitedError, PiCommandError, TimeoutError) as exc:
-            failure = exc
-        self.version = _version_of(checker)
+        self._process = process
+        self._output = PiOutput(self.max_record_bytes)
+        self._output.read(process, lambda: _signal_group(process, signal.SIGKILL))
+
+    def _accept(self, state: Any, failure: Exception | None) -> PiProcess:
         major = _major(self.version)
         # An unknown version (a wrapper printing something else) is given the benefit of
         # the doubt when the handshake itself is Pi 1.x's.
@@ -253,16 +293,17 @@ class PiProcess:
         where = f"{' '.join(self.program)} (version {self.version})"
         if major is not None and major < 1:
             raise PiHandshakeError(
-                f"{where} is older than Pi 1.x, which pinb's Pi engine needs; " + INSTALL_HINT
+                self.redact(f"{where} is older than Pi 1.x, which pinb's Pi engine needs; ")
+                + INSTALL_HINT
             )
         if isinstance(failure, PiExitedError):
             # Pi's own start-up error (an unknown model, a bad flag), shown once as Pi said it.
             raise PiExitedError(
-                f"Pi stopped at start-up: {where}", failure.returncode, failure.stderr
+                self.redact(f"Pi stopped at start-up: {where}"), failure.returncode, failure.stderr
             ) from None
         why = str(failure) if failure is not None else "get_state answered without a session file"
         raise PiHandshakeError(
-            f"{where} did not answer Pi 1.x's RPC handshake ({why})"
+            self.redact(f"{where} did not answer Pi 1.x's RPC handshake ({why})")
         ) from failure
 
     def _start_version_check(self) -> subprocess.Popen[str] | str | None:
@@ -297,29 +338,48 @@ class PiProcess:
         return self._process.poll() if self._process is not None else None
 
     def close(self, *, timeout: float = 5.0) -> None:
-        """Ask Pi to finish (stdin closed), then SIGTERM, then SIGKILL; always reap it."""
+        """Stop Pi and reap it, never blocking on a pipe another process holds.
+
+        Stdin is closed (Pi's orderly shutdown); after ``timeout`` seconds Pi's process
+        group gets SIGTERM, after ``timeout`` more SIGKILL, and whatever Pi left running
+        in its group is killed with it. The readers stop and close our pipe ends. A
+        Ctrl-C during the wait kills at once, then propagates.
+        """
         process, self._process = self._process, None
-        if process is None:
-            return
-        with contextlib.suppress(OSError):
-            if process.stdin is not None:
-                process.stdin.close()
-        for stop in (None, process.terminate, process.kill):
-            if stop is not None:
-                with contextlib.suppress(OSError):
-                    stop()
-            try:
-                process.wait(timeout=timeout)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        for thread in self._threads:
-            thread.join(timeout=1)
-        self._threads.clear()
-        for stream in (process.stdout, process.stderr):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
+        if process is not None:
+            self._stop_process(process, grace=timeout)
+
+    def kill(self) -> None:
+        """Stop Pi at once: SIGKILL to its process group, reaped; :attr:`alive` is then false.
+
+        What Pi wrote before stays readable (its stderr tail, its exit status); :meth:`close`
+        still releases the rest.
+        """
+        process = self._process
+        if process is not None:
+            _signal_group(process, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+
+    def _abandon(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            self._stop_process(process, grace=0)
+
+    def _stop_process(self, process: subprocess.Popen[bytes], *, grace: float) -> None:
+        try:
+            close_quietly(process.stdin)
+            if grace > 0 and not _exits_within(process, grace):
+                _signal_group(process, signal.SIGTERM)
+                _exits_within(process, grace)
+        finally:
+            # Also when Pi has exited: a job it started in its group (a tool's `cmd &`)
+            # would outlive it holding our pipes. The group's id (Pi's pid) is not given
+            # to another process while Pi is unreaped or the group has a member.
+            _signal_group(process, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            self._output.stop()
 
     def __enter__(self) -> PiProcess:
         return self.start() if self._process is None else self
@@ -338,28 +398,32 @@ class PiProcess:
         data = json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n"
         try:
             with self._write_lock:
-                process.stdin.write(data)
-                process.stdin.flush()
+                fd = process.stdin.fileno()
+                # A write cut short (a Ctrl-C inside it) left Pi half a line: end that
+                # line first, so this record is read on its own.
+                view = memoryview(b"\n" + data if self._torn else data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                    self._torn = bool(view)
         except (OSError, ValueError) as exc:
             raise self._exited(f"could not write to Pi ({exc})") from exc
 
     def command(self, kind: str, **fields: Any) -> str:
         """Send a command with a fresh ``id`` and return that id (:meth:`wait` for it)."""
         ident = f"pinb-{next(self._ids)}"
-        with self._lock:
-            self._pending[ident] = queue.Queue(maxsize=1)
+        if not self._output.expect(ident):  # no reader left to answer: fail now, not later
+            raise self._exited("Pi is not running")
         try:
             self.send({"id": ident, "type": kind, **fields})
         except PiExitedError:
-            with self._lock:
-                self._pending.pop(ident, None)
+            self._output.forget(ident)
             raise
         return ident
 
     def answered(self, ident: str) -> bool:
         """Whether the response to command ``ident`` has arrived (:meth:`wait` returns at once)."""
-        with self._lock:
-            box = self._pending.get(ident)
+        box = self._output.box(ident)
         return box is not None and not box.empty()
 
     def wait(self, ident: str, *, timeout: float | None = 60.0) -> Any:
@@ -368,14 +432,14 @@ class PiProcess:
         Raises
         ------
         PiCommandError
-            Pi answered ``success: false`` (its own error message).
+            Pi answered ``success: false`` (its own error message), or its answer was
+            over ``max_record_bytes`` and skipped.
         PiExitedError
-            Pi ended before it answered.
+            Pi ended (or pinb stopped reading it) before it answered.
         TimeoutError
             No answer within ``timeout`` seconds.
         """
-        with self._lock:
-            box = self._pending.get(ident)
+        box = self._output.box(ident)
         if box is None:
             raise KeyError(ident)
         try:
@@ -383,12 +447,13 @@ class PiProcess:
         except queue.Empty:
             raise TimeoutError(f"Pi did not answer command {ident} within {timeout} s") from None
         finally:
-            with self._lock:
-                self._pending.pop(ident, None)
-        if response is _EXITED:
+            self._output.forget(ident)
+        if response is ENDED:
             raise self._exited("Pi exited before it answered")
         if not response.get("success"):
-            raise PiCommandError(str(response.get("command")), str(response.get("error")))
+            raise PiCommandError(
+                str(response.get("command")), self.redact(str(response.get("error")))
+            )
         return response.get("data")
 
     def request(self, kind: str, *, timeout: float | None = 60.0, **fields: Any) -> Any:
@@ -397,79 +462,43 @@ class PiProcess:
 
     # -- reading --------------------------------------------------------------------------
 
-    def _read_stdout(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stdout is not None
-        fd = process.stdout.fileno()
-        rest = b""
-        try:
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                records, rest = split_records(rest + chunk)
-                for raw in records:
-                    self._dispatch(raw)
-        except OSError:
-            pass
-        if rest.strip():
-            self._dispatch(rest)
-        with self._lock:
-            boxes = list(self._pending.values())
-        for box in boxes:
-            with contextlib.suppress(queue.Full):
-                box.put_nowait(_EXITED)
-        self.records.put(_EXITED)
-
-    def _dispatch(self, raw: bytes) -> None:
-        if not raw.strip():
-            return
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            self.bad_records.append(raw[:500])
-            return
-        if not isinstance(record, dict):
-            self.bad_records.append(raw[:500])
-            return
-        if record.get("type") == "response":
-            with self._lock:
-                box = self._pending.get(str(record.get("id")))
-            if box is not None:
-                with contextlib.suppress(queue.Full):
-                    box.put_nowait(record)
-                return
-        self.records.put(record)
-
-    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            with self._lock:
-                self._stderr.append(line.decode("utf-8", "replace").rstrip("\r\n"))
-                self._stderr_count += 1
-
     def next_record(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next event or UI request; ``None`` when Pi's stdout has ended.
 
         Raises ``queue.Empty`` after ``timeout`` seconds without one.
         """
         record = self.records.get(timeout=timeout)
-        if record is _EXITED:
-            self.records.put(_EXITED)  # every later reader sees the end too
+        if record is ENDED:
+            self.records.put(ENDED)  # every later reader sees the end too
             return None
         result: dict[str, Any] = record
         return result
 
+    def redact(self, text: str) -> str:
+        """``text`` from Pi as pinb may show it: through the ``redact`` function, if any.
+
+        A redaction function that fails withholds the text rather than show it unredacted.
+        """
+        if self._redactor is None or not text:
+            return text
+        try:
+            return self._redactor(text)
+        except Exception as exc:
+            return (
+                f"[{len(text):,} characters withheld: the redaction failed ({type(exc).__name__})]"
+            )
+
+    def take_notes(self) -> list[str]:
+        """Notes about Pi's output not shown yet (a skipped record, an unreadable one), redacted."""
+        return [self.redact(note) for note in self._output.take_notes()]
+
     def stderr_tail(self, lines: int = 15) -> str:
-        """Pi's last ``lines`` stderr lines."""
-        with self._lock:
-            return "\n".join(list(self._stderr)[-lines:])
+        """Pi's last ``lines`` stderr lines (each cut to 4 KiB), redacted."""
+        return self.redact("\n".join(self._output.stderr_lines(lines)))
 
     def new_stderr(self) -> str:
-        """Stderr lines not shown yet (each line is shown once)."""
-        with self._lock:
-            unseen = self._stderr_count - self._stderr_seen
-            self._stderr_seen = self._stderr_count
-            return "\n".join(list(self._stderr)[-unseen:]) if unseen > 0 else ""
+        """Stderr lines not shown yet (each line is shown once), redacted."""
+        return self.redact("\n".join(self._output.new_stderr_lines()))
 
     def _exited(self, what: str) -> PiExitedError:
         process = self._process
@@ -477,11 +506,66 @@ class PiProcess:
         if process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 code = process.wait(timeout=2)
-        for thread in self._threads[1:]:  # let the stderr reader take Pi's last words
-            thread.join(timeout=1)
+        self._output.settle_stderr()  # Pi's last words
         how = f" (exit status {code})" if code is not None else ""
-        self._stderr_seen = self._stderr_count
-        return PiExitedError(what + how, code, self.stderr_tail())
+        failure = self._output.failure
+        self._output.new_stderr_lines()  # shown in this error: not again
+        if failure is not None:
+            how += f"; pinb's reader of Pi's output failed ({failure}), so Pi was stopped"
+        return PiExitedError(self.redact(what + how), code, self.stderr_tail())
+
+
+def _exits_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not has_exited(process):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _signal_group(process: subprocess.Popen[bytes], number: int) -> None:
+    # start_new_session made Pi the leader of its own group: the group's id is Pi's pid.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, number)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) back for the block, then deliver it.
+
+    ``Popen`` can be interrupted after the child exists and before it is returned, and
+    nothing could reap that child then. Only the main thread gets Python's signals and
+    may install a handler; elsewhere (or under a handler Python did not install) the
+    block runs as it is.
+    """
+    previous = (
+        signal.getsignal(signal.SIGINT)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
+    if previous is None:
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        signal.raise_signal(signal.SIGINT)
+
+
+def _reap(checker: subprocess.Popen[str] | str | None) -> None:
+    """Kill and reap a ``--version`` process still running."""
+    if isinstance(checker, subprocess.Popen):
+        with contextlib.suppress(OSError):
+            checker.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            checker.wait(timeout=5)
+        close_quietly(checker.stdout)
+        close_quietly(checker.stderr)
 
 
 def _is_state(state: Any) -> bool:
@@ -512,7 +596,7 @@ def package_version(program: Sequence[str]) -> str | None:
 
 
 def _version_of(checker: subprocess.Popen[str] | str | None) -> str:
-    """What a ``--version`` process printed (its last line), reaped; ``unknown`` if nothing."""
+    """What a ``--version`` process printed (its last line, cut), reaped; ``unknown`` if nothing."""
     if isinstance(checker, str):
         return checker
     if checker is None:
@@ -520,11 +604,10 @@ def _version_of(checker: subprocess.Popen[str] | str | None) -> str:
     try:
         out, err = checker.communicate(timeout=20)
     except subprocess.TimeoutExpired:
-        checker.kill()
-        checker.communicate()
+        _reap(checker)
         return "unknown"
     lines = (out.strip() or err.strip()).splitlines()
-    return lines[-1].strip() if lines else "unknown"
+    return lines[-1].strip()[:200] if lines else "unknown"
 
 
 def _major(version: str) -> int | None:
