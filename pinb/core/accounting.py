@@ -116,10 +116,17 @@ class ContextUsage:
         if self.window:
             share = self.share or 0.0
             shown = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
-            text += (
-                f" · {shown} of a {thousands(self.window)} window ({self.window_source})"
-                f" · compacts above {thousands(self.threshold)}"
-            )
+            text += f" · {shown} of a {thousands(self.window)} window ({self.window_source})"
+            threshold = self.threshold or 0
+            if not self.settings.enabled:
+                text += " · automatic compaction off"
+            elif threshold > 0:
+                text += f" · compacts above {thousands(threshold)}"
+            else:  # a reserve as large as the window: every request is over the threshold
+                text += (
+                    f" · compacts before every request (a reserve of "
+                    f"{thousands(self.settings.reserve_tokens)} leaves no room)"
+                )
         else:
             text += " · window unknown"
         return text
@@ -173,6 +180,7 @@ def context_usage(
     window: int | None = None,
     window_source: str | None = None,
     settings: CompactionSettings | None = None,
+    fit: bool = True,
 ) -> ContextUsage:
     """Account for a built context (see :class:`ContextUsage`).
 
@@ -185,6 +193,9 @@ def context_usage(
         threshold is given (pinb never assumes a window silently).
     settings:
         Compaction settings (Pi's defaults when omitted); fitted to a small window.
+    fit:
+        Fit the settings to the window as pinb's agent does (``False``: as given, the way
+        the user's own Pi uses them, for a Pi engine's figures).
     """
     pi = context.pi
     if pi >= Pi.V1_6:
@@ -192,7 +203,9 @@ def context_usage(
     else:
         estimate = estimate_context_tokens(context.messages, pi=pi)
     by_role = estimated_by_role(context)
-    fitted = (settings or CompactionSettings()).fit_window(window)
+    fitted = settings or CompactionSettings()
+    if fit:
+        fitted = fitted.fit_window(window)
     return ContextUsage(
         tokens=estimate.tokens,
         measure=ESTIMATE if estimate.last_usage_index is None else USAGE_PLUS_ESTIMATE,

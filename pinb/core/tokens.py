@@ -309,11 +309,15 @@ class CompactionSettings:
             "keepRecentTokens": "keep_recent_tokens",
             "thresholdPercent": "threshold_percent",
             "summaryModel": "summary_model",
+            "modelOverrides": "model_overrides",  # Pi 1.x's name
             "models": "model_overrides",
         }
         changes: dict[str, Any] = {}
         for key, value in data.items():
             name = names.get(key, key)
+            if name == "model_overrides" and isinstance(value, dict):
+                # User and project settings merge before the model is looked up, as in Pi.
+                value = {**changes.get(name, self.model_overrides), **value}
             if name in self.__dataclass_fields__:
                 changes[name] = value
         return replace(self, **changes) if changes else self

@@ -16,13 +16,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import queue
+import re
+import subprocess
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEnd, AgentEvent, Notice
-from ..agent.pi_events import PiRun, UIHandler
+from ..agent.pi_events import PiEventMapper, PiRun, UIHandler
 from ..agent.pi_rpc import (
     PiCommandError,
     PiEngineError,
@@ -32,9 +35,13 @@ from ..agent.pi_rpc import (
 )
 from ..core import Session
 from ..core.accounting import ContextUsage, context_usage
+from ..core.paths import agent_dir
 from ..core.sharing import Turn
+from ..core.tokens import CompactionSettings
 from ..core.writers import SessionHold, describe_process
 from ..errors import UsageError
+from ..llm.pi_config import models_json_problem, pi_small_window
+from ..llm.secrets import redact_secrets
 from .live import AssistantReply, LiveRun, RunFailedError
 from .terminal import TerminalRun
 
@@ -75,6 +82,9 @@ class PiEngine:
         Pi's environment; default the kernel's, read at each start.
     extra_args:
         More ``pi`` arguments for every start.
+    settings:
+        The compaction settings Pi reads (its ``settings.json`` files), to say at start-up
+        when they do not fit the model's window.
     """
 
     def __init__(
@@ -84,11 +94,13 @@ class PiEngine:
         ui: UIHandler | None = None,
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        settings: Callable[[], CompactionSettings] | None = None,
     ) -> None:
         self._command = command
         self.ui = ui
         self.env = env
         self.extra_args = extra_args
+        self.settings = settings
         self.process: PiProcess | None = None
         #: The session file the process has open.
         self.session_file: Path | None = None
@@ -134,21 +146,67 @@ class PiEngine:
         if process is None:
             if session.entries:
                 session.keep_leaf()  # Pi starts at the file's last line: make it our leaf
-            process = PiProcess(
-                self.command_line(),
-                session_file=path,
-                cwd=cwd,
-                model=model or None,
-                thinking=thinking or None,
-                env=dict(os.environ) if self.env is None else self.env,
-                extra_args=self.extra_args,
-            ).start()
+            process = self._start(path, cwd, model, thinking)
             self.process, self.session_file = process, path
             self._hold = SessionHold(path, self._holder_text(process)).acquire()
+            self._check_window(process)
         else:
             self.sync(session)
         self._apply(process, model, thinking)
         return process
+
+    def _start(self, path: Path, cwd: Path, model: str | None, thinking: str | None) -> PiProcess:
+        """A new ``pi --mode rpc``; a model Pi cannot find says why, in Pi's words or ours."""
+        command = self.command_line()
+        env = dict(os.environ) if self.env is None else self.env
+        process = PiProcess(
+            command,
+            session_file=path,
+            cwd=cwd,
+            model=model or None,
+            thinking=thinking or None,
+            env=env,
+            extra_args=self.extra_args,
+            # Every text of Pi's that pinb shows: the keys of the environment Pi runs in.
+            redact=lambda text: redact_secrets(text, env=env),
+        )
+        try:
+            return process.start()
+        except PiExitedError as exc:
+            missing = _NOT_FOUND.search(exc.stderr or "")
+            if missing is None:
+                raise
+            why = models_json_problem(missing.group(1), agent_dir(env)) or _list_models_warning(
+                command, env, cwd
+            )
+            if not why:
+                raise
+            raise PiExitedError(
+                process.redact(f"Pi cannot use the model {missing.group(1)}: {why}"),
+                exc.returncode,
+                "",
+            ) from None
+
+    def _explained(self, process: PiProcess, exc: PiCommandError) -> PiCommandError:
+        """Pi's refusal of a prompt in one line, with what is wrong in models.json if that
+        is why (Pi 1.6 finds no key for a custom provider that names none)."""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "Pi refused the prompt"
+        info = process.state.get("model") or {}
+        env = dict(os.environ) if self.env is None else self.env
+        spec = f"{info.get('provider')}/{info.get('id')}"
+        why = models_json_problem(spec, agent_dir(env)) if info else None
+        return PiCommandError(exc.command, process.redact(f"{first} {why}" if why else first))
+
+    def _check_window(self, process: PiProcess) -> None:
+        """Say once, at start-up, when Pi's compaction settings do not fit its model."""
+        info = process.state.get("model") or {}
+        window = info.get("contextWindow")
+        if self.settings is None or not isinstance(window, int):
+            return
+        spec = f"{info.get('provider')}/{info.get('id')}"
+        small = pi_small_window(spec, window, self.settings())
+        if small is not None:
+            self._notes.append(small.line())
 
     def sync(self, session: Session) -> None:
         """Make Pi's in-memory session agree with the file before Pi writes to it.
@@ -288,9 +346,14 @@ class PiEngine:
             try:
                 try:
                     end = _feed(run.events(), show)
+                except PiCommandError as exc:
+                    raise self._explained(process, exc) from None
                 except KeyboardInterrupt:
                     show(Notice("interrupted: Pi was told to abort; its partial reply is saved"))
-                    end = _feed(run.abort(), show)
+                    try:
+                        end = _feed(run.abort(), show)
+                    except KeyboardInterrupt:  # a second Ctrl-C while the abort was drawn
+                        end = _feed(run.stop(), show)
             finally:
                 self._after(session, turn, since)
         if turn.end_note():
@@ -299,15 +362,47 @@ class PiEngine:
         assert end is not None
         return end
 
-    def request(self, session: Session, cwd: Path, kind: str, **fields: Any) -> Any:
-        """Send one command (``compact``, ``fork`` …) to the session's Pi and wait for it."""
+    def request(
+        self,
+        session: Session,
+        cwd: Path,
+        kind: str,
+        *,
+        show: Callable[[AgentEvent], None] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """Send one command (``compact``, ``fork`` …) to the session's Pi and wait for it.
+
+        The events Pi sent while it carried the command out (``compaction_start`` … ``_end``)
+        are shown through ``show`` here, in the cell that ran the command, not at the top of
+        the next one.
+        """
         with session.turn("the user's Pi (Pi engine)") as turn:
             process = self.ensure(session, cwd, None, None)
             since = session.entries[-1].id if session.entries else None
             try:
                 return process.request(kind, timeout=None if kind == "compact" else 60.0, **fields)
             finally:
+                self._drain(process, show)
                 self._after(session, turn, since)
+
+    @staticmethod
+    def _drain(process: PiProcess, show: Callable[[AgentEvent], None] | None) -> None:
+        """Show (or drop) the events Pi queued while it carried out a command."""
+        mapper = PiEventMapper(redact=process.redact)
+        if show is not None:
+            for note in process.take_notes():
+                show(Notice(note))
+        while True:
+            try:
+                record = process.next_record(timeout=0.05)
+            except queue.Empty:
+                return
+            if record is None:
+                return
+            for event in mapper.map(record):
+                if show is not None and isinstance(event, Notice):
+                    show(event)
 
     def configure(
         self, session: Session, cwd: Path, model: str | None, thinking: str | None
@@ -345,6 +440,31 @@ class PiEngine:
                 self._hold.release()
             self._hold = SessionHold(self.session_file, self._holder_text(process)).acquire()
         return Path(file) if file else None
+
+
+_NOT_FOUND = re.compile(r'Model "([^"]+)" not found')
+
+
+def _list_models_warning(command: list[str], env: dict[str, str], cwd: Path) -> str | None:
+    """What ``pi --list-models`` says about models.json (``no "api" specified`` ...)."""
+    try:
+        done = subprocess.run(
+            [*command, "--list-models"],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (done.stderr + done.stdout).splitlines()
+    for number, line in enumerate(lines):
+        if "errors loading models.json" in line:
+            details = [rest.strip() for rest in lines[number + 1 : number + 4] if rest.strip()]
+            return "Pi says models.json has errors: " + " ".join(details) if details else None
+    return None
 
 
 def _feed(events: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> AgentEnd | None:
@@ -441,6 +561,11 @@ def pi_cell(
     return AssistantReply(end, session.path, printed=terminal, context=_context(magics, session))
 
 
+def _print_notice(event: AgentEvent) -> None:
+    if isinstance(event, Notice):
+        print(event.text)
+
+
 def _context(magics: PiMagics, session: Session) -> ContextUsage:
     """How full the context is, against the window of the model Pi ran (not pinb's last)."""
     process = magics.pi_engine.process
@@ -450,8 +575,14 @@ def _context(magics: PiMagics, session: Session) -> ContextUsage:
         return magics._context_usage(session)  # the setting, or pinb's registry
     settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
     session.run_window = (window, "Pi's model")  # views handed the session show it too
+    # Pi compacts above window - reserveTokens with its settings as they are: pinb's fit to
+    # a small window is the built-in agent's, not Pi's.
     return context_usage(
-        session.current_context(), window=window, window_source="Pi's model", settings=settings
+        session.current_context(),
+        window=window,
+        window_source="Pi's model",
+        settings=settings,
+        fit=False,
     )
 
 
@@ -486,7 +617,7 @@ def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
     if command == "compact":
         instructions = " ".join(args) or None
         fields = {"customInstructions": instructions} if instructions else {}
-        data = engine.request(session, cwd, "compact", **fields) or {}
+        data = engine.request(session, cwd, "compact", show=_print_notice, **fields) or {}
         magics.session = _reload(session)
         print(
             f"Pi compacted the context: {int(data.get('tokensBefore') or 0):,} → "

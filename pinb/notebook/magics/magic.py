@@ -56,6 +56,8 @@ COMMANDS_HELP = """\
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)
 %pi model --discover                          list local servers on the usual ports (picks none)
+%pi model P/M --save --base-url URL --window N   add a local model to models.json (both engines)
+%pi model --fit-pi               fit Pi's compaction settings to its model's small window
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
 %pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
@@ -216,7 +218,8 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
-        if self.engine == "pi" and command in ROUTED_COMMANDS:
+        pinb_options = {"--save", "--fit-pi", "--discover"}  # pinb's own, whatever the engine
+        if self.engine == "pi" and command in ROUTED_COMMANDS and not pinb_options & set(rest):
             return pi_command(self, command, rest)
         try:
             return handler(rest)

@@ -19,9 +19,19 @@ class ModelCommands(MagicsBase):
         parser.add_argument("spec", nargs="?")
         parser.add_argument("--base-url")
         parser.add_argument("--discover", action="store_true")
+        parser.add_argument("--save", action="store_true")
+        parser.add_argument("--window", type=int)
+        parser.add_argument("--max-out", type=int)
+        parser.add_argument("--fit-pi", action="store_true")
         opts = parser.parse_args(args)
         if opts.discover:  # on request only: asks the usual local ports, picks nothing
             print(discovery_report(discover_local_servers(base_urls=self.base_urls)))
+            return
+        if opts.save:
+            self._save_model(opts.spec, opts.base_url, opts.window, opts.max_out)
+            opts.base_url = None  # models.json has it now: chosen below like any other
+        if opts.fit_pi:
+            self._fit_pi(opts.spec)
             return
         spec = opts.spec or self._model_spec or self.model or None
         if opts.base_url:
@@ -39,6 +49,54 @@ class ModelCommands(MagicsBase):
             f"{info.provider}/{info.id} · window {info.context_window:,} ({info.window_origin})"
             " · max out "
             f"{info.max_tokens:,}" + (f" · {display_url(where)}" if where else "")
+        )
+
+    def _save_model(
+        self, spec: str | None, base_url: str | None, window: int | None, max_out: int | None
+    ) -> None:
+        """``%pi model provider/model --save --base-url URL --window N``: one models.json entry
+        both engines accept."""
+        from ...llm.pi_config import save_model
+
+        if not spec or not base_url or not window:
+            raise UsageError(
+                "usage: %pi model provider/model --save --base-url URL --window TOKENS "
+                "[--max-out TOKENS]"
+            )
+        try:
+            path = save_model(spec, base_url, window=window, max_tokens=max_out)
+        except ValueError as exc:
+            raise UsageError(f"%pi model --save: {exc}") from exc
+        self.pi_engine.close()  # Pi reads models.json when it starts
+        print(
+            f"saved {spec} in {path} (window {window:,}; api and apiKey as Pi 1.6 needs them): "
+            "both engines use it"
+        )
+
+    def _fit_pi(self, spec: str | None) -> None:
+        """``%pi model --fit-pi``: Pi's compaction settings for a small window, in its
+        settings.json, for the model Pi runs (or ``spec``)."""
+        from ...llm.pi_config import fit_pi_compaction, pi_small_window
+
+        process = self.pi_engine.process
+        info = (process.state.get("model") if process is not None else None) or {}
+        if spec is None and info:
+            spec, window = f"{info.get('provider')}/{info.get('id')}", info.get("contextWindow")
+        else:
+            model = self.current_model(spec)
+            spec, window = model.info.spec, model.info.context_window
+        if not isinstance(window, int) or window <= 0:
+            raise UsageError(f"%pi model --fit-pi: the window of {spec} is unknown")
+        if pi_small_window(spec, window, self._settings()) is None:
+            print(f"Pi's compaction settings already fit {spec}'s {window:,}-token window")
+            return
+        path = fit_pi_compaction(spec, window)
+        self.pi_engine.close()  # Pi reads its settings when it starts
+        fitted = self._settings().for_model(*spec.split("/", 1))
+        print(
+            f"wrote Pi's compaction settings for {spec} into {path}: Pi compacts above "
+            f"{window - fitted.reserve_tokens:,} tokens and keeps "
+            f"{fitted.keep_recent_tokens:,} (the next Pi cell starts Pi with them)"
         )
 
     def _cmd_thinking(self, args: list[str]) -> None:

@@ -111,7 +111,7 @@ class MagicsBase(Magics):
         #: Server URLs chosen with ``%pi model --base-url``, by provider.
         self.base_urls: dict[str, str] = {}
         #: The user's Pi for ``--engine pi`` cells (started at the first one).
-        self.pi_engine = PiEngine(lambda: self.pi_command)
+        self.pi_engine = PiEngine(lambda: self.pi_command, settings=self._settings)
 
     @observe("thinking")
     def _thinking_changed(self, change: Any) -> None:

@@ -1,0 +1,154 @@
+"""The user's own Pi on a local model, right the first time: one models.json for both engines,
+Pi's reason when it cannot find a model, Pi's own threshold, small-window settings for Pi."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from pinb.agent.pi_rpc import PiCommandError, PiExitedError
+from tests.pi.loop import MODEL, PiLoop
+
+
+@pytest.fixture()
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "pinb")
+    magics = ip.magics_manager.registry["PiMagics"]
+    magics.session = None
+    magics._model = None
+    magics._model_spec = None
+    magics.model = ""
+    magics.engine = "pinb"
+    magics.renderer = "terminal"
+    yield ip
+    magics.pi_engine.close()
+    magics.session = None
+    magics._model = None
+
+
+def _run(shell: InteractiveShell, source: str) -> tuple[Any, str]:
+    with capture_output() as captured:
+        result = shell.run_cell(source)
+    return result, captured.stdout + captured.stderr
+
+
+def _models(loop: PiLoop, provider: dict[str, Any]) -> None:
+    (loop.agent_dir / "models.json").write_text(json.dumps({"providers": {"local": provider}}))
+
+
+@pytest.mark.parametrize("missing", ["api", "apiKey"])
+def test_a_models_json_pi_cannot_use_says_why_in_one_line(
+    shell: InteractiveShell, pi_loop: PiLoop, missing: str
+) -> None:
+    provider = {
+        "baseUrl": pi_loop.server.openai_base_url,
+        "api": "openai-completions",
+        "apiKey": "none",
+        "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+    }
+    del provider[missing]
+    _models(pi_loop, provider)
+    result, said = _run(shell, "%%pi --engine pi --model local/small\nhello")
+    # No api: Pi stops at start-up; no apiKey: Pi starts, then refuses the prompt.
+    assert isinstance(result.error_in_exec, PiExitedError if missing == "api" else PiCommandError)
+    message = str(result.error_in_exec)
+    expected = 'names no "api"' if missing == "api" else 'has no "apiKey"'
+    assert expected in message and "models.json" in message
+    assert "Traceback" not in said and expected in said.strip().splitlines()[-1]
+
+
+def test_save_writes_one_models_json_entry_both_engines_use(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    (pi_loop.agent_dir / "models.json").unlink()
+    result, said = _run(
+        shell,
+        f"%pi model local/small --save --base-url {pi_loop.server.openai_base_url} --window 4096",
+    )
+    assert result.error_in_exec is None, said
+    entry = json.loads((pi_loop.agent_dir / "models.json").read_text())["providers"]["local"]
+    assert entry["api"] == "openai-completions" and entry["apiKey"] == "none"
+    assert entry["models"] == [{"id": "small", "contextWindow": 4096, "maxTokens": 1024}]
+    # Pi 1.6 lists it ...
+    listed = subprocess.run(
+        [*pi_loop.argv, "--list-models"],
+        env=pi_loop.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "small" in listed.stdout and "4.1K" in listed.stdout, listed.stdout + listed.stderr
+    # ... and both engines answer with it.
+    for engine in ("pinb", "pi"):
+        pi_loop.server.reply(text=f"hello from {engine}")
+        result, said = _run(shell, f"%%pi --engine {engine} --model local/small\nhi")
+        assert result.error_in_exec is None and f"hello from {engine}" in said, said
+
+
+def test_pi_on_a_small_window_says_so_once_and_fit_pi_makes_it_compact_in_the_window(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    _models(pi_loop, {
+        "baseUrl": pi_loop.server.openai_base_url, "api": "openai-completions",
+        "apiKey": "none", "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+    })  # fmt: skip
+    pi_loop.server.reply(text="first")
+    _, said = _run(shell, "%%pi --engine pi --model local/small\none")
+    assert "do not fit local/small's 4,096-token window" in said and "%pi model --fit-pi" in said
+    # Pi's own threshold in the footer: window - reserve, as Pi uses its settings.
+    assert "compacts before every request (a reserve of 16,384 leaves no room)" in said
+    pi_loop.server.reply(text="second")
+    _, said = _run(shell, "%%pi --engine pi\ntwo")
+    assert "do not fit" not in said  # said once, when Pi started
+
+    result, said = _run(shell, "%pi model --fit-pi")
+    assert result.error_in_exec is None, said
+    settings = json.loads((pi_loop.agent_dir / "settings.json").read_text())
+    assert settings["compaction"]["modelOverrides"]["local/small"] == {
+        "reserveTokens": 1024,
+        "keepRecentTokens": 1024,
+    }
+    assert "Pi compacts above 3,072 tokens and keeps 1,024" in said
+    pi_loop.server.reply(text="third")
+    _, said = _run(shell, "%%pi --engine pi --model local/small\nthree")
+    assert "do not fit" not in said and "compacts above 3,072" in said
+
+
+def test_a_pi_cells_footer_shows_pis_own_threshold(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    pi_loop.server.reply(text="hi")
+    _, said = _run(shell, f"%%pi --engine pi --model {MODEL}\nhello")
+    # 32,000 - 16,384: Pi's rule on its own settings (pinb's agent would fit them: 24,000).
+    assert "of a 32,000 window (Pi's model) · compacts above 15,616" in said
+
+
+def test_a_routed_compacts_events_stay_in_its_own_cell(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    shell.run_line_magic("config", 'PiMagics.engine = "pi"')
+    (pi_loop.agent_dir / "settings.json").write_text(
+        json.dumps({"compaction": {"keepRecentTokens": 100}})  # something to summarize
+    )
+    for turn in range(3):
+        pi_loop.server.reply(text=f"answer {turn} " + "words " * 400)
+        _run(shell, f"%%pi --model {MODEL}\nquestion {turn}")
+    for _ in range(2):  # the history summary, and the split turn's prefix
+        pi_loop.server.reply(text="## Goal\nthe summary")
+    result, said = _run(shell, "%pi compact")
+    assert result.error_in_exec is None, said
+    assert "Pi is compacting the context (manual)" in said and "Pi compacted the context" in said
+    pi_loop.server.reply(text="after")
+    _, said = _run(shell, "%%pi\nnext")
+    assert "compacting" not in said
