@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    home = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         agent = Path(tmp) / "agent"
         project = Path(tmp) / "project"
@@ -57,6 +58,7 @@ def main() -> None:
                 finally:
                     sys.stdout = stdout
                     shell.magics_manager.registry["PiMagics"].pi_engine.close()
+                    os.chdir(home)
             took = time.perf_counter() - started
     total = sum(done.values())
     print(f"{args.steps} steps (seed {args.seed}), every invariant held after each one")
