@@ -103,7 +103,7 @@ def test_a_trickling_stream_meets_the_overall_deadline(tmp_path: Path, server: L
     started = time.monotonic()
     end = _run(session, server, deadline=1.0)
     took = time.monotonic() - started
-    assert end.stop_reason == "error" and 1.0 <= took < 5
+    assert end.stop_reason == "error" and 1.0 <= took < 60  # at the deadline; < 60: no hang
     assert "did not finish within the 1 s deadline" in (end.error or "")
     assert len(server.requests) == 1  # not retried: it would trickle again
     message = Session.open(session.path).entries[-1].message

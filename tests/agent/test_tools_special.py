@@ -161,4 +161,4 @@ def test_a_tool_stuck_in_a_system_call_is_abandoned_after_a_stop() -> None:
     result, took = asyncio.run(asyncio.wait_for(main(), DEADLINE))
     release.set()
     assert result.is_error and text(result) == "Operation aborted"
-    assert 0.6 < took < 3
+    assert 0.6 < took < 30  # the grace period waited; < 30: not the stuck read's

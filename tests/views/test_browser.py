@@ -43,8 +43,8 @@ CHROMIUM_ARGS = [
 ]
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-STEP_MS = 30_000  # any single wait in the browser
-BUDGET_S = 85.0  # the whole test
+STEP_MS = 120_000  # any single wait in the browser: a hang guard, generous under load
+BUDGET_S = 900.0  # the whole test: a hang guard (speed is the benchmarks' job)
 
 pytestmark = pytest.mark.slow
 
