@@ -152,3 +152,25 @@ def test_a_routed_compacts_events_stay_in_its_own_cell(
     pi_loop.server.reply(text="after")
     _, said = _run(shell, "%%pi\nnext")
     assert "compacting" not in said
+
+
+def test_after_open_the_model_is_the_one_the_session_recorded(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    _models(pi_loop, {
+        "baseUrl": pi_loop.server.openai_base_url, "api": "openai-completions",
+        "apiKey": "none", "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+    })  # fmt: skip
+    pi_loop.server.reply(text="recorded")
+    _run(shell, "%%pi --engine pi --model local/small\nfirst")  # Pi records local/small
+    magics = shell.magics_manager.registry["PiMagics"]
+    path = magics.session.path
+    magics.pi_engine.close()
+    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
+    _run(shell, f"%pi open {path}")
+    _, said = _run(shell, "%pi model")
+    assert said.startswith("local/small · window 4,096 (models.json)"), said
+    pi_loop.server.reply(text="continued")
+    result, said = _run(shell, "%%pi\nsecond")
+    assert result.error_in_exec is None and "continued" in said
+    assert pi_loop.server.requests[-1].body["model"] == "small"

@@ -25,7 +25,7 @@ from ...core import (
 )
 from ...core.accounting import ContextUsage, context_usage
 from ...core.writers import SessionHold, describe_process
-from ...errors import EntryNotFoundError, SessionFileError, UsageError
+from ...errors import EntryNotFoundError, PinbError, SessionFileError, UsageError
 from ...llm import ChatModel
 from ...llm.offline import OfflineDemoModel
 from ..engine import ENGINES, PiEngine
@@ -192,8 +192,10 @@ class MagicsBase(Magics):
         return session
 
     def current_model(self, spec: str | None = None) -> ChatModel:
-        """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used."""
-        wanted = spec or self.model or self._model_spec
+        """The model for a run: ``spec``, else ``PiMagics.model``, else the last one used,
+        else the one the session recorded (after ``%pi open``: its ``provider/model``,
+        resolved through ``models.json`` with its window), else the first configured."""
+        wanted = spec or self.model or self._model_spec or self._recorded_model()
         if self._model is None or wanted != self._model_spec:
             self._model = choose_model(wanted, base_urls=self.base_urls)
             self._model_spec = wanted
@@ -204,6 +206,24 @@ class MagicsBase(Magics):
                     info, context_window=self.context_window, window_source="setting"
                 )
         return self._model
+
+    def _recorded_model(self) -> str | None:
+        """The session's own model, when pinb can run it (a provider it knows, a key)."""
+        from ...llm import get_model
+
+        session = self.session
+        recorded = session.current_context().model if session is not None else None
+        if not recorded or not recorded.get("provider") or not recorded.get("modelId"):
+            return None
+        spec = f"{recorded['provider']}/{recorded['modelId']}"
+        if spec.startswith("pinb/offline"):
+            return "offline"
+        url = self.base_urls.get(str(recorded["provider"]))
+        try:  # resolved only (no request): the run resolves it again, asking its server
+            get_model(spec, discover=False, **({"base_url": url} if url else {}))
+        except PinbError:  # unknown here, or its key is missing: choose as for a new session
+            return None
+        return spec
 
     def _settings(self) -> CompactionSettings:
         # Pi reads the project's .pi/settings.json where the session runs (as `pinb` does).
