@@ -9,6 +9,7 @@ tool call, result, retry and compaction.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, TextIO
 
@@ -32,8 +33,24 @@ _LINE = 200  # characters of a tool call or result shown on its line
 
 
 def _short(text: str, limit: int = _LINE) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with ``…``.
+
+    Reads only the words it shows: splitting a 10 MB tool result whole to print 200
+    characters of it would make that one event cost as much as the result is long.
+    """
+    if len(text) <= 8 * limit:  # short: splitting it all is quicker than matching words
+        flat = " ".join(text.split())
+        return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    words: list[str] = []
+    size = -1  # the length of the words joined by spaces
+    # Runs of at most `limit` characters: a longer word is cut where the line ends anyway.
+    for match in re.finditer(rf"\S{{1,{limit}}}", text):
+        words.append(match.group())
+        size += len(words[-1]) + 1
+        if size > limit:
+            break
+    flat = " ".join(words)
+    return flat if size <= limit else flat[: limit - 1] + "…"
 
 
 class TerminalRun:
