@@ -72,13 +72,15 @@ async def run_tool_calls(
         except Exception as exc:  # a tool's failure is the model's information
             return ToolResult.error(f"{type(exc).__name__}: {exc}")
 
-    # Consecutive read-only calls run together; anything that changes state runs alone.
+    # Consecutive read-only calls run together; anything that changes state runs alone. A
+    # group is read-only when its first call is (no call joins a state-changing one), so
+    # grouping stays linear in the calls.
     groups: list[list[dict[str, Any]]] = []
     for call in calls:
         if (
             groups
             and call.get("name") in READ_ONLY_TOOLS
-            and all(c.get("name") in READ_ONLY_TOOLS for c in groups[-1])
+            and groups[-1][0].get("name") in READ_ONLY_TOOLS
         ):
             groups[-1].append(call)
         else:
