@@ -24,8 +24,11 @@ The tree::
     │   └── UnsupportedApiError            a wire protocol pinb does not speak
     ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
     ├── MissingExtraError (pinb.analysis.parquet)  an optional package is missing (names the extra)
+    ├── SearchIndexError (pinb.analysis.sidecar)   the search index cannot be used
+    │   └── SearchTimeoutError             a search ran past its deadline and was stopped
     ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
     └── UsageError                         bad command-line or magic arguments
+        └── SearchQueryError (pinb.analysis.query)  a query pinb cannot run (too long, a bad filter)
 
 In a notebook a ``PinbError`` renders as one clear line instead of a traceback
 (``_render_traceback_``), because the message already says what, why and what to do.

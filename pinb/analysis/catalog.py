@@ -1,6 +1,7 @@
 """The listing catalog: session rows kept in a rebuildable SQLite sidecar, for a fast ``ls``.
 
-The sidecar file and its tables are owned here; the full-text index of the entries
+The sidecar file is owned here, as a cache (:mod:`pinb.analysis.sidecar`), its tables in
+:mod:`pinb.analysis.schema`; the full-text index of the entries
 (:mod:`pinb.analysis.index`) builds on it and shares its file.
 """
 
@@ -12,85 +13,50 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
-from ..core.listing import Progress, SessionInfo, read_session_info
+from ..core.listing import (
+    ListingMark,
+    ListingRead,
+    Progress,
+    SessionInfo,
+    read_listing,
+    read_session_info,
+)
 from ..core.paths import agent_dir, sessions_root
-from ..errors import PinbError
+from .schema import _MARK_COLUMNS, _SESSION_COLUMNS, SCHEMA_VERSION, make_tables
+from .sidecar import (
+    BUSY_STEP,
+    LOCK_WAIT,
+    SearchIndexError,
+    SearchTimeoutError,
+    Watch,
+    describe,
+    is_busy,
+    is_damage,
+    patiently,
+    read_only_reason,
+    remove_files,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
     "ListingCatalog",
     "RefreshStats",
     "SearchIndexError",
+    "SearchTimeoutError",
     "default_index_path",
 ]
 
-#: Bumped whenever the tables change; an index of another version is rebuilt.
-SCHEMA_VERSION = 5
-
-
-# One row per session file (is_session = 0 for a .jsonl that is not one, so it is not
-# read again): what a listing shows, kept by size and mtime. Then, built only when a search
-# needs it, one row per searchable entry, the entries' text in FTS5 (same rowid), and the
-# tools and files of tool calls for the tool: and file: filters; entries_key says which
-# version of the file (size:mtime_ns) the session's entries come from (NULL: none yet),
-# entries_size / entries_lines / entries_tail where those bytes ended (their size, line
-# count and a digest of their last bytes), so a file that only grew is read from there.
-# The full-text index is contentless: it holds the words, not the text (the session files
-# do), so it is smaller than the text; a hit's snippet is cut from its line, read again.
-# Its rows are never deleted (FTS5 cannot without the old text): an entry that is gone
-# leaves words that no longer join to an entry row (rowids are never reused), and the
-# index is rebuilt when such words outnumber the live ones.
-_SCHEMA = """
-CREATE TABLE sessions(
-  rowid INTEGER PRIMARY KEY,
-  path TEXT UNIQUE NOT NULL,
-  size INTEGER NOT NULL,
-  mtime_ns INTEGER NOT NULL,
-  is_session INTEGER NOT NULL,
-  id TEXT, cwd TEXT, name TEXT, parent_session_path TEXT,
-  created REAL, modified REAL, message_count INTEGER, first_message TEXT,
-  entries_key TEXT, entries_size INTEGER, entries_lines INTEGER, entries_tail TEXT
-);
-CREATE TABLE entries(
-  rowid INTEGER PRIMARY KEY AUTOINCREMENT,
-  session INTEGER NOT NULL,
-  line INTEGER NOT NULL,
-  entry_id TEXT, type TEXT NOT NULL, role TEXT, timestamp REAL,
-  digest TEXT NOT NULL
-);
-CREATE INDEX entries_by_session ON entries(session);
-CREATE INDEX entries_by_digest ON entries(digest);
-CREATE TABLE entry_tools(entry INTEGER NOT NULL, tool TEXT NOT NULL);
-CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
-CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
-CREATE INDEX entry_files_by_entry ON entry_files(entry);
-"""
-_TEXTS = (
-    "CREATE VIRTUAL TABLE entry_texts USING fts5(body, content='',"
-    " tokenize='unicode61 remove_diacritics 2')"
-)
-_SCHEMA += _TEXTS + ";\n"
-
-_TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")
-
-#: The session columns :func:`_info` reads, in its order (the text or ``''`` follows).
-_SESSION_COLUMNS = (
-    "s.rowid, s.path, s.size, s.mtime_ns, s.is_session, s.id, s.cwd, s.name,"
-    " s.parent_session_path, s.created, s.modified, s.message_count, s.first_message"
-)
+T = TypeVar("T")
 
 #: Files read and written per transaction while the listing rows are refreshed.
 _BATCH = 100
-
-
-class SearchIndexError(PinbError):
-    """The search index cannot be used (for example SQLite lacks FTS5)."""
 
 
 def default_index_path() -> Path:
@@ -100,11 +66,15 @@ def default_index_path() -> Path:
 
 @dataclass(frozen=True)
 class RefreshStats:
-    """What a refresh did: files seen, (re)read, removed from the index."""
+    """What a refresh did: files seen, (re)read, removed from the index; of those read,
+    how many were read only from where an earlier read ended (they grew), and the bytes
+    of session files read."""
 
     scanned: int
     updated: int
     removed: int
+    grown: int = 0
+    bytes_read: int = 0
 
 
 log = logging.getLogger("pinb.analysis")
@@ -153,10 +123,15 @@ class ListingCatalog:
     """Session listing backed by a sidecar SQLite file of one row per session file.
 
     The file lives in pinb's cache folder and is keyed by each file's size and
-    modification time: a refresh re-reads only new or changed files and forgets deleted
-    ones. Session files are only ever read. Deleting the file is always safe; it is
-    rebuilt on next use (also when it is corrupt or from another schema version).
-    :class:`pinb.analysis.index.SessionCatalog` adds full-text search to it.
+    modification time: a refresh re-reads only new or changed files (a file that only
+    grew, from where it was read up to) and forgets deleted ones. Session files are only
+    ever read. :class:`pinb.analysis.index.SessionCatalog` adds full-text search to it.
+
+    The file is a cache, in every path. A damaged one is removed and built again. Any
+    other SQLite error (a full disk, an I/O error, a read-only file or folder, a lock
+    held too long) leaves it as it is: the work is done again in memory, without it, with
+    one warning, and the file is used again next time it can be. The answers are the same
+    either way.
 
     Parameters
     ----------
@@ -167,6 +142,14 @@ class ListingCatalog:
     progress:
         ``progress(what, done, total)``, called as files are read: ``"listing"`` while the
         listing rows are brought up to date.
+    lock_wait:
+        Seconds to wait for another process's write to the file before going on without
+        it (this time).
+
+    Attributes
+    ----------
+    degraded:
+        Why the index file is not used this time (``None``: it is, or none was asked for).
 
     Notes
     -----
@@ -180,35 +163,54 @@ class ListingCatalog:
         root: str | os.PathLike[str] | None = None,
         *,
         progress: Progress | None = None,
+        lock_wait: float = LOCK_WAIT,
     ) -> None:
         self.index_path = Path(index_path) if index_path is not None else default_index_path()
         self.root = Path(root) if root is not None else sessions_root()
         self.progress = progress
+        self.lock_wait = lock_wait
+        self.degraded: str | None = None
+        self._in_memory = os.fspath(self.index_path) == ":memory:"
+        self._warned = False
+        self._watch = Watch()
         self._db = self._connect()
 
     # -- connection -----------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        memory = os.fspath(self.index_path) == ":memory:"
-        if not memory:
-            self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._in_memory:
+            return self._open(":memory:")
+        reason = read_only_reason(self.index_path)
+        if reason is not None:
+            return self._fall_back(reason)
         try:
-            db = self._open_db(memory)
-        except sqlite3.DatabaseError:
-            if memory:
-                raise
-            # Not a database, or a damaged one: it is only a cache, so start again.
-            self._remove_files()
-            db = self._open_db(memory)
+            self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return self._fall_back(f"{self.index_path.parent}: {exc.strerror or exc}")
+        try:
+            return self._open(os.fspath(self.index_path))
+        except sqlite3.Error as exc:
+            self._raise_if_stopped(exc)
+            if not is_damage(exc):
+                return self._fall_back(describe(exc, self.lock_wait))
+            damage = exc
+        # Not a database, or a damaged one: it is only a cache, so it is started again.
+        try:
+            remove_files(self.index_path)
+            db = self._open(os.fspath(self.index_path))
+        except (OSError, sqlite3.Error) as exc:
+            return self._fall_back(f"damaged ({damage}), and not made again: {exc}")
+        self._warn(f"the search index {self.index_path} was damaged ({damage}); it is built again")
         return db
 
-    def _open_db(self, memory: bool) -> sqlite3.Connection:
-        db = sqlite3.connect(
-            ":memory:" if memory else os.fspath(self.index_path), timeout=30, isolation_level=None
-        )
+    def _open(self, target: str) -> sqlite3.Connection:
+        db = sqlite3.connect(target, timeout=BUSY_STEP, isolation_level=None)
         try:
-            if not memory:
-                db.execute("PRAGMA journal_mode=WAL")
+            self._watch.attach(db)
+            if target == ":memory:":
+                db.execute("PRAGMA temp_store=MEMORY")  # a full disk must not stop it
+            else:
+                patiently(lambda: db.execute("PRAGMA journal_mode=WAL"), self.lock_wait)
             db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION:
@@ -220,36 +222,75 @@ class ListingCatalog:
             raise
         return db
 
-    def _create(self, db: sqlite3.Connection) -> None:
-        db.execute("BEGIN IMMEDIATE")
+    def _fall_back(self, reason: str) -> sqlite3.Connection:
+        """An index in memory for this time, after one warning saying why."""
+        self.degraded = reason
+        self._warn(
+            f"the search index {self.index_path} is not used ({reason}); "
+            "reading the session files without it this time"
+        )
+        return self._open(":memory:")
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("%s", message)
+
+    def _create(self, db: sqlite3.Connection, *, force: bool = False) -> None:
+        patiently(lambda: db.execute("BEGIN IMMEDIATE"), self.lock_wait)
         try:
-            for table in _TABLES:
-                db.execute(f"DROP TABLE IF EXISTS {table}")  # names from the code
-            try:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-            except sqlite3.OperationalError as exc:
-                if "fts5" in str(exc).lower():
-                    raise SearchIndexError(
-                        "this Python's SQLite has no FTS5; full-text search needs it "
-                        "(listing still works with `pinb ls` without the index)"
-                    ) from exc
-                raise
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            # Another process may have made the tables while this one waited for the lock.
+            if force or db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                make_tables(db)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             raise
 
-    def _remove_files(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(os.fspath(self.index_path) + suffix).unlink()
+    def _raise_if_stopped(self, exc: sqlite3.Error) -> None:
+        stopped = self._watch.stopped(exc)
+        if stopped is not None:
+            raise stopped from exc
+
+    def _guarded(self, work: Callable[[], T]) -> T:
+        """``work()`` on the index file; after any SQLite error (but Ctrl-C and the
+        deadline), again on an index in memory (:meth:`_let_go`)."""
+        waited = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                return work()
+            except sqlite3.Error as exc:
+                self._raise_if_stopped(exc)
+                if self._in_memory or self.degraded is not None:
+                    raise SearchIndexError(f"the search index in memory failed: {exc}") from exc
+                if is_busy(exc) and time.monotonic() < waited:
+                    time.sleep(0.05)  # another process is writing: wait for it, a while
+                    continue
+                failure = exc
+            try:
+                self._let_go(failure)
+            except sqlite3.Error as exc:
+                self._raise_if_stopped(exc)
+                raise SearchIndexError(f"the search index in memory failed: {exc}") from exc
+
+    def _let_go(self, exc: sqlite3.Error) -> None:
+        """Stop using the index file after ``exc``: it is removed when damaged (only
+        then), and the work goes on in memory."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        reason = describe(exc, self.lock_wait)
+        if is_damage(exc):
+            try:
+                remove_files(self.index_path)
+                reason += "; it was removed and is built again next time"
+            except OSError:
+                pass
+        self._db = self._fall_back(reason)
 
     def close(self) -> None:
         """Close the database connection."""
-        self._db.close()
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -259,8 +300,12 @@ class ListingCatalog:
 
     def rebuild(self) -> RefreshStats:
         """Forget everything and index all files again."""
-        self._create(self._db)
-        return self.refresh()
+
+        def work() -> RefreshStats:
+            self._create(self._db, force=True)
+            return self._refresh(None)
+
+        return self._guarded(work)
 
     # -- refresh --------------------------------------------------------------------------
 
@@ -272,8 +317,12 @@ class ListingCatalog:
     def refresh(self, folder: str | os.PathLike[str] | None = None) -> RefreshStats:
         """Bring the index up to date for the root (or one project folder).
 
-        Files whose size and modification time match the index are not opened.
+        Files whose size and modification time match the index are not opened; a file
+        that only grew is read from where it was read up to.
         """
+        return self._guarded(lambda: self._refresh(folder))
+
+    def _refresh(self, folder: str | os.PathLike[str] | None) -> RefreshStats:
         base, depth = self._scope(folder)
         scanned = _scan(base, depth)
         prefix = os.path.join(os.fspath(base), "")
@@ -292,17 +341,36 @@ class ListingCatalog:
         with self._transaction():
             for rowid in removed:
                 self._forget(rowid)
+        grown = read = 0
         for start in range(0, len(changed), _BATCH):
+            paths = changed[start : start + _BATCH]
+            marks = self._marks([stored[p][2] for p in paths if p in stored])
             # Files are read before the write transaction, a batch at a time.
-            batch = [
-                (p, *scanned[p], read_session_info(p, text=False))
-                for p in changed[start : start + _BATCH]
-            ]
+            batch = [(p, *scanned[p], read_listing(p, since=marks.get(p))) for p in paths]
+            grown += sum(item[3].resumed for item in batch)
+            read += sum(item[3].bytes_read for item in batch)
             with self._transaction():
                 for item in batch:
                     self._upsert(*item)
             self._report("listing", start + len(batch), len(changed))
-        return RefreshStats(len(scanned), len(changed), len(removed))
+        return RefreshStats(len(scanned), len(changed), len(removed), grown, read)
+
+    def _marks(self, rowids: list[int]) -> dict[str, tuple[SessionInfo, ListingMark]]:
+        """The rows and listing marks of these sessions, by path (those with a mark)."""
+        found: dict[str, tuple[SessionInfo, ListingMark]] = {}
+        for start in range(0, len(rowids), 500):
+            chunk = rowids[start : start + 500]
+            rows = self._db.execute(
+                f"SELECT {_SESSION_COLUMNS}, '', {_MARK_COLUMNS} FROM sessions s"
+                f" WHERE s.is_session = 1 AND s.list_end IS NOT NULL"
+                f" AND s.rowid IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            for row in rows:
+                end, lines, digest, file_id, latest, first = row[14:]
+                mark = ListingMark(end, lines, digest, file_id, latest, bool(first))
+                found[row[1]] = (_info(row[:14]), mark)
+        return found
 
     def _report(self, what: str, done: int, total: int) -> None:
         if self.progress is not None:
@@ -311,12 +379,25 @@ class ListingCatalog:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        patiently(lambda: db.execute("BEGIN IMMEDIATE"), self.lock_wait)
         try:
             yield
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
+            raise
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """One read transaction: its statements see one state of the index, whatever
+        other processes write meanwhile."""
+        db = self._db
+        patiently(lambda: db.execute("BEGIN"), self.lock_wait)
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException:
+            _roll_back(db)
             raise
 
     def _forget(self, rowid: int) -> None:
@@ -331,10 +412,13 @@ class ListingCatalog:
         db.execute(f"DELETE FROM entry_files WHERE entry IN ({entries})", (rowid,))
         db.execute("DELETE FROM entries WHERE session = ?", (rowid,))
 
-    def _upsert(self, path: str, size: int, mtime: int, info: SessionInfo | None) -> None:
+    def _upsert(self, path: str, size: int, mtime: int, read: ListingRead) -> None:
         """The listing row of a new or changed file; its indexed entries (if any) stay,
         stale by their ``entries_key``, until a search reads the file again."""
         db = self._db
+        info, mark = read.info, read.mark
+        if mark is not None and not -(2**63) <= mark.latest < 2**63:
+            mark = None  # a time past SQLite's integers (an odd file): read whole next time
         old = db.execute("SELECT rowid FROM sessions WHERE path = ?", (path,)).fetchone()
         if info is None:
             if old is not None:
@@ -355,19 +439,34 @@ class ListingCatalog:
             _ts(info.modified),
             info.message_count,
             _text(info.first_message),
+            *(
+                (
+                    mark.file_id,
+                    mark.end,
+                    mark.lines,
+                    mark.digest,
+                    mark.latest,
+                    int(mark.first_found),
+                )
+                if mark is not None
+                else (None,) * 6
+            ),
         )
         if old is not None:
             db.execute(
                 "UPDATE sessions SET size = ?, mtime_ns = ?, is_session = 1, id = ?, cwd = ?,"
                 " name = ?, parent_session_path = ?, created = ?, modified = ?,"
-                " message_count = ?, first_message = ? WHERE rowid = ?",
+                " message_count = ?, first_message = ?, list_file = ?, list_end = ?,"
+                " list_lines = ?, list_digest = ?, list_latest = ?, list_first = ?"
+                " WHERE rowid = ?",
                 (*row, old[0]),
             )
             return
         db.execute(
             "INSERT INTO sessions(path, size, mtime_ns, is_session, id, cwd, name,"
-            " parent_session_path, created, modified, message_count, first_message)"
-            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " parent_session_path, created, modified, message_count, first_message,"
+            " list_file, list_end, list_lines, list_digest, list_latest, list_first)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (path, *row),
         )
 
@@ -382,7 +481,13 @@ class ListingCatalog:
         ``all_messages_text`` is filled only with ``with_text=True``, read from the files
         (it is not kept in the index); otherwise it is ``""``.
         """
-        self.refresh(folder)
+        infos = self._guarded(lambda: self._sessions(folder))
+        if with_text:
+            infos = [_with_text(info) for info in infos]
+        return infos
+
+    def _sessions(self, folder: str | os.PathLike[str] | None) -> list[SessionInfo]:
+        self._refresh(folder)
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         rows = self._db.execute(
@@ -391,13 +496,18 @@ class ListingCatalog:
             " ORDER BY s.modified DESC, s.path DESC",
             (prefix, prefix + "\U0010ffff"),
         ).fetchall()
-        infos = [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
-        if with_text:
-            infos = [_with_text(info) for info in infos]
-        return infos
+        return [_info(row) for row in rows if _in_scope(row[1], prefix, depth)]
 
     def __iter__(self) -> Iterator[SessionInfo]:
         return iter(self.sessions())
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    """End a failed transaction; a failure to do so must not hide the first error (SQLite
+    ends some transactions itself, a full disk's among them)."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
 
 
 def _with_text(info: SessionInfo) -> SessionInfo:

@@ -1,5 +1,6 @@
 """The full-text search index of session entries (SQLite FTS5, in the listing's sidecar):
-built on first search, incremental, resumable, citable hits with snippets.
+built on first search, incremental, resumable, safe to build from several processes at
+once, a cache in every path; citable hits with snippets.
 
 It also keeps the public names of the listing catalog (:mod:`pinb.analysis.catalog`)
 importable from here.
@@ -7,8 +8,7 @@ importable from here.
 
 from __future__ import annotations
 
-import hashlib
-import logging
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -16,14 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.listing import Progress, SessionInfo
-from ..errors import PinbError
 from .catalog import (
-    _SESSION_COLUMNS,
-    _TEXTS,
-    SCHEMA_VERSION,
     ListingCatalog,
     RefreshStats,
     SearchIndexError,
+    SearchTimeoutError,
     _dt,
     _in_scope,
     _info,
@@ -31,19 +28,25 @@ from .catalog import (
     default_index_path,
 )
 from .cite import Citation, IndexedEntry
+from .entrylines import appended_entries as _appended
+from .entrylines import entries_of as _entries
+from .entrylines import texts_at as _bodies
 from .hits import MARK_END as _MARK_END
 from .hits import MARK_START as _MARK_START
 from .hits import SearchHit, SearchResults
-from .query import SearchQuery, parse_query, sql_filters
+from .query import SearchQuery, check_raw_size, parse_query, sql_filters
+from .schema import _SESSION_COLUMNS, _TEXTS, SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SEARCH_TIMEOUT",
     "Citation",
     "Progress",
     "RefreshStats",
     "SearchHit",
     "SearchIndexError",
     "SearchResults",
+    "SearchTimeoutError",
     "SessionCatalog",
     "default_index_path",
     "list_indexed",
@@ -54,8 +57,12 @@ __all__ = [
 _STALE_SLACK = 10_000
 #: Files whose entries are read and written per transaction while indexing.
 _ENTRY_BATCH = 20
-
-log = logging.getLogger("pinb.analysis")
+#: Seconds a search's queries may run before they are stopped (the index build, which
+#: reports progress and keeps what it finished, is not counted).
+SEARCH_TIMEOUT = 60.0
+#: Times a search brings the index up to date again when another process changed it
+#: between that and the search's read.
+_SETTLE = 3
 
 
 class SessionCatalog(ListingCatalog):
@@ -63,8 +70,10 @@ class SessionCatalog(ListingCatalog):
 
     The index lives in pinb's cache folder and is keyed by each file's size and
     modification time: a refresh re-reads only new or changed files and forgets deleted
-    ones. Session files are only ever read. Deleting the index file is always safe; it is
-    rebuilt on next use (also when it is corrupt or from another schema version).
+    ones. Session files are only ever read. The index is a cache
+    (:class:`~pinb.analysis.catalog.ListingCatalog`): damaged, it is built again; on any
+    other SQLite error the search runs on an index in memory with one warning, and gives
+    the same hits.
 
     Parameters
     ----------
@@ -75,12 +84,17 @@ class SessionCatalog(ListingCatalog):
     progress:
         ``progress(what, done, total)``, called as files are read: ``"listing"`` while the
         listing rows are brought up to date, ``"indexing"`` while the search index is.
+    lock_wait:
+        Seconds to wait for another process's write to the file before going on without
+        it (this time).
 
     Notes
     -----
     A listing reads what its rows show (no JSON of message contents beyond the first user
     message); the full-text index is built when a search first needs it, file by file in
     small transactions, so an interrupted build resumes with the files it had not done.
+    Several processes may build and search at once: each write re-checks what it builds
+    on, and a search's statements share one read transaction.
 
     Examples
     --------
@@ -92,11 +106,17 @@ class SessionCatalog(ListingCatalog):
         """Start the full-text index again when words of entries that are gone (files
         rewritten or removed) outnumber the live ones two to one; whether it did."""
         db = self._db
-        words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
-        live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
-        if words <= 2 * live + _STALE_SLACK:
+
+        def outnumbered() -> bool:
+            words = db.execute("SELECT count(*) FROM entry_texts_docsize").fetchone()[0]
+            live = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+            return bool(words > 2 * live + _STALE_SLACK)
+
+        if not outnumbered():
             return False
         with self._transaction():
+            if not outnumbered():  # another process started it again meanwhile
+                return False
             for table in ("entries", "entry_tools", "entry_files"):
                 db.execute(f"DELETE FROM {table}")  # names from the code
             db.execute("DROP TABLE entry_texts")
@@ -108,35 +128,69 @@ class SessionCatalog(ListingCatalog):
         return True
 
     def refresh_search(self, folder: str | os.PathLike[str] | None = None) -> RefreshStats:
-        """Bring the listing and then the full-text index up to date (what a search needs).
+        """Bring the listing and then the full-text index up to date for a search of
+        ``folder`` (what a search needs).
 
-        Only sessions whose file changed since their entries were indexed (or that were
-        never indexed) are read, a few files per transaction: a build that is interrupted
-        keeps what it finished and goes on from there next time.
+        Every session under the root is indexed, whatever the folder (and the folder's
+        too, when it is not one of the root's): a hit's rank weighs its words against all
+        the entries indexed, so one set of entries gives one order, from the index file
+        or from a scan in memory alike. Only sessions whose file changed since their
+        entries were indexed (or that were never indexed) are read, a few files per
+        transaction: a build that is interrupted keeps what it finished and goes on from
+        there next time.
         """
-        listed = self.refresh(folder)
-        stale = self._stale(folder)
+        return self._guarded(lambda: self._refresh_search(folder))
+
+    def _scopes(self, folder: str | os.PathLike[str] | None) -> list[Any]:
+        """The scopes a search of ``folder`` indexes (see :meth:`refresh_search`)."""
+        if folder is None:
+            return [None]
+        parent = os.path.dirname(os.path.normpath(os.fspath(folder)))
+        return [None] if parent == os.path.normpath(os.fspath(self.root)) else [None, folder]
+
+    def _refresh_search(self, folder: str | os.PathLike[str] | None) -> RefreshStats:
+        scopes = self._scopes(folder)
+        listed = [self._refresh(scope) for scope in scopes]
+        stale = [row for scope in scopes for row in self._stale(scope)]
         self._index_entries(stale)
         # Words of entries that are gone pile up only when files were read again or
         # removed; then (and only then: two counts of every row) they are looked at.
-        if (stale or listed.removed) and self._drop_words_if_stale():
-            stale = self._stale(folder)  # every file is read again
+        if (stale or any(s.removed for s in listed)) and self._drop_words_if_stale():
+            stale = [row for scope in scopes for row in self._stale(scope)]  # all again
             self._index_entries(stale)
-        return RefreshStats(listed.scanned, listed.updated + len(stale), listed.removed)
+        total = RefreshStats(
+            *(sum(getattr(s, f.name) for s in listed) for f in dataclasses.fields(RefreshStats))
+        )
+        return dataclasses.replace(total, updated=total.updated + len(stale))
 
     def _index_entries(self, stale: list[tuple[Any, ...]]) -> None:
-        """Index the entries of ``stale`` sessions (:meth:`_stale`), a batch at a time."""
+        """Index the entries of ``stale`` sessions (:meth:`_stale`), a batch at a time.
+
+        Each write first checks that the session's entries are still those the read
+        built on: another process indexing the same file meanwhile wins, and nothing is
+        added twice.
+        """
+        db = self._db
         for start in range(0, len(stale), _ENTRY_BATCH):
             batch = []
-            for rowid, path, key, ended in stale[start : start + _ENTRY_BATCH]:
+            for rowid, path, key, was, ended in stale[start : start + _ENTRY_BATCH]:
                 grown = _appended(path, *ended) if ended[0] else None
-                batch.append((rowid, key, grown is not None, grown or _entries(path)))
+                batch.append((rowid, path, key, was, ended, grown is not None,
+                              grown or _entries(path)))  # fmt: skip
             with self._transaction():
-                for rowid, key, appended, (entries, end) in batch:
+                for rowid, path, key, was, ended, appended, read in batch:
+                    now = db.execute(
+                        "SELECT path, entries_key, entries_size, entries_lines, entries_tail"
+                        " FROM sessions WHERE rowid = ?",
+                        (rowid,),
+                    ).fetchone()
+                    if now is None or now[0] != path or (now[1], *now[2:]) != (was, *ended):
+                        continue
+                    entries, offsets, end = read
                     if not appended:
                         self._forget_entries(rowid)
-                    self._insert_entries(rowid, entries)
-                    self._db.execute(
+                    self._insert_entries(rowid, entries, offsets)
+                    db.execute(
                         "UPDATE sessions SET entries_key = ?, entries_size = ?,"
                         " entries_lines = ?, entries_tail = ? WHERE rowid = ?",
                         (key, *end, rowid),
@@ -144,31 +198,33 @@ class SessionCatalog(ListingCatalog):
             self._report("indexing", start + len(batch), len(stale))
 
     def _stale(self, folder: str | os.PathLike[str] | None) -> list[tuple[Any, ...]]:
-        """``(rowid, path, key, (size, lines, tail))`` of the sessions in scope whose
-        entries were indexed from another version of their file, or never."""
+        """``(rowid, path, key, entries_key, (size, lines, tail))`` of the sessions in
+        scope whose entries were indexed from another version of their file, or never."""
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         # The key is the listing's "size:mtime_ns", made in SQLite so an index that is up
         # to date costs one scan of the sessions' keys and no row in Python.
         return [
-            (rowid, path, key, tuple(ended))
-            for rowid, path, key, *ended in self._db.execute(
-                "SELECT rowid, path, key, entries_size, entries_lines, entries_tail FROM"
-                " (SELECT *, size || ':' || mtime_ns AS key FROM sessions WHERE is_session = 1"
-                " AND path >= ? AND path < ?) WHERE entries_key IS NOT key",
+            (rowid, path, key, was, tuple(ended))
+            for rowid, path, key, was, *ended in self._db.execute(
+                "SELECT rowid, path, key, entries_key, entries_size, entries_lines,"
+                " entries_tail FROM (SELECT *, size || ':' || mtime_ns AS key FROM sessions"
+                " WHERE is_session = 1 AND path >= ? AND path < ?) WHERE entries_key IS NOT key",
                 (prefix, prefix + "\U0010ffff"),
             )
             if _in_scope(path, prefix, depth)
         ]
 
-    def _insert_entries(self, session: int, entries: Sequence[IndexedEntry]) -> None:
+    def _insert_entries(
+        self, session: int, entries: Sequence[IndexedEntry], offsets: Sequence[int | None]
+    ) -> None:
         db = self._db
-        for item in entries:
+        for item, offset in zip(entries, offsets, strict=True):
             row = db.execute(
-                "INSERT INTO entries(session, line, entry_id, type, role, timestamp, digest)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session, item.line, _text(item.entry_id), _text(item.type), _text(item.role),
-                 item.timestamp, item.digest),
+                "INSERT INTO entries(session, line, offset, entry_id, type, role, timestamp,"
+                " digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, item.line, offset, _text(item.entry_id), _text(item.type),
+                 _text(item.role), item.timestamp, item.digest),
             ).lastrowid  # fmt: skip
             db.execute(
                 "INSERT INTO entry_texts(rowid, body) VALUES (?, ?)", (row, _text(item.body))
@@ -182,8 +238,6 @@ class SessionCatalog(ListingCatalog):
                 [(row, _text(f)) for f in item.files],
             )
 
-    # -- queries --------------------------------------------------------------------------
-
     # -- search ---------------------------------------------------------------------------
 
     def search(
@@ -194,6 +248,7 @@ class SessionCatalog(ListingCatalog):
         limit: int = 50,
         raw: bool = False,
         fold: bool = True,
+        timeout: float | None = SEARCH_TIMEOUT,
     ) -> SearchResults:
         """Entries matching a query, best first, each citable as ``path:line#entry-id``.
 
@@ -204,7 +259,8 @@ class SessionCatalog(ListingCatalog):
             whole words, ``refact*`` a prefix), ``"exact phrases"``, ``-excluded`` words,
             and ``role:``, ``tool:``, ``file:``, ``session:``, ``after:``, ``before:``
             filters (:mod:`pinb.analysis.query`). ``raw=True`` passes FTS5 query syntax
-            through instead (``a OR b``, ``NEAR(a b)``), without filters.
+            through instead (``a OR b``, ``NEAR(a b)``), without filters. At most
+            :data:`~pinb.analysis.query.MAX_WORDS` words.
         folder:
             Limit to one project folder (default: every project under the root).
         limit:
@@ -212,18 +268,35 @@ class SessionCatalog(ListingCatalog):
         fold:
             Fold repeats and fork copies (the same role and text) into one hit, the
             earliest, with the others in :attr:`SearchHit.copies`.
+        timeout:
+            Seconds the search's queries may run (``None``: no limit); building the index
+            first is not counted. Ctrl-C stops a search at any point.
 
         Raises
         ------
         SearchQueryError
-            A filter's value is not usable (an unknown role, a date that is not one).
+            A filter's value is not usable (an unknown role, a date that is not one), or
+            the query has too many words or filters.
         SearchIndexError
             A raw query that FTS5 rejects.
+        SearchTimeoutError
+            The queries ran past ``timeout``.
         """
-        self.refresh_search(folder)
-        query = SearchQuery(text) if raw else parse_query(text)
+        query = _parsed(text, raw)
         if (raw and not text.strip()) or (not raw and query.empty):
             return SearchResults([], text, query, root=self.root)
+        return self._guarded(lambda: self._search(text, query, folder, limit, raw, fold, timeout))
+
+    def _search(
+        self,
+        text: str,
+        query: SearchQuery,
+        folder: str | os.PathLike[str] | None,
+        limit: int,
+        raw: bool,
+        fold: bool,
+        timeout: float | None,
+    ) -> SearchResults:
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
         match = _text(text) if raw else query.match()
@@ -274,34 +347,52 @@ class SessionCatalog(ListingCatalog):
                 f" GROUP BY {group} ORDER BY t IS NULL, t DESC, {group} LIMIT ?"
             )
             ranked_values = [*values, max(limit, 0)]
-        try:
-            best = self._db.execute(ranked, ranked_values).fetchall()
-            keys = [row[0] for row in best]
-            members = (
-                f"SELECT e.rowid, {group}, e.timestamp, s.created, s.path, e.line, e.entry_id"
-                f"{joined} WHERE {' AND '.join(where)}"
-                # Each member checked against the query on its own (FTS5 looks up one rowid):
-                # a list of every match was most of this step when most entries match.
-                + (" AND EXISTS (SELECT 1 FROM entry_texts WHERE entry_texts MATCH ?"
-                   " AND entry_texts.rowid = e.rowid)" if match is not None else "")
-                + f" AND {group} IN "
-            )  # fmt: skip
-            before = [*values, match] if match is not None else values
-            rows = list(self._select(members, keys, before))
-        except sqlite3.OperationalError as exc:
-            raise SearchIndexError(f"bad search query {text!r}: {exc}") from exc
-        groups = _fold(rows, [(key, score) for key, score, _ in best])
-        return SearchResults(self._hits(groups, match), text, query, root=self.root)
+        members = (
+            f"SELECT e.rowid, {group}, e.timestamp, s.created, s.path, e.line, e.entry_id"
+            f"{joined} WHERE {' AND '.join(where)}"
+            # Each member checked against the query on its own (FTS5 looks up one rowid):
+            # a list of every match was most of this step when most entries match.
+            + (" AND EXISTS (SELECT 1 FROM entry_texts WHERE entry_texts MATCH ?"
+               " AND entry_texts.rowid = e.rowid)" if match is not None else "")
+            + f" AND {group} IN "
+        )  # fmt: skip
+        before = [*values, match] if match is not None else values
+        for attempt in range(_SETTLE):
+            self._refresh_search(folder)
+            # The three queries read one state of the index: another process writing
+            # between them could otherwise take away a row a later one looks up.
+            with self._reading():
+                if attempt < _SETTLE - 1 and any(self._stale(s) for s in self._scopes(folder)):
+                    continue  # changed by another process since: bring it up to date again
+                with self._watch.deadline(timeout):
+                    best = self._db.execute(ranked, ranked_values).fetchall()
+                    rows = list(self._select(members, [row[0] for row in best], before))
+                    groups = _fold(rows, [(key, score) for key, score, _ in best])
+                    details = self._details(groups)
+            break
+        with self._watch.deadline(timeout):
+            hits = self._hits(groups, details, match)
+        return SearchResults(hits, text, query, root=self.root)
+
+    def _details(
+        self, groups: list[tuple[float, list[tuple[Any, ...]]]]
+    ) -> dict[int, tuple[Any, ...]]:
+        """The entry and session columns of each group's first row, by rowid."""
+        primaries = [group[0][0] for _, group in groups]
+        return {r[0]: r for r in self._select(
+            f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, '',"
+            " e.offset FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ",
+            primaries)}  # fmt: skip
 
     def _hits(
-        self, groups: list[tuple[float, list[tuple[Any, ...]]]], match: str | None
+        self,
+        groups: list[tuple[float, list[tuple[Any, ...]]]],
+        details: dict[int, tuple[Any, ...]],
+        match: str | None,
     ) -> list[SearchHit]:
         """The hits of ranked groups of rows: the earliest row of each, the rest as copies."""
-        primaries = [group[0][0] for _, group in groups]
-        details = {r[0]: r for r in self._select(
-            f"SELECT e.rowid, e.line, e.entry_id, e.role, e.timestamp, {_SESSION_COLUMNS}, ''"
-            " FROM entries e JOIN sessions s ON s.rowid = e.session WHERE e.rowid IN ", primaries)}  # fmt: skip
-        bodies = _bodies([(rowid, row[6], row[1]) for rowid, row in details.items()])
+        bodies = _bodies([(rowid, row[6], row[1], row[19], row[2])
+                          for rowid, row in details.items()])  # fmt: skip
         if match is not None:
             snippets = self._snippets(bodies, match)
         else:
@@ -316,12 +407,12 @@ class SessionCatalog(ListingCatalog):
             return found
 
         for score, group in groups:
-            first = details[group[0][0]]
+            first = details[group[0][0]]  # read in the groups' transaction: always there
             marked = snippets.get(first[0]) or ""
             copies = tuple(Citation(path(r[4]), r[5], r[6]) for r in group[1:])
             hits.append(
                 SearchHit(
-                    info=_info(first[5:]),
+                    info=_info(first[5:19]),
                     line=first[1],
                     entry_id=first[2],
                     role=first[3],
@@ -363,130 +454,27 @@ class SessionCatalog(ListingCatalog):
             yield from self._db.execute(f"{sql}({marks})", [*before, *chunk])
 
 
-#: Bytes at the end of what was indexed that must be unchanged for a file to count as grown.
-_TAIL = 256
-
-_Ended = tuple[int | None, int | None, str | None]
-
-
-def _end_of(data: bytes) -> _Ended:
-    """Where indexed bytes end: size, lines and tail digest (``None`` s for a file whose
-    last line is unterminated, which is read whole next time)."""
-    if not data.endswith(b"\n"):
-        return None, None, None
-    return len(data), data.count(b"\n"), _digest_tail(data)
+def _parsed(text: str, raw: bool) -> SearchQuery:
+    """The query, or the error that refuses it (before the index is opened or read)."""
+    if not raw:
+        return parse_query(text)
+    check_raw_size(text)
+    if text.strip():
+        _check_raw(text)
+    return SearchQuery(text)
 
 
-def _entries(path: str) -> tuple[list[IndexedEntry], _Ended]:
-    """A session file's searchable entries (``[]`` when they cannot be read), and where
-    the bytes they came from end."""
-    from .cite import index_entries
-    from .frames import open_session_bytes
-
+def _check_raw(text: str) -> None:
+    """Refuse a raw query FTS5 cannot parse, asked of an empty table of the same shape:
+    an error of the real search is then never the query's."""
+    db = sqlite3.connect(":memory:")
     try:
-        data = Path(path).read_bytes()
-        return index_entries(open_session_bytes(data, path).entries, path), _end_of(data)
-    except (PinbError, OSError, ValueError) as exc:
-        # Listed (Pi lists it too), but its entries cannot be read: say so, once.
-        log.warning("%s: entries not indexed: %s", path, exc)
-        return [], (None, None, None)
-
-
-def _appended(
-    path: str, size: int, lines: int, tail: str
-) -> tuple[list[IndexedEntry], _Ended] | None:
-    """The entries of the lines appended to a file since ``size`` bytes of it were indexed,
-    or ``None`` when it did not just grow (then it is read whole)."""
-    from ..core.entries import Entry
-    from ..core.store import parse_lines
-    from .cite import index_entries
-
-    try:
-        with open(path, "rb") as handle:
-            header = handle.readline()
-            start = max(0, size - _TAIL)
-            handle.seek(start)
-            data = handle.read()
-    except OSError:
-        return None
-    kept, new = data[: size - start], data[size - start :]
-    if (
-        not new.endswith(b"\n")
-        or len(kept) != size - start
-        or hashlib.sha1(kept).hexdigest() != tail
-        or not _current_header(header)
-    ):
-        return None
-    values, numbers = parse_lines(new, Path(path), lines + 1, [])
-    entries = [
-        Entry(value, line)
-        for value, line in zip(values, numbers, strict=True)
-        if value.__class__ is dict and value.get("type") != "session"
-    ]
-    return index_entries(entries, path), (
-        size + len(new),
-        lines + new.count(b"\n"),
-        _digest_tail(data),
-    )
-
-
-def _digest_tail(data: bytes) -> str:
-    return hashlib.sha1(data[-_TAIL:]).hexdigest()
-
-
-def _current_header(line: bytes) -> bool:
-    """A version 3 header: the file's entries are read as they stand (no migration)."""
-    from ..core.store import is_valid_header
-    from ..core.wire import loads_line
-
-    try:
-        header = loads_line(line)
-    except (ValueError, RecursionError):
-        return False
-    return is_valid_header(header) and header.get("version") == 3
-
-
-def _bodies(hits: list[tuple[int, str, int]]) -> dict[int, str]:
-    """The indexed text of each ``(rowid, path, line)``, read again from its line."""
-    from ..core.entries import Entry
-    from ..core.wire import loads_line
-    from .cite import index_entries
-
-    by_path: dict[str, list[tuple[int, int]]] = {}
-    for rowid, path, line in hits:
-        by_path.setdefault(path, []).append((rowid, line))
-    found: dict[int, str] = {}
-    for path, wanted in by_path.items():
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            continue
-        for rowid, line in wanted:
-            text = _line(data, line)
-            if text is None:
-                continue
-            try:
-                value = loads_line(text)
-            except (ValueError, RecursionError):
-                continue
-            if value.__class__ is dict:
-                made = index_entries([Entry(value, line)], path)
-                if made:
-                    found[rowid] = _text(made[0].body) or ""
-    return found
-
-
-def _line(data: bytes, number: int) -> memoryview | None:
-    """Line ``number`` (1-based, split on ``\\n``) of ``data``, or ``None`` past the end;
-    found without splitting the whole file (a search reads a few lines of each)."""
-    start = 0
-    find = data.find
-    for _ in range(number - 1):
-        start = find(b"\n", start) + 1
-        if not start:
-            return None
-    end = find(b"\n", start)
-    return memoryview(data)[start : end if end >= 0 else len(data)]
+        db.execute(_TEXTS.replace("entry_texts", "temp.entry_texts"))
+        db.execute("SELECT rowid FROM entry_texts WHERE entry_texts MATCH ?", (_text(text),))
+    except sqlite3.OperationalError as exc:
+        raise SearchIndexError(f"bad search query {text!r}: {exc}") from exc
+    finally:
+        db.close()
 
 
 def _fold(
@@ -536,10 +524,12 @@ def search(
     raw: bool = False,
     fold: bool = True,
     progress: Progress | None = None,
+    timeout: float | None = SEARCH_TIMEOUT,
 ) -> SearchResults:
     """Full-text search over session entries (see :meth:`SessionCatalog.search`).
 
     The first search builds the index (``progress`` as for :class:`SessionCatalog`).
+    ``timeout``: seconds the queries may run after that (``None``: no limit).
 
     Examples
     --------
@@ -547,5 +537,6 @@ def search(
     >>> hits[0].cite  # doctest: +SKIP
     '/home/me/.pi/agent/sessions/--home-me-app--/2026-…_….jsonl:42#a1b2c3d4'
     """
+    _parsed(text, raw)  # a query refused opens nothing
     with SessionCatalog(root=root, progress=progress) as catalog:
-        return catalog.search(text, folder, limit=limit, raw=raw, fold=fold)
+        return catalog.search(text, folder, limit=limit, raw=raw, fold=fold, timeout=timeout)

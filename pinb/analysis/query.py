@@ -21,6 +21,10 @@ The syntax, parsed by :func:`parse_query` into a :class:`SearchQuery`:
 :meth:`SearchQuery.match` is the FTS5 expression: every word is a quoted FTS5 string
 (``"`` doubled), so ``AND``, ``NEAR``, ``*``, ``-`` or a stray quote in user text are
 words, never operators. Values of filters only ever reach SQL as bound parameters.
+
+A query holds at most :data:`MAX_WORDS` words (those of its phrases and exclusions
+counted) and :data:`MAX_FILTERS` filters: each word is a list of entries SQLite reads and
+checks every candidate against, so a pasted page would run for minutes.
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ from ..errors import UsageError
 
 __all__ = [
     "FIELDS",
+    "MAX_FILTERS",
+    "MAX_WORDS",
     "ROLES",
     "Filter",
     "SearchQuery",
     "SearchQueryError",
     "Term",
+    "check_raw_size",
     "parse_query",
     "sql_filters",
 ]
@@ -56,7 +63,14 @@ ROLES: Final = (
 #: Field names that filter; any other ``name:`` is a plain word.
 FIELDS: Final = ("role", "tool", "file", "session", "after", "before")
 
+#: Words a query may hold, in its words, phrases and exclusions together.
+MAX_WORDS: Final = 64
+#: Filters a query may hold.
+MAX_FILTERS: Final = 32
+
 _FIELD = re.compile(r"([A-Za-z]+):")
+#: What FTS5's ``unicode61`` tokenizer makes one word of (letters and digits).
+_WORD = re.compile(r"[^\W_]+")
 #: What FTS5 and SQLite cannot take in a query: NUL ends an FTS5 string early, and a lone
 #: surrogate cannot be encoded.
 _UNUSABLE = re.compile("[\x00\ud800-\udfff]")
@@ -243,7 +257,35 @@ def parse_query(text: str) -> SearchQuery:
             ignored.append(value)
             continue
         terms.append(Term(word, phrase=phrase, negated=negated, prefix=prefix))
+    _check_size(sum(_words(term.text) for term in terms), len(filters))
     return SearchQuery(text, tuple(terms), tuple(filters), tuple(ignored))
+
+
+def _words(text: str) -> int:
+    return sum(1 for _ in _WORD.finditer(text))
+
+
+def _check_size(words: int, filters: int) -> None:
+    if words > MAX_WORDS:
+        raise SearchQueryError(
+            f"query too long: {words:,} words; a search takes at most {MAX_WORDS} "
+            "(search for a few telling words or a short phrase, and add filters)"
+        )
+    if filters > MAX_FILTERS:
+        raise SearchQueryError(
+            f"too many filters: {filters:,}; a search takes at most {MAX_FILTERS}"
+        )
+
+
+def check_raw_size(text: str) -> None:
+    """Refuse a raw FTS5 query of more than :data:`MAX_WORDS` words (operators counted).
+
+    Raises
+    ------
+    SearchQueryError
+        When it has more.
+    """
+    _check_size(_words(_UNUSABLE.sub(" ", text)), 0)
 
 
 def _filter(name: str, value: str, negated: bool) -> Filter:

@@ -44,6 +44,14 @@ def add_parser(subparsers: Any) -> None:
         "--no-fold", action="store_true", help="list repeats and fork copies as hits of their own"
     )
     search.add_argument("--json", action="store_true", help="one JSON list of hits")
+    search.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a search whose queries run longer (default: a minute; building the index "
+        "first is not counted)",
+    )
     search.set_defaults(func=cmd_search)
 
     export = subparsers.add_parser("export", help="a session as HTML, Markdown or a notebook")
@@ -92,14 +100,22 @@ def add_parser(subparsers: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json]``."""
-    from ..analysis.index import search
+    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json] [--timeout S]``."""
+    from ..analysis.index import SEARCH_TIMEOUT, search
     from ..core.paths import sessions_dir_for
     from ..render.progress import progress_for
 
     text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
-    hits = search(text, folder, limit=args.limit, fold=not args.no_fold, progress=progress_for())
+    timeout = args.timeout if args.timeout is not None else SEARCH_TIMEOUT
+    hits = search(
+        text,
+        folder,
+        limit=args.limit,
+        fold=not args.no_fold,
+        progress=progress_for(),
+        timeout=timeout,
+    )
     if args.json:
         payload = [
             {
