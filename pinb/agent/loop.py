@@ -18,10 +18,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import queue
+import os
 import threading
 import time
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,11 @@ from ..core.operations import compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens
+from ..core.writers import DEFAULT_WAIT, Holder, SessionBusyError
 from ..errors import NothingToCompactError
-from ..llm.limits import choose_output_limit
+from ..llm.limits import OutputLimit, choose_output_limit
 from ..llm.overflow import is_context_overflow, window_from_error
+from ..llm.pool import LoopFeed
 from ..llm.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
 from .batch import run_tool_calls
@@ -168,49 +170,33 @@ class Agent:
 
         Ctrl-C (KeyboardInterrupt) cancels the run: the partial reply is saved as
         ``aborted`` and the session stays consistent.
+
+        The run itself (:meth:`arun`) goes on pinb's shared event loop
+        (:mod:`pinb.llm.pool`), so every request of every run reuses the process's
+        connections; two runs on one session file from two threads wait for each other,
+        as their turns would on threads of their own.
+
+        Raises
+        ------
+        SessionBusyError
+            Another run of this process has held the file's turn for longer than the turn
+            lock waits (``pinb.core.writers.DEFAULT_WAIT``).
         """
         token = cancel or CancelToken()
-        events: queue.Queue[Any] = queue.Queue()
-        done = object()
-
-        def worker() -> None:
-            async def pump() -> None:
-                async for event in self.arun(prompt, cancel=token):
-                    events.put(event)
-
+        with _one_run_per_file(self.session):
+            # On the process's shared loop, whose kept connections the model's requests
+            # reuse; a feed hands the events to this thread (Jupyter's loop may be running).
+            feed = LoopFeed(lambda: self.arun(prompt, cancel=token))
             try:
-                asyncio.run(pump())
-            except BaseException as exc:  # handed to the caller's thread
-                events.put(exc)
+                yield from feed
+            except BaseException:
+                # Ctrl-C, or the consumer closed us: cancel, and let the run finish saving
+                # (the aborted reply, error results) before stopping.
+                token.cancel("interrupted")
+                feed.wait()
+                raise
             finally:
-                events.put(done)
-
-        thread = threading.Thread(target=worker, name="pinb-agent", daemon=True)
-        thread.start()
-        try:
-            while True:
-                try:
-                    item = events.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if item is done:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        except BaseException:
-            # Ctrl-C, or the consumer closed us: cancel, and let the run finish saving
-            # (the aborted reply, error results) before stopping.
-            token.cancel("interrupted")
-            while thread.is_alive() or not events.empty():
-                try:
-                    if events.get(timeout=0.1) is done:
-                        break
-                except queue.Empty:
-                    continue
-            raise
-        finally:
-            thread.join(timeout=30)
+                feed.wait(timeout=30)
 
     def prompt(
         self, prompt: str | list[dict[str, Any]], *, cancel: CancelToken | None = None
@@ -294,23 +280,28 @@ class Agent:
             options: dict[str, Any] = {}
             if self.config.tool_choice and specs and not run.answered:
                 options["tool_choice"] = self.config.tool_choice
-            if (
-                not run.made_room
-                and self._settings().enabled
-                and not self._alone_too_large(run)
-                and self._no_room(model, messages, system_prompt, specs, options)
-            ):
+            limit = self._output_limit(model, messages, system_prompt, specs, options)
+            if limit is not None and limit.starved and not self._alone_too_large(run):
                 # A request that leaves no room for the reply would be sent with a limit of
-                # a few tokens (and a tool call cut in its arguments): compact first.
-                run.made_room = True
+                # a few tokens (and a tool call cut in its arguments): compact first ...
                 compacted = False
-                async for event in self._auto_compact("no room for the reply"):
-                    compacted = compacted or isinstance(event, CompactionDone)
-                    yield event
+                if not run.made_room and self._settings().enabled:
+                    run.made_room = True
+                    async for event in self._auto_compact("no room for the reply"):
+                        compacted = compacted or isinstance(event, CompactionDone)
+                        yield event
                 if compacted:
                     context = session.current_context()
                     sent = len(context.messages)
                     messages, system_prompt = self._request(context)
+                    limit = self._output_limit(model, messages, system_prompt, specs, options)
+                if limit is not None and limit.starved:
+                    # ... and never send one: a reply of a few tokens is no answer.
+                    for edit in self._leave_out(run):
+                        yield EntrySaved(edit)
+                    run.error = self._no_room_reason(limit, compacted, self._settings().enabled)
+                    stop_reason = "error"
+                    break
             final: Done | None = None
             async for model_event in model.astream(
                 messages,
@@ -412,20 +403,22 @@ class Agent:
         prompt_tokens = estimate_tokens(run.user_entry.message, pi=self.session.pi)
         return bool(window) and prompt_tokens >= window
 
-    def _no_room(
+    def _output_limit(
         self,
         model: ChatModel,
         messages: list[dict[str, Any]],
         system_prompt: str,
         specs: list[ToolSpec],
         options: dict[str, Any],
-    ) -> bool:
-        """Whether the output limit the next request would carry is starved by the window
-        (`pinb.llm.limits.OutputLimit.starved`)."""
+    ) -> OutputLimit | None:
+        """The output limit the next request would carry (``None``: the model cannot say).
+
+        `pinb.llm.limits.OutputLimit.starved` says when the window leaves the reply too
+        little."""
         measure = getattr(model, "request_tokens", None)
         info = self.model.info
         if not callable(measure) or not info.context_window:
-            return False
+            return None
         prompt_tokens = measure(
             messages,
             system_prompt=system_prompt,
@@ -434,7 +427,34 @@ class Agent:
             thinking_level=self.config.thinking_level,
             **options,
         )
-        return choose_output_limit(info, int(prompt_tokens), self.config.max_tokens).starved
+        return choose_output_limit(info, int(prompt_tokens), self.config.max_tokens)
+
+    def _leave_out(self, run: _Run) -> list[Entry]:
+        """Leave the run out of later context, so the next prompt meets the one that worked."""
+        session = self.session
+        if can_hide(session):
+            return hide(session, self._run_entries(run))
+        parent = run.user_entry.parent_id  # v0.58.3 has no context edits: step back instead
+        if isinstance(parent, str) and parent:
+            session.branch(parent)
+        else:
+            session.reset_leaf()
+        return []
+
+    @staticmethod
+    def _no_room_reason(limit: OutputLimit, compacted: bool, auto: bool) -> str:
+        after = "even after compacting, " if compacted else ""
+        then = (
+            "shorten or split it, or use a model with a larger window (%pi model provider/model)"
+            if auto
+            else "automatic compaction is off: %pi compact, then run the cell again"
+        )
+        return (
+            f"No room for a reply: {after}the request takes about {limit.prompt_tokens:,} of "
+            f"the model's {limit.window:,}-token window and would leave the reply "
+            f"{limit.tokens:,} token{'s' if limit.tokens != 1 else ''}, so it was not sent. "
+            f"This prompt was left out of the context, so the next cell works; {then}"
+        )
 
     def _request_model(self) -> ChatModel:
         """The model with its own request retries off: the agent retries turns itself."""
@@ -565,15 +585,8 @@ class Agent:
                 return
             reason = "compacting the conversation could not make room for it"
         # Hide the whole run, so the next prompt meets the context that worked before.
-        if can_hide(session):
-            for edit in hide(session, self._run_entries(run)):
-                yield EntrySaved(edit)
-        else:  # v0.58.3 has no context edits: continue from before the prompt instead
-            parent = run.user_entry.parent_id
-            if isinstance(parent, str) and parent:
-                session.branch(parent)
-            else:
-                session.reset_leaf()
+        for edit in self._leave_out(run):
+            yield EntrySaved(edit)
         run.error = (
             f"Context overflow: {reason}. This prompt and its replies were left out of the "
             "context, so the next cell works; shorten or split the prompt, or use a model "
@@ -646,6 +659,40 @@ class Agent:
         context = ToolContext(cwd=self.cwd, session=self.session, cancel=token)
         async for event in run_tool_calls(self.tools, calls, self.session, context, token):
             yield event
+
+
+#: Session files (normalised paths) with a run on the shared loop, and their guard.
+_RUNNING: set[str] = set()
+_RUNNING_CHANGED = threading.Condition()
+
+
+@contextlib.contextmanager
+def _one_run_per_file(session: Session) -> Iterator[None]:
+    """One run per session file at a time, among this process's threads.
+
+    The turn lock is re-entrant per thread, and every run now shares the loop's thread:
+    without this, a second thread's run on the same file would enter the first's turn
+    instead of waiting for it (and waiting on the loop's thread would stall every run).
+    """
+    path = session.path
+    if path is None:
+        yield
+        return
+    key = os.path.normcase(os.path.abspath(path))
+    deadline = time.monotonic() + DEFAULT_WAIT
+    with _RUNNING_CHANGED:
+        while key in _RUNNING:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SessionBusyError(path, Holder("another thread of this process", os.getpid()))
+            _RUNNING_CHANGED.wait(left)
+        _RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_CHANGED:
+            _RUNNING.discard(key)
+            _RUNNING_CHANGED.notify_all()
 
 
 def _now_ms() -> int:

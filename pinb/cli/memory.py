@@ -5,17 +5,49 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import IO, Any
+from collections.abc import Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import PinbError
-from ..memory.records import KINDS, SAVE_KINDS, MemoryRecord
-from ..memory.store import MemoryStore
 from .output import say
+
+if TYPE_CHECKING:
+    from ..memory.records import MemoryRecord
+    from ..memory.store import MemoryStore
 
 __all__ = ["add_parser", "build_parser", "memory_command", "run"]
 
 _WIDTH = 72
+
+
+class _Kinds:
+    """The note kinds of :mod:`pinb.memory.records`, as argparse ``choices``, read when a
+    command checks or shows them: building the parser (``pinb --help``) loads no store.
+
+    Arguments using it name a ``metavar``, or argparse would list the kinds right away.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _values(self) -> tuple[str, ...]:
+        from ..memory import records
+
+        kinds: tuple[str, ...] = getattr(records, self._name)
+        return kinds
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+
+_KINDS = _Kinds("KINDS")
+_SAVE_KINDS = _Kinds("SAVE_KINDS")
 
 
 def _line(record: MemoryRecord) -> str:
@@ -57,7 +89,11 @@ def _print_records(
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kind", action="append", choices=KINDS, help="only this kind (repeatable)"
+        "--kind",
+        action="append",
+        choices=_KINDS,
+        metavar="KIND",
+        help="only this kind (repeatable): %(choices)s",
     )
     parser.add_argument("--tag", action="append", help="only records with this tag (repeatable)")
     parser.add_argument("--limit", type=int, help="at most this many records")
@@ -78,7 +114,9 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
 
     save = sub.add_parser("save", help="save a note")
     save.add_argument("text", nargs="+")
-    save.add_argument("--kind", default="note", choices=SAVE_KINDS)
+    save.add_argument(
+        "--kind", default="note", choices=_SAVE_KINDS, metavar="KIND", help="%(choices)s"
+    )
     save.add_argument("--tag", action="append", help="a tag (repeatable, or comma-separated)")
 
     recall = sub.add_parser("recall", help="search notes (BM25 ranking)")
@@ -97,13 +135,18 @@ def _fill_memory_parser(memory: argparse.ArgumentParser) -> None:
 
     promote = sub.add_parser("promote", help="accept an observation as a note")
     promote.add_argument("id", type=int)
-    promote.add_argument("--kind", choices=SAVE_KINDS, help="default: the kind it proposed")
+    promote.add_argument(
+        "--kind",
+        choices=_SAVE_KINDS,
+        metavar="KIND",
+        help="%(choices)s; default: the kind it proposed",
+    )
     promote.add_argument("--text", help="reworded text")
 
     edit = sub.add_parser("edit", help="change a note's text, kind or tags")
     edit.add_argument("id", type=int)
     edit.add_argument("--text")
-    edit.add_argument("--kind", choices=KINDS)
+    edit.add_argument("--kind", choices=_KINDS, metavar="KIND", help="%(choices)s")
     edit.add_argument("--tags", help="comma-separated tags (replaces the old ones)")
 
     rm = sub.add_parser("rm", help="remove a session file (same as `pinb rm`)")
@@ -172,6 +215,8 @@ def build_parser(prog: str = "pinb memory") -> argparse.ArgumentParser:
 
 
 def _store(args: argparse.Namespace) -> MemoryStore:
+    from ..memory.store import MemoryStore
+
     return MemoryStore(args.db) if getattr(args, "db", None) else MemoryStore()
 
 

@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.describe import one_line
-from ..core.jsontext import json_text, value_text
 from ..errors import NothingToCompactError, PinbError, SessionFileError, UsageError
 from .output import say
 
@@ -31,6 +29,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     # The sidecar index (pinb's own cache; session files are never touched) makes listing
     # thousands of sessions fast once warm.
     from ..analysis.index import list_indexed
+    from ..core.describe import one_line
     from ..core.paths import sessions_dir_for
     from ..render.progress import progress_for
 
@@ -133,6 +132,7 @@ def _print_problems(session: Session) -> None:
 def _cmd_context(args: argparse.Namespace) -> int:
     from ..core import convert_to_llm
     from ..core.describe import message_preview
+    from ..core.jsontext import json_text, value_text
 
     session = _open(args)
     _legacy_notice(session)

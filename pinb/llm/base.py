@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import queue
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pinb.llm.errors import ContextOverflowError, ProviderHTTPError, StreamProtocolError
+from pinb.llm.pool import LoopFeed
 from pinb.llm.types import CancelToken, Done, ModelInfo, StreamEvent, ToolSpec
 
 __all__ = ["ChatModelBase", "ThreadedStream"]
@@ -112,7 +110,7 @@ class ChatModelBase:
     ) -> ThreadedStream:
         """Synchronous `astream`, usable inside a running event loop (Jupyter).
 
-        The request runs on a worker thread with its own event loop. Ctrl-C
+        The request runs on pinb's shared event loop (`pinb.llm.pool`). Ctrl-C
         (KeyboardInterrupt) while waiting for the next event cancels the request; the
         stream then still ends with `Done` carrying ``stopReason: "aborted"``.
         """
@@ -163,19 +161,12 @@ class ChatModelBase:
         return self._finalize(events.final, raise_on_overflow, raise_on_error)
 
 
-_END = object()
-
-
-class _Failure:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
 class ThreadedStream(Iterator[StreamEvent]):
-    """Iterate an async event stream from synchronous code, on a worker thread.
+    """Iterate an async event stream from synchronous code.
 
-    Use as an iterator (and optionally a context manager, which cancels an unfinished
-    stream on exit). `final` holds the `Done` event once seen.
+    The stream runs on pinb's shared event loop (`pinb.llm.pool`), so its requests use
+    the process's kept connections. Use as an iterator (and optionally a context manager,
+    which cancels an unfinished stream on exit). `final` holds the `Done` event once seen.
     """
 
     def __init__(
@@ -189,25 +180,9 @@ class ThreadedStream(Iterator[StreamEvent]):
             if cancel is not None
             else (lambda: None)
         )
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._finished = False
         self.final: Done | None = None
-        self._thread = threading.Thread(
-            target=self._work, args=(factory,), name="pinb-llm-stream", daemon=True
-        )
-        self._thread.start()
-
-    def _work(self, factory: Callable[[CancelToken], AsyncIterator[StreamEvent]]) -> None:
-        async def pump() -> None:
-            async for event in factory(self._token):
-                self._queue.put(event)
-
-        try:
-            asyncio.run(pump())
-        except BaseException as exc:  # handed to the consuming thread
-            self._queue.put(_Failure(exc))
-        finally:
-            self._queue.put(_END)
+        self._feed = LoopFeed(lambda: factory(self._token))
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Cancel the request (what Ctrl-C does)."""
@@ -222,29 +197,24 @@ class ThreadedStream(Iterator[StreamEvent]):
             if self._finished:
                 raise StopIteration
             try:
-                item = self._queue.get(timeout=0.1)
-            except queue.Empty:
-                continue
+                item = next(self._feed)
             except KeyboardInterrupt:
-                self.interrupt()
+                self.interrupt()  # the stream goes on to its Done, marked aborted
                 continue
-            if item is _END:
+            except BaseException:  # its end (StopIteration) or its failure
                 self._finished = True
                 self._unlink()
-                raise StopIteration
-            if isinstance(item, _Failure):
-                self._finished = True
-                self._unlink()
-                raise item.exc
+                raise
             if isinstance(item, Done):
                 self.final = item
-            return item  # type: ignore[return-value]
+            return item
 
     def close(self) -> None:
-        """Cancel an unfinished stream and wait briefly for the worker to stop."""
+        """Cancel an unfinished stream and wait briefly for it to stop."""
         if not self._finished:
             self._token.cancel("stream closed")
-            self._thread.join(timeout=10)
+            self._feed.wait(timeout=10)
+            self._finished = True
             self._unlink()
 
     def __enter__(self) -> ThreadedStream:

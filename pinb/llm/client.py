@@ -32,6 +32,7 @@ from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
 from pinb.llm.overflow import is_context_overflow
+from pinb.llm.pool import async_client, send
 from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from pinb.llm.secrets import connection_redactor, guard_logs, redact_secrets
 from pinb.llm.sse import SSEEvent, SSEParser
@@ -119,6 +120,24 @@ def _body_tokens(body: dict[str, Any]) -> int:
 def _dumps(body: Mapping[str, Any]) -> bytes:
     # Lone surrogates (from broken tool output) would make the UTF-8 encoding fail.
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+
+
+async def _read_rest(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows a stream's end marker (the end of the chunked body), so that its
+    connection can serve the next request. A server slow to end the body, or sending more,
+    loses the connection instead: the turn does not wait for it."""
+    read = 0
+    with contextlib.suppress(httpx.HTTPError, TimeoutError):
+        async with asyncio.timeout(_REST_WAIT):
+            async for chunk in chunks:
+                read += len(chunk)
+                if read > _REST_LIMIT:
+                    return
+
+
+#: How long and how much `_read_rest` reads after the end marker.
+_REST_WAIT = 0.25
+_REST_LIMIT = 65536
 
 
 @dataclass
@@ -495,21 +514,41 @@ class HTTPChatModel(ChatModelBase):
             )
             outcome.retryable = False
 
+    def _client(self) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient]:
+        """The client of one attempt: the process's pooled one for this server, or one
+        around an injected transport (whose connections, if any, are the caller's)."""
+        if self.transport is None:
+            return async_client(self.base_url)
+        return contextlib.nullcontext(httpx.AsyncClient(transport=self.transport))
+
     async def _attempt(
         self, payload: bytes, builder: MessageBuilder, guard: _Guard, outcome: _Outcome
     ) -> AsyncGenerator[StreamEvent, None]:
-        client = httpx.AsyncClient(transport=self.transport, timeout=self.timeout)
-        response: httpx.Response | None = None
         # Each of our awaits is bounded by the deadline; the consumer's time between two
         # events is never cut short by it.
         until = None if self.deadline is None else asyncio.get_running_loop().time() + self.deadline
         try:
-            request = client.build_request(
-                "POST", self._url(), content=payload, headers=self._headers()
-            )
-            response = await guard.run(client.send(request, stream=True), until)
-            async for event in self._events(response, builder, guard, outcome, until):
-                yield event
+            async with self._client() as client:
+                request = client.build_request(
+                    "POST",
+                    self._url(),
+                    content=payload,
+                    headers=self._headers(),
+                    timeout=self.timeout,
+                )
+                sending = (
+                    send(client, request)
+                    if self.transport is None
+                    else client.send(request, stream=True)
+                )
+                response = await guard.run(sending, until)
+                try:
+                    async for event in self._events(response, builder, guard, outcome, until):
+                        yield event
+                finally:
+                    # Closing a response read to its end gives its connection back to the
+                    # pool; one cut short (a cancel, an error) closes the connection.
+                    await response.aclose()
         except _Aborted:
             outcome.aborted = True
         except TimeoutError:
@@ -539,11 +578,6 @@ class HTTPChatModel(ChatModelBase):
         except ProviderStreamError as exc:
             outcome.error = str(exc)
             outcome.retryable = exc.retryable
-        finally:
-            if response is not None:
-                await response.aclose()
-            if self.transport is None:
-                await client.aclose()
 
     async def _events(
         self,
@@ -581,7 +615,9 @@ class HTTPChatModel(ChatModelBase):
                 guard.check()
                 if decoder.complete:
                     break
-        if not decoder.complete:
+        if decoder.complete:
+            await _read_rest(chunks)
+        else:
             for sse in parser.close():
                 outcome.sse_events += 1
                 for event in decoder.feed(sse):

@@ -26,14 +26,16 @@ explicit discovery of servers)::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from pinb.llm.pool import sync_client
 from pinb.llm.urls import display_url, join_url, split_query
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "discover_context_window",
     "discover_window",
     "forget_discoveries",
+    "probe_client",
     "server_root",
 ]
 
@@ -109,12 +112,37 @@ def _first(*candidates: tuple[Any, str]) -> _Found:
     return None
 
 
+class _Client:
+    """GET and POST with one timeout, on the shared client or around a given transport."""
+
+    def __init__(self, client: httpx.Client, timeout: float) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    def get(self, url: str) -> httpx.Response:
+        return self._client.get(url, timeout=self._timeout)
+
+    def post(self, url: str, *, json: Any) -> httpx.Response:
+        return self._client.post(url, json=json, timeout=self._timeout)
+
+
+@contextlib.contextmanager
+def probe_client(timeout: float, transport: httpx.BaseTransport | None = None) -> Iterator[_Client]:
+    """A client for a few quick requests: the process's shared one (its kept connections
+    serve the model's requests too), or one around ``transport`` (tests), closed after."""
+    if transport is None:
+        yield _Client(sync_client(), timeout)
+        return
+    with httpx.Client(transport=transport) as own:
+        yield _Client(own, timeout)
+
+
 def _json(response: httpx.Response) -> Any:
     response.raise_for_status()  # a 404 (llama-cpp-python has no /props) is "not here"
     return response.json()
 
 
-def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> _Found:
+def _llamacpp_props(client: _Client, root: str, model_id: str) -> _Found:
     data = _json(client.get(join_url(root, "props")))
     if not isinstance(data, dict):
         return None
@@ -123,7 +151,7 @@ def _llamacpp_props(client: httpx.Client, root: str, model_id: str) -> _Found:
     return _first((nested, "/props n_ctx"), (data.get("n_ctx"), "/props n_ctx"))
 
 
-def _ollama_show(client: httpx.Client, root: str, model_id: str) -> _Found:
+def _ollama_show(client: _Client, root: str, model_id: str) -> _Found:
     data = _json(client.post(join_url(root, "api/show"), json={"model": model_id}))
     if not isinstance(data, dict):
         return None
@@ -152,7 +180,7 @@ def _pick(data: Any, model_id: str) -> dict[str, Any] | None:
     )
 
 
-def _lmstudio_models(client: httpx.Client, root: str, model_id: str) -> _Found:
+def _lmstudio_models(client: _Client, root: str, model_id: str) -> _Found:
     chosen = _pick(_json(client.get(join_url(root, "api/v0/models"))), model_id)
     if chosen is None:
         return None
@@ -163,7 +191,7 @@ def _lmstudio_models(client: httpx.Client, root: str, model_id: str) -> _Found:
     )
 
 
-def _openai_models(client: httpx.Client, root: str, model_id: str) -> _Found:
+def _openai_models(client: _Client, root: str, model_id: str) -> _Found:
     chosen = _pick(_json(client.get(join_url(root, "v1/models"))), model_id)
     if chosen is None:
         return None
@@ -177,7 +205,7 @@ def _openai_models(client: httpx.Client, root: str, model_id: str) -> _Found:
     )
 
 
-_Probe = Callable[[httpx.Client, str, str], _Found]
+_Probe = Callable[[_Client, str, str], _Found]
 _PROBES: dict[str, tuple[_Probe, ...]] = {
     "ollama": (_ollama_show, _openai_models),
     "lmstudio": (_lmstudio_models, _openai_models),
@@ -209,7 +237,7 @@ def discover_window(
             return _CACHE[key]
     root = server_root(base_url)
     found: _Found = None
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with probe_client(timeout, transport) as client:
         for probe in _PROBES.get(provider, _PROBES["default"]):
             try:
                 found = probe(client, root, model_id)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import httpx
 
 from pinb.llm.catalog import BUILTIN_PROVIDERS
-from pinb.llm.discover import clean_model_id, discover_window, server_root
+from pinb.llm.discover import clean_model_id, discover_window, probe_client, server_root
 from pinb.llm.registry import ModelRegistry, default_registry
 from pinb.llm.resolve import base_url_variable, provider_base_url
 from pinb.llm.urls import display_url, join_url
@@ -127,7 +127,7 @@ def list_models(
 ) -> tuple[str, ...] | None:
     """The model ids ``GET {base_url}/models`` lists, or ``None`` when nothing answers."""
     try:
-        with httpx.Client(timeout=timeout, transport=transport) as client:
+        with probe_client(timeout, transport) as client:
             response = client.get(join_url(base_url, "models"))
             response.raise_for_status()
             data = response.json()

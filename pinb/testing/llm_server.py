@@ -14,12 +14,18 @@ Use it in tests to exercise a model end to end without any network::
 
 Each request takes the next queued `ServerReply` (a reply or a fault). With nothing
 queued the server answers ``418`` with a message saying so (never retried).
+
+With ``certificate=`` (see `pinb.testing.tls.self_signed_certificate`) it speaks HTTPS;
+``connections`` and ``open_connections`` count the TCP connections clients opened, as the
+server sees them, so tests can tell a kept connection from a new one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import ssl
 import sys
 import threading
 from collections import deque
@@ -43,6 +49,7 @@ from .llm_wire import (
     null_content_error,
     prompt_tokens,
 )
+from .tls import Certificate
 
 __all__ = ["LLMServer", "RecordedRequest", "ServerReply", "ToolCallScript"]
 
@@ -69,10 +76,17 @@ class _Dropped(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each SSE chunk goes out when written, as real servers send it (TCP_NODELAY);
+    # otherwise Nagle's algorithm holds it for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         return
+
+    def setup(self) -> None:
+        super().setup()
+        self.served = 0  # requests read on this connection
 
     def do_GET(self) -> None:
         owner = self.server.owner
@@ -107,6 +121,10 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        self.served += 1
+        if self.served > 1 and owner._take_drop_reused():
+            self.close_connection = True  # closed as the request came in: no answer
+            return
         try:
             body: Any = json.loads(raw)
         except ValueError:
@@ -331,6 +349,26 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     owner: LLMServer
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.tls is not None:  # the handshake happens on the connection's own thread
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.owner._opened(request)
+        super().process_request(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.do_handshake()
+        super().finish_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        super().shutdown_request(request)
+        self.owner._closed(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients hang up on keep-alive connections all the time; that is not an error.
@@ -358,6 +396,8 @@ class LLMServer:
         interrupt_requests: bool = False,
         writes_to_limit: bool = False,
         echo_request: bool = False,
+        certificate: Certificate | None = None,
+        drop_reused: int = 0,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -386,6 +426,15 @@ class LLMServer:
         #: the request as received: method, URL and path with their query, and every
         #: header, as debugging proxies do. Whatever secret a client sent comes back.
         self.echo_request = echo_request
+        #: Serve HTTPS with this certificate (clients must trust ``certificate.cert``).
+        self.certificate = certificate
+        #: The next this many requests that come on a kept-alive connection are met by
+        #: the connection closing, unanswered: a server closing an idle connection just
+        #: as a request arrives. Requests on new connections are served.
+        self.drop_reused = drop_reused
+        #: TCP connections accepted so far.
+        self.connections = 0
+        self._open: set[socket.socket] = set()
         self._lock_epoch = 0
         #: The id ``/v1/models`` lists (llama-cpp-python lists the GGUF file's path).
         self.model_id = model_id
@@ -404,6 +453,9 @@ class LLMServer:
         """Bind an ephemeral port and serve on a daemon thread."""
         server = _Server(("127.0.0.1", 0), _Handler)
         server.owner = self
+        if self.certificate is not None:
+            server.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            server.tls.load_cert_chain(self.certificate.cert, self.certificate.key)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -424,6 +476,22 @@ class LLMServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        self.close_connections()
+
+    def close_connections(self) -> None:
+        """Close every open connection (kept-alive ones included), as a restarted server."""
+        with self._lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            # The plain socket's shutdown: the handler's thread may be inside a TLS read.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not yet closed (by either side)."""
+        with self._lock:
+            return len(self._open)
 
     def __enter__(self) -> LLMServer:
         return self.start()
@@ -433,11 +501,12 @@ class LLMServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
+        """``http://127.0.0.1:<port>`` (``https://`` with a certificate)."""
         if self._server is None:
             raise RuntimeError("LLMServer is not running; use it as a context manager")
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        scheme = "https" if self.certificate is not None else "http"
+        return f"{scheme}://{host!s}:{port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -512,6 +581,22 @@ class LLMServer:
     def _probe(self, path: str) -> None:
         with self._lock:
             self.probes.append(path)
+
+    def _opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
+            self._open.add(sock)
+
+    def _closed(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+    def _take_drop_reused(self) -> bool:
+        with self._lock:
+            if self.drop_reused <= 0:
+                return False
+            self.drop_reused -= 1
+            return True
 
     def _take_model_lock(self) -> None:
         with self._lock:

@@ -453,3 +453,29 @@ def test_a_prompt_that_would_leave_the_reply_no_room_compacts_before_it_is_sent(
         last = server.requests[-1].body
         room = 4096 - len(json.dumps(last)) / 4
         assert last["max_tokens"] >= 256 and last["max_tokens"] <= room
+
+
+def test_a_paste_that_leaves_no_room_even_after_compacting_is_not_sent_and_the_next_works(
+    tmp_path: Path,
+) -> None:
+    """Issue 35: 8,000 characters on 4,096 tokens went out with max_tokens 1 ("The")."""
+    with LLMServer(context_window=4096) as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        agent = _small_window_agent(
+            session, _model(server, window=4096), tmp_path, ExtractiveSummarizer()
+        )
+        server.reply("first answer " + "a" * 1200)
+        assert agent.prompt("first question " + "q" * 1200).stop_reason == "stop"
+        sent = len(server.requests)
+        # Below the window alone (no overflow), but with the system prompt and seven tools
+        # no compaction can leave a reply of any use.
+        end = agent.prompt("please read this: " + "p" * 9000)
+        assert end.stop_reason == "error" and end.error is not None
+        assert end.error.startswith("No room for a reply: even after compacting")
+        assert "was left out of the context" in end.error
+        assert len(server.requests) == sent  # nothing sent with a limit of a few tokens
+        assert [e.type for e in session.entries].count("compaction") == 1
+        server.reply("second answer")
+        assert agent.prompt("a short question").stop_reason == "stop"
+        last = server.requests[-1].body
+        assert "pppp" not in json.dumps(last) and last["max_tokens"] >= 256

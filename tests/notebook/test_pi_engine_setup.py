@@ -35,6 +35,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     magics.pi_engine.close()
     magics.session = None
     magics._model = None
+    magics.engine = "pinb"  # a test may have made Pi the default: the shell is shared
 
 
 def _run(shell: InteractiveShell, source: str) -> tuple[Any, str]:

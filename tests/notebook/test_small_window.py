@@ -14,7 +14,7 @@ from pinb.core import Session
 from pinb.core.summarize import SUMMARIZER_SYSTEM_PROMPT
 from pinb.llm.discover import forget_discoveries
 from pinb.notebook import PiMagics
-from pinb.notebook.live import AssistantReply
+from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing import LLMServer
 from pinb.testing.llm_server import ServerReply
 from pinb.testing.llm_wire import prompt_tokens
@@ -100,8 +100,20 @@ def test_a_long_span_is_summarized_in_passes_that_each_fit(shell, monkeypatch) -
             server.add(ServerReply(text=f"answer {i}: " + "w" * 1300, no_usage=True))
         with capture_output():
             shell.run_line_magic("pi", "model llamacpp/smol")
-            for i in range(6):
+            for i in range(5):
                 shell.run_cell_magic("pi", "--no-tools", f"question {i}: " + "q" * 1300)
+            # A sixth would leave the reply a few tokens: with automatic compaction off it
+            # is not sent, and the cell says to compact.
+            sent = len(server.requests)
+            with pytest.raises(RunFailedError, match="automatic compaction is off: %pi compact"):
+                shell.run_cell_magic("pi", "--no-tools", "question 5: " + "q" * 1300)
+            assert len(server.requests) == sent
+            # The conversation grew on a larger window; the model now has the small one.
+            model = shell.magics_manager.registry["PiMagics"]._model
+            model.info = dataclasses.replace(model.info, context_window=WINDOW * 2)
+            for i in range(6, 9):
+                shell.run_cell_magic("pi", "--no-tools", f"question {i}: " + "q" * 1300)
+            model.info = dataclasses.replace(model.info, context_window=WINDOW)
         before = len(server.requests)
         view = shell.run_line_magic("pi", "compact")
     finally:
