@@ -152,3 +152,38 @@ def test_discover_asks_the_usual_ports_and_chooses_nothing(shell, monkeypatch) -
         shell.run_line_magic("pi", line.lstrip("%").partition(" ")[2])
     assert "No local server answered on the usual ports" in captured.stdout
     assert shell.magics_manager.registry["PiMagics"]._model is None
+
+
+def test_your_own_pi_on_the_same_model_step_by_step(shell, monkeypatch, pi_loop) -> None:
+    """The section's steps with the real Pi 1.6.0: one models.json, Pi's settings fitted."""
+    section = _sections()["Your own Pi on the same model"]
+    server = pi_loop.server
+    exports, magics = _steps("Your own Pi on the same model")
+    for name, url in exports.items():
+        monkeypatch.setenv(name, re.sub(r"^http://[^/]+", server.url, url))
+    with capture_output() as captured:
+        for line in magics:
+            name, _, rest = (
+                line.replace("http://127.0.0.1:8000", server.url).lstrip("%").partition(" ")
+            )
+            shell.run_line_magic(name, rest)
+    assert "Pi compacts above 3,072 tokens and keeps 1,024" in captured.stdout
+    assert '"reserveTokens": 1024, "keepRecentTokens": 1024' in section
+    settings = json.loads((pi_loop.agent_dir / "settings.json").read_text())
+    assert settings["compaction"]["modelOverrides"]["llamacpp/smollm2"] == {
+        "reserveTokens": 1024, "keepRecentTokens": 1024,
+    }  # fmt: skip
+    for engine in ("pi", "pinb"):
+        server.add(ServerReply(text=f"Hello from {engine}.", no_usage=True))
+        with capture_output() as captured:
+            reply = shell.run_cell_magic(
+                "pi", f"--engine {engine} --model llamacpp/smollm2", "hello"
+            )
+        assert isinstance(reply, AssistantReply) and reply.text == f"Hello from {engine}."
+        said = captured.stdout + reply._repr_mimebundle_()["text/plain"]
+        assert "do not fit" not in said
+        if engine == "pi":
+            assert "compacts above 3,072" in said  # Pi's own threshold, as the section says
+        assert server.requests[-1].body["model"] == "smollm2"
+        assert server.requests[-1].path == "/v1/chat/completions"  # both at the same URL
+    shell.magics_manager.registry["PiMagics"].pi_engine.close()

@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -142,6 +143,14 @@ def list_models(
     )
 
 
+def _same_server(url: str) -> str:
+    """Scheme, host and port of ``url`` (``localhost`` and ``127.0.0.1`` alike)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    host = (parts.hostname or "").replace("localhost", "127.0.0.1")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{host}:{port}"
+
+
 def discover_local_servers(
     *,
     registry: ModelRegistry | None = None,
@@ -161,9 +170,20 @@ def discover_local_servers(
     reg = registry or default_registry()
     environ: Mapping[str, str] = os.environ if env is None else env
     found: list[LocalServer] = []
-    for provider in providers:
-        where = _configured_url(provider, reg, environ, base_urls or {})
+    addresses = [
+        (provider, _configured_url(provider, reg, environ, base_urls or {}))
+        for provider in providers
+    ]
+    # One server, one line: a configured address wins over another provider's usual port
+    # (llama-cpp-python on 8000 is both LLAMACPP_BASE_URL and vLLM's default port).
+    configured = {_same_server(where[0]) for _, where in addresses if where is not None}
+    asked: set[str] = set()
+    for provider, where in addresses:
         url, source = where or (reg.provider(provider).base_url, "default port")
+        key = _same_server(url)
+        if key in asked or (where is None and key in configured):
+            continue
+        asked.add(key)
         models = list_models(url, timeout=timeout)
         if models is None:
             continue

@@ -19,6 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pinb.core.atomic import replace_file
 from pinb.core.paths import agent_dir
@@ -69,7 +70,8 @@ def save_model(
     """Add (or update) ``provider/model`` in ``<agentDir>/models.json`` so both engines use it.
 
     The entry carries what Pi 1.6 needs to list it (``api`` and an ``apiKey``: a
-    placeholder when the server needs none) and the window both engines compact by.
+    placeholder when the server needs none) and the window both engines compact by. An
+    address without a path gets ``/v1``, as pinb reads one (Pi takes it as written).
     Other providers, models and fields are kept. Returns the file written.
 
     Raises
@@ -83,6 +85,9 @@ def save_model(
         raise ValueError(f"{spec!r}: name the model as provider/model-id")
     if window <= 0:
         raise ValueError("the context window must be a positive number of tokens")
+    if urlsplit(base_url).path in ("", "/"):
+        # pinb adds /v1 to an address without a path; Pi sends to the URL as written.
+        base_url = base_url.rstrip("/") + "/v1"
     path = (agent or agent_dir()) / "models.json"
     data = _read(path)
     providers = data.setdefault("providers", {})

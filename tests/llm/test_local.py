@@ -108,6 +108,18 @@ def test_discovery_lists_what_answers_and_picks_nothing(default_port_servers) ->
         choose_model(None)
 
 
+def test_one_server_is_listed_once_under_the_name_it_was_configured_with(
+    default_port_servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama-cpp-python on 8000: LLAMACPP_BASE_URL and vLLM's usual port are one server."""
+    default_port_servers["llamacpp"].stop()
+    on_vllms_port = default_port_servers["vllm"]
+    monkeypatch.setenv("LLAMACPP_BASE_URL", on_vllms_port.url.replace("127.0.0.1", "localhost"))
+    found = discover_local_servers(timeout=1.0)
+    assert [s.provider for s in found] == ["ollama", "lmstudio", "llamacpp"]
+    assert found[-1].source == "LLAMACPP_BASE_URL"
+
+
 @pytest.mark.parametrize(
     ("kind", "spec", "source"),
     [
