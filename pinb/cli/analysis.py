@@ -1,4 +1,4 @@
-"""``pinb search``, ``export``, ``import`` and ``frames``: thin command-line wrappers.
+"""``pinb search``, ``export``, ``import``, ``frames`` and ``compactions``: thin wrappers.
 
 Importing this module loads no pandas; ``pinb frames`` loads it when it runs.
 """
@@ -97,6 +97,28 @@ def add_parser(subparsers: Any) -> None:
         help="read with dask; OUT is a folder with one file per partition",
     )
     frames.set_defaults(func=cmd_frames)
+
+    compactions = subparsers.add_parser(
+        "compactions",
+        help="every compaction of a session: what its summary kept of the span it replaced",
+        description=(
+            "For each compaction entry: the facts of the entries it summarized (files, "
+            "commands, errors, instructions, decisions, identifiers, numbers), each "
+            "verbatim, paraphrased or lost in the summary and whether the kept messages "
+            "still carry it, cited as path:line#entry-id; recall by kind and one weighted "
+            "score. Offline: a match of words, not of meaning."
+        ),
+    )
+    compactions.add_argument("file", help="the session .jsonl file")
+    compactions.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON list, one object per compaction (RetentionReport.to_dict documents it)",
+    )
+    compactions.add_argument(
+        "--rows", type=int, default=40, help="facts listed per section in the text output"
+    )
+    compactions.set_defaults(func=cmd_compactions)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -230,4 +252,22 @@ def cmd_frames(args: argparse.Namespace) -> int:
     write_frame(frame, args.parquet)
     sessions = frame["id" if args.kind == "sessions" else "session_id"].nunique()
     say(f"wrote {len(frame):,} {args.kind} row(s) of {sessions} session(s) to {args.parquet}")
+    return 0
+
+
+def cmd_compactions(args: argparse.Namespace) -> int:
+    """``pinb compactions FILE [--json] [--rows N]``."""
+    from ..analysis.retention import session_retention
+    from ..core.jsontext import json_text
+    from ..views.retention import retention_text
+
+    session = open_session_file(args.file)
+    reports = session_retention(session)
+    if args.json:
+        say(json_text([r.to_dict() for r in reports], indent=1))
+        return 0
+    if not reports:
+        say(f"no compactions in {args.file}")
+        return 0
+    say("\n\n".join(retention_text(r, max(0, args.rows)) for r in reports))
     return 0

@@ -12,6 +12,7 @@ from .breakdown import ContextBreakdown
 from .compaction import CompactionView
 from .context_path import ContextPathView
 from .entry import EntryView
+from .retention import RetentionView
 from .session import session_mimebundle
 from .session_list import SessionListView
 from .tree import TreeView
@@ -25,6 +26,7 @@ __all__ = [
     "ContextPathView",
     "EntryView",
     "MemoryView",
+    "RetentionView",
     "SessionExplorer",
     "SessionListView",
     "TreeView",

@@ -87,6 +87,18 @@ def _search_html(value: Any) -> str:
     return search_html(value)
 
 
+def _retention_text(value: Any) -> str:
+    from .retention import retention_text
+
+    return retention_text(value)
+
+
+def _retention_html(value: Any) -> str:
+    from .retention import RetentionView
+
+    return RetentionView(value).to_html()
+
+
 def register_views() -> None:
     """Register every result type's renderer (run once, when :mod:`pinb.views` loads)."""
     register("pinb.core.session.Session", bundle=_session)
@@ -98,6 +110,7 @@ def register_views() -> None:
     )
     register("pinb.analysis.whatif.WhatIf", text=_what_if_text, html=_what_if_html)
     register("pinb.analysis.hits.SearchResults", text=_search_text, html=_search_html)
+    register("pinb.analysis.retention.RetentionReport", text=_retention_text, html=_retention_html)
 
 
 register_views()

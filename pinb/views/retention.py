@@ -1,0 +1,299 @@
+"""``RetentionView``: what a compaction kept of the span it replaced, lost facts first."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..analysis.facts import FACT_KINDS
+from ..analysis.matching import RULES
+from ..analysis.retention import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
+from ..core.accounting import thousands
+from ..core.describe import one_line, plural
+from ..render.html import div, escape, heading, mimebundle, muted, table, title, wrap
+
+__all__ = ["RetentionView", "retention_html", "retention_text"]
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def weights_text() -> str:
+    """``decisions 20% · instructions 20% · …``: the score's weights, in words."""
+    return " · ".join(f"{KIND_LABELS[k]} {w:.0%}" for k, w in WEIGHTS.items())
+
+
+def _figures(report: RetentionReport) -> str:
+    r = report
+    recorded = (
+        f" · Pi recorded tokensBefore {thousands(r.tokens_before)}"
+        if r.tokens_before is not None
+        else ""
+    )
+    per_1k = f"{r.facts_per_1k:.1f}" if r.facts_per_1k is not None else "—"
+    return (
+        f"chars/4 estimate {thousands(r.estimated_before)} → {thousands(r.estimated_after)} "
+        f"tokens{recorded} · {plural(r.summarized_entries, 'entry', 'entries')} summarized · "
+        f"summary {thousands(r.summary_tokens)} tokens · {per_1k} facts kept per 1,000 "
+        "summary tokens"
+    )
+
+
+def _name(report: RetentionReport) -> str:
+    if report.compaction_id is not None:
+        return f"Compaction {report.compaction_id}"
+    return f"Compaction ({report.kind})"
+
+
+def _counts(report: RetentionReport, kind: str) -> tuple[int, int, int, int, int]:
+    found = report.of_kind(kind)
+    verbatim = sum(v.verdict == "verbatim" for v in found)
+    paraphrased = sum(v.verdict == "paraphrased" for v in found)
+    carried = sum(v.kept_messages for v in found)
+    return len(found), verbatim, paraphrased, len(found) - verbatim - paraphrased, carried
+
+
+def _fact_line(report: RetentionReport, verdict: FactVerdict, limit: int = 100) -> str:
+    fact = verdict.fact
+    detail = f" ({fact.detail})" if fact.detail else ""
+    return f"{fact.kind:<11} {one_line(fact.text, limit)}{detail}  {report.cite(fact)}"
+
+
+def retention_text(report: RetentionReport, max_rows: int = 40) -> str:
+    """The report as plain text: figures, recall by kind, lost facts then kept ones."""
+    r = report
+    lines = [
+        f"{_name(r)} ({r.kind}): score {_percent(r.score)}, "
+        f"{r.kept_count:,} of {plural(len(r.verdicts), 'fact')} kept by the summary",
+        "  " + _figures(r),
+        "  recall: "
+        + (
+            " · ".join(
+                f"{KIND_LABELS[k]} {_percent(v)} ({_counts(r, k)[1] + _counts(r, k)[2]}/"
+                f"{_counts(r, k)[0]})"
+                for k, v in r.recall.items()
+            )
+            or "no facts"
+        ),
+        f"  score weights (scaled over the kinds present): {weights_text()}",
+    ]
+    if r.note:
+        lines.append(f"  note: {r.note}")
+    lost = r.lost
+    carried = sum(v.kept_messages for v in lost)
+    lines.append(f"  lost ({len(lost):,}; {carried:,} still in the kept messages):")
+    for verdict in lost[:max_rows]:
+        mark = "in kept messages · " if verdict.kept_messages else ""
+        lines.append(f"    {mark}{_fact_line(r, verdict)}")
+    if len(lost) > max_rows:
+        lines.append(f"    … and {len(lost) - max_rows:,} more")
+    kept = [v for v in r.verdicts if v.kept]
+    lines.append(f"  kept ({len(kept):,}):")
+    for verdict in kept[:max_rows]:
+        evidence = one_line(verdict.summary.evidence, 80)
+        lines.append(f"    {verdict.verdict:<11} {_fact_line(r, verdict, 60)}  ← {evidence!r}")
+    if len(kept) > max_rows:
+        lines.append(f"    … and {len(kept) - max_rows:,} more")
+    return "\n".join(lines)
+
+
+def _file_uri(path: str) -> str:
+    """A ``file://`` URI for a session path: pinb builds the scheme, the path is %-quoted."""
+    with_slashes = Path(os.path.abspath(path)).as_posix()
+    if not with_slashes.startswith("/"):
+        with_slashes = "/" + with_slashes
+    return "file://" + quote(with_slashes, safe="/:")
+
+
+def _source(report: RetentionReport, verdict: FactVerdict) -> str:
+    """The fact's entry as a link to its session file, titled ``path:line#entry-id``."""
+    fact = verdict.fact
+    label = f"<code>{escape(fact.entry_id)}</code>"
+    where = f" line {fact.line:,}" if fact.line is not None else ""
+    if report.session_path is None:
+        return label + escape(where)
+    cite = report.cite(fact)
+    return (
+        f'<a href="{escape(_file_uri(report.session_path))}" title="{escape(cite)}">'
+        f"{label}</a>{escape(where)}"
+    )
+
+
+def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
+    """The report as sanitizer-safe HTML: every fact and every piece of evidence escaped."""
+    r = report
+    rows = []
+    for kind in FACT_KINDS:
+        facts, verbatim, paraphrased, missing, carried = _counts(r, kind)
+        if facts:
+            rows.append(
+                (
+                    KIND_LABELS[kind],
+                    facts,
+                    verbatim,
+                    paraphrased,
+                    missing,
+                    _percent(r.recall.get(kind)),
+                    carried,
+                    f"{WEIGHTS[kind]:.0%}",
+                )
+            )
+    summary_table = table(
+        [
+            "kind",
+            "facts",
+            "verbatim",
+            "paraphrased",
+            "lost",
+            "recall",
+            "in kept messages",
+            "weight",
+        ],
+        rows,
+        numeric=(1, 2, 3, 4, 5, 6, 7),
+    )
+    lost = r.lost
+    lost_rows = [
+        (
+            v.fact.kind,
+            one_line(v.fact.text, 200),
+            v.fact.detail,
+            "yes" if v.kept_messages else "no",
+            v.summary.rule,
+            _source(r, v),
+        )
+        for v in lost[:max_rows]
+    ]
+    kept = [v for v in r.verdicts if v.kept]
+    kept_rows = [
+        (
+            v.fact.kind,
+            one_line(v.fact.text, 160),
+            v.verdict,
+            v.summary.rule,
+            (f"[{v.summary.section}] " if v.summary.section else "")
+            + one_line(v.summary.evidence, 200),
+            _source(r, v),
+        )
+        for v in kept[:max_rows]
+    ]
+
+    def more(count: int) -> str:
+        return div(muted(f"… and {count - max_rows:,} more"), "muted") if count > max_rows else ""
+
+    carried = sum(v.kept_messages for v in lost)
+    parts = [
+        title(f"{_name(r)}: what the summary kept"),
+        div(
+            f"score <b>{escape(_percent(r.score))}</b> · {r.kept_count:,} of "
+            f"{escape(plural(len(r.verdicts), 'fact'))} kept by the summary ({escape(r.kind)}"
+            + (f", {escape(r.summarizer)}" if r.summarizer else "")
+            + ")"
+        ),
+        div(escape(_figures(r)), "muted"),
+        summary_table,
+        div(
+            escape(
+                "score: the recalls weighted "
+                f"{weights_text()}, the weights of the kinds present scaled to 1. "
+                "Verbatim and paraphrased both count as kept; a paraphrase is a match of words, "
+                "not of meaning."
+            ),
+            "muted",
+        ),
+    ]
+    if r.note:
+        parts.append(div(escape(r.note), "warn"))
+    parts += [
+        heading(f"Lost: {len(lost):,} ({carried:,} still in the kept messages)"),
+        table(
+            ["kind", "fact", "detail", "in kept messages", "closest", "source"],
+            lost_rows,
+            raw_columns=(5,),
+            wrap_columns=(1, 4),
+        ),
+        more(len(lost)),
+        heading(f"Kept by the summary: {len(kept):,}"),
+        table(
+            ["kind", "fact", "verdict", "rule", "evidence (the summary's text)", "source"],
+            kept_rows,
+            raw_columns=(5,),
+            wrap_columns=(1, 4),
+        ),
+        more(len(kept)),
+        heading("How each kind is matched"),
+        "<ul>"
+        + "".join(
+            f"<li><b>{escape(KIND_LABELS[k])}</b>: {escape(rule)}</li>" for k, rule in RULES.items()
+        )
+        + "</ul>",
+    ]
+    return "".join(parts)
+
+
+class RetentionView:
+    """One or more retention reports (:class:`~pinb.analysis.retention.RetentionReport`).
+
+    Lost facts come first, each linking to its session file and naming its entry
+    (``path:line#entry-id`` in the link's title); then the kept facts with the summary's
+    text that matched. Plain text and sanitizer-safe HTML, every session text escaped.
+
+    Parameters
+    ----------
+    reports:
+        A report, or several (every compaction of a session).
+    max_rows:
+        Longest fact list shown per section.
+    """
+
+    def __init__(
+        self, reports: RetentionReport | Iterable[RetentionReport], *, max_rows: int = 200
+    ) -> None:
+        self.reports: Sequence[RetentionReport] = (
+            [reports] if isinstance(reports, RetentionReport) else list(reports)
+        )
+        self.max_rows = max_rows
+
+    def to_text(self) -> str:
+        if not self.reports:
+            return "<RetentionView: no compactions>"
+        return "\n\n".join(retention_text(r, min(self.max_rows, 40)) for r in self.reports)
+
+    __repr__ = to_text
+
+    def _overview(self) -> str:
+        rows = [
+            (
+                r.compaction_id or r.kind,
+                r.estimated_before,
+                r.estimated_after,
+                r.summary_tokens,
+                len(r.verdicts),
+                _percent(r.score),
+                *(_percent(r.recall.get(k)) for k in FACT_KINDS),
+            )
+            for r in self.reports
+        ]
+        headers = ["compaction", "before", "after", "summary", "facts", "score"]
+        headers += [KIND_LABELS[k] for k in FACT_KINDS]
+        return table(headers, rows, numeric=tuple(range(1, 6 + len(FACT_KINDS))))
+
+    def to_html(self) -> str:
+        if not self.reports:
+            return wrap(title("No compactions"), "pinb-retention")
+        body = ""
+        if len(self.reports) > 1:
+            body += title(f"{plural(len(self.reports), 'compaction')}: what each summary kept")
+            body += div(
+                escape("tokens: chars/4 estimate before and after each compaction"), "muted"
+            )
+            body += self._overview()
+        body += "".join(retention_html(r, self.max_rows) for r in self.reports)
+        return wrap(body, "pinb-retention")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
