@@ -50,8 +50,10 @@ __all__ = [
     "PiEngineError",
     "PiExitedError",
     "PiHandshakeError",
+    "PiNodeTooOldError",
     "PiNotFoundError",
     "PiProcess",
+    "check_node",
     "package_version",
     "resolve_pi_command",
     "split_records",
@@ -71,6 +73,11 @@ class PiEngineError(PinbError):
 
 class PiNotFoundError(PiEngineError):
     """No Pi command: says how to install one, and that the built-in engine needs nothing."""
+
+
+class PiNodeTooOldError(PiEngineError):
+    """The Node that would run Pi is older than Pi's ``package.json`` asks for (its
+    ``engines.node``): says which Node was found, which is needed and where to get it."""
 
 
 class PiHandshakeError(PiEngineError):
@@ -237,7 +244,10 @@ class PiProcess:
             Pi answered ``get_state`` otherwise than Pi 1.x does, or not at all.
         PiExitedError
             Pi stopped at start-up (its own error, e.g. an unknown model).
+        PiNodeTooOldError
+            The Node that would run Pi is older than Pi needs (nothing was started).
         """
+        check_node(self.program, self.env)  # else Pi dies with a SyntaxError of Node's
         checker: subprocess.Popen[str] | str | None = None
         try:
             with _interrupts_deferred():
@@ -578,20 +588,146 @@ def package_version(program: Sequence[str]) -> str | None:
     ``pi`` on PATH is a link into the npm package; ``node …/dist/cli.js`` names it.
     ``None`` when no argument leads to a ``*pi-coding-agent`` package.
     """
+    found = _pi_package(program)
+    return str(found[2]["version"]) if found is not None and found[2].get("version") else None
+
+
+def _pi_package(program: Sequence[str]) -> tuple[Path, Path, dict[str, Any]] | None:
+    """``(script, package folder, package.json)`` of the Pi package ``program`` runs."""
     for arg in program[:3]:
         path = Path(arg)
         if not path.is_file():
             continue
-        for folder in list(path.resolve().parents)[:6]:
+        script = path.resolve()
+        for folder in list(script.parents)[:6]:
             manifest = folder / "package.json"
             if manifest.is_file():
                 try:
                     data = json.loads(manifest.read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     break
-                if str(data.get("name", "")).endswith("pi-coding-agent") and data.get("version"):
-                    return str(data["version"])
+                if isinstance(data, dict) and str(data.get("name", "")).endswith("pi-coding-agent"):
+                    return script, folder, data
                 break
+    return None
+
+
+def check_node(program: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    """Make sure the Node that ``program`` runs Pi with is as new as Pi's ``engines.node``.
+
+    That Node is the first argument when it is a ``node`` (``node …/cli.js``), else the one
+    the script's ``#!`` line names (``#!/usr/bin/env node``: the first ``node`` on ``PATH``).
+    Nothing is checked when Pi's package, its requirement or that Node cannot be found.
+
+    Raises
+    ------
+    PiNodeTooOldError
+        In one line: the Node found and its version, the version Pi needs, and where to get
+        one (a Node installed beside Pi that fits, when there is one).
+    """
+    environ = os.environ if env is None else env
+    found = _pi_package(program)
+    if found is None:
+        return
+    script, folder, manifest = found
+    engines = manifest.get("engines")
+    wanted = engines.get("node") if isinstance(engines, dict) else None
+    minimums = _minimums(wanted) if isinstance(wanted, str) else None
+    node = _node_of(program, environ)
+    if not minimums or node is None:
+        return
+    version = _node_version(node, environ)
+    if version is None or _fits(version, minimums):
+        return
+    pi = f"Pi {manifest.get('version', '')}".strip()
+    said = f"{pi} needs Node {wanted}, but {node} is v{'.'.join(map(str, version))}"
+    beside = _node_beside(folder, minimums, environ)
+    if beside is not None:
+        how = f"a Node that fits is installed beside Pi ({beside}); run Pi with it"
+        line = shlex.join([str(beside), str(script)])
+    else:
+        lowest = min(minimums)
+        how = (
+            f"install Node {lowest[0]}.{lowest[1]} or newer (`npm install -g node@{lowest[0]}`, "
+            "nvm or nodejs.org) and run Pi with it"
+        )
+        line = shlex.join(["/path/to/that/node", str(script)])
+    raise PiNodeTooOldError(
+        f"{said}: {how}: ${PI_COMMAND_ENV}={shlex.quote(line)} (or %config PiMagics.pi_command)"
+    )
+
+
+def _minimums(wanted: str) -> list[tuple[int, int, int]] | None:
+    """The lowest version each alternative of an ``engines`` range allows (``>=22.19.0``,
+    ``^20.6 || >=22``); ``None`` for a range this does not read."""
+    out: list[tuple[int, int, int]] = []
+    for alternative in wanted.split("||"):
+        lowest: tuple[int, int, int] | None = None
+        for part in alternative.split():
+            if part.startswith("<"):
+                continue  # an upper bound: a Node too new is not what this checks
+            found = re.fullmatch(r"(>=|>|\^|~|=)?v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?", part)
+            if found is None:
+                return None
+            numbers = [int(n) if n and n.isdigit() else 0 for n in found.group(2, 3, 4)]
+            lowest = (numbers[0], numbers[1], numbers[2])
+        if lowest is None:
+            return None
+        out.append(lowest)
+    return out
+
+
+def _fits(version: tuple[int, int, int], minimums: list[tuple[int, int, int]]) -> bool:
+    return any(version >= lowest for lowest in minimums)
+
+
+def _node_of(program: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The Node that runs ``program``: its first argument, or its script's ``#!`` line's."""
+    first = program[0]
+    if Path(first).name.startswith("node"):
+        return shutil.which(first, path=env.get("PATH")) or first
+    try:
+        with open(first, "rb") as handle:
+            line = handle.readline(400)
+    except OSError:
+        return None
+    words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env":  # `env node`, `env -S node --flag`
+        words = [w for w in words[1:] if not w.startswith("-")]
+        if words and Path(words[0]).name.startswith("node"):
+            return shutil.which(words[0], path=env.get("PATH"))
+        return None
+    return words[0] if words and Path(words[0]).name.startswith("node") else None
+
+
+def _node_version(node: str, env: Mapping[str, str]) -> tuple[int, int, int] | None:
+    try:
+        done = subprocess.run(
+            [node, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"v?(\d+)\.(\d+)\.(\d+)", done.stdout)
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def _node_beside(
+    package: Path, minimums: list[tuple[int, int, int]], env: Mapping[str, str]
+) -> Path | None:
+    """A Node npm installed next to Pi (``node-<os>-<arch>``, the ``node`` package) that fits."""
+    modules = next((p for p in package.parents if p.name == "node_modules"), None)
+    if modules is None:
+        return None
+    for candidate in [*sorted(modules.glob("node-*-*/bin/node")), modules / "node/bin/node"]:
+        if candidate.is_file():
+            version = _node_version(str(candidate), env)
+            if version is not None and _fits(version, minimums):
+                return candidate
     return None
 
 

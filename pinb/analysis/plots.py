@@ -139,7 +139,11 @@ def _session_label(row: Any) -> str:
     if not isinstance(text, str) or not text:
         text = row.get("first_message")
     text = " ".join(value_text(text or row.get("id", "")).split())
-    return text if len(text) <= 40 else text[:39] + "…"
+    if len(text) <= 40:
+        return text
+    # Cut names of sessions that start alike would read the same: the id tells them apart.
+    short = value_text(row.get("id", ""))[:8]
+    return f"{text[:30]}… · {short}" if short else text[:39] + "…"
 
 
 def plot_cost(sessions: pd.DataFrame, *, top: int = 20, ax: Axes | None = None) -> Figure:

@@ -43,6 +43,7 @@ from ..errors import UsageError
 from ..llm.pi_config import models_json_problem, pi_small_window
 from ..llm.secrets import redact_secrets
 from .live import AssistantReply, LiveRun, RunFailedError
+from .models import OFFLINE_SPECS
 from .terminal import TerminalRun
 
 if TYPE_CHECKING:
@@ -525,7 +526,8 @@ def pi_cell(
     Raises
     ------
     UsageError
-        An option of the built-in agent's was given (Pi's tools are Pi's settings).
+        An option of the built-in agent's was given (Pi's tools are Pi's settings), or
+        pinb's offline demo model (Pi has no such model).
     RunFailedError
         The run ended in an error (Pi's message).
     PiEngineError
@@ -536,8 +538,16 @@ def pi_cell(
             f"%%pi --engine pi: {', '.join(built_in_options)} belong to the built-in agent; "
             "choose Pi's tools in Pi (e.g. `--tools read,bash` in $PINB_PI_COMMAND)"
         )
-    session = magics.current_session()
     spec = model or magics.model or magics._model_spec or None
+    if spec in OFFLINE_SPECS:
+        if model or magics.model:
+            raise UsageError(
+                f"%%pi --engine pi: `{spec}` is pinb's own scripted demo model, which Pi does "
+                "not have: run the cell with `--engine pinb`, or give Pi a model it knows "
+                "(`--model provider/model-id`, from Pi's models.json or its login)"
+            )
+        spec = None  # the built-in engine's demo, used last: Pi keeps its own model
+    session = magics.current_session()
     terminal = magics._terminal()
     from IPython.display import display
 

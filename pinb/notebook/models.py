@@ -22,6 +22,7 @@ from ..llm.urls import display_url
 __all__ = [
     "DEFAULT_MODELS",
     "LOCAL_SERVERS",
+    "OFFLINE_SPECS",
     "NoModelConfiguredError",
     "choose_model",
     "discover_local_servers",
@@ -43,19 +44,21 @@ DEFAULT_MODELS = {
 #: only when their address is configured (``<PROVIDER>_BASE_URL``, ``OLLAMA_HOST``,
 #: models.json, ``%pi model --base-url``).
 LOCAL_SERVERS = LOCAL_PROVIDERS
+#: What names pinb's own offline demo model (``--model offline``); no other program has it.
+OFFLINE_SPECS = ("offline", "demo", "pinb/offline-demo")
 
 
 class NoModelConfiguredError(PinbError):
-    """No provider key and no local server: say how to configure one."""
+    """No provider key and no local server: say how to configure one, and what runs without."""
 
     def __init__(self) -> None:
         super().__init__(
-            "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's "
-            "key), or start a local OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM; "
-            "LLAMACPP_BASE_URL / OLLAMA_BASE_URL say where it runs; `%pi model --discover` "
-            "lists the ones on the usual ports), and pick one with "
-            "`%pi model provider/model-id` — or try `%%pi --model offline` for the labelled "
-            "scripted demo"
+            "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another "
+            "provider's key), or run a local OpenAI-compatible server (`%pi model --discover` "
+            "finds it; LLAMACPP_BASE_URL / OLLAMA_BASE_URL say where), then `%pi model "
+            "provider/model-id`. Without a model: `%pi compact --offline` and `%pi goto ID "
+            "--summarize --offline` summarize by extraction, `%%pi --model offline` runs the "
+            "labelled scripted demo"
         )
 
 
@@ -106,7 +109,7 @@ def choose_model(
     MissingCredentialsError
         ``spec`` names a provider whose key is missing (the message names the variable).
     """
-    if spec in ("offline", "demo", "pinb/offline-demo"):
+    if spec in OFFLINE_SPECS:
         from ..llm.offline import OfflineDemoModel
 
         return OfflineDemoModel()

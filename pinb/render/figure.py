@@ -7,24 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .graph import SessionGraph, build_graph
 from .html import shorten
-from .picture import (
-    BAND_COLORS,
-    CHAR_W,
-    EDGE_COLOR,
-    LANE_W,
-    MUTED_COLOR,
-    PATH_COLOR,
-    ROW_H,
-    TAG_COLORS,
-    TEXT_CHARS,
-    TEXT_COLOR,
-    TOKEN_CHARS,
-    _legend_rows,
-    geometry,
-    legend_items,
-    row_cells,
-    title_lines,
-)
+from .marks import picture_marks
+from .picture import EDGE_COLOR, PATH_COLOR
 from .rows import MAX_ROWS, RowLayout, row_layout
 from .svg import ROLE_COLORS, color_of
 
@@ -105,67 +89,29 @@ def draw_tree(
     from matplotlib.patches import Rectangle
 
     layout = _layout_of(source, collapse, max_rows)
-    cells = row_cells(layout)
-    items = legend_items(layout, cells) if legend else []
-    probe = geometry(layout, header=header)
-    lines = _legend_rows(items, probe.width - 20) if items else []
-    geo = geometry(layout, header=header, legend_rows=len(lines))
+    picture = picture_marks(layout, selected=selected, header=header, legend=legend)
     if ax is None:
         from matplotlib.figure import Figure
 
-        figure = Figure(figsize=(geo.width / 100, geo.height / 100), dpi=dpi)
+        figure = Figure(figsize=(picture.width / 100, picture.height / 100), dpi=dpi)
         ax = figure.add_axes((0, 0, 1, 1))
     else:
         figure = ax.get_figure()  # type: ignore[assignment]
     assert figure is not None
-    ax.set_xlim(0, geo.width)
-    ax.set_ylim(geo.height, 0)
+    ax.set_xlim(0, picture.width)
+    ax.set_ylim(picture.height, 0)
     ax.set_axis_off()
     px = 72 / 100  # points per pixel of the picture
-    mono = {"family": "monospace", "size": 12 * px}
-    sans = {"family": "sans-serif"}
-
-    def text(x: float, y: float, value: str, color: str, **kw: Any) -> None:
-        ax.text(x, y, _plain(value, 400), color=color, va="center", **{**mono, **kw})
-
-    if header:
-        title, summary = title_lines(layout)
-        text(10, 19, title, TEXT_COLOR, size=15 * px, weight="bold", **sans)
-        text(10, 38, summary, MUTED_COLOR, size=12 * px, **sans)
-        if layout.rows:
-            hy = geo.top - 8
-            for x, word in (
-                (geo.kind_x, "kind"),
-                (geo.id_x, "id"),
-                (geo.text_x, "label and content"),
-            ):
-                text(x, hy, word, MUTED_COLOR, size=11 * px)
-            text(geo.tokens_right, hy, "tokens (chars/4)", MUTED_COLOR, size=11 * px, ha="right")
-    left = geo.graph_x - LANE_W / 2
-    bands = []
-    for i, cell in enumerate(cells):
-        band = "selected" if selected is not None and cell.key == selected else cell.band
-        if band is not None:
-            bands.append(
-                Rectangle(
-                    (left, geo.top + i * ROW_H + 1),
-                    geo.tokens_right + 4 - left,
-                    ROW_H - 2,
-                    facecolor=BAND_COLORS[band],
-                    edgecolor="none",
-                )
-            )
+    bands = [
+        Rectangle((b.x, b.y), b.w, b.h, facecolor=b.color, edgecolor="none") for b in picture.bands
+    ]
     if bands:
         ax.add_collection(PatchCollection(bands, match_original=True, zorder=0))
     segments: dict[str, list[Any]] = {"plain": [], "path": [], "dotted": []}
-    for edge in layout.edges:
-        x0 = geo.lane_x(edge.lane)
-        y0 = geo.row_y(edge.parent)
-        y1 = geo.row_y(edge.child)
-        points = [(x0, y0)]
-        if edge.side:
-            x1 = geo.lane_x(edge.child_lane)
-            turn = y1 - ROW_H * 0.75
+    for link in picture.links:
+        points = [(link.x0, link.y0)]
+        if link.side:
+            x0, x1, turn, y1 = link.x0, link.x1, link.turn, link.y1
             points.append((x0, turn))
             for t in (0.25, 0.5, 0.75, 1.0):  # the quadratic turn, as a polyline
                 points.append(
@@ -175,9 +121,8 @@ def draw_tree(
                     )
                 )
         else:
-            points.append((x0, y1))
-        key = "dotted" if edge.dotted else "path" if edge.on_path else "plain"
-        segments[key].append(points)
+            points.append((link.x0, link.y1))
+        segments[link.kind].append(points)
     ax.add_collection(
         LineCollection(segments["plain"], colors=EDGE_COLOR, linewidths=1.5 * px, zorder=1)
     )
@@ -189,13 +134,6 @@ def draw_tree(
     ax.add_collection(
         LineCollection(segments["path"], colors=PATH_COLOR, linewidths=3 * px, zorder=2)
     )
-    markers: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
-    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
-        if cell.glyph == "gap":
-            continue
-        group = markers.setdefault((cell.glyph, cell.color, cell.on_path), ([], []))
-        group[0].append(geo.lane_x(row.lane))
-        group[1].append(geo.row_y(i))
     shapes = {
         "circle": ("o", 10),
         "square": ("s", 11),
@@ -204,6 +142,22 @@ def draw_tree(
         "chain": ("o", 12),
         "folded": ("s", 12),
     }
+    markers: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
+    for node in picture.nodes:
+        group = markers.setdefault((node.glyph, node.color, node.on_path), ([], []))
+        group[0].append(node.x)
+        group[1].append(node.y)
+        if node.leaf:
+            ax.scatter(
+                [node.x],
+                [node.y],
+                s=(17 * px) ** 2,
+                facecolors="#ffffff",
+                edgecolors=PATH_COLOR,
+                linewidths=2 * px,
+                linestyle="--",
+                zorder=3,
+            )
     for (glyph, color, on_path), (xs, ys) in markers.items():
         marker, size = shapes[glyph]
         hollow = glyph in ("chain", "folded")
@@ -219,102 +173,54 @@ def draw_tree(
             linewidths=(1.5 if on_path or hollow else 0.8) * px,
             zorder=4,
         )
-    for i, cell in enumerate(cells):
-        if cell.is_leaf:
-            ax.scatter(
-                [geo.lane_x(layout.rows[i].lane)],
-                [geo.row_y(i)],
-                s=(17 * px) ** 2,
-                facecolors="#ffffff",
-                edgecolors=PATH_COLOR,
-                linewidths=2 * px,
-                linestyle="--",
-                zorder=3,
-            )
-    for i, cell in enumerate(cells):
-        y = geo.row_y(i)
-        if cell.boundary:
-            by = geo.top + i * ROW_H
-            ax.plot(
-                [geo.kind_x - 4, geo.tokens_right + 2],
-                [by, by],
-                color=TAG_COLORS["problem"],
-                linewidth=1.5 * px,
-                linestyle="--",
-                zorder=2,
-            )
-            text(
-                geo.tokens_right - (TOKEN_CHARS + 1) * CHAR_W,
-                by,
-                cell.boundary,
-                TAG_COLORS["problem"],
-                size=10 * px,
-                weight="bold",
-                ha="right",
-                backgroundcolor="#ffffff",
-            )
-        muted = MUTED_COLOR if cell.muted else TEXT_COLOR
-        if cell.glyph == "gap":
-            text(geo.kind_x, y, cell.text, MUTED_COLOR, style="italic")
-            continue
-        text(geo.kind_x, y, cell.kind_text, cell.color if cell.glyph != "dot" else MUTED_COLOR)
-        text(geo.id_x, y, cell.id_text, MUTED_COLOR)
-        x = geo.text_x
-        budget = TEXT_CHARS
-        for value, tone in cell.tags:
-            text(x, y, value, TAG_COLORS[tone], weight="bold")
-            x += (len(value) + 1) * CHAR_W
-            budget -= len(value) + 1
-        if cell.label:
-            label = f"[{cell.label}]"
-            text(x, y, label, TAG_COLORS["label"], weight="bold")
-            x += (len(label) + 1) * CHAR_W
-            budget -= len(label) + 1
-        body = shorten(cell.text, max(0, budget))
-        if body:
-            text(x, y, body, muted)
-        if cell.tokens is not None:
-            text(geo.tokens_right, y, f"{cell.tokens:,}", muted, ha="right")
-    if not layout.rows:
-        text(
-            10,
-            geo.top + 10,
-            "Nothing to draw yet: the tree grows with the first message.",
-            MUTED_COLOR,
-            **sans,
+    for line in picture.lines:
+        ax.plot(
+            [line.x0, line.x1],
+            [line.y0, line.y1],
+            color=line.color,
+            linewidth=line.width * px,
+            linestyle=(0, line.dash) if line.dash else "-",
+            zorder=2,
         )
-    for n, line in enumerate(lines):
-        y = geo.legend_y + n * 16
-        x = 18.0
-        for i in line:
-            glyph, color, words = items[i]
-            if glyph in shapes:
-                marker, size = shapes[glyph]
-                ax.scatter([x], [y], s=(size * px) ** 2, marker=marker, c=color, zorder=4)
-            elif glyph == "leaf":
-                ax.scatter(
-                    [x],
-                    [y],
-                    s=(14 * px) ** 2,
-                    facecolors="none",
-                    edgecolors=color,
-                    linewidths=2 * px,
-                    zorder=4,
-                )
-            elif glyph == "band":
-                ax.add_patch(
-                    Rectangle((x - 7, y - 6), 14, 12, facecolor=color, edgecolor="#d0d7de")
-                )
-            else:  # path, boundary, tag: a short stroke in the colour
-                ax.plot(
-                    [x - 6, x + 6],
-                    [y, y],
-                    color=color,
-                    linewidth=(3 if glyph == "path" else 2) * px,
-                    linestyle="--" if glyph == "boundary" else "-",
-                )
-            text(x + 11, y, words, MUTED_COLOR, size=11 * px, **sans)
-            x += 24 + len(words) * 6.8
+    for text in picture.texts:
+        ax.text(
+            text.x,
+            text.y,
+            _plain(text.text, 400),
+            color=text.color,
+            va="baseline",
+            ha="right" if text.anchor == "end" else "left",
+            family="monospace" if text.font == "mono" else "sans-serif",
+            size=text.size * px,
+            weight="bold" if text.bold else "normal",
+            style="italic" if text.italic else "normal",
+            zorder=5,
+        )
+    for key in picture.keys:
+        x, y, glyph, color = key.x, key.y, key.glyph, key.color
+        if glyph in shapes:
+            marker, size = shapes[glyph]
+            ax.scatter([x], [y], s=(size * px) ** 2, marker=marker, c=color, zorder=4)
+        elif glyph == "leaf":
+            ax.scatter(
+                [x],
+                [y],
+                s=(14 * px) ** 2,
+                facecolors="none",
+                edgecolors=color,
+                linewidths=2 * px,
+                zorder=4,
+            )
+        elif glyph == "band":
+            ax.add_patch(Rectangle((x - 7, y - 6), 14, 12, facecolor=color, edgecolor="#d0d7de"))
+        else:  # path, boundary, tag: a short stroke in the colour
+            ax.plot(
+                [x - 6, x + 6],
+                [y, y],
+                color=color,
+                linewidth=(3 if glyph == "path" else 2) * px,
+                linestyle="--" if glyph == "boundary" else "-",
+            )
     return figure
 
 

@@ -69,6 +69,9 @@ STYLES: dict[str, str] = {
     "heading": "font-weight:bold;margin:10px 0 2px 0",
     "muted": "color:#6e7781",
     "table": "display:table;border-collapse:collapse;margin:4px 0",
+    # A table wider than its cell scrolls in a box of its own: the scrollbar sits right
+    # under the rows, not under whatever text the view shows below them.
+    "scroll": "max-width:100%;overflow-x:auto",
     "tr": "display:table-row",
     "cell": (
         "display:table-cell;border-bottom:1px solid #d0d7de;padding:2px 8px;text-align:left;"
@@ -79,8 +82,11 @@ STYLES: dict[str, str] = {
     "num": "text-align:right",
     # ``overflow-wrap:anywhere`` would be dropped: JupyterLab keeps only normal|break-word.
     "wrap": "white-space:normal;min-width:10em;max-width:48em;overflow-wrap:break-word",
+    # ``word-break:normal``: JupyterLab breaks every output ``pre`` anywhere ("wor ds");
+    # a word is only broken when it is wider than the line on its own.
     "pre": (
-        "white-space:pre-wrap;overflow-wrap:break-word;background-color:#f6f8fa;padding:6px;"
+        "white-space:pre-wrap;overflow-wrap:break-word;word-break:normal;"
+        "background-color:#f6f8fa;padding:6px;"
         "margin:2px 0;max-height:30em;overflow:auto"
     ),
     "md": "border-left:3px solid #d0d7de;padding-left:8px",
@@ -192,7 +198,8 @@ def table(
     Not ``<table>``: nbconvert's sanitizer (bleach) turns the ``<tbody>`` every parser adds
     into visible text. With styles (JupyterLab, trusted or not) this is a real table; where
     styles are stripped, each row stays one line and the cells are separated by a ``│``
-    that is otherwise hidden.
+    that is otherwise hidden. The table sits in a box of its own (``pinb-table-scroll``):
+    wider than its cell, it scrolls there, its scrollbar right under its rows.
 
     Parameters
     ----------
@@ -224,7 +231,8 @@ def table(
             names.append("wrap")
         return f'<span class="pinb-td"{style(*names)}>{text}</span>'
 
-    parts = [f'<div class="pinb-table"{style("table")}>']
+    parts = [f'<div class="pinb-table-scroll"{style("scroll")}>']
+    parts.append(f'<div class="pinb-table"{style("table")}>')
     if any(headers):
         cells = [cell(i, escape(h), "head") for i, h in enumerate(headers)]
         parts.append(f'<div class="pinb-tr"{style("tr")}>{separator.join(cells)}</div>')
@@ -245,7 +253,7 @@ def table(
             cells.append(cell(i, text))
         classes = f"pinb-tr {escape(cls)}".strip()
         parts.append(f'<div class="{classes}"{style("tr", cls)}>{separator.join(cells)}</div>')
-    parts.append("</div>")
+    parts.append("</div></div>")
     return "".join(parts)
 
 

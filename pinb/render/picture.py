@@ -1,20 +1,25 @@
 """What each row of the tree picture says and how it looks, drawn as SVG and as plain text.
 
 :func:`row_cells` turns a :class:`~pinb.render.rows.RowLayout` into the words, marks and
-colours of every row (pure data); :func:`tree_picture_svg` and :func:`tree_text` draw those
-cells, and :func:`~pinb.render.figure.draw_rows` draws the same cells with matplotlib. The
-widget's ES module receives the same cells. Every piece of session text is escaped.
+colours of every row (pure data); :mod:`pinb.render.marks` places them, and
+:func:`tree_picture_svg` (SVG), :mod:`pinb.render.raster` (PNG) and
+:func:`~pinb.render.figure.draw_tree` (matplotlib) draw those marks; :func:`tree_text`
+writes the cells as text. The widget's ES module receives the same cells. Every piece of
+session text is escaped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.jsontext import visible
 from .graph import NodeInfo, SessionGraph, kind_name, plural
 from .html import escape, shorten
 from .rows import Row, RowLayout
+
+if TYPE_CHECKING:
+    from .marks import Text
 
 __all__ = [
     "BAND_COLORS",
@@ -23,11 +28,10 @@ __all__ = [
     "LANE_W",
     "ROW_H",
     "Cells",
-    "Geometry",
-    "geometry",
     "legend_items",
     "row_cells",
     "short_id",
+    "title_lines",
     "tree_picture_svg",
     "tree_text",
 ]
@@ -51,8 +55,6 @@ PATH_COLOR = "#0969da"
 EDGE_COLOR = "#a0a8b0"
 TEXT_COLOR = "#1f2328"
 MUTED_COLOR = "#6e7781"
-# A white outline under text keeps it readable where it crosses lines and bands.
-HALO = ' stroke="#ffffff" stroke-width="3" paint-order="stroke"'
 #: Row background per band.
 BAND_COLORS: dict[str, str] = {
     "path": "#eef5ff",
@@ -74,7 +76,7 @@ TAG_COLORS: dict[str, str] = {
 #: Pixels: row height, lane width, width of one monospace character at font size 12.
 ROW_H = 20
 LANE_W = 14
-CHAR_W = 7.2
+CHAR_W = 7.24
 FONT = "ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',monospace"
 #: Characters per text column.
 KIND_CHARS = 15
@@ -322,57 +324,8 @@ def legend_items(layout: RowLayout, cells: list[Cells]) -> list[tuple[str, str, 
 
 
 # ---------------------------------------------------------------------------------------
-# Geometry shared by SVG and matplotlib
+# The picture as SVG
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Pixel positions of the picture's parts (top-left origin)."""
-
-    width: float
-    height: float
-    top: float  # y of the first row's top edge
-    graph_x: float  # x of lane 0's centre
-    kind_x: float
-    id_x: float
-    text_x: float
-    tokens_right: float
-    legend_y: float
-    header: bool
-
-    def row_y(self, row: int) -> float:
-        """y of a row's centre line."""
-        return self.top + row * ROW_H + ROW_H / 2
-
-    def lane_x(self, lane: int) -> float:
-        return self.graph_x + lane * LANE_W
-
-
-def geometry(layout: RowLayout, *, header: bool = True, legend_rows: int = 0) -> Geometry:
-    """Where everything goes for ``layout`` (the text column starts after the lanes)."""
-    margin = 10.0
-    top = margin + (56.0 if header else 0.0)
-    graph_x = margin + LANE_W / 2
-    kind_x = margin + max(1, layout.lanes) * LANE_W + 6
-    id_x = kind_x + KIND_CHARS * CHAR_W
-    text_x = id_x + ID_CHARS * CHAR_W
-    tokens_right = text_x + (TEXT_CHARS + TOKEN_CHARS + 2) * CHAR_W
-    rows_bottom = top + max(1, len(layout.rows)) * ROW_H
-    legend_y = rows_bottom + 14
-    height = legend_y + legend_rows * 16 + margin
-    return Geometry(
-        width=tokens_right + margin,
-        height=height,
-        top=top,
-        graph_x=graph_x,
-        kind_x=kind_x,
-        id_x=id_x,
-        text_x=text_x,
-        tokens_right=tokens_right,
-        legend_y=legend_y,
-        header=header,
-    )
 
 
 def title_lines(layout: RowLayout) -> tuple[str, str]:
@@ -386,6 +339,12 @@ def title_lines(layout: RowLayout) -> tuple[str, str]:
             if graph.leaf_key
             else "; no leaf (before the first entry)"
         )
+        if graph.leaf_key and graph.marker_leaf:
+            # pinb sees through its own markers; Session.leaf_id names the marker itself.
+            summary += (
+                f" (the conversation's last entry; Session.leaf_id is "
+                f"{short_id(graph.marker_leaf)}, pinb's marker after it, not drawn)"
+            )
         end = conversation_end(graph)
         if graph.leaf_key and end is not None and end != graph.leaf_key:
             at = graph.index.get(graph.leaf_key)
@@ -396,20 +355,6 @@ def title_lines(layout: RowLayout) -> tuple[str, str]:
     if layout.folded:
         summary += f"; {plural(len(layout.folded), 'side branch', 'side branches')} folded"
     return f"Session tree · {shorten(name, 120)}", summary
-
-
-def _legend_rows(items: list[tuple[str, str, str]], width: float) -> list[list[int]]:
-    """Legend items packed into lines that fit ``width`` pixels."""
-    lines: list[list[int]] = [[]]
-    used = 0.0
-    for i, (_, _, words) in enumerate(items):
-        need = 24 + len(words) * 6.8
-        if lines[-1] and used + need > width:
-            lines.append([])
-            used = 0.0
-        lines[-1].append(i)
-        used += need
-    return [line for line in lines if line]
 
 
 def _num(value: float) -> str:
@@ -466,6 +411,21 @@ def _legend_svg(glyph: str, x: float, y: float, color: str) -> str:
     return _shape_svg(glyph, x, y, color, "", False)
 
 
+def _text_svg(text: Text) -> str:
+    attrs = f'x="{_num(text.x)}" y="{_num(text.y)}" fill="{text.color}"'
+    if text.size != 12:
+        attrs += f' font-size="{_num(text.size)}"'
+    if text.font == "sans":
+        attrs += ' font-family="system-ui,sans-serif"'
+    if text.bold:
+        attrs += ' font-weight="bold"'
+    if text.italic:
+        attrs += ' font-style="italic"'
+    if text.anchor == "end":
+        attrs += ' text-anchor="end"'
+    return f"<text {attrs}>{escape(text.text)}</text>"
+
+
 def tree_picture_svg(
     layout: RowLayout,
     *,
@@ -475,6 +435,8 @@ def tree_picture_svg(
     legend: bool = True,
 ) -> str:
     """Draw the rows as one standalone SVG document (valid XML, no script, no links).
+
+    Everything is drawn where :func:`~pinb.render.marks.picture_marks` puts it.
 
     Parameters
     ----------
@@ -487,154 +449,55 @@ def tree_picture_svg(
     header / legend:
         Draw the title and summary above, the legend (only what occurs) below.
     """
-    cells = cells if cells is not None else row_cells(layout)
-    items = legend_items(layout, cells) if legend else []
-    probe = geometry(layout, header=header)
-    lines = _legend_rows(items, probe.width - 20) if items else []
-    geo = geometry(layout, header=header, legend_rows=len(lines))
-    w, h = geo.width, geo.height
+    from .marks import picture_marks  # the marks are laid out from this module's cells
+
+    picture = picture_marks(layout, cells=cells, selected=selected, header=header, legend=legend)
+    w, h = picture.width, picture.height
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="pinb-tree" width="{_num(w)}" '
         f'height="{_num(h)}" viewBox="0 0 {_num(w)} {_num(h)}" font-family="{FONT}" '
         f'font-size="12"><rect width="{_num(w)}" height="{_num(h)}" fill="#ffffff"/>'
     ]
-    if header:
-        title, summary = title_lines(layout)
+    for band in picture.bands:
         out.append(
-            f'<text x="10" y="24" font-size="15" font-weight="bold" fill="{TEXT_COLOR}" '
-            f'font-family="system-ui,sans-serif">{escape(title)}</text>'
-            f'<text x="10" y="42" fill="{MUTED_COLOR}" font-family="system-ui,sans-serif">'
-            f"{escape(summary)}</text>"
+            f'<rect x="{_num(band.x)}" y="{_num(band.y)}" width="{_num(band.w)}" '
+            f'height="{_num(band.h)}" fill="{band.color}"/>'
         )
-        if layout.rows:
-            hy = geo.top - 4
+    strokes = {
+        "plain": f'stroke="{EDGE_COLOR}" stroke-width="1.5"',
+        "dotted": f'stroke="{EDGE_COLOR}" stroke-width="1.5" stroke-dasharray="2 3"',
+        "path": f'stroke="{PATH_COLOR}" stroke-width="3"',
+    }
+    for kind, stroke in strokes.items():
+        paths = []
+        for link in picture.links:
+            if link.kind != kind:
+                continue
+            start = f"M{_num(link.x0)} {_num(link.y0)}"
+            if link.side:
+                paths.append(
+                    f"{start}V{_num(link.turn)}Q{_num(link.x0)} {_num(link.y1)} "
+                    f"{_num(link.x1)} {_num(link.y1)}"
+                )
+            else:
+                paths.append(f"{start}V{_num(link.y1)}")
+        if paths:
+            out.append(f'<path d="{"".join(paths)}" {stroke} fill="none"/>')
+    for node in picture.nodes:
+        if node.leaf:
             out.append(
-                f'<g fill="{MUTED_COLOR}" font-size="11">'
-                f'<text x="{_num(geo.kind_x)}" y="{_num(hy)}">kind</text>'
-                f'<text x="{_num(geo.id_x)}" y="{_num(hy)}">id</text>'
-                f'<text x="{_num(geo.text_x)}" y="{_num(hy)}">label and content</text>'
-                f'<text x="{_num(geo.tokens_right)}" y="{_num(hy)}" text-anchor="end">'
-                "tokens (chars/4)</text></g>"
+                f'<circle cx="{_num(node.x)}" cy="{_num(node.y)}" r="8.5" fill="#ffffff" '
+                f'stroke="{PATH_COLOR}" stroke-width="2" stroke-dasharray="3 2"/>'
             )
-    # Row bands.
-    band_w = geo.tokens_right + 4 - (geo.graph_x - LANE_W / 2)
-    for i, cell in enumerate(cells):
-        band = "selected" if selected is not None and cell.key == selected else cell.band
-        if band is None:
-            continue
-        y = geo.top + i * ROW_H
+        out.append(_shape_svg(node.glyph, node.x, node.y, node.color, node.key, node.on_path))
+    for line in picture.lines:
+        dash = f' stroke-dasharray="{_num(line.dash[0])} {_num(line.dash[1])}"' if line.dash else ""
         out.append(
-            f'<rect x="{_num(geo.graph_x - LANE_W / 2)}" y="{_num(y + 1)}" '
-            f'width="{_num(band_w)}" height="{ROW_H - 2}" fill="{BAND_COLORS[band]}"/>'
+            f'<path d="M{_num(line.x0)} {_num(line.y0)}L{_num(line.x1)} {_num(line.y1)}" '
+            f'stroke="{line.color}" stroke-width="{_num(line.width)}"{dash}/>'
         )
-    # Edges: off-path below, the path on top.
-    plain: list[str] = []
-    dotted: list[str] = []
-    active: list[str] = []
-    for edge in layout.edges:
-        x0 = geo.lane_x(edge.lane)
-        y0 = geo.row_y(edge.parent)
-        y1 = geo.row_y(edge.child)
-        if edge.side:
-            x1 = geo.lane_x(edge.child_lane)
-            turn = y1 - ROW_H * 0.75
-            d = f"M{_num(x0)} {_num(y0)}V{_num(turn)}Q{_num(x0)} {_num(y1)} {_num(x1)} {_num(y1)}"
-        else:
-            d = f"M{_num(x0)} {_num(y0)}V{_num(y1)}"
-        (dotted if edge.dotted else active if edge.on_path else plain).append(d)
-    if plain:
-        out.append(
-            f'<path d="{"".join(plain)}" stroke="{EDGE_COLOR}" stroke-width="1.5" fill="none"/>'
-        )
-    if dotted:
-        out.append(
-            f'<path d="{"".join(dotted)}" stroke="{EDGE_COLOR}" stroke-width="1.5" '
-            'stroke-dasharray="2 3" fill="none"/>'
-        )
-    if active:
-        out.append(
-            f'<path d="{"".join(active)}" stroke="{PATH_COLOR}" stroke-width="3" fill="none"/>'
-        )
-    # Nodes and text.
-    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
-        x = geo.lane_x(row.lane)
-        y = geo.row_y(i)
-        base = y + 4
-        if cell.is_leaf:
-            out.append(
-                f'<circle cx="{_num(x)}" cy="{_num(y)}" r="8.5" fill="#ffffff" stroke="{PATH_COLOR}" '
-                'stroke-width="2" stroke-dasharray="3 2"/>'
-            )
-        out.append(_shape_svg(cell.glyph, x, y, cell.color, cell.key, cell.on_path))
-        if cell.boundary:
-            by = geo.top + i * ROW_H
-            label_right = geo.tokens_right - (TOKEN_CHARS + 1) * CHAR_W
-            out.append(
-                f'<path d="M{_num(geo.kind_x - 4)} {_num(by)}H{_num(geo.tokens_right + 2)}" '
-                f'stroke="{TAG_COLORS["problem"]}" stroke-width="1.5" stroke-dasharray="5 3"/>'
-                f'<text x="{_num(label_right)}" y="{_num(by + 3.5)}" text-anchor="end" '
-                f'font-size="10" font-weight="bold" fill="{TAG_COLORS["problem"]}"{HALO}>'
-                f"{escape(cell.boundary)}</text>"
-            )
-        text_color = MUTED_COLOR if cell.muted else TEXT_COLOR
-        if cell.glyph == "gap":
-            out.append(
-                f'<text x="{_num(geo.kind_x)}" y="{_num(base)}" fill="{MUTED_COLOR}" '
-                f'font-style="italic">{escape(cell.text)}</text>'
-            )
-            continue
-        kind_color = cell.color if cell.glyph not in ("dot",) else MUTED_COLOR
-        out.append(
-            f'<text x="{_num(geo.kind_x)}" y="{_num(base)}" fill="{kind_color}">'
-            f"{escape(cell.kind_text)}</text>"
-            f'<text x="{_num(geo.id_x)}" y="{_num(base)}" fill="{MUTED_COLOR}">'
-            f"{escape(cell.id_text)}</text>"
-        )
-        tx = geo.text_x
-        budget = TEXT_CHARS
-        for text, tone in cell.tags:
-            out.append(
-                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{TAG_COLORS[tone]}" '
-                f'font-weight="bold">{escape(text)}</text>'
-            )
-            tx += (len(text) + 1) * CHAR_W
-            budget -= len(text) + 1
-        if cell.label:
-            label = f"[{cell.label}]"
-            out.append(
-                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{TAG_COLORS["label"]}" '
-                f'font-weight="bold">{escape(label)}</text>'
-            )
-            tx += (len(label) + 1) * CHAR_W
-            budget -= len(label) + 1
-        text = shorten(cell.text, max(0, budget))
-        if text:
-            out.append(
-                f'<text x="{_num(tx)}" y="{_num(base)}" fill="{text_color}">{escape(text)}</text>'
-            )
-        if cell.tokens is not None:
-            out.append(
-                f'<text x="{_num(geo.tokens_right)}" y="{_num(base)}" text-anchor="end" '
-                f'fill="{text_color}">{cell.tokens:,}</text>'
-            )
-    if not layout.rows:
-        out.append(
-            f'<text x="10" y="{_num(geo.top + 14)}" fill="{MUTED_COLOR}" '
-            'font-family="system-ui,sans-serif">Nothing to draw yet: the tree grows with the '
-            "first message.</text>"
-        )
-    # Legend.
-    for n, line in enumerate(lines):
-        y = geo.legend_y + n * 16
-        x = 18.0
-        for i in line:
-            glyph, color, words = items[i]
-            out.append(_legend_svg(glyph, x, y, color))
-            out.append(
-                f'<text x="{_num(x + 11)}" y="{_num(y + 4)}" fill="{MUTED_COLOR}" '
-                f'font-size="11" font-family="system-ui,sans-serif">{escape(words)}</text>'
-            )
-            x += 24 + len(words) * 6.8
+    out.extend(_text_svg(text) for text in picture.texts)
+    out.extend(_legend_svg(key.glyph, key.x, key.y, key.color) for key in picture.keys)
     out.append("</svg>")
     return "".join(out)
 

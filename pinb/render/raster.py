@@ -1,8 +1,9 @@
-"""The tree picture as PNG, drawn with Pillow from the same cells and geometry as the SVG.
+"""The tree picture as PNG, drawn with Pillow from the marks the SVG is drawn from.
 
 Matplotlib's text drawing costs about a millisecond per piece of text, which made a
 300-row picture take seconds; Pillow draws the same rows in a few hundred milliseconds.
-The fonts are the DejaVu faces matplotlib ships (Pillow's own font otherwise).
+The fonts are the DejaVu faces matplotlib ships (Pillow's own font otherwise), the faces
+:mod:`pinb.render.metrics` measures.
 """
 
 from __future__ import annotations
@@ -12,27 +13,8 @@ import itertools
 from functools import cache
 from typing import Any
 
-from .html import shorten
-from .picture import (
-    BAND_COLORS,
-    CHAR_W,
-    EDGE_COLOR,
-    KIND_COLORS,
-    LANE_W,
-    MUTED_COLOR,
-    PATH_COLOR,
-    ROW_H,
-    TAG_COLORS,
-    TEXT_CHARS,
-    TEXT_COLOR,
-    TOKEN_CHARS,
-    Cells,
-    _legend_rows,
-    geometry,
-    legend_items,
-    row_cells,
-    title_lines,
-)
+from .marks import Picture, Text, picture_marks
+from .picture import EDGE_COLOR, PATH_COLOR, Cells
 from .rows import RowLayout
 
 __all__ = ["tree_png_pillow"]
@@ -51,6 +33,13 @@ def _font(name: str, size: int) -> Any:
         return ImageFont.load_default(size)
 
 
+def font_for(text: Text, scale: float = 1.0) -> Any:
+    """The Pillow font a text mark is drawn with (``scale`` times its size)."""
+    face = "DejaVuSansMono" if text.font == "mono" else "DejaVuSans"
+    shape = ("Bold" if text.bold else "") + ("Oblique" if text.italic else "")
+    return _font(f"{face}-{shape}" if shape else face, round(text.size * scale))
+
+
 def _rgb(color: str) -> tuple[int, int, int]:
     value = color.lstrip("#")
     return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
@@ -64,170 +53,114 @@ def tree_png_pillow(
     scale: float = 2.0,
 ) -> tuple[bytes, int, int]:
     """The picture as PNG bytes: ``(png, width, height)`` in CSS pixels (drawn ``scale``×)."""
+    picture = picture_marks(layout, cells=cells, selected=selected)
+    return draw_png(picture, scale=scale)
+
+
+def draw_png(picture: Picture, *, scale: float = 2.0) -> tuple[bytes, int, int]:
+    """Draw a :class:`~pinb.render.marks.Picture`: ``(png, width, height)`` in CSS pixels."""
     from PIL import Image, ImageDraw
 
-    cells = cells if cells is not None else row_cells(layout)
-    items = legend_items(layout, cells)
-    probe = geometry(layout)
-    lines = _legend_rows(items, probe.width - 20) if items else []
-    geo = geometry(layout, legend_rows=len(lines))
     k = scale
-    width, height = round(geo.width), round(geo.height)
+    width, height = round(picture.width), round(picture.height)
     image = Image.new("RGB", (round(width * k), round(height * k)), "#ffffff")
     draw = ImageDraw.Draw(image)
-    mono = _font("DejaVuSansMono", round(11.5 * k))
-    mono_bold = _font("DejaVuSansMono-Bold", round(11.5 * k))
-    small_bold = _font("DejaVuSansMono-Bold", round(9.5 * k))
-    sans = _font("DejaVuSans", round(12 * k))
-    sans_small = _font("DejaVuSans", round(10.5 * k))
-    title_font = _font("DejaVuSans-Bold", round(15 * k))
-    small = _font("DejaVuSansMono", round(10.5 * k))
 
     def p(x: float, y: float) -> tuple[float, float]:
         return x * k, y * k
 
-    def text(x: float, y: float, value: str, color: str, font: Any, anchor: str = "lm") -> None:
-        draw.text(p(x, y), value, fill=_rgb(color), font=font, anchor=anchor)
-
-    title, summary = title_lines(layout)
-    text(10, 19, title, TEXT_COLOR, title_font)
-    text(10, 38, summary, MUTED_COLOR, sans)
-    if layout.rows:
-        hy = geo.top - 8
-        for x, word in ((geo.kind_x, "kind"), (geo.id_x, "id"), (geo.text_x, "label and content")):
-            text(x, hy, word, MUTED_COLOR, small)
-        text(geo.tokens_right, hy, "tokens (chars/4)", MUTED_COLOR, small, "rm")
-    left = geo.graph_x - LANE_W / 2
-    for i, cell in enumerate(cells):
-        band = "selected" if selected is not None and cell.key == selected else cell.band
-        if band is not None:
-            top = geo.top + i * ROW_H + 1
-            draw.rectangle(
-                (*p(left, top), *p(geo.tokens_right + 4, top + ROW_H - 2)),
-                fill=_rgb(BAND_COLORS[band]),
-            )
-    for group in ("plain", "dotted", "path"):
-        for edge in layout.edges:
-            kind = "dotted" if edge.dotted else "path" if edge.on_path else "plain"
-            if kind != group:
-                continue
-            color = _rgb(PATH_COLOR if kind == "path" else EDGE_COLOR)
-            stroke = round((3 if kind == "path" else 1.5) * k)
-            x0 = geo.lane_x(edge.lane)
-            y0 = geo.row_y(edge.parent)
-            y1 = geo.row_y(edge.child)
-            points = [(x0, y0)]
-            if edge.side:
-                x1 = geo.lane_x(edge.child_lane)
-                turn = y1 - ROW_H * 0.75
-                points.append((x0, turn))
-                for step in range(1, 7):
-                    t = step / 6
-                    points.append(
-                        (
-                            (1 - t) ** 2 * x0 + 2 * (1 - t) * t * x0 + t * t * x1,
-                            (1 - t) ** 2 * turn + 2 * (1 - t) * t * y1 + t * t * y1,
-                        )
+    for band in picture.bands:
+        draw.rectangle(
+            (*p(band.x, band.y), *p(band.x + band.w, band.y + band.h)), fill=_rgb(band.color)
+        )
+    for link in picture.links:
+        color = _rgb(PATH_COLOR if link.kind == "path" else EDGE_COLOR)
+        stroke = round((3 if link.kind == "path" else 1.5) * k)
+        points = [(link.x0, link.y0)]
+        if link.side:
+            x0, x1, turn, y1 = link.x0, link.x1, link.turn, link.y1
+            points.append((x0, turn))
+            for step in range(1, 7):
+                t = step / 6
+                points.append(
+                    (
+                        (1 - t) ** 2 * x0 + 2 * (1 - t) * t * x0 + t * t * x1,
+                        (1 - t) ** 2 * turn + 2 * (1 - t) * t * y1 + t * t * y1,
                     )
-            else:
-                points.append((x0, y1))
-            scaled = [p(x, y) for x, y in points]
-            if kind == "dotted":
-                for a, b in itertools.pairwise(scaled):
-                    _dashes(draw, a, b, color, stroke, 2 * k, 3 * k)
-            else:
-                draw.line(scaled, fill=color, width=stroke, joint="curve")
-    for i, (row, cell) in enumerate(zip(layout.rows, cells, strict=True)):
-        x, y = geo.lane_x(row.lane), geo.row_y(i)
-        if cell.is_leaf:
+                )
+        else:
+            points.append((link.x0, link.y1))
+        scaled = [p(x, y) for x, y in points]
+        if link.kind == "dotted":
+            for a, b in itertools.pairwise(scaled):
+                _dashes(draw, a, b, color, stroke, 2 * k, 3 * k)
+        else:
+            draw.line(scaled, fill=color, width=stroke, joint="curve")
+    for node in picture.nodes:
+        if node.leaf:
             draw.ellipse(
-                (*p(x - 8.5, y - 8.5), *p(x + 8.5, y + 8.5)),
+                (*p(node.x - 8.5, node.y - 8.5), *p(node.x + 8.5, node.y + 8.5)),
                 fill="#ffffff",
                 outline=_rgb(PATH_COLOR),
                 width=round(2 * k),
             )
-        _shape(draw, cell, x, y, k)
-        if cell.boundary:
-            by = geo.top + i * ROW_H
+        _glyph(draw, node.glyph, node.x, node.y, node.color, k, on_path=node.on_path)
+    for line in picture.lines:
+        a, b = p(line.x0, line.y0), p(line.x1, line.y1)
+        if line.dash:
             _dashes(
-                draw,
-                p(geo.kind_x - 4, by),
-                p(geo.tokens_right + 2, by),
-                _rgb(TAG_COLORS["problem"]),
-                round(1.5 * k),
-                5 * k,
-                3 * k,
+                draw, a, b, _rgb(line.color), round(line.width * k), *(d * k for d in line.dash)
             )
-            right = geo.tokens_right - (TOKEN_CHARS + 1) * CHAR_W
-            box = draw.textbbox(p(right, by), cell.boundary, font=small_bold, anchor="rm")
-            draw.rectangle((box[0] - 3 * k, box[1], box[2] + 3 * k, box[3]), fill="#ffffff")
-            text(right, by, cell.boundary, TAG_COLORS["problem"], small_bold, "rm")
-        muted = MUTED_COLOR if cell.muted else TEXT_COLOR
-        if cell.glyph == "gap":
-            text(geo.kind_x, y, cell.text, MUTED_COLOR, mono)
-            continue
-        text(
-            geo.kind_x, y, cell.kind_text, cell.color if cell.glyph != "dot" else MUTED_COLOR, mono
+        else:
+            draw.line((a, b), fill=_rgb(line.color), width=round(line.width * k))
+    for text in picture.texts:
+        draw.text(
+            p(text.x, text.y),
+            text.text,
+            fill=_rgb(text.color),
+            font=font_for(text, k),
+            anchor="rs" if text.anchor == "end" else "ls",
         )
-        text(geo.id_x, y, cell.id_text, MUTED_COLOR, mono)
-        tx = geo.text_x
-        budget = TEXT_CHARS
-        for value, tone in cell.tags:
-            text(tx, y, value, TAG_COLORS[tone], mono_bold)
-            tx += (len(value) + 1) * CHAR_W
-            budget -= len(value) + 1
-        if cell.label:
-            label = f"[{cell.label}]"
-            text(tx, y, label, TAG_COLORS["label"], mono_bold)
-            tx += (len(label) + 1) * CHAR_W
-            budget -= len(label) + 1
-        body = shorten(cell.text, max(0, budget))
-        if body:
-            text(tx, y, body, muted, mono)
-        if cell.tokens is not None:
-            text(geo.tokens_right, y, f"{cell.tokens:,}", muted, mono, "rm")
-    if not layout.rows:
-        text(
-            10,
-            geo.top + 10,
-            "Nothing to draw yet: the tree grows with the first message.",
-            MUTED_COLOR,
-            sans,
-        )
-    for n, line in enumerate(lines):
-        y = geo.legend_y + n * 16
-        x = 18.0
-        for i in line:
-            glyph, tint, words = items[i]
-            if glyph in KIND_COLORS or glyph in (
-                "circle",
-                "square",
-                "diamond",
-                "dot",
-                "chain",
-                "folded",
-            ):
-                _glyph(draw, glyph, x, y, tint, k, on_path=False)
-            elif glyph == "leaf":
-                draw.ellipse(
-                    (*p(x - 7, y - 7), *p(x + 7, y + 7)), outline=_rgb(tint), width=round(2 * k)
-                )
-            elif glyph == "band":
-                draw.rectangle(
-                    (*p(x - 7, y - 6), *p(x + 7, y + 6)), fill=_rgb(tint), outline=_rgb("#d0d7de")
-                )
-            else:
-                draw.line(
-                    (*p(x - 6, y), *p(x + 6, y)),
-                    fill=_rgb(tint),
-                    width=round((3 if glyph == "path" else 2) * k),
-                )
-            text(x + 11, y, words, MUTED_COLOR, sans_small)
-            x += 24 + len(words) * 6.8
+    for key in picture.keys:
+        _key(draw, key.glyph, key.x, key.y, key.color, k)
     out = io.BytesIO()
     palette = image.quantize(colors=64, method=Image.Quantize.FASTOCTREE)
     palette.save(out, "PNG", optimize=False, compress_level=6)
     return out.getvalue(), width, height
+
+
+def _key(draw: Any, glyph: str, x: float, y: float, tint: str, k: float) -> None:
+    """A legend symbol."""
+    if glyph in ("circle", "square", "diamond", "dot", "chain", "folded"):
+        _glyph(draw, glyph, x, y, tint, k, on_path=False)
+    elif glyph == "leaf":
+        draw.ellipse(
+            ((x - 7) * k, (y - 7) * k, (x + 7) * k, (y + 7) * k),
+            outline=_rgb(tint),
+            width=round(2 * k),
+        )
+    elif glyph == "band":
+        draw.rectangle(
+            ((x - 7) * k, (y - 6) * k, (x + 7) * k, (y + 6) * k),
+            fill=_rgb(tint),
+            outline=_rgb("#d0d7de"),
+        )
+    elif glyph == "boundary":
+        _dashes(
+            draw,
+            ((x - 7) * k, y * k),
+            ((x + 7) * k, y * k),
+            _rgb(tint),
+            round(1.5 * k),
+            4 * k,
+            3 * k,
+        )
+    else:  # path, tag: a short stroke in the colour
+        draw.line(
+            ((x - 6) * k, y * k, (x + 6) * k, y * k),
+            fill=_rgb(tint),
+            width=round((3 if glyph == "path" else 2) * k),
+        )
 
 
 def _dashes(
@@ -251,10 +184,6 @@ def _dashes(
             (x0 + dx * at, y0 + dy * at, x0 + dx * end, y0 + dy * end), fill=color, width=width
         )
         at = end + off
-
-
-def _shape(draw: Any, cell: Cells, x: float, y: float, k: float) -> None:
-    _glyph(draw, cell.glyph, x, y, cell.color, k, on_path=cell.on_path)
 
 
 def _glyph(

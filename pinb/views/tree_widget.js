@@ -5,6 +5,7 @@
 
 const ROW_H = 20;
 const LANE_W = 14;
+const BOUNDARY_H = 18; // the compaction boundary's own band, above the first kept row
 const BUFFER = 12; // rows drawn above and below the visible window
 const SVG_NS = "http://www.w3.org/2000/svg";
 const PATH_COLOR = "#0969da";
@@ -146,6 +147,7 @@ function render({ model, el }) {
   let rows = [];
   let edges = [];
   let rowOf = new Map();
+  let boundaryRow = -1;
   let matchSet = new Set();
   let matchIndex = -1;
   let zoom = model.get("zoom") || 1;
@@ -154,8 +156,10 @@ function render({ model, el }) {
     rows = model.get("rows") || [];
     edges = model.get("edges") || [];
     rowOf = new Map();
+    boundaryRow = -1;
     rows.forEach((row, i) => {
       if (row.key) rowOf.set(row.key, i);
+      if (row.boundary && boundaryRow < 0) boundaryRow = i;
     });
     matchSet = new Set(model.get("matches") || []);
   }
@@ -165,7 +169,19 @@ function render({ model, el }) {
     const rowH = ROW_H * zoom;
     const laneW = LANE_W * zoom;
     const textLeft = lanes * laneW + 10 * zoom;
-    return { lanes, rowH, laneW, textLeft };
+    const bandH = boundaryRow >= 0 ? BOUNDARY_H * zoom : 0;
+    return { lanes, rowH, laneW, textLeft, bandH };
+  }
+
+  // Rows below the compaction boundary sit lower by its band.
+  function rowTop(i, g) {
+    return i * g.rowH + (boundaryRow >= 0 && i >= boundaryRow ? g.bandH : 0);
+  }
+
+  function rowAt(y, g) {
+    const top = boundaryRow >= 0 ? boundaryRow * g.rowH : Infinity;
+    if (y < top) return Math.floor(y / g.rowH);
+    return Math.floor(Math.max(top, y - g.bandH) / g.rowH);
   }
 
   function laneX(lane, g) {
@@ -176,7 +192,7 @@ function render({ model, el }) {
     const div = h("div", "pinb-tw-row");
     div.dataset.index = String(i);
     div.dataset.id = row.key || "";
-    div.style.top = `${i * g.rowH}px`;
+    div.style.top = `${rowTop(i, g)}px`;
     div.style.height = `${g.rowH}px`;
     if (row.band) div.classList.add(`pinb-tw-band-${row.band}`);
     if (row.muted) div.classList.add("pinb-tw-muted");
@@ -207,12 +223,17 @@ function render({ model, el }) {
     text.appendChild(rest);
     text.appendChild(h("span", "pinb-tw-tokens", row.tokens != null ? Number(row.tokens).toLocaleString("en-US") : ""));
     div.appendChild(text);
-    if (row.boundary) {
-      const line = h("div", "pinb-tw-boundary", row.boundary);
-      line.style.left = `${g.textLeft}px`;
-      div.appendChild(line);
-    }
     return div;
+  }
+
+  // The band above the first kept row: a dashed line, the label, the line going on.
+  function boundaryElement(row, i, g) {
+    const band = h("div", "pinb-tw-boundary");
+    band.style.top = `${rowTop(i, g) - g.bandH}px`;
+    band.style.height = `${g.bandH}px`;
+    band.style.left = `${g.textLeft - 4 * zoom}px`;
+    band.append(h("span", "pinb-tw-boundary-dash pinb-tw-boundary-lead"), h("span", "pinb-tw-boundary-label", row.boundary), h("span", "pinb-tw-boundary-dash"));
+    return band;
   }
 
   let frame = 0;
@@ -227,24 +248,27 @@ function render({ model, el }) {
   function draw() {
     const g = geometry();
     canvas.style.setProperty("--pinb-z", String(zoom));
-    const height = Math.max(1, rows.length) * g.rowH;
+    const height = rowTop(Math.max(1, rows.length), g);
     canvas.style.height = `${height}px`;
     // As wide as the pane (the token column stays in view, the text ellipsizes), and
     // never so narrow that the text has no room: then the pane scrolls sideways.
     const inner = Math.max(scroller.clientWidth - 2, g.textLeft + 420 * zoom);
     canvas.style.width = `${inner}px`;
     const top = scroller.scrollTop;
-    const first = Math.max(0, Math.floor(top / g.rowH) - BUFFER);
-    const last = Math.min(rows.length - 1, Math.ceil((top + scroller.clientHeight) / g.rowH) + BUFFER);
+    const first = Math.max(0, rowAt(top, g) - BUFFER);
+    const last = Math.min(rows.length - 1, rowAt(top + scroller.clientHeight, g) + 1 + BUFFER);
     // Rows.
     const fragment = document.createDocumentFragment();
-    for (let i = first; i <= last; i++) fragment.appendChild(rowElement(rows[i], i, g));
+    for (let i = first; i <= last; i++) {
+      fragment.appendChild(rowElement(rows[i], i, g));
+      if (i === boundaryRow) fragment.appendChild(boundaryElement(rows[i], i, g));
+    }
     rowsLayer.replaceChildren(fragment);
     // Lanes: edges crossing the window, then the nodes.
     lanesSvg.setAttribute("width", String(g.textLeft));
     lanesSvg.setAttribute("height", String(height));
     const parts = { plain: [], path: [], dotted: [] };
-    const y = (i) => i * g.rowH + g.rowH / 2;
+    const y = (i) => rowTop(i, g) + g.rowH / 2;
     for (const [p, c, lane, childLane, onPath, dotted] of edges) {
       if (c < first || p > last) continue;
       const x0 = laneX(lane, g);
@@ -277,7 +301,7 @@ function render({ model, el }) {
   function scrollToRow(i) {
     if (i === undefined || i < 0) return;
     const g = geometry();
-    const top = i * g.rowH;
+    const top = rowTop(i, g);
     if (top < scroller.scrollTop || top + g.rowH > scroller.scrollTop + scroller.clientHeight) {
       scroller.scrollTop = Math.max(0, top - scroller.clientHeight / 3);
     }
@@ -436,22 +460,34 @@ function render({ model, el }) {
   const send = (action, extra = {}) => model.send({ action, id: model.get("selected_id"), ...extra });
   bContinue.addEventListener("click", () => send("continue"));
   bSummary.addEventListener("click", () => send("summarize"));
-  bLabel.addEventListener("click", () => send("label", { text: labelText.value }));
+  bLabel.addEventListener("click", () => {
+    send("label", { text: labelText.value });
+    labelText.blur(); // the new rows then show the label as set
+  });
   bFork.addEventListener("click", () => send("fork"));
   bArchive.addEventListener("click", () => send("archive"));
 
   // --- kernel changes ------------------------------------------------------------------
+  // The label box shows the selected entry's label as the file now holds it: after a
+  // selection, and after "Set label" (the rows come back with the new label), never the
+  // text typed for another entry.
+  const syncLabel = () => {
+    const row = rows[rowOf.get(model.get("selected_id"))];
+    labelText.value = (row && row.label) || "";
+  };
   const onRows = () => {
     indexRows();
     drawHeader();
     draw();
     drawPanels();
+    if (document.activeElement !== labelText) syncLabel();
   };
   const onSelected = () => {
     const i = rowOf.get(model.get("selected_id"));
     scrollToRow(i);
     draw();
     drawPanels();
+    syncLabel();
   };
   const onMatches = () => {
     matchSet = new Set(model.get("matches") || []);
@@ -473,6 +509,7 @@ function render({ model, el }) {
   indexRows();
   drawHeader();
   drawPanels();
+  syncLabel();
   // The first paint, once the element has its size.
   requestAnimationFrame(() => {
     draw();

@@ -112,3 +112,19 @@ def test_branch_layout_and_plots(tmp_path: Path) -> None:
     summary = plot_branches(sessions_frame(CASES, progress=False))
     scatter = next(c for c in summary.axes[0].collections if isinstance(c, PathCollection))
     assert len(scatter.get_offsets()) == len(CASES)
+
+
+def test_cost_labels_of_sessions_that_start_alike_stay_apart() -> None:
+    prompt = "Please fix the failing test in the parser module and explain the change " * 2
+    sessions = pd.DataFrame(
+        {
+            "id": ["aaaa1111-x", "bbbb2222-y", "cccc3333-z"],
+            "name": [None, None, None],
+            "first_message": [prompt, prompt, "short"],
+            "cost": [3.0, 2.0, 1.0],
+        }
+    )
+    figure = plot_cost(sessions, top=3)
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert len(set(labels)) == 3 and "short" in labels
+    assert any(label.endswith("· aaaa1111") for label in labels)

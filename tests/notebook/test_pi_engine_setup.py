@@ -36,6 +36,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     magics.session = None
     magics._model = None
     magics.engine = "pinb"  # a test may have made Pi the default: the shell is shared
+    magics.renderer = "auto"
 
 
 def _run(shell: InteractiveShell, source: str) -> tuple[Any, str]:
