@@ -9,11 +9,17 @@ the system prompt's size. No size is negative and every running total grows.
 
 The sessions: the demo story on a 6,000-token window that compacts automatically; a
 session whose tool set changes (``--no-tools``: a system patch that removes every tool);
-a prompt larger than the whole window; a fork.
+a prompt larger than the whole window; a fork; the what-if lab (a resumed offline session:
+``%pi whatif``'s current column is the compaction ``%pi compact`` then carries out, and
+after it no column shows a figure); the user's own Pi as the engine (its threshold, its
+plan). And the shipped notebooks, their saved outputs and a fresh run of each: per
+notebook one window, one threshold per engine, one account and one system prompt size per
+leaf, one count of what each compaction summarized and kept, and one size of what it sends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html as html_lib
 import re
 from collections.abc import Iterator
@@ -72,6 +78,11 @@ class Figures:
     messages: list[tuple[str, int]] = field(default_factory=list)
     system: list[tuple[str, int]] = field(default_factory=list)
     compactions: dict[str, list[tuple[str, int, int | None]]] = field(default_factory=dict)
+    #: What a compaction entry sends (checkpoint + summary) in one context: keyed by the
+    #: compaction's id and the context's leaf ("after": the context right after it).
+    sizes: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
+    #: Its summary's share, the same in every context.
+    summaries: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def read(self, where: str, text: str) -> None:
         """The account, window and threshold figures of one output."""
@@ -82,7 +93,8 @@ class Figures:
                 self.windows.append((where, None, "unknown"))
             else:
                 self.windows.append((where, _n(match[1]), match[2]))
-        for match in _THRESHOLD.finditer(text):
+        # A Pi engine's line names pinb's fitted threshold beside Pi's own: Pi's is the one.
+        for match in _THRESHOLD.finditer(_PI_THRESHOLD.sub(r"compacts above \1", text)):
             self.thresholds.append((where, _n(match[1])))
         for pattern in _ESTIMATES:
             for match in pattern.finditer(text):
@@ -110,6 +122,15 @@ class Figures:
         for key, counts in self.compactions.items():
             assert len({s for _, s, _ in counts}) == 1, (key, counts)
             assert len({k for _, _, k in counts if k is not None}) <= 1, (key, counts)
+        for table in (self.sizes, self.summaries):
+            for key, found in table.items():
+                assert len({t for _, t in found}) == 1, (key, found)
+
+    def size(self, key: str, context: str, where: str, tokens: int) -> None:
+        self.sizes.setdefault((key, context), []).append((where, tokens))
+
+    def summary(self, key: str, where: str, tokens: int) -> None:
+        self.summaries.setdefault(key, []).append((where, tokens))
 
     @property
     def window(self) -> tuple[int | None, str]:
@@ -156,6 +177,14 @@ def read_context_view(figures: Figures, where: str, view: Any) -> None:
     system_rows = [
         _n(r[tokens]) for r in body if r[kind] == "system" and r[tokens] and "summary" not in r[2]
     ]
+    leaf = _CONTEXT_LEAF.search(bundle["text/plain"])
+    assert leaf is not None
+    for row in body:
+        if row[kind] == "compaction" and row[tokens]:
+            figures.size(row[0], leaf[1], f"{where} context row", _n(row[tokens]))
+            split = re.search(r"system checkpoint ([\d,]+) \+ summary ([\d,]+) = ", row[2])
+            if split:
+                figures.summary(row[0], f"{where} context row", _n(split[2]))
     checkpoint = [r for r in body if "system checkpoint" in r[2]]
     if system_rows and not checkpoint:
         figures.system.append((f"{where} system rows", sum(system_rows)))
@@ -189,6 +218,11 @@ def read_tree(figures: Figures, where: str, bundle: dict[str, Any], path_system:
     boundary = re.search(r"▲ (\d+) entr\w+ summarized by compaction (\w+) · ([\d,]+) kept ▼", text)
     if boundary:
         figures.compaction(boundary[2], f"{where} text", int(boundary[1]), _n(boundary[3]))
+    leaf = _TREE_LEAF.search(text)
+    for line in text.splitlines():
+        row = re.match(r"^[■□\s│├└─]*compaction\s+(\w{8})\s.*?\s([\d,]+)$", line)
+        if row and leaf:
+            figures.size(row[1], leaf[1], f"{where} tree row", _n(row[2]))
     if path_system and on_path and not boundary:
         shown = [re.search(r"\s([\d,]+)$", line) for line in on_path]
         figures.system.append((f"{where} text", sum(_n(m[1]) for m in shown if m)))
@@ -210,6 +244,10 @@ def read_compaction_view(figures: Figures, where: str, view: Any) -> str:
     kept = re.search(r"Kept verbatim: (\d+) entr", html)
     assert summarized and kept
     figures.compaction(key, f"{where} html", int(summarized[1]), int(kept[1]))
+    sends = _SENDS.search(html)
+    if sends:
+        figures.size(key, "after", f"{where} sends", _n(sends[1]))
+        figures.summary(key, f"{where} sends", _n(sends[2]))
     window = re.search(r"share of a ([\d,]+)-token window \(([^)]*)\)|window unknown", html)
     assert window is not None
     figures.windows.append(
@@ -219,12 +257,32 @@ def read_compaction_view(figures: Figures, where: str, view: Any) -> str:
 
 
 def read_ledger(figures: Figures, where: str, ledger: Any) -> None:
-    """The ledger's ``summarized u/a/tool`` messages of each compaction (one per entry here)."""
+    """The ledger's ``summarized u/a/tool`` messages of each compaction (one per entry here),
+    and what each compaction entry sends (summary tok + checkpoint tok)."""
     text = ledger._repr_mimebundle_()["text/plain"]
     for line in text.splitlines():
         found = re.search(r"^\w{8}\s+(\w{8})\s.*?\s(\d+)/(\d+)/(\d+)\s", line)
         if found:
             figures.compaction(found[1], where, sum(int(x) for x in found.groups()[1:]), None)
+    story = NotebookStory(where)
+    _read_ledger_output(story, where, text)
+    for (key, context), found in story.sizes.items():
+        for _, tokens in found:
+            figures.size(key, context, where, tokens)
+    for key, found in story.summaries.items():
+        for _, tokens in found:
+            figures.summary(key, where, tokens)
+
+
+@contextlib.contextmanager
+def transcript_dropped(capsys: pytest.CaptureFixture[str]) -> Iterator[None]:
+    """Run cells whose transcript the test does not read: captured, then dropped.
+
+    Never ``capsys.disabled()``: that writes the agent's transcript between the test
+    runner's progress dots.
+    """
+    yield
+    capsys.readouterr()
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -334,7 +392,7 @@ def test_the_story_on_a_6000_token_window_tells_one_story(
     magics._model = model.reply("Glad it works now.")
     magics._model_spec = magics.model = "story"
     figures = Figures()
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         reply = shell.run_cell_magic("pi", "--no-tools", "Thanks, that is all for today.")
     figures.read("footer", reply._repr_mimebundle_()["text/plain"])
     _everything(shell, capsys, figures, window_args=("--window", str(WINDOW)))
@@ -348,11 +406,22 @@ def test_the_story_on_a_6000_token_window_tells_one_story(
     assert set(figures.compactions) == {c.id for c in compactions}
     last = figures.compactions[compactions[-1].id]  # the views of the context show the last
     assert len(last) >= 8, last
+    # What the last compaction sends: the tree's row and the context's row (at the leaf),
+    # the compaction view and the ledger (right after it); its summary the same in all.
+    sent = [
+        where
+        for (key, _), found in figures.sizes.items()
+        if key == compactions[-1].id
+        for where, _ in found
+    ]
+    for kind in ("tree row", "context row", "sends", "ledger"):
+        assert any(where.endswith(kind) for where in sent), (kind, sent)
+    assert len(figures.summaries[compactions[-1].id]) >= 4, figures.summaries
     assert all(len(c) >= 3 for c in figures.compactions.values()), figures.compactions
 
     # A fork before the last prompt: the same figures in the fork, its window carried.
     last_user = [e for e in session.path_to() if e.role == "user"][-1]
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         shell.run_line_magic("pi", f"fork {last_user.id}")
     fork = magics.current_session()
     assert fork.path != session.path
@@ -370,7 +439,7 @@ def test_the_story_on_a_6000_token_window_tells_one_story(
     out = run_cli(capsys, "compact", str(path), "--offline", "--window", str(WINDOW))
     found = re.search(r"appended compaction (\w+): summarized (\d+) entries, kept (\d+)", out)
     assert found is not None, out
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         shell.run_line_magic("pi", f"open {path}")
     again = Figures()
     again.compaction(found[1], "pinb compact", int(found[2]), int(found[3]))
@@ -389,7 +458,7 @@ def test_a_tool_set_change_costs_what_its_text_costs(
     (project / ".pi" / "settings.json").write_text('{"compaction": {"keepRecentTokens": 150}}')
     shell.run_line_magic("config", 'PiMagics.model = "offline"')
     shell.run_line_magic("pi", f"new --cwd {project}")
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         shell.run_cell_magic("pi", "", "Read textstats/core.py and explain what it does.")
         reply = shell.run_cell_magic("pi", "--no-tools", "Which week had the longest notes?")
     session = _magics(shell).current_session()
@@ -408,7 +477,7 @@ def test_a_tool_set_change_costs_what_its_text_costs(
     assert "removes 7 tools" in rows[1].status and "no longer sent" in rows[1].status
 
     # A compaction now: %pi compact, the view, the ledger and the CLI count it alike.
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         view = shell.run_line_magic("pi", "compact --offline")
     after = Figures()
     key = read_compaction_view(after, "%pi compact", view)
@@ -423,7 +492,7 @@ def test_a_prompt_larger_than_the_window(
     project = write_project(tmp_path / "textstats")
     shell.run_line_magic("config", 'PiMagics.model = "offline"')
     shell.run_line_magic("pi", f"new --cwd {project}")
-    with capsys.disabled():
+    with transcript_dropped(capsys):
         shell.run_cell_magic("pi", "--no-tools", "A first, short question.")
         huge = "Please read all of this. " + "word " * 40_000  # ~50,000 tokens, window 32,000
         shell.run_cell_magic("pi", "--no-tools", huge)
@@ -431,3 +500,398 @@ def test_a_prompt_larger_than_the_window(
     _everything(shell, capsys, figures)
     figures.check()
     assert figures.window[0] is not None
+
+
+def test_the_what_if_lab_plans_what_compact_carries_out(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A short offline session, then a new kernel resumes it: no model in memory.
+    project = write_project(tmp_path / "textstats")
+    shell.run_line_magic("config", 'PiMagics.model = "offline"')
+    shell.run_line_magic("pi", f"new --cwd {project}")
+    with capsys.disabled():
+        shell.run_cell_magic("pi", "", "Read textstats/core.py and explain what it does.")
+        shell.run_cell_magic("pi", "", "Run the checks: python3 check.py")
+        shell.run_cell_magic("pi", "--no-tools", "Which week had the longest notes?")
+    magics = _magics(shell)
+    path = magics.current_session().require_path()
+    magics.session, magics._model, magics._model_spec = None, None, None
+    with capsys.disabled():
+        shell.run_line_magic("pi", f"open {path}")
+    assert len(magics.current_session().entries) >= 12
+
+    # The what-if's current column is the plan %pi compact then carries out.
+    planned = shell.run_line_magic("pi", "whatif")
+    current = planned.current
+    assert current is not None and current.nothing is None, current
+    assert current.keep_used is not None and current.first_kept_entry_id is not None
+    text = planned._repr_mimebundle_()["text/plain"]
+    assert "current settings" in text and f"{current.keep_used:,}" in text
+    before = Figures()  # the what-if and the views of the context it replays agree
+    before.read("%pi whatif", text)
+    read_context_view(before, "%pi context", shell.run_line_magic("pi", "context"))
+    read_breakdown(before, "%pi tokens", shell.run_line_magic("pi", "tokens"))
+    before.check()
+    figures = Figures()
+    with capsys.disabled():
+        view = shell.run_line_magic("pi", "compact --offline")
+    report = view.report
+    assert report.first_kept_entry_id == current.first_kept_entry_id
+    assert report.keep_recent_tokens == current.keep_used
+    assert (len(report.summarized_ids), len(report.kept_ids)) == (
+        current.entries_summarized,
+        current.entries_kept,
+    )
+    shown = view._repr_mimebundle_()["text/plain"]
+    assert f"keepRecentTokens {current.keep_used:,}" in shown  # it says the keep it used
+    key = read_compaction_view(figures, "%pi compact", view)
+    figures.compaction(key, "%pi whatif", current.entries_summarized or 0, current.entries_kept)
+
+    # Right after it: nothing to compact, every column says so, and shows no figure.
+    after = shell.run_line_magic("pi", "whatif")
+    assert after.leaf_is_compaction and all(r.nothing for r in after.rows)
+    lines = after._repr_mimebundle_()["text/plain"].splitlines()
+    for name in ("entries kept", "entries summarized", "tokens kept (chars/4)"):
+        line = next(line for line in lines if line.startswith(name))
+        assert not re.search(r"\d", line[len(name) :]), line
+    # Replayed at its parent, the current column is the compaction just made.
+    replay = shell.run_line_magic("pi", f"whatif --leaf {after.parent_id}")
+    assert replay.current is not None
+    assert replay.current.first_kept_entry_id == report.first_kept_entry_id
+    _everything(shell, capsys, figures)
+    figures.check()
+    assert len(figures.compactions[key]) >= 6, figures.compactions[key]
+
+
+def test_the_pi_engine_tells_one_story(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str], tmp_path: Path, pi_loop: Any
+) -> None:
+    from tests.pi.loop import MODEL
+
+    project = write_project(tmp_path / "textstats")
+    magics = _magics(shell)
+    shell.run_line_magic("config", f'PiMagics.model = "{MODEL}"')
+    shell.run_line_magic("pi", f"new --cwd {project}")
+    figures = Figures()
+    try:
+        for number, prompt in enumerate(("What is in this folder?", "Thanks."), 1):
+            pi_loop.server.reply(text=f"Answer {number}.")
+            with capsys.disabled():
+                reply = shell.run_cell_magic("pi", "--engine pi", prompt)
+            footer = reply._repr_mimebundle_()["text/plain"]
+            pi = _PI_THRESHOLD.search(footer)
+            assert pi is not None, footer  # Pi's own threshold, and pinb's beside it
+            figures.thresholds.append((f"footer {number}", _n(pi[1])))
+            figures.windows.extend(
+                (f"footer {number}", _n(m[1]), m[2]) for m in _WINDOW.finditer(footer) if m[1]
+            )
+        last_footer = footer
+        # With Pi as the engine, the views show Pi's threshold and the plan Pi would make.
+        shell.run_line_magic("config", 'PiMagics.engine = "pi"')
+        context = shell.run_line_magic("pi", "context")
+        read_context_view(figures, "%pi context", context)
+        read_breakdown(figures, "%pi tokens", shell.run_line_magic("pi", "tokens"))
+        read_tree(figures, "%pi tree", shell.run_line_magic("pi", "tree")._repr_mimebundle_(), True)
+        plan = shell.run_line_magic("pi", "whatif")
+        text = plan._repr_mimebundle_()["text/plain"]
+        figures.read("%pi whatif", text)
+        assert plan.current is not None and plan.current.threshold is not None
+        figures.thresholds.append(("%pi whatif current column", plan.current.threshold))
+        assert "Pi's own settings" in text
+        account = _ACCOUNT.search(last_footer.split("context now: ", 1)[1])
+        assert account is not None
+        figures.accounts.append(("last footer", _n(account[1]), account[2]))
+        figures.check()
+        (window, source) = figures.window
+        assert source == "Pi's model" and {t for _, t in figures.thresholds} == {
+            window - CompactionSettings().reserve_tokens
+        }
+    finally:
+        magics.engine = "pinb"
+        magics.pi_engine.close()
+
+
+# -- the seven notebooks, saved and fresh -----------------------------------------------------
+
+#: The seven teaching notebooks (a notebook added later joins this list when it ships).
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("0[1-7]-*.ipynb"))
+
+_PI_THRESHOLD = re.compile(
+    r"compacts above ([\d,]+) \(Pi's own reserve, ([\d,]+); pinb's agent fits it to this "
+    r"window and compacts above ([\d,]+)\)"
+)
+_PLAIN_THRESHOLD = re.compile(
+    r"(?:compacts above|compaction threshold|threshold) ([\d,]+)(?! \(Pi)"
+)
+_CONTEXT_LEAF = re.compile(r"<ContextPathView leaf (\w+): (\d+) messages?; ")
+_WHAT_IF_LEAF = re.compile(
+    r"What if leaf (\w+) were compacted now: context ([\d,]+) tokens \((usage\+estimate|estimate)"
+    r"\), ([\d,]+) by chars/4"
+)
+_TREE_LEAF = re.compile(r"; leaf (\w{8})")
+_SENDS = re.compile(
+    r"the compaction entry sends[\s│]+([\d,]+) tokens: (?:system checkpoint [\d,]+ \+ )?"
+    r"(?:summary ([\d,]+)|the summary)"
+)
+_MEASURES = {
+    "usage+estimate": "last reported usage",
+    "estimate": "chars/4 estimate",
+}
+
+
+@dataclass
+class NotebookStory:
+    """Figures read out of one notebook's outputs, keyed by what they are about."""
+
+    name: str
+    windows: list[tuple[str, int, str]] = field(default_factory=list)
+    thresholds: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    accounts: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
+    estimates: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    system: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    compactions: dict[str, list[tuple[str, int, int | None]]] = field(default_factory=dict)
+    sizes: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
+    summaries: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    read: int = 0
+
+    def add(self, table: dict[str, list[Any]], key: str, value: tuple[Any, ...]) -> None:
+        table.setdefault(key, []).append(value)
+
+    def check(self) -> None:
+        """Every figure for the same thing is one figure (and how it was made, one way)."""
+        where = self.name
+        assert len({w for _, w, _ in self.windows}) <= 1, (where, self.windows)
+        # The Pi engine's window is the one Pi reports; every other output names one source.
+        sources = {s for _, _, s in self.windows if s != "Pi's model"}
+        assert len(sources) <= 1, (where, self.windows)
+        for whose, found in self.thresholds.items():
+            assert len({t for _, t in found}) == 1, (where, whose, found)
+        for table in (self.accounts, self.estimates, self.system, self.sizes, self.summaries):
+            for key, found in table.items():
+                assert len({f[1:] for f in found}) == 1, (where, key, found)
+        for key, found in self.compactions.items():
+            assert len({s for _, s, _ in found}) == 1, (where, key, found)
+            assert len({k for _, _, k in found if k is not None}) <= 1, (where, key, found)
+
+
+def _data_text(output: dict[str, Any], mime: str) -> str:
+    value = output.get("data", {}).get(mime, "")
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _account_of(text: str) -> tuple[int, str] | None:
+    found = _ACCOUNT.search(text)
+    if found is None:
+        return None
+    measure = "usage+estimate" if found[2].startswith("last reported usage") else "estimate"
+    return _n(found[1]), measure
+
+
+def read_notebook(name: str, cells: list[dict[str, Any]]) -> NotebookStory:
+    """Read the figures of every output of ``cells`` (saved or fresh)."""
+    story = NotebookStory(name)
+    leaf: str | None = None
+    pending: list[tuple[str, Any, tuple[Any, ...]]] = []
+
+    def about_leaf(key: str) -> None:
+        nonlocal leaf
+        leaf = key
+        for table, _where, value in pending:
+            story.add(table, key, value)
+        pending.clear()
+
+    def at_leaf(table: Any, value: tuple[Any, ...]) -> None:
+        if leaf is None:
+            pending.append((table, leaf, value))
+        else:
+            story.add(table, leaf, value)
+
+    for number, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell.get("source", ""))
+        if source.lstrip().startswith("%%pi"):
+            leaf = None  # a cell that talks appends: the leaf moves on
+            pending.clear()  # a footer no view followed: its window and threshold are read
+        for output in cell.get("outputs", []):
+            plain = _data_text(output, "text/plain")
+            html = _text(_data_text(output, "text/html"))
+            if not plain:
+                continue
+            where = f"{name} cell {number}"
+            story.read += 1
+            for text in (plain, html):
+                for match in _WINDOW.finditer(text):
+                    if not match[3]:
+                        story.windows.append((where, _n(match[1]), match[2]))
+                for match in _PI_THRESHOLD.finditer(text):
+                    story.add(story.thresholds, "pi", (where, _n(match[1])))
+                    story.add(story.thresholds, "pinb", (where, _n(match[3])))
+                for match in _PLAIN_THRESHOLD.finditer(_PI_THRESHOLD.sub("", text)):
+                    story.add(story.thresholds, "pinb", (where, _n(match[1])))
+            if found := _CONTEXT_LEAF.search(plain):
+                about_leaf(found[1])
+                _read_context_output(story, where, found[1], plain, _data_text(output, "text/html"))
+            elif found := _WHAT_IF_LEAF.search(plain):
+                story.add(story.accounts, found[1], (where, _n(found[2]), found[3]))
+                story.add(story.estimates, found[1], (where, _n(found[4])))
+            elif plain.startswith("Session tree · "):
+                tree_leaf = _TREE_LEAF.search(plain)
+                if tree_leaf:
+                    about_leaf(tree_leaf[1])
+                _read_tree_output(story, where, plain, tree_leaf[1] if tree_leaf else None)
+            elif plain.startswith("<CompactionView "):
+                _read_compaction_output(story, where, plain, html)
+            elif plain.startswith("Compaction ledger:"):
+                _read_ledger_output(story, where, plain)
+            elif "<ContextBreakdown " in plain:
+                account = _account_of(plain)
+                if account:
+                    at_leaf(story.accounts, (where, *account))
+                total = re.search(r"<ContextBreakdown ([\d,]+) tokens", plain)
+                assert total is not None
+                at_leaf(story.estimates, (where, _n(total[1])))
+                system = re.search(r"\bsystem ([\d,]+)", plain.split("<ContextBreakdown", 1)[1])
+                if system:
+                    at_leaf(story.system, (where, _n(system[1])))
+            elif "context now: " in plain:
+                account = _account_of(plain.split("context now: ", 1)[1])
+                assert account is not None, plain
+                at_leaf(story.accounts, (where, *account))
+    return story
+
+
+def _read_context_output(
+    story: NotebookStory, where: str, leaf: str, plain: str, html: str
+) -> None:
+    account = _account_of(plain)
+    assert account is not None, plain
+    story.add(story.accounts, leaf, (where, *account))
+    text = _text(html)
+    account = _account_of(text)
+    assert account is not None
+    story.add(story.accounts, leaf, (f"{where} html", *account))
+    estimate = re.search(r"estimate of every message the model is sent: ([\d,]+) tokens", text)
+    assert estimate is not None
+    story.add(story.estimates, leaf, (where, _n(estimate[1])))
+    by_role = {r[0]: _n(r[1]) for r in _rows(html, "By role")[1:] if r[1]}
+    if "system" in by_role:
+        story.add(story.system, leaf, (where, by_role["system"]))
+    rows = _rows(html, "What the model sees, in order")
+    header, body = rows[0], rows[1:]
+    kind, tokens = header.index("kind"), header.index("tokens (chars/4)")
+    for row in body:
+        if row[kind] == "compaction" and row[tokens]:
+            story.add(story.sizes, (row[0], leaf), (where, _n(row[tokens])))
+            split = re.search(r"system checkpoint ([\d,]+) \+ summary ([\d,]+) = ", row[2])
+            if split:
+                story.add(story.summaries, row[0], (where, _n(split[2])))
+    found = re.search(r"compaction (\w+) summarized (\d+) entr\w+, kept (\d+)", plain)
+    if found:
+        story.add(story.compactions, found[1], (where, int(found[2]), int(found[3])))
+
+
+def _read_tree_output(story: NotebookStory, where: str, plain: str, leaf: str | None) -> None:
+    boundary = re.search(r"▲ (\d+) entr\w+ summarized by compaction (\w+) · ([\d,]+) kept ▼", plain)
+    if boundary:
+        story.add(story.compactions, boundary[2], (where, int(boundary[1]), _n(boundary[3])))
+    elif leaf is not None:  # the system messages on the path make the prompt as sent
+        system = [_n(m[1]) for m in re.finditer(r"^●\s+system\s.*?\s([\d,]+)$", plain, re.M)]
+        if system:
+            story.add(story.system, leaf, (where, sum(system)))
+    for line in plain.splitlines():
+        row = re.match(r"^[■□\s│├└─]*compaction\s+(\w{8})\s.*?\s([\d,]+)$", line)
+        if row and leaf is not None:
+            story.add(story.sizes, (row[1], leaf), (where, _n(row[2])))
+
+
+def _read_compaction_output(story: NotebookStory, where: str, plain: str, html: str) -> None:
+    found = re.search(r"<CompactionView (\w+): .*?(\d+) entr\w+ summarized, ([\d,]+) kept>", plain)
+    assert found is not None, plain
+    story.add(story.compactions, found[1], (where, int(found[2]), _n(found[3])))
+    summarized = re.search(r"Summarized: (\d+) entr", html)
+    kept = re.search(r"Kept verbatim: (\d+) entr", html)
+    assert summarized and kept
+    story.add(story.compactions, found[1], (f"{where} html", int(summarized[1]), int(kept[1])))
+    sends = _SENDS.search(html)
+    if sends:
+        story.add(story.sizes, (found[1], "after"), (where, _n(sends[1])))
+        if sends[2]:
+            story.add(story.summaries, found[1], (where, _n(sends[2])))
+
+
+def _read_ledger_output(story: NotebookStory, where: str, plain: str) -> None:
+    lines = plain.splitlines()
+    header = next((line for line in lines if line.startswith("session ")), None)
+    if header is None:
+        return  # no compaction: no table
+    columns = re.split(r"\s{2,}", header.strip())
+    for line in lines[lines.index(header) + 1 :]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) != len(columns):
+            break
+        row = dict(zip(columns, cells, strict=True))
+        size = _n(row["summary tok"]) + _n(row["checkpoint tok"])
+        story.add(story.sizes, (row["compaction"], "after"), (where, size))
+        story.add(story.summaries, row["compaction"], (where, _n(row["summary tok"])))
+
+
+def _saved(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    cells: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return cells
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_notebooks_saved_outputs_tell_one_story(notebook: Path) -> None:
+    story = read_notebook(notebook.name, _saved(notebook))
+    assert story.read, "no output read"
+    story.check()
+    _expected(notebook.name, story)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_notebooks_fresh_outputs_tell_one_story(notebook: Path, tmp_path: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(notebook, as_version=4)
+    # Run where the notebook lives (07 finds the pinned Pi from there); nothing is saved.
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(notebook.parent)}},
+    ).execute()
+    cells = [dict(cell) for cell in nb.cells]
+    for cell in cells:
+        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), cell
+    story = read_notebook(notebook.name, cells)
+    story.check()
+    _expected(notebook.name, story)
+
+
+def _expected(name: str, story: NotebookStory) -> None:
+    """What each notebook is about: its window and the compactions it shows."""
+    windows = {w for _, w, _ in story.windows}
+    expected = {
+        "01": {32_000},
+        "02": {200_000},
+        "03": {6_000},
+        "04": {200_000},
+        "06": {5_000},
+        "07": {32_000},
+        "05": set(),
+    }.get(name[:2])
+    if expected is not None:  # a notebook added later is held to one story all the same
+        assert windows == expected, (name, story.windows)
+    if name.startswith(("03", "06")):
+        assert story.compactions and story.sizes, name
+        # A compaction shown is shown alike in two places at least (view, context, ledger).
+        for key in story.compactions:
+            sizes = [f for (cid, _), found in story.sizes.items() if cid == key for f in found]
+            assert len(story.compactions[key]) + len(sizes) >= 3, (key, story)
+    if name.startswith("06"):  # the small-window session shows the window it ran with
+        assert {s for _, _, s in story.windows} == {"models.json"}, story.windows
+        assert {t for _, t in story.thresholds["pinb"]} == {3_750}

@@ -452,14 +452,28 @@ def _branch(label: str, session: Session, leaf_id: str, entries: Sequence[Entry]
 
 
 def tool_diff(a: Sequence[ToolCall], b: Sequence[ToolCall]) -> tuple[ToolOp, ...]:
-    """The calls of two branches as ``SequenceMatcher`` opcodes over ``(name, key)``."""
+    """The calls of two branches as ``SequenceMatcher`` opcodes over ``(name, key)``.
+
+    A ``replace`` pairs calls one to one (a call of a where b made another); the calls one
+    side made beyond the other's are its own (``delete``: a only, ``insert``: b only), not
+    a replacement of nothing.
+    """
     matcher = SequenceMatcher(
         None, [(c.name, c.key) for c in a], [(c.name, c.key) for c in b], autojunk=False
     )
-    return tuple(
-        ToolOp(tag, tuple(a[i1:i2]), tuple(b[j1:j2]))
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-    )
+    ops: list[ToolOp] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        left, right = tuple(a[i1:i2]), tuple(b[j1:j2])
+        if tag != "replace" or len(left) == len(right):
+            ops.append(ToolOp(tag, left, right))
+            continue
+        paired = min(len(left), len(right))
+        ops.append(ToolOp("replace", left[:paired], right[:paired]))
+        if len(left) > paired:
+            ops.append(ToolOp("delete", left[paired:], ()))
+        else:
+            ops.append(ToolOp("insert", (), right[paired:]))
+    return tuple(ops)
 
 
 def _path(session: Session, leaf_id: str) -> list[Entry]:

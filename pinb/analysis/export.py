@@ -29,6 +29,7 @@ from ..core.context import UNSET
 from ..core.describe import entry_kind, entry_preview, kind_name
 from ..core.entries import MISSING, Entry
 from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
+from ..core.system_prompt import system_summary
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from .frames import message_text
@@ -177,6 +178,38 @@ def _preview(entry: Entry) -> str:
     return f"{kind_name(entry_kind(entry))}: {entry_preview(entry, 70)}"
 
 
+def _system_parts(message: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a ``system`` message sets, as ``(heading, text)``: its summary, its base text,
+    each section it sets or drops, and the tools it adds (with their descriptions) or
+    removes. Pi 1.x keeps the prompt in these fields, so the content alone is often empty."""
+    parts = [("system prompt", system_summary(message) or "(empty)")]
+    content = message.get("content")
+    text = message_text(message) if isinstance(content, list) else _str(content or "")
+    if text.strip():
+        parts.append(("text", text))
+    sections = message.get("sections")
+    if isinstance(sections, dict):
+        for name, body in sections.items():
+            if body is None:
+                parts.append((f"section {_str(name)}", "(dropped)"))
+            else:
+                parts.append((f"section {_str(name)}", _str(body)))
+    tools = message.get("toolsAdded")
+    if isinstance(tools, list) and tools:
+        lines = []
+        for tool in tools:
+            if isinstance(tool, dict):
+                lines.append(f"{_str(tool.get('name', '?'))}: {_str(tool.get('description', ''))}")
+            else:
+                lines.append(_str(tool))
+        parts.append(("tools added", "\n".join(lines)))
+    removed = message.get("toolsRemoved")
+    if isinstance(removed, list) and removed:
+        names = [_str(t.get("name", "?")) if isinstance(t, dict) else _str(t) for t in removed]
+        parts.append(("tools removed", ", ".join(names)))
+    return parts
+
+
 # -- HTML -----------------------------------------------------------------------------------
 
 
@@ -228,6 +261,11 @@ def _html_body(entry: Entry) -> str:
         if role == "bashExecution":
             text = f"$ {_str(message.get('command', ''))}\n{_str(message.get('output', ''))}"
             return f"<pre>{_esc(text)}</pre>"
+        if role == "system":
+            return "".join(
+                f"<p><strong>{_esc(name)}</strong></p><pre>{_esc(text)}</pre>"
+                for name, text in _system_parts(message)
+            )
         body = _html_blocks(message)
         if message.get("errorMessage"):
             body += f"<p class='error'>{_esc(message['errorMessage'])}</p>"
@@ -335,19 +373,33 @@ def _md_text(value: object) -> str:
     return _DATA_LINK.sub("\\1\\2\\3\u200b:", text)
 
 
-# Every ASCII punctuation character CommonMark lets a backslash escape, but the three that
-# become entities (``&``, ``<``, ``>``).
-_MD_PUNCTUATION = re.compile(r"([!\"#$%'()*+,\-./:;=?@\[\\\]^_`{|}~])")
+# What makes Markdown anywhere in a line: a backslash, code, emphasis (``*``; ``_`` only at
+# a word's edge, since CommonMark never emphasises inside a word), links and images
+# (``[``, ``]``), GitHub's tables and strikethrough (``|``, ``~``) and Jupyter's maths
+# (``$``). ``&``, ``<`` and ``>`` become entities instead. Nothing else needs a backslash:
+# ``pinb/offline-demo`` stays as it is.
+_MD_ANYWHERE = re.compile(r"([\\`*\[\]|~$])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# What makes Markdown only at the start of a line: a heading, a list item, a quote, a rule
+# or a setext underline (``#``, ``+``, ``-``, ``=``), an ordered item (``1.`` / ``1)``).
+_MD_LINE_START = re.compile(r"^([ \t]*)([#+\-=])", re.M)
+_MD_ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
+
+
+def _md_escape(text: str) -> str:
+    """A backslash before each character that would make Markdown where it stands."""
+    text = _MD_ANYWHERE.sub(lambda m: "\\" + m[0], text)
+    text = _MD_LINE_START.sub(r"\1\\\2", text)
+    return _MD_ORDERED.sub(r"\1\\\2", text)
 
 
 def _md_literal(value: object) -> str:
     """Text that renders as itself: no emphasis, heading, list, link or code made of it.
 
-    Markdown's punctuation gets a backslash, ``&``/``<``/``>`` become entities, a line
-    break stays a line break (a hard one) and leading spaces stay spaces rather than
-    making a code block.
+    Only what would make Markdown where it stands gets a backslash (:func:`_md_escape`),
+    ``&``/``<``/``>`` become entities, a line break stays a line break (a hard one) and
+    leading spaces stay spaces rather than making a code block.
     """
-    escaped = _MD_PUNCTUATION.sub(r"\\\1", _str(value))
+    escaped = _md_escape(_str(value))
     escaped = escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     paragraphs = []
     for paragraph in re.split(r"\n(?:[ \t]*\n)+", escaped.strip("\n")):
@@ -380,6 +432,11 @@ def _md_message(entry: Entry) -> list[str]:
     if message.get("role") == "bashExecution":
         command, output = _str(message.get("command", "")), _str(message.get("output", ""))
         return [_fence(f"$ {command}\n{output}", "console")]
+    if message.get("role") == "system":  # the prompt and tools, as the text they are
+        return [
+            f"**{_md_inline(name)}**\n\n{_fence(text, 'text')}"
+            for name, text in _system_parts(message)
+        ]
     # Only the model writes Markdown; a prompt, a tool's output or an extension's message
     # shows as the text it is (a README a tool read must not render as headings).
     role = message.get("role")

@@ -61,9 +61,12 @@ MESSAGE_COLUMNS: dict[str, str] = {
 TOOL_CALL_COLUMNS: dict[str, str] = {
     "session_id": _S, "entry_id": _S, "call_id": _S, "tool_name": _S, "arguments": _S,
     "path": _S, "command": _S, "timestamp": _T, "on_path": _B, "has_result": _B,
-    "result_entry_id": _S, "is_error": _B, "result_chars": _I, "result_tokens": _I,
-    "duration_s": _F, "copied": _B, "parent_session": _S, "root_session": _S,
+    "result_entry_id": _S, "is_error": _B, "exit_code": _I, "tool_failed": _B,
+    "result_chars": _I, "result_tokens": _I, "duration_s": _F, "copied": _B,
+    "parent_session": _S, "root_session": _S,
 }  # fmt: skip
+#: A bash result Pi flags ``isError`` because the command exited non-zero ends so.
+_EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")
 #: Columns of :func:`compactions_frame`.
 COMPACTION_COLUMNS: dict[str, str] = {
     "session_id": _S, "id": _S, "parent_id": _S, "timestamp": _T, "on_path": _B,
@@ -339,6 +342,12 @@ def tool_call_rows(
 
     A result is paired with the call of the same ``toolCallId`` in the nearest assistant
     message above it, so equal call ids on different branches stay apart.
+
+    ``is_error`` is Pi's ``isError`` flag, which a ``bash`` call gets for any non-zero
+    exit: a test run that fails as the agent expected is one. ``exit_code`` is that exit
+    (``bash`` only: 0 for a result without the flag, ``None`` when the result does not
+    say), and ``tool_failed`` an error that is not a command's own exit: the tool could
+    not do what it was asked (an edit that did not apply, a missing file, a timeout).
     """
     session = open_session(session)
     lineage = lineage or session_lineage(session)
@@ -377,6 +386,8 @@ def tool_call_rows(
                 duration = (result_ms - call_ms) / 1000
             text = message_text(result_message) if result_message else ""
             path, command = args.get("path"), args.get("command")
+            error = bool(result_message.get("isError")) if result_message else None
+            exit_code = _exit_code(_str(call.get("name")), text, error)
             rows.append({
                 "session_id": session.id, "entry_id": _str(entry.id), "call_id": call_id,
                 "tool_name": _str(call.get("name")),
@@ -386,12 +397,23 @@ def tool_call_rows(
                 "timestamp": call_ms, "on_path": id(entry) in on_path,
                 "has_result": result is not None,
                 "result_entry_id": _str(result.id) if result is not None else None,
-                "is_error": bool(result_message.get("isError")) if result_message else None,
+                "is_error": error, "exit_code": exit_code,
+                "tool_failed": None if error is None else error and not exit_code,
                 "result_chars": len(text) if result is not None else None,
                 "result_tokens": estimate_tokens(result_message) if result_message else None,
                 "duration_s": duration, **_copy_facts(lineage, entry),
             })  # fmt: skip
     return rows
+
+
+def _exit_code(tool: str | None, text: str, error: bool | None) -> int | None:
+    """A ``bash`` call's exit status as its result says it (``None``: not bash, or unsaid)."""
+    if tool != "bash" or error is None:
+        return None
+    if not error:
+        return 0
+    found = _EXIT.search(text)
+    return int(found[1]) if found else None
 
 
 def tokens_after_compaction(messages: Iterable[Any]) -> int:

@@ -14,6 +14,10 @@ uses (:func:`pinb.core.accounting.context_usage`):
   not part of the prompt, unlike Pi's ``calculateContextTokens``). It includes the system
   prompt and tool definitions, which the session does not store, and the new prompt;
   ``next_request_estimate`` is chars/4 of the context sent with it, for comparison.
+- ``summary_tokens`` / ``checkpoint_tokens``: what the compaction entry itself sends right
+  after it, its summary and (Pi 1.x) its share of the system prompt it replays, by the
+  core's one rule (:func:`pinb.core.compaction_span.compaction_cost`); their sum is the
+  size the tree and the context views show for the compaction's row.
 
 What a compaction summarized is read from those two contexts: the entries that left the
 context (the cut Pi recorded with ``firstKeptEntryId``, from the previous compaction's
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.accounting import context_usage, estimated_by_role
 from ..core.compaction import find_turn_start
-from ..core.compaction_span import compaction_span
+from ..core.compaction_span import compaction_cost, compaction_span
 from ..core.context import SessionContext
 from ..core.entries import Entry
 from ..core.session import Session
@@ -85,7 +89,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "first_kept_entry_id", "first_kept_found", "previous_compaction_id", "split_turn",
     "from_hook", "tokens_before", "before_tokens", "before_measure", "before_estimate",
     "after_estimate", "saved_estimate", "next_request_id", "next_request_tokens",
-    "next_request_estimate", "summary_chars", "summary_tokens", "read_files",
+    "next_request_estimate", "summary_chars", "summary_tokens", "checkpoint_tokens", "read_files",
     "modified_files", "summarized_entries", "summarized_messages", "summarized_user",
     "summarized_assistant", "summarized_toolResult", "summarized_tokens", "tool_results",
     "tool_result_chars", "thinking_blocks", "thinking_chars", "thinking_largest",
@@ -170,6 +174,7 @@ class CompactionRecord:
     summarized_thinking: BlockStats
     kept_thinking: BlockStats
     lost_entries: int = 0
+    checkpoint_tokens: int = 0
 
     @property
     def saved_estimate(self) -> int:
@@ -292,6 +297,7 @@ def compaction_record(
     details = details if isinstance(details, dict) else {}
     usage_before = context_usage(before)
     reply = _next_reply(session, entry, active)
+    cost = compaction_cost(session, entry)  # the figure the tree and the context show
     return CompactionRecord(
         session_id=session.id,
         session_path=str(session.path) if session.path is not None else None,
@@ -315,7 +321,8 @@ def compaction_record(
             _estimate(_context(session, reply.parent_id)) if reply is not None else None
         ),
         summary_chars=len(summary),
-        summary_tokens=estimate_tokens({"role": "compactionSummary", "summary": summary}, pi=pi),
+        summary_tokens=cost.summary,
+        checkpoint_tokens=cost.checkpoint,
         read_files=_count(details.get("readFiles")),
         modified_files=_count(details.get("modifiedFiles")),
         summarized_ids=tuple(summarized_ids),

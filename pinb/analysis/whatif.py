@@ -1,10 +1,13 @@
-"""What would a compaction at this leaf cut under other settings? Replayed with the core's planner.
+"""What would a compaction at this leaf cut under other settings? Replayed with the one planner.
 
-Every figure comes from :func:`pinb.core.plan_compaction` (which runs
-:func:`pinb.core.prepare_compaction`, Pi's cut) at the leaf, for each setting; nothing is
-written to the session. With a summarizer, each compaction is also carried out on an
-in-memory copy of the session (:meth:`~pinb.core.Session.from_bytes`, whose appends never
-touch a disk), so the summary's own size counts in the size after.
+Every column comes from :func:`pinb.core.operations.plan_to_fit`, the planner ``%pi
+compact`` uses: Pi's cut (:func:`pinb.core.plan_compaction`) for the settings, with the keep
+fitted to a small window and made smaller when the settings' own keep everything. The first
+column is the **current settings** (what ``%pi compact`` will do, fitted to the window the
+same way); each column says the ``keepRecentTokens`` it used. Nothing is written to the
+session. With a summarizer, each compaction is also carried out on an in-memory copy of the
+session (:meth:`~pinb.core.Session.from_bytes`, whose appends never touch a disk), so the
+summary's own size counts in the size after.
 """
 
 from __future__ import annotations
@@ -13,24 +16,32 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.accounting import ContextUsage, context_usage
-from ..core.operations import compact, plan_compaction
+from ..core.operations import (
+    CompactionPlan,
+    compact,
+    load_compaction_settings,
+    plan_to_fit,
+)
 from ..core.reports import CompactionReport
 from ..core.session import Session
 from ..core.store import serialize_line
 from ..core.summarize import Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens, should_compact
 from ..display import Displayable
-from ..errors import EntryNotFoundError, NothingToCompactError
+from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, node_key
 from .frames import open_session
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["WhatIf", "WhatIfRow", "default_settings", "scratch_copy", "what_if"]
+__all__ = ["CURRENT", "WhatIf", "WhatIfRow", "default_settings", "scratch_copy", "what_if"]
+
+#: The label of the column that replays the settings in force.
+CURRENT = "current settings"
 
 
 @dataclass(frozen=True)
@@ -40,9 +51,15 @@ class WhatIfRow:
     Attributes
     ----------
     settings:
-        The settings the planner was given.
+        The settings the column asks about.
+    label:
+        ``"current settings"`` for the settings in force, else ``""``.
     nothing:
-        Why nothing would be compacted (then the cut fields are empty), else ``None``.
+        Why nothing would be compacted (then every figure of the cut is ``None``), else
+        ``None``.
+    keep_used / keep_note:
+        The ``keepRecentTokens`` the planner used, and why it is not the setting's own
+        (``""`` when it is).
     first_kept_entry_id / first_kept_preview:
         Where the kept part would start.
     split_turn:
@@ -65,33 +82,46 @@ class WhatIfRow:
     """
 
     settings: CompactionSettings
+    label: str = ""
     nothing: str | None = None
+    keep_used: int | None = None
+    keep_note: str = ""
     first_kept_entry_id: str | None = None
     first_kept_preview: str = ""
-    split_turn: bool = False
-    entries_kept: int = 0
-    messages_kept: int = 0
-    kept_tokens: int = 0
-    entries_summarized: int = 0
-    messages_summarized: int = 0
-    summarized_tokens: int = 0
+    split_turn: bool | None = None
+    entries_kept: int | None = None
+    messages_kept: int | None = None
+    kept_tokens: int | None = None
+    entries_summarized: int | None = None
+    messages_summarized: int | None = None
+    summarized_tokens: int | None = None
     summary: str | None = None
     summary_tokens: int | None = None
     after_tokens: int | None = None
     threshold: int | None = None
     would_trigger: bool | None = None
     report: CompactionReport | None = field(default=None, repr=False, compare=False)
+    plan: CompactionPlan | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
+        """``keep 20,000 / reserve 16,384``, or ``current settings`` for the settings in force."""
+        s = self.settings
+        return self.label or f"keep {s.keep_recent_tokens:,} / reserve {s.reserve_tokens:,}"
+
+    @property
+    def settings_text(self) -> str:
         """``keep 20,000 / reserve 16,384``."""
         s = self.settings
         return f"keep {s.keep_recent_tokens:,} / reserve {s.reserve_tokens:,}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "label": self.label,
             "keep_recent_tokens": self.settings.keep_recent_tokens,
             "reserve_tokens": self.settings.reserve_tokens,
+            "keep_used": self.keep_used,
+            "keep_note": self.keep_note,
             "nothing": self.nothing,
             "first_kept_entry_id": self.first_kept_entry_id,
             "first_kept_preview": self.first_kept_preview,
@@ -114,7 +144,11 @@ class WhatIf(Displayable):
     """The replay of one leaf under several settings (one :class:`WhatIfRow` each).
 
     ``context`` is the context at the leaf as every view accounts it; ``summarizer`` names
-    the summarizer used, if any.
+    the summarizer that wrote the summaries shown, if any, and ``compact_summarizer`` the
+    one ``%pi compact`` would use (when the caller knows it). ``current_note`` says where
+    the current settings came from and how they were fitted; ``leaf_is_compaction`` that
+    the leaf is a compaction (nothing to compact until the next message; replay the
+    compaction at its parent instead, ``parent_id``).
     """
 
     session_id: str
@@ -122,6 +156,15 @@ class WhatIf(Displayable):
     context: ContextUsage
     rows: list[WhatIfRow]
     summarizer: str | None = None
+    compact_summarizer: str | None = None
+    current_note: str = ""
+    leaf_is_compaction: bool = False
+    parent_id: str | None = None
+
+    @property
+    def current(self) -> WhatIfRow | None:
+        """The column of the settings in force (what ``%pi compact`` will do), if any."""
+        return next((r for r in self.rows if r.label == CURRENT), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +173,11 @@ class WhatIf(Displayable):
             "tokens_before": self.context.tokens,
             "measure": self.context.measure,
             "estimated_before": self.context.estimated_tokens,
+            "window": self.context.window,
+            "window_source": self.context.window_source,
             "summarizer": self.summarizer,
+            "compact_summarizer": self.compact_summarizer,
+            "current_note": self.current_note,
             "rows": [r.to_dict() for r in self.rows],
         }
 
@@ -144,32 +191,27 @@ class WhatIf(Displayable):
         return f"<WhatIf leaf={self.leaf_id} settings={len(self.rows)}>"
 
 
-def default_settings(context_window: int | None = None) -> list[CompactionSettings]:
-    """Pi's defaults (fitted to the window) with half and twice their kept tokens."""
-    base = CompactionSettings().fit_window(context_window)
-    keep = base.keep_recent_tokens
-    return [
-        CompactionSettings(reserve_tokens=base.reserve_tokens, keep_recent_tokens=k)
-        for k in (keep // 2, keep, keep * 2)
-    ]
+def default_settings(current: CompactionSettings) -> list[CompactionSettings]:
+    """Half and twice the current settings' kept tokens (the columns beside the current one)."""
+    keep = current.keep_recent_tokens
+    return [replace(current, keep_recent_tokens=k) for k in (max(1, keep // 2), keep * 2)]
 
 
 def _candidates(
     settings: Iterable[CompactionSettings] | None,
     keep_recent_tokens: Sequence[int],
     reserve_tokens: Sequence[int],
-    context_window: int | None,
+    base: CompactionSettings,
 ) -> list[CompactionSettings]:
     chosen = list(settings or ())
     if keep_recent_tokens or reserve_tokens:
-        base = CompactionSettings().fit_window(context_window)
         keeps = list(keep_recent_tokens) or [base.keep_recent_tokens]
         reserves = list(reserve_tokens) or [base.reserve_tokens]
         chosen += [
-            CompactionSettings(reserve_tokens=r, keep_recent_tokens=k)
+            replace(base, reserve_tokens=r, keep_recent_tokens=k)
             for k, r in product(keeps, reserves)
         ]
-    return chosen or default_settings(context_window)
+    return chosen
 
 
 def scratch_copy(session: Session) -> Session:
@@ -183,14 +225,35 @@ def _row(
     leaf_id: str,
     settings: CompactionSettings,
     usage: ContextUsage,
-    context_window: int | None,
+    *,
+    label: str,
+    plan_window: int | None,
+    margin: int,
+    reason: str,
+    fit: bool,
 ) -> WhatIfRow:
-    threshold = int(settings.threshold(context_window)) if context_window else None
-    trigger = should_compact(usage.tokens, context_window, settings) if context_window else None
-    try:
-        report = plan_compaction(session, settings, leaf_id=leaf_id)
-    except NothingToCompactError as exc:
-        return WhatIfRow(settings, str(exc), threshold=threshold, would_trigger=trigger)
+    window = usage.window
+    threshold = int(settings.threshold(window)) if window else None
+    trigger = should_compact(usage.tokens, window, settings) if window else None
+    plan = plan_to_fit(
+        session,
+        settings,
+        context_window=plan_window,
+        margin=margin,
+        leaf_id=leaf_id,
+        reason=reason,
+        fit=fit,
+    )
+    report = plan.report
+    if report is None:
+        return WhatIfRow(
+            settings,
+            label,
+            plan.nothing,
+            threshold=threshold,
+            would_trigger=trigger,
+            plan=plan,
+        )
     kept_ids = set(report.kept_ids)
     context = session.build_context(leaf_id)
     messages_kept = sum(
@@ -201,6 +264,9 @@ def _row(
     first = session.get(report.first_kept_entry_id)
     return WhatIfRow(
         settings=settings,
+        label=label,
+        keep_used=plan.keep_recent_tokens,
+        keep_note=plan.keep_note,
         first_kept_entry_id=report.first_kept_entry_id,
         first_kept_preview=entry_preview(first, 100) if first is not None else "",
         split_turn=report.is_split_turn,
@@ -213,14 +279,16 @@ def _row(
         threshold=threshold,
         would_trigger=trigger,
         report=report,
+        plan=plan,
     )
 
 
 def _summarized(
     scratch: Session, leaf_id: str, row: WhatIfRow, summarizer: Summarizer
 ) -> WhatIfRow:
+    assert row.plan is not None
     scratch.branch(leaf_id, persist=False)
-    done = compact(scratch, summarizer, settings=row.settings)
+    done = compact(scratch, summarizer, settings=row.plan.used)
     summary = {"role": "compactionSummary", "summary": done.summary}
     return replace(
         row,
@@ -239,6 +307,13 @@ def what_if(
     reserve_tokens: Sequence[int] = (),
     summarizer: Summarizer | None = None,
     context_window: int | None = None,
+    window_source: str | None = None,
+    current: CompactionSettings | Literal[False] | None = None,
+    current_note: str | None = None,
+    plan_window: int | Literal[False] | None = False,
+    reason: str = "manual",
+    fit: bool = True,
+    compact_summarizer: str | None = None,
 ) -> WhatIf:
     """Replay the compaction cut at ``leaf`` under other settings, side by side.
 
@@ -252,13 +327,30 @@ def what_if(
     settings:
         Settings to try, used as given.
     keep_recent_tokens / reserve_tokens:
-        Values to try on top, each pair of the two (Pi's defaults for the one not given).
-        With neither, nor ``settings``: :func:`default_settings`.
+        Values to try on top, each pair of the two (the current settings' for the one not
+        given). With neither, nor ``settings``: half and twice the current keep.
     summarizer:
         Writes a summary for each setting, on an in-memory copy (for instance
         :class:`~pinb.core.ExtractiveSummarizer`, offline); ``None``: no summary.
-    context_window:
-        Fits the default settings to it and adds each setting's threshold.
+    context_window / window_source:
+        The window (fits the current settings to it, and adds each setting's threshold);
+        default: the one every view shows for the session
+        (:func:`pinb.llm.window.resolve_window`: the window it ran with, else its recorded
+        model's).
+    current:
+        The settings in force, as the caller runs them (already fitted); default: Pi's
+        settings files for the session's folder (:func:`~pinb.core.load_compaction_settings`)
+        fitted to the window; ``False``: no column for them.
+    current_note:
+        Where the current settings came from, in words (a default says it).
+    plan_window:
+        The window the planner fits the keep to (default: ``context_window``), as
+        :func:`~pinb.core.operations.plan_to_fit` is given it by ``%pi compact``.
+    reason / fit:
+        As :func:`~pinb.core.operations.plan_to_fit` takes them (``fit=False``: Pi's plan
+        with the settings as they are, the way the user's own Pi compacts).
+    compact_summarizer:
+        The summarizer ``%pi compact`` would use, to name it beside the one used here.
 
     Returns
     -------
@@ -269,20 +361,70 @@ def what_if(
     EntryNotFoundError
         ``leaf`` is not an entry of the session.
     """
+    from ..llm.limits import limit_margin
+
     session = open_session(session)
     leaf_id = leaf if leaf is not None else session.leaf_id
     if leaf_id is None or leaf_id not in session:
         raise EntryNotFoundError(leaf_id)
-    usage = context_usage(session.build_context(leaf_id), window=context_window)
-    candidates = _candidates(settings, keep_recent_tokens, reserve_tokens, context_window)
-    rows = [_row(session, leaf_id, s, usage, context_window) for s in candidates]
+    window_note = ""
+    if not context_window:
+        from ..llm.window import resolve_window
+
+        found = resolve_window(session=session, context=session.build_context(leaf_id))
+        context_window, window_source, window_note = found.tokens, found.source, found.note
+    note = current_note
+    if current is None:
+        loaded = load_compaction_settings(session.cwd or None)
+        current = loaded.fit_window(context_window) if fit else loaded
+        if note is None:
+            note = "Pi's settings for the session's folder" + (
+                ", fitted to the window" if context_window and current != loaded else ""
+            )
+    base = current if current is not False else CompactionSettings().fit_window(context_window)
+    usage = context_usage(
+        session.build_context(leaf_id),
+        window=context_window,
+        window_source=window_source,
+        settings=base,
+        fit=False,
+        window_note=window_note,
+    )
+    window = context_window if plan_window is False else plan_window
+    margin = limit_margin(window) if window else 0
+    chosen = _candidates(settings, keep_recent_tokens, reserve_tokens, base)
+    if not chosen and current is not False:
+        chosen = default_settings(current)
+    if current is not False:  # the current settings asked again are their own column
+        chosen = [s for s in chosen if s != current]
+    columns = ([(CURRENT, current)] if current is not False else []) + [("", s) for s in chosen]
+    rows = [
+        _row(
+            session,
+            leaf_id,
+            s,
+            usage,
+            label=label,
+            plan_window=window,
+            margin=margin,
+            reason=reason,
+            fit=fit,
+        )
+        for label, s in columns
+    ]
     if summarizer is not None:
         scratch = scratch_copy(session)
         rows = [r if r.nothing else _summarized(scratch, leaf_id, r, summarizer) for r in rows]
+    entry = session[leaf_id]
+    parent = entry.raw.get("parentId") if entry.type == "compaction" else None
     return WhatIf(
         session_id=session.id,
         leaf_id=node_key(leaf_id),
         context=usage,
         rows=rows,
         summarizer=getattr(summarizer, "name", type(summarizer).__name__) if summarizer else None,
+        compact_summarizer=compact_summarizer,
+        current_note=note or "",
+        leaf_is_compaction=entry.type == "compaction",
+        parent_id=node_key(parent) if isinstance(parent, str) else None,
     )

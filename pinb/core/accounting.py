@@ -68,6 +68,12 @@ class ContextUsage:
         ``"server"``, ``"assumed"``, or ``"unknown"`` with no window).
     settings:
         The compaction settings in force, already fitted to the window.
+    window_note:
+        What contradicts the window, if anything (the session's own compactions ran far
+        below it: :func:`pinb.llm.window.compaction_evidence`).
+    fitted:
+        Whether ``settings`` were fitted to the window as pinb's agent fits them
+        (``False``: the settings as they are, as the user's own Pi compacts).
     """
 
     tokens: int
@@ -81,6 +87,8 @@ class ContextUsage:
     window: int | None = None
     window_source: str = "unknown"
     settings: CompactionSettings = field(default_factory=CompactionSettings)
+    window_note: str = ""
+    fitted: bool = True
 
     @property
     def threshold(self) -> int | None:
@@ -101,6 +109,37 @@ class ContextUsage:
         return threshold is not None and self.settings.enabled and self.tokens > threshold
 
     @property
+    def covered_tokens(self) -> int:
+        """chars/4 of the messages the reported usage covers (all but the later ones)."""
+        return max(0, self.estimated_tokens - self.trailing_tokens)
+
+    @property
+    def usage_implausible(self) -> bool:
+        """The reported usage is under half the chars/4 estimate of what it covered.
+
+        A tokenizer never counts a text at less than half its chars/4 estimate; a server
+        that reports less counts something else (a stand-in, a proxy that forgets the
+        prompt). Pi takes the report as it is, and so does :attr:`tokens`; the views say so.
+        """
+        return self.measure == USAGE_PLUS_ESTIMATE and self.reported_tokens * 2 < (
+            self.covered_tokens
+        )
+
+    def notes(self) -> list[str]:
+        """What the figures cannot say alone: a report far below the estimate, and a window
+        the session's own compactions contradict."""
+        notes: list[str] = []
+        if self.usage_implausible:
+            notes.append(
+                f"the reported usage is far below chars/4 of the messages it covered "
+                f"({thousands(self.covered_tokens)}): the server counts differently, and "
+                "compaction goes by its report all the same, as in Pi"
+            )
+        if self.window and self.window_note:
+            notes.append(self.window_note)
+        return notes
+
+    @property
     def measure_label(self) -> str:
         """How :attr:`tokens` was made, in words."""
         if self.measure == USAGE_PLUS_ESTIMATE:
@@ -118,8 +157,16 @@ class ContextUsage:
             shown = "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
             text += f" · {shown} of a {thousands(self.window)} window ({self.window_source})"
             threshold = self.threshold or 0
+            fitted = self.settings.fit_window(self.window)
             if not self.settings.enabled:
                 text += " · automatic compaction off"
+            elif threshold > 0 and not self.fitted and fitted != self.settings:
+                # Pi's own threshold, beside the one pinb's agent would use on this window.
+                text += (
+                    f" · compacts above {thousands(threshold)} (Pi's own reserve, "
+                    f"{thousands(self.settings.reserve_tokens)}; pinb's agent fits it to this "
+                    f"window and compacts above {thousands(fitted.threshold(self.window))})"
+                )
             elif threshold > 0:
                 text += f" · compacts above {thousands(threshold)}"
             else:  # a reserve as large as the window: every request is over the threshold
@@ -129,6 +176,8 @@ class ContextUsage:
                 )
         else:
             text += " · window unknown"
+        for note in self.notes():
+            text += f" · {note}"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +197,8 @@ class ContextUsage:
             "share": self.share,
             "reserveTokens": self.settings.reserve_tokens,
             "keepRecentTokens": self.settings.keep_recent_tokens,
+            "windowNote": self.window_note,
+            "usageImplausible": self.usage_implausible,
         }
 
 
@@ -181,6 +232,7 @@ def context_usage(
     window_source: str | None = None,
     settings: CompactionSettings | None = None,
     fit: bool = True,
+    window_note: str = "",
 ) -> ContextUsage:
     """Account for a built context (see :class:`ContextUsage`).
 
@@ -196,6 +248,8 @@ def context_usage(
     fit:
         Fit the settings to the window as pinb's agent does (``False``: as given, the way
         the user's own Pi uses them, for a Pi engine's figures).
+    window_note:
+        What contradicts the window (:attr:`ContextUsage.window_note`).
     """
     pi = context.pi
     if pi >= Pi.V1_6:
@@ -218,4 +272,6 @@ def context_usage(
         window=window or None,
         window_source=(window_source or "setting") if window else "unknown",
         settings=fitted,
+        window_note=window_note if window else "",
+        fitted=fit,
     )

@@ -6,6 +6,11 @@ planner uses (:func:`pinb.core.compaction.prepare_compaction`): the entries of t
 before the first kept one, compactions and system messages left out (the checkpoint
 replays those). :func:`split_at_cut` applies the rule to a context and a cut, for a plan
 and for a compaction alike; :func:`compaction_span` reads it back from a compaction entry.
+
+What a compaction costs in the context right after it is one figure too
+(:func:`compaction_cost`): in Pi 1.x the entry sends its system checkpoint (the prompt it
+replays) and its summary, and every view that shows a size for the compaction shows that
+figure with its two parts.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from .context import SessionContext
 from .entries import Entry
 from .target import Pi
 
-__all__ = ["CompactionSpan", "compaction_span", "split_at_cut"]
+__all__ = ["CompactionCost", "CompactionSpan", "compaction_cost", "compaction_span", "split_at_cut"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +105,62 @@ def compaction_span(session: Any, entry: Entry | str) -> CompactionSpan:
     parent = found.raw.get("parentId")
     before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
     return split_at_cut(before, found.raw.get("firstKeptEntryId"))
+
+
+@dataclass(frozen=True)
+class CompactionCost:
+    """What a compaction entry sends in the context right after it (chars/4).
+
+    Attributes
+    ----------
+    summary:
+        Its summary message.
+    checkpoint:
+        Its share of the system prompt it replays (Pi 1.x's system checkpoint; 0 without).
+    """
+
+    summary: int
+    checkpoint: int = 0
+
+    @property
+    def total(self) -> int:
+        """What the entry costs in the context: the figure the tree and the context show."""
+        return self.summary + self.checkpoint
+
+    def describe(self) -> str:
+        """``"1,988 tokens: system checkpoint 1,872 + summary 116"``."""
+        if not self.checkpoint:
+            return f"{self.summary:,} tokens: the summary"
+        return (
+            f"{self.total:,} tokens: system checkpoint {self.checkpoint:,} + summary "
+            f"{self.summary:,}"
+        )
+
+
+def compaction_cost(session: Any, entry: Entry | str) -> CompactionCost:
+    """What the ``compaction`` entry ``entry`` sends in the context built at it.
+
+    The same split of the prompt as every view uses
+    (:func:`pinb.core.system_prompt.entry_costs`): the entry costs its checkpoint's share
+    of the prompt as sent plus its summary.
+    """
+    from .system_prompt import entry_costs
+    from .tokens import estimate_tokens
+
+    found: Entry = entry if isinstance(entry, Entry) else session[entry]
+    if found.type != "compaction":
+        raise ValueError(f"entry {found.id!r} is a {found.type!r} entry, not a compaction")
+    context = session.build_context(found.id)
+    summary_message = next(
+        (
+            m
+            for m, source in zip(context.messages, context.sources, strict=False)
+            if source is found and isinstance(m, dict) and m.get("role") == "compactionSummary"
+        ),
+        None,
+    )
+    summary = estimate_tokens(summary_message, pi=context.pi) if summary_message else 0
+    if context.pi < Pi.V1_6:
+        return CompactionCost(summary)
+    total = entry_costs(context).get(id(found), summary)
+    return CompactionCost(summary, max(0, total - summary))

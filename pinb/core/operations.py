@@ -6,9 +6,11 @@ is passed in (:mod:`pinb.core.summarize`), never imported from the LLM layer.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import EntryNotFoundError, NothingToCompactError, UsageError
@@ -42,11 +44,15 @@ from .wire import js_date_ms
 __all__ = [
     "BRANCH_SUMMARY_RESERVE",
     "SPLIT_TURN_SEPARATOR",
+    "CompactionPlan",
     "compact",
     "compaction_due",
+    "fit_budget",
     "load_compaction_settings",
     "navigate",
     "plan_compaction",
+    "plan_to_fit",
+    "summary_cap",
 ]
 
 SPLIT_TURN_SEPARATOR: Final = "\n\n---\n\n**Turn Context (split turn):**\n\n"
@@ -122,7 +128,195 @@ def plan_compaction(
         modified_files=modified_files,
         is_split_turn=prepared.is_split_turn,
         previous_compaction_id=_previous_id(prepared),
+        keep_recent_tokens=settings.keep_recent_tokens,
     )
+
+
+def summary_cap(window: int) -> int:
+    """The longest summary pinb asks for on ``window``: a quarter of it (at least 64 tokens)."""
+    return max(64, window // 4)
+
+
+def fit_budget(
+    context: SessionContext,
+    settings: CompactionSettings,
+    context_window: int | None,
+    margin: int = 0,
+) -> tuple[CompactionSettings, int | None, str]:
+    """Settings and a summary length with which a compaction ends below the threshold.
+
+    What stays after a compaction is the system prompt and tools (which no compaction
+    shrinks), the summary and the kept messages. On a small window the first can take
+    half of it: a summary of a quarter of the window beside a quarter kept would end
+    above the threshold, and the next prompt would compact again. When they do not fit,
+    the room left below the threshold (less ``margin``, the chars/4 estimate's error) is
+    shared, a third for the summary and the rest kept. Large windows are left to the
+    settings (``None``: no cap of pinb's).
+
+    Returns
+    -------
+    (settings, summary_tokens, note)
+        The settings to plan with, the longest summary to ask for, and why the keep
+        changed (``""``: it did not).
+    """
+    if not context_window:
+        return settings, None, ""
+    system = context.system_message()
+    fixed = estimate_tokens(system, pi=context.pi) if system is not None else 0
+    threshold = int(settings.threshold(context_window))
+    room = threshold - fixed - margin
+    if room <= 0 or settings.keep_recent_tokens + summary_cap(context_window) <= room:
+        return settings, None, ""
+    summary = max(64, room // 3)
+    keep = max(1, room - summary)
+    if keep >= settings.keep_recent_tokens:
+        return settings, summary, ""
+    note = (
+        f"{settings.keep_recent_tokens:,} fitted: the system prompt ({fixed:,}) leaves {room:,} "
+        f"below the threshold, {keep:,} kept and {summary:,} for the summary"
+    )
+    return dataclasses.replace(settings, keep_recent_tokens=keep), summary, note
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What a compaction at a leaf will do: the one plan ``%pi compact``, ``%pi whatif``
+    and the explorer's dry run share (:func:`plan_to_fit`).
+
+    Attributes
+    ----------
+    settings:
+        The settings in force, as given (already fitted to the window by the caller).
+    used:
+        What Pi's planner was given: ``settings`` with the ``keepRecentTokens`` actually
+        used (smaller on a small window, or when the settings' own keep everything).
+    report:
+        The planner's dry run (``keep_recent_tokens`` and ``keep_note`` filled in), or
+        ``None`` when nothing would be compacted.
+    nothing:
+        Why nothing would be compacted, else ``None``.
+    summary_tokens:
+        The longest summary asked of a model (``None``: the model's own limit).
+    keep_note:
+        Why ``used`` keeps a different number of tokens than ``settings`` (``""``: same).
+    fitted:
+        Whether pinb's fitting applied (``False``: Pi's plan with the settings as they
+        are, as the user's own Pi compacts).
+    """
+
+    settings: CompactionSettings
+    used: CompactionSettings
+    report: CompactionReport | None
+    nothing: str | None = None
+    summary_tokens: int | None = None
+    keep_note: str = ""
+    fitted: bool = True
+
+    @property
+    def keep_recent_tokens(self) -> int:
+        """The keep budget the plan used (``keepRecentTokens`` given to Pi's planner)."""
+        return self.used.keep_recent_tokens
+
+    def describe_keep(self) -> str:
+        """``"keepRecentTokens 700 (…why…)"``: the keep used, and why it is not the setting."""
+        text = f"keepRecentTokens {self.keep_recent_tokens:,}"
+        if self.keep_note:
+            text += f" ({self.keep_note})"
+        elif self.fitted:
+            text += " (the settings' own)"
+        else:
+            text += " (the settings as they are, as Pi uses them)"
+        return text
+
+
+def _last_turn_tokens(context: SessionContext) -> int:
+    """Tokens from the last user message to the end (a keep that cuts just before it)."""
+    total = 0
+    for message in reversed(context.messages):
+        total += estimate_tokens(message, pi=context.pi)
+        if isinstance(message, dict) and message.get("role") == "user":
+            return total
+    return 0
+
+
+def plan_to_fit(
+    session: Session,
+    settings: CompactionSettings | None = None,
+    *,
+    context_window: int | None = None,
+    margin: int = 0,
+    leaf_id: Any = UNSET,
+    reason: str = "manual",
+    fit: bool = True,
+) -> CompactionPlan:
+    """What a compaction at ``leaf_id`` will summarize and keep, with the keep it will use.
+
+    Pi's planner (:func:`plan_compaction`) decides the cut; around it, as pinb compacts:
+    the keep is fitted to a small window (:func:`fit_budget`), and when Pi's plan keeps
+    everything but the compaction was asked for (``reason="manual"``) or the context is
+    over the threshold, the plan is made again with a smaller ``keepRecentTokens``: first
+    the size of the last user turn (so everything before it is summarized), then halving
+    down to 1. Nothing is written.
+
+    Parameters
+    ----------
+    settings:
+        The settings in force, fitted to the window the way the caller runs (Pi's
+        defaults when omitted).
+    context_window:
+        The window the compaction plans for (``None``: no fitting, no threshold).
+    margin:
+        Tokens kept free for the estimate's error (:func:`pinb.llm.limits.limit_margin`).
+    reason:
+        ``"manual"`` (``%pi compact``) or ``"threshold"``/``"overflow"`` (automatic).
+    fit:
+        ``False``: Pi's plan with the settings as they are and nothing else, as the
+        user's own Pi compacts (the Pi engine).
+    """
+    settings = settings or CompactionSettings()
+    context = session.build_context(leaf_id)
+    if not fit:
+        try:
+            report = plan_compaction(session, settings, leaf_id=leaf_id)
+        except NothingToCompactError as exc:
+            return CompactionPlan(settings, settings, None, str(exc), fitted=False)
+        return CompactionPlan(settings, settings, report, fitted=False)
+    used, cap, note = fit_budget(context, settings, context_window, margin)
+    try:
+        report = plan_compaction(session, used, leaf_id=leaf_id)
+    except NothingToCompactError as exc:
+        first = exc
+    else:
+        report = dataclasses.replace(report, keep_note=note)
+        return CompactionPlan(settings, used, report, summary_tokens=cap, keep_note=note)
+    path = context.path
+    over = bool(context_window) and sum(
+        estimate_tokens(m, pi=context.pi) for m in context.messages
+    ) > used.threshold(context_window or 0)
+    compacted = bool(path) and path[-1].type == "compaction"
+    if compacted or (reason != "manual" and not over):
+        return CompactionPlan(settings, used, None, str(first), summary_tokens=cap, keep_note=note)
+    # First the keep that cuts right before the last user turn, then ever smaller ones.
+    turn = _last_turn_tokens(context)
+    keeps = [turn]
+    keep = used.keep_recent_tokens
+    while keep > 1:
+        keep = max(1, keep // 2)
+        keeps.append(keep)
+    for keep in dict.fromkeys(k for k in keeps if 0 < k < used.keep_recent_tokens):
+        smaller = dataclasses.replace(used, keep_recent_tokens=keep)
+        try:
+            report = plan_compaction(session, smaller, leaf_id=leaf_id)
+        except NothingToCompactError:
+            continue
+        how = "the last user turn" if keep == turn else "halved until one leaves something"
+        asked = f"{used.keep_recent_tokens:,}"
+        if used.keep_recent_tokens != settings.keep_recent_tokens:
+            asked = f"{settings.keep_recent_tokens:,} fitted to {asked}, which"
+        why = f"{asked} keeps everything; {keep:,}: {how}"
+        report = dataclasses.replace(report, keep_note=why)
+        return CompactionPlan(settings, smaller, report, summary_tokens=cap, keep_note=why)
+    return CompactionPlan(settings, used, None, str(first), summary_tokens=cap, keep_note=note)
 
 
 def _previous_id(prepared: CompactionPreparation) -> str | None:
@@ -229,6 +423,7 @@ def compact(
         summarizer=getattr(summarizer, "name", type(summarizer).__name__),
         reason=reason,
         previous_compaction_id=_previous_id(prepared),
+        keep_recent_tokens=settings.keep_recent_tokens,
     )
 
 

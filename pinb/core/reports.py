@@ -44,6 +44,11 @@ class CompactionReport:
         Name of the summarizer used (``"offline-extractive"``, a model id, …).
     reason:
         ``"manual"``, ``"threshold"`` or ``"overflow"``.
+    keep_recent_tokens:
+        The ``keepRecentTokens`` the planner was given (``None`` when not known, as for a
+        compaction read back from a file, which does not record it).
+    keep_note:
+        Why that keep differs from the settings' own, in words (``""``: it does not).
     """
 
     entry: Entry | None
@@ -61,6 +66,8 @@ class CompactionReport:
     summarizer: str = ""
     reason: str = "manual"
     previous_compaction_id: str | None = None
+    keep_recent_tokens: int | None = None
+    keep_note: str = ""
 
     @property
     def estimated_before(self) -> int:

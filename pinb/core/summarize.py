@@ -315,6 +315,24 @@ def _parse_serialized(conversation: str) -> list[dict[str, Any]]:
 _EXTRACTIVE_MAX_TOKENS: Final = 4096
 
 
+_FAILURE = re.compile(
+    r"(?i)\b(fail\w*|error\w*|exception|traceback|denied|not found|exited with)\b"
+)
+
+
+def _failure_line(text: str) -> str:
+    """The line of a failed tool result that says what failed.
+
+    A failing check run prints its passing tests first ("ok test_x"): the blocker is the
+    first line naming a failure, else the last line (often the exit code), never a pass.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "error"
+    found = next((line for line in lines if _FAILURE.search(line)), lines[-1])
+    return _clip(found, 140)
+
+
 class ExtractiveSummarizer:
     """A deterministic summary built from the messages, with no model call.
 
@@ -367,7 +385,7 @@ class ExtractiveSummarizer:
         ]
         calls: dict[str, str] = {}
         done: list[str] = []
-        failed: list[str] = []
+        failed: dict[str, str] = {}  # the latest failure of each call, until it succeeds
         decisions: list[str] = []
         errors: list[str] = []
         answered_after_last_request = False
@@ -397,11 +415,12 @@ class ExtractiveSummarizer:
                     or f"called `{message.get('toolName')}`"
                 )
                 if message.get("isError"):
-                    first = _text_of(message).strip().splitlines()
-                    reason = _clip(first[0], 140) if first else "error"
-                    failed.append(f"{described}: {reason}")
+                    reason = _failure_line(_text_of(message))
+                    failed.pop(described, None)  # the latest failure last
+                    failed[described] = f"{described}: {reason}"
                     errors.append(f"{described}: {reason}")
                 else:
+                    failed.pop(described, None)  # the same call succeeded since: not blocked
                     done.append(described)
         constraints = [
             _clip(sentence, 160)
@@ -416,7 +435,7 @@ class ExtractiveSummarizer:
             "constraints": constraints,
             "done": done,
             "pending": list(calls.values()),
-            "failed": failed,
+            "failed": list(failed.values()),
             "decisions": decisions,
             "errors": errors,
         }

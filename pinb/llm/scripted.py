@@ -250,9 +250,16 @@ class ScriptedLLM(ChatModelBase):
         if message is None:
             usage = reply.usage or {}
             if reply.report_usage:
+                # What a provider counts: the messages, the system prompt and the tools'
+                # declarations, each as the JSON it was sent.
+                declared = [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in call.tools
+                ]
+                sent = _estimate(call.messages) + _estimate(system_prompt or "")
                 builder.set_usage(
                     input_tokens=usage.get(
-                        "input", _estimate(call.messages) + _estimate(system_prompt or "")
+                        "input", sent + (_estimate(declared) if declared else 0)
                     ),
                     output_tokens=usage.get("output", _estimate(builder.content())),
                     cache_read=usage.get("cacheRead", 0),

@@ -8,6 +8,11 @@ agent, the magics), and the model registry's entry for the model the session rec
 (or, for the offline demo model, its own window).
 :func:`resolve_window` takes them in that order and returns the window with where it came
 from; without any of them the window is unknown, and every caller says so the same way.
+
+A window assumed from the recorded model is checked against the session's own evidence:
+when every compaction the session recorded ran far below what that window would compact
+at (``tokensBefore`` under a tenth of it), the session ran with a smaller window (or was
+compacted by hand), and the window comes with a note saying so (:attr:`ContextWindow.note`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["UNKNOWN", "ContextWindow", "resolve_window"]
+__all__ = ["UNKNOWN", "ContextWindow", "compaction_evidence", "resolve_window"]
 
 #: The source of a window nobody knows.
 UNKNOWN: Final = "unknown"
@@ -37,13 +42,47 @@ class ContextWindow:
 
     tokens: int | None
     source: str = UNKNOWN
+    note: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.tokens)
 
     def describe(self) -> str:
-        """``"6,000 (setting)"``, or ``"unknown"``."""
-        return f"{self.tokens:,} ({self.source})" if self.tokens else UNKNOWN
+        """``"6,000 (setting)"``, or ``"unknown"`` (and the note, if any)."""
+        text = f"{self.tokens:,} ({self.source})" if self.tokens else UNKNOWN
+        return f"{text}; {self.note}" if self.note else text
+
+
+#: A compaction below this share of the assumed window contradicts it (Pi compacts near
+#: the window; a session whose every compaction ran far below it had a smaller one).
+_EVIDENCE_SHARE = 0.1
+
+
+def compaction_evidence(session: Any, window: int) -> str:
+    """A note when the session's own compactions contradict ``window`` (else ``""``).
+
+    Every ``tokensBefore`` Pi recorded below a tenth of the window: the session ran
+    with a smaller window, or was compacted by hand.
+    """
+    entries = getattr(session, "entries", None)
+    if not entries or not window:
+        return ""
+    recorded = [
+        e.raw.get("tokensBefore")
+        for e in entries
+        if e.type == "compaction" and isinstance(e.raw.get("tokensBefore"), int)
+    ]
+    sizes = [t for t in recorded if t > 0]
+    if not sizes or max(sizes) >= window * _EVIDENCE_SHARE:
+        return ""
+    low, high = min(sizes), max(sizes)
+    span = f"{high:,}" if low == high else f"{low:,}–{high:,}"
+    count = "its compaction" if len(sizes) == 1 else f"its {len(sizes)} compactions"
+    return (
+        f"but {count} ran at {span} tokens, far below what a {window:,}-token window "
+        "compacts at: it ran with a smaller window (or was compacted by hand); give the "
+        "window it ran with (context_window=, %config PiMagics.context_window)"
+    )
 
 
 def _model_window(model: Any) -> ContextWindow | None:
@@ -96,7 +135,8 @@ def resolve_window(
     -------
     ContextWindow
         ``ContextWindow(None, "unknown")`` when nothing above knows a window: no caller
-        assumes one.
+        assumes one. A window from the recorded model carries a ``note`` when the
+        session's own compactions contradict it (:func:`compaction_evidence`).
     """
     if setting:
         return ContextWindow(int(setting), setting_source or "setting")
@@ -114,7 +154,12 @@ def resolve_window(
     from pinb.llm.registry import window_of
 
     if (recorded.get("provider"), recorded.get("modelId")) == OFFLINE_MODEL:
-        return ContextWindow(OFFLINE_WINDOW, "model")  # the demo model, which no registry lists
-
-    tokens, source = window_of(recorded, registry)
-    return ContextWindow(tokens, source) if tokens else ContextWindow(None, UNKNOWN)
+        found = ContextWindow(OFFLINE_WINDOW, "model")  # the demo model, which no registry lists
+    else:
+        tokens, source = window_of(recorded, registry)
+        if not tokens:
+            return ContextWindow(None, UNKNOWN)
+        found = ContextWindow(tokens, source)
+    # An assumed window: does the session's own history agree with it?
+    note = compaction_evidence(session, found.tokens or 0)
+    return ContextWindow(found.tokens, found.source, note) if note else found

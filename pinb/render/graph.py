@@ -156,6 +156,9 @@ class SessionGraph:
     problems: int = 0
     name: str | None = None
     session_id: str = ""
+    #: ``Session.leaf_id`` when it is a marker the picture hides (an archive marker after
+    #: the conversation's last entry), else ``None``.
+    marker_leaf: str | None = None
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -420,6 +423,11 @@ def _build_graph(
         problems=len(session.problems),
         name=session.name,
         session_id=session.id,
+        marker_leaf=(
+            node_key(context.path[-1].id)
+            if context.path and not show_markers and is_hidden_marker(context.path[-1])
+            else None
+        ),
         compaction_counts=(
             (len(span.summarized), len(span.kept)) if (span := _span(session, compaction)) else None
         ),

@@ -23,9 +23,11 @@ request's prompt read from the cache.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import random
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -64,11 +66,14 @@ __all__ = [
     "append_prompt",
     "append_reply",
     "assistant_message",
+    "local_model",
+    "models_json",
     "prompts",
     "session_name",
     "story_clock",
     "story_model",
     "story_tasks",
+    "write_models_json",
     "write_project",
     "write_story_session",
     "write_story_sessions",
@@ -88,6 +93,61 @@ _MODELS = {
 }
 
 
+#: The local server the small-window stories run on. A small window is a small local
+#: model's, whose window only Pi's ``models.json`` knows: see :func:`models_json`.
+LOCAL_PROVIDER = "ollama"
+_LOCAL_URL = "http://127.0.0.1:11434/v1"
+_LOCAL_PREFIX = f"{LOCAL_PROVIDER}/textstats-coder-"
+
+
+def local_model(window: int) -> str:
+    """``provider/model`` of the local model a story on a ``window``-token window runs on.
+
+    ``ollama/textstats-coder-5000`` for 5,000: one model id per window, as a
+    ``models.json`` entry gives one window per model (:func:`models_json`).
+    """
+    return f"{_LOCAL_PREFIX}{window}"
+
+
+def models_json(windows: Iterable[int]) -> dict[str, Any]:
+    """Pi's ``models.json`` declaring the story's local models with their windows.
+
+    Both Pi and pinb read a local model's window from ``<agentDir>/models.json``; without
+    the entry a session of one shows the provider's default window, and the views note
+    that its own compactions contradict it (:func:`pinb.llm.window.compaction_evidence`).
+    """
+    models = [
+        {
+            "id": local_model(window).split("/", 1)[1],
+            "contextWindow": window,
+            "maxTokens": window // 4,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        }
+        for window in sorted(set(windows))
+    ]
+    provider = {"baseUrl": _LOCAL_URL, "api": "openai-completions", "apiKey": "ollama"}
+    return {"providers": {LOCAL_PROVIDER: {**provider, "models": models}}}
+
+
+def write_models_json(agent_dir: str | Path, windows: Iterable[int] = (4_096, 5_000)) -> Path:
+    """Write :func:`models_json` into ``agent_dir`` (a private agent folder, not yours)."""
+    folder = Path(agent_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "models.json"
+    path.write_text(json.dumps(models_json(windows), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def _model_data(model: str) -> tuple[str, float, float, float, float]:
+    """``(api, $ per million input, output, cache read, cache write)`` of a story model."""
+    if model.startswith(_LOCAL_PREFIX):
+        return ("openai-completions", 0.0, 0.0, 0.0, 0.0)  # a local server: nothing to pay
+    if model not in _MODELS:
+        names = ", ".join([*_MODELS, local_model(5_000)])
+        raise ValueError(f"unknown story model {model!r}; use one of {names}")
+    return _MODELS[model]
+
+
 def assistant_message(content: list[dict[str, Any]], model: str, timestamp: int) -> dict[str, Any]:
     """A Pi assistant message of ``model`` (``provider/id`` of the story's models), no usage."""
     provider, model_id = model.split("/", 1)
@@ -95,7 +155,7 @@ def assistant_message(content: list[dict[str, Any]], model: str, timestamp: int)
     return {
         "role": "assistant",
         "content": content,
-        "api": _MODELS[model][0],
+        "api": _model_data(model)[0],
         "provider": provider,
         "model": model_id,
         "usage": {},
@@ -110,9 +170,11 @@ def _prompt_tokens(session: Session) -> int:
 
 
 def _usage(model: str, prompt: int, output: int, cached: int = 0) -> dict[str, Any]:
-    """Usage as a provider reports it, the last request's prompt read from the cache."""
-    _, *prices = _MODELS[model]
-    cache_read = cached if cached <= prompt else 0
+    """Usage as a provider reports it, the last request's prompt read from the cache (a
+    local server reports no cache)."""
+    _, *prices = _model_data(model)
+    local = model.startswith(_LOCAL_PREFIX)
+    cache_read = cached if cached <= prompt and not local else 0
     fresh = prompt - cache_read
     cost = [
         round(c / 1e6, 8)
@@ -265,7 +327,7 @@ def write_story_session(
     seed: int = 0,
     tasks: Sequence[Task | None] | None = None,
     cwd: str = "/home/dev/textstats",
-    model: str = "anthropic/claude-sonnet-4-5",
+    model: str | None = None,
     thinking: bool = True,
     context_window: int | None = None,
     settings: CompactionSettings | None = None,
@@ -282,10 +344,13 @@ def write_story_session(
         ``None`` in the list plays the wrong turn and goes back with a branch summary.
     model:
         ``"anthropic/claude-sonnet-4-5"``, ``"anthropic/claude-haiku-4-5"`` or
-        ``"openai/gpt-4.1-mini"``; usage and cost follow its prices.
+        ``"openai/gpt-4.1-mini"``; usage and cost follow its prices. Default: Sonnet, or
+        with a window the local model of that window (:func:`local_model`).
     context_window, settings:
         With a window, the session is compacted as Pi would after a prompt that leaves
         the context above the threshold (``settings``: Pi's defaults fitted to the window).
+        A small window is a local model's: the session records one whose window
+        :func:`models_json` declares, so the file says which window it ran with.
     summarizer:
         Writes compaction summaries (default: pinb's offline extractive summarizer,
         which says so in its first line).
@@ -298,16 +363,23 @@ def write_story_session(
     Session
         The written session, its leaf at the end of the story.
     """
-    if model not in _MODELS:
-        raise ValueError(f"unknown story model {model!r}; use one of {', '.join(_MODELS)}")
+    if model is None:
+        model = local_model(context_window) if context_window else "anthropic/claude-sonnet-4-5"
+    _model_data(model)  # an unknown model fails here
     rng = random.Random(seed)
     plan = list(story_tasks()) if tasks is None else list(tasks)
     fitted = (settings or CompactionSettings()).fit_window(context_window)
+    # The session id says which story this is (where and when it ran, on what, what was
+    # asked), not only the seed: two stories of one seed in one folder never share an id.
+    drawn = rng.getrandbits(128)
+    played = ",".join(task.name if task is not None else "wrong-turn" for task in plan)
+    which = f"{drawn}|{cwd}|{model}|{start.isoformat()}|{context_window}|{name}|{played}"
+    digest = int.from_bytes(hashlib.sha256(which.encode()).digest()[:16], "big")
     with story_clock(start, rng) as clock:
         session = Session.create(
             cwd,
             folder,
-            session_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            session_id=str(uuid.UUID(int=digest, version=4)),
             id_generator=lambda: f"{rng.getrandbits(32):08x}",
         )
         provider, model_id = model.split("/", 1)
@@ -389,8 +461,13 @@ def story_model(tasks: Sequence[Task | None] | None = None, **options: Any) -> A
                     tool_calls=[(c.tool, dict(c.arguments)) for c in step.calls],
                 )
             )
-    options.setdefault("provider", "anthropic")
-    options.setdefault("model", "claude-sonnet-4-5")
+    # A small window is a small local model's (as write_story_session records it).
+    window = options.get("context_window")
+    provider, model_id = (local_model(window) if window else "anthropic/claude-sonnet-4-5").split(
+        "/", 1
+    )
+    options.setdefault("provider", provider)
+    options.setdefault("model", model_id)
     return ScriptedLLM(replies, **options)
 
 
@@ -446,6 +523,9 @@ def write_story_sessions(folder: str | Path, count: int, *, seed: int = 0) -> li
         if None in tasks[-1:]:
             tasks = tasks[:-1]  # a wrong turn needs the prompt after it
         model = rng.choice(("anthropic/claude-sonnet-4-5",) * 3 + tuple(_MODELS))
+        window = rng.choice((None, None, 4_096, 5_000))
+        if window:  # a small window is a small local model's
+            model = local_model(window)
         cwd = f"/home/dev/{project}"
         sessions.append(
             write_story_session(
@@ -455,7 +535,7 @@ def write_story_sessions(folder: str | Path, count: int, *, seed: int = 0) -> li
                 cwd=cwd,
                 model=model,
                 thinking=model.startswith("anthropic/"),
-                context_window=rng.choice((None, None, 4_096, 5_000)),
+                context_window=window,
                 start=datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
                 + timedelta(days=number // 3, hours=rng.randint(0, 9)),
                 name=session_name(project, tasks),

@@ -45,10 +45,23 @@ def account(
     window_source: str | None = None,
     settings: CompactionSettings | None = None,
     session: Session | None = None,
+    fit: bool = True,
 ) -> ContextUsage:
-    """:func:`~pinb.core.accounting.context_usage` with the window resolved as above."""
-    window, source = resolve_window(context, context_window, window_source, session=session)
-    return context_usage(context, window=window, window_source=source, settings=settings)
+    """:func:`~pinb.core.accounting.context_usage` with the window resolved as above (and
+    the note when the session's own compactions contradict the window it assumes)."""
+    from ..llm.window import resolve_window as resolve
+
+    found = resolve(
+        setting=context_window, setting_source=window_source, session=session, context=context
+    )
+    return context_usage(
+        context,
+        window=found.tokens,
+        window_source=found.source,
+        settings=settings,
+        window_note=found.note,
+        fit=fit,
+    )
 
 
 def usage_rows(usage: ContextUsage) -> list[tuple[str, str, str]]:
@@ -109,7 +122,8 @@ def usage_html(usage: ContextUsage) -> str:
         f"<div{style('muted')}>chars/4 estimate of every message the model is sent: "
         f"{thousands(usage.estimated_tokens)} tokens in {usage.messages:,} messages</div>"
     )
-    return f"<div>{head}</div>{line}{estimate}"
+    notes = "".join(f"<div{style('error')}>{escape(note)}</div>" for note in usage.notes())
+    return f"<div>{head}</div>{line}{estimate}{notes}"
 
 
 def describe(usage: ContextUsage) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
-from ..core.compaction_span import split_at_cut
+from ..core.compaction_span import CompactionCost, compaction_cost, split_at_cut
 from ..core.jsontext import value_text
 from ..core.reports import CompactionReport
 from ..render.graph import (
@@ -28,7 +28,6 @@ from ..render.html import (
     title,
     wrap,
 )
-from .accounting import resolve_window
 
 __all__ = ["CompactionView", "report_from_entry"]
 
@@ -127,9 +126,19 @@ class CompactionView:
         if not context_window and session is not None:
             entry = self.report.entry
             context = session.build_context(entry.id if entry is not None else session.leaf_id)
-        window, where = resolve_window(context, context_window, window_source, session=session)
-        self.context_window: int | None = window or None
-        self.window_source: str = where
+        from ..llm.window import resolve_window
+
+        found = resolve_window(
+            setting=context_window, setting_source=window_source, session=session, context=context
+        )
+        self.context_window: int | None = found.tokens or None
+        self.window_source: str = found.source
+        #: What contradicts the window (the session's own compactions ran far below it).
+        self.window_note: str = found.note
+        #: What the compaction entry sends right after it (the tree's figure for its row).
+        self.cost: CompactionCost | None = None
+        if session is not None and self.report.entry is not None:
+            self.cost = compaction_cost(session, self.report.entry)
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -150,9 +159,17 @@ class CompactionView:
         return (
             f"<CompactionView {where}: chars/4 estimate {thousands(r.estimated_before)} → "
             f"{thousands(r.estimated_after)} tokens (saved {thousands(r.tokens_saved)}{share}); "
-            f"Pi recorded tokensBefore {thousands(r.tokens_before)}; "
+            f"Pi recorded tokensBefore {thousands(r.tokens_before)}; {self._keep_text()}"
             f"{plural(len(r.summarized_ids), 'entry')} summarized, {len(r.kept_ids):,} kept>"
         )
+
+    def _keep_text(self) -> str:
+        """``"keepRecentTokens 700 (why); "``: the keep budget the plan used, when known."""
+        r = self.report
+        if r.keep_recent_tokens is None:
+            return ""
+        why = f" ({r.keep_note})" if r.keep_note else ""
+        return f"keepRecentTokens {r.keep_recent_tokens:,}{why}; "
 
     __repr__ = to_text
 
@@ -198,13 +215,26 @@ class CompactionView:
             ("reason", r.reason),
             ("summarizer", r.summarizer or "—"),
             ("first kept entry", r.first_kept_entry_id or "— (nothing kept)"),
+            (
+                "keepRecentTokens used",
+                f"{r.keep_recent_tokens:,}" + (f" ({r.keep_note})" if r.keep_note else "")
+                if r.keep_recent_tokens is not None
+                else "not recorded (a compaction entry does not say which keep made it)",
+            ),
             ("split turn", "yes" if r.is_split_turn else "no"),
             ("previous compaction", r.previous_compaction_id or "—"),
         ]
+        if self.cost is not None:
+            facts.append(("the compaction entry sends", self.cost.describe()))
         window_note = (
             f"share of a {thousands(self.context_window)}-token window ({self.window_source})"
             if self.context_window
             else "share of the window (window unknown)"
+        )
+        contradicted = (
+            f"<div{style('error')}>window {escape(self.window_note)}</div>"
+            if self.context_window and self.window_note
+            else ""
         )
         roles = list(dict.fromkeys([*r.before_by_role, *r.after_by_role]))
         role_rows = [
@@ -239,7 +269,8 @@ class CompactionView:
                 [self._side("before", r.estimated_before), self._side("after", r.estimated_after)],
                 numeric=(1,),
                 raw_columns=(3,),
-            ),
+            )
+            + contradicted,
             heading("By role (chars/4 estimate)"),
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),
@@ -251,7 +282,14 @@ class CompactionView:
         if r.after_ids:
             parts.append(heading(f"After it: {plural(len(r.after_ids), 'entry')}"))
             parts.append(self._entry_table(r.after_ids))
-        parts.append(heading("Summary") + markdown_to_html(r.summary))
+        if r.entry is None and not r.summary:
+            parts.append(
+                heading("Summary")
+                + f"<div{style('muted')}>Written when the compaction runs (this is a dry run: "
+                "nothing is summarized or written yet).</div>"
+            )
+        else:
+            parts.append(heading("Summary") + markdown_to_html(r.summary))
         parts.append(files)
         return wrap("".join(parts), "pinb-compaction")
 

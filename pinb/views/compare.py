@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 __all__ = ["DIFF_MARKS", "comparison_html", "comparison_text", "container"]
 
 #: How each diff step is marked in text and HTML.
-DIFF_MARKS: Final = {"equal": "=", "delete": "- a only", "insert": "+ b only", "replace": "~"}
+DIFF_MARKS: Final = {
+    "equal": "=",
+    "delete": "- a only",
+    "insert": "+ b only",
+    "replace": "~ differs",
+}
 _ROLE_ORDER: Final = ("user", "assistant", "toolResult")
 
 

@@ -118,6 +118,9 @@ class ContextPathView:
         recorded model (:func:`pinb.llm.window.resolve_window`).
     settings:
         Compaction settings (the threshold is the window minus ``reserve_tokens``).
+    fit:
+        Fit the settings to the window as pinb's agent does (``False``: as they are, as
+        the user's own Pi compacts; the Pi engine's figures).
     max_rows:
         Rows shown per section (``None``: all); a longer section shows its first rows and
         those nearest the leaf, with a row saying how many more there are.
@@ -132,6 +135,7 @@ class ContextPathView:
         window_source: str | None = None,
         settings: CompactionSettings | None = None,
         max_rows: int | None = 24,
+        fit: bool = True,
     ) -> None:
         self.max_rows = max_rows
         with gc_paused():
@@ -143,6 +147,7 @@ class ContextPathView:
                 window_source=window_source,
                 settings=settings,
                 session=session,
+                fit=fit,
             )
             self._read(session)
 
@@ -208,11 +213,18 @@ class ContextPathView:
             entry = projected.entry
             tokens = 0
             notes: list[str] = []
+            parts: list[int] = []
             for _ in projected.messages:
                 tokens += costs[position]
+                parts.append(costs[position])
                 if position in shares:
                     notes.extend(_share_notes(shares[position]))
                 position += 1
+            if entry is compaction and len(parts) > 1:
+                # The core's one split (compaction_cost): the checkpoint's share, the summary.
+                notes.append(
+                    f"system checkpoint {sum(parts[:-1]):,} + summary {parts[-1]:,} = {tokens:,}"
+                )
             if is_hidden_marker(entry):
                 continue
             in_context = bool(projected.messages)
@@ -331,6 +343,8 @@ class ContextPathView:
             )
         if self.edits:
             text += f"; {plural(len(self.edits), 'context edit')} in effect"
+        for note in usage.notes():
+            text += f"; {note}"
         return text + ">"
 
     __repr__ = to_text
@@ -344,7 +358,7 @@ class ContextPathView:
             head = max(1, limit // 3)  # the rows nearest the leaf matter most
             shown = [*rows[:head], None, *rows[len(rows) - (limit - head) :]]
         # A note every row shares is said once, above the table; otherwise a row repeating
-        # the one above it shows a ditto mark.
+        # the one above it says "as above" (in words: a ditto mark is missing from many fonts).
         one_status = len({row.status for row in rows}) == 1
         cells: list[tuple[Any, ...]] = []
         classes: list[str] = []
@@ -370,7 +384,7 @@ class ContextPathView:
                 (
                     row.key,
                     kind_name(row.kind),
-                    "〃" if row.status == above else row.status,
+                    "as above" if row.status == above else row.status,
                     text,
                     row.tokens if row.tokens or row.in_context else None,
                     row.running,

@@ -15,6 +15,9 @@ from ..render.html import escape, shorten, table
 from ..render.plain import text_table
 from .compare import container
 
+#: The what-if column of the settings in force.
+CURRENT_LABEL: Final = "current settings"
+
 if TYPE_CHECKING:
     from ..analysis.ledger import Calibration, CompactionLedger, CompactionRecord
     from ..analysis.whatif import WhatIf
@@ -34,20 +37,24 @@ MAX_ROWS: Final = 40
 _LEDGER_HEADERS: Final = (
     "session", "compaction", "on path", "tokensBefore", "before est", "after est",
     "next request", "summarized u/a/tool", "tool result chars", "thinking max (summarized)",
-    "thinking max (kept)", "summary tok", "files r/m", "split turn",
+    "thinking max (kept)", "summary tok", "checkpoint tok", "files r/m", "split turn",
 )  # fmt: skip
-_LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11)
+_LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11, 12)
 _LEDGER_NOTE: Final = (
     "tokensBefore: as Pi recorded it. before/after est: chars/4 of the context at the "
     "compaction's parent and at the compaction itself (no usage exists right after it). "
     "next request: input+cacheRead+cacheWrite of the first reply after it, which also "
-    "holds the system prompt, the tools and the new prompt."
+    "holds the system prompt, the tools and the new prompt. summary tok + checkpoint tok: "
+    "what the compaction entry sends (its summary, and the system prompt it replays), the "
+    "size the tree shows for it."
 )
 _CALIBRATION_NOTE: Final = (
     "Each reply with usage: its reported prompt (input+cacheRead+cacheWrite) against "
-    "chars/4 of the context it was sent. The system prompt and tools are not in the "
-    "session, so the ratio mixes them in; the fit reported = slope × estimate + intercept "
-    "separates them (slope: real tokens per chars/4 token; intercept: the unseen prompt)."
+    "chars/4 of the context it was sent (its system prompt included when the session "
+    "records one, as Pi 1.x does). The ratio mixes in what the requests held that the "
+    "session does not; the fit reported = slope × estimate + intercept separates it "
+    "(slope: real tokens per chars/4 token; intercept: what the session does not hold, "
+    "such as the tools' definitions, or the whole system prompt of a session without one)."
 )
 
 
@@ -56,7 +63,7 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
     return (
         r.session_id[:8],
         r.compaction_id,
-        r.on_path,
+        _yes(r.on_path),
         r.tokens_before,
         r.before_estimate,
         r.after_estimate,
@@ -66,8 +73,9 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         r.summarized_thinking.largest,
         r.kept_thinking.largest,
         r.summary_tokens,
+        r.checkpoint_tokens,
         f"{r.read_files}/{r.modified_files}",
-        r.split_turn,
+        _yes(r.split_turn),
     )
 
 
@@ -175,12 +183,31 @@ def calibration_html(calibration: Calibration) -> str:
     return container("".join(body), "pinb-calibration")
 
 
+def _yes(value: bool | None) -> str | None:
+    return None if value is None else "yes" if value else "no"
+
+
 def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
-    headers = ["", *(r.name for r in w.rows)]
+    """One column per setting; a column with nothing to compact shows why, and no figures."""
+    # The "settings" row says both; a header names what differs between the columns.
+    one_reserve = len({r.settings.reserve_tokens for r in w.rows}) == 1
+    headers = [
+        "",
+        *(
+            r.label or (f"keep {r.settings.keep_recent_tokens:,}" if one_reserve else r.name)
+            for r in w.rows
+        ),
+    ]
     fields: list[tuple[str, list[object]]] = [
+        ("settings", [r.settings_text for r in w.rows]),
+        ("keepRecentTokens used", [r.keep_used for r in w.rows]),
+    ]
+    if any(r.keep_note for r in w.rows):
+        fields.append(("why that keep", [r.keep_note or None for r in w.rows]))
+    fields += [
         ("first kept entry", [r.first_kept_entry_id or r.nothing for r in w.rows]),
-        ("it starts with", [shorten(r.first_kept_preview, 90) for r in w.rows]),
-        ("splits a turn", [None if r.nothing else r.split_turn for r in w.rows]),
+        ("it starts with", [shorten(r.first_kept_preview, 90) or None for r in w.rows]),
+        ("splits a turn", [_yes(r.split_turn) for r in w.rows]),
         ("entries kept", [r.entries_kept for r in w.rows]),
         ("entries summarized", [r.entries_summarized for r in w.rows]),
         ("messages kept", [r.messages_kept for r in w.rows]),
@@ -193,24 +220,63 @@ def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
         fields.append(("size after (chars/4)", [r.after_tokens for r in w.rows]))
     if any(r.threshold is not None for r in w.rows):
         fields.append(("threshold", [r.threshold for r in w.rows]))
-        fields.append(("would compact now", [r.would_trigger for r in w.rows]))
+        fields.append(("would compact now", [_yes(r.would_trigger) for r in w.rows]))
     return headers, [(name, *values) for name, values in fields]
 
 
 def _what_if_title(w: WhatIf) -> str:
     c = w.context
-    after = f"; summaries by {w.summarizer}" if w.summarizer else "; no summary written"
+    window = (
+        f"{thousands(c.window)}-token window ({c.window_source})" if c.window else "window unknown"
+    )
     return (
         f"What if leaf {w.leaf_id} were compacted now: context {thousands(c.tokens)} tokens "
-        f"({c.measure}), {thousands(c.estimated_tokens)} by chars/4{after}"
+        f"({c.measure}), {thousands(c.estimated_tokens)} by chars/4 · {window}"
     )
+
+
+def _what_if_notes(w: WhatIf) -> list[str]:
+    """What the columns are: the current settings, the summarizer, a compaction leaf."""
+    notes: list[str] = [f"Note: {note}." for note in w.context.notes()]
+    if w.current is not None:
+        notes.append(
+            f"{CURRENT_LABEL}: what %pi compact will do at this leaf"
+            + (f" ({w.current_note})" if w.current_note else "")
+            + "; every column is planned the same way and says the keepRecentTokens it used."
+        )
+    if w.summarizer:
+        also = (
+            f"; %pi compact would summarize with {w.compact_summarizer}"
+            if w.compact_summarizer and w.compact_summarizer != w.summarizer
+            else ""
+        )
+        notes.append(f"Summaries written by {w.summarizer} on an in-memory copy{also}.")
+    else:
+        by = (
+            f" (%pi compact summarizes with {w.compact_summarizer})" if w.compact_summarizer else ""
+        )
+        notes.append(f"No summary written{by}: --summarize writes them offline.")
+    if w.leaf_is_compaction:
+        parent = w.parent_id or "its parent"
+        notes.append(
+            f"The leaf is a compaction: nothing to compact until the next message. To replay "
+            f"that compaction under these settings, ask at its parent {parent} "
+            f"(%pi whatif --leaf {parent})."
+        )
+    return notes
 
 
 def what_if_text(w: WhatIf) -> str:
     """The settings side by side, one column each."""
     headers, rows = _what_if_table(w)
     numeric = range(1, len(headers))
-    return "\n".join([_what_if_title(w), text_table(headers, rows, numeric=numeric, limit=40)])
+    return "\n".join(
+        [
+            _what_if_title(w),
+            text_table(headers, rows, numeric=numeric, limit=48),
+            *_what_if_notes(w),
+        ]
+    )
 
 
 def what_if_html(w: WhatIf) -> str:
@@ -218,5 +284,6 @@ def what_if_html(w: WhatIf) -> str:
     body = [
         f"<div><strong>{escape(_what_if_title(w))}</strong></div>",
         table(headers, rows, numeric=range(1, len(headers)), wrap_columns=range(1, len(headers))),
+        *(_div(note) for note in _what_if_notes(w)),
     ]
     return container("".join(body), "pinb-what-if")

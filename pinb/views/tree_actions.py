@@ -143,8 +143,9 @@ class TreeActions:
             self._error(f"{type(exc).__name__}: {exc}")
             return
         self.refresh(force=True)
+        label = (text or "").strip()
         self._info(
-            f"Label of {target} set." if (text or "").strip() else f"Label of {target} cleared."
+            f"Label of {target} set to “{label}”." if label else f"Label of {target} cleared."
         )
 
     def fork(self) -> Any:

@@ -297,17 +297,27 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         self.timings["tab"] = time.perf_counter() - started
 
     def _compaction_preview(self, entry_id: Any, context: ContextPathView) -> str:
-        from ..core import plan_compaction
+        from ..core.operations import plan_to_fit
+        from ..llm.limits import limit_margin
 
         window = context.usage.window
         settings = (self.settings or CompactionSettings()).fit_window(window)
-        try:
-            report = plan_compaction(self.session, settings, leaf_id=entry_id)
-        except Exception as exc:  # NothingToCompactError and odd files: say why
-            reason = str(exc) or type(exc).__name__
+        try:  # the plan %pi compact carries out (and %pi whatif shows as current)
+            plan = plan_to_fit(
+                self.session,
+                settings,
+                context_window=window,
+                margin=limit_margin(window) if window else 0,
+                leaf_id=entry_id,
+            )
+            reason = plan.nothing
+        except Exception as exc:  # odd files: say why
+            plan, reason = None, str(exc) or type(exc).__name__
+        report = plan.report if plan is not None else None
+        if report is None:
             return wrap(
                 f"<div{style('heading')}>A compaction from here would summarize nothing</div>"
-                f"<div>{escape(reason)}</div><div{style('muted')}>Pi keeps the most recent "
+                f"<div>{escape(reason or '')}</div><div{style('muted')}>Pi keeps the most recent "
                 f"{thousands(settings.keep_recent_tokens)} tokens verbatim; this context "
                 f"measures {thousands(context.usage.tokens)} ({escape(context.usage.measure_label)})."
                 "</div>"

@@ -342,3 +342,20 @@ def test_odd_files_compare_without_crashing() -> None:
             assert c.to_text().startswith("Branches a=")
             compared += 1
     assert compared > len(TREES)
+
+
+def test_calls_one_branch_made_beyond_the_others_are_its_own_not_replacements() -> None:
+    from pinb.analysis.compare import ToolCall, tool_diff
+    from pinb.views.compare import DIFF_MARKS
+
+    def call(name: str, key: str) -> ToolCall:
+        return ToolCall(entry_id="e", name=name, key=key, is_error=False)
+
+    a = [call("edit", "core.py"), call("read", "report.py")]
+    b = [call("edit", "core.py"), call("read", "check.py"), call("edit", "core.py")]
+    b += [call("bash", "python3 check.py"), call("edit", "README.md")]
+    ops = [(op.tag, len(op.a), len(op.b)) for op in tool_diff(a, b)]
+    assert ops == [("equal", 1, 1), ("replace", 1, 1), ("insert", 0, 3)]
+    assert DIFF_MARKS["insert"] == "+ b only" and DIFF_MARKS["delete"] == "- a only"
+    ops = [(op.tag, len(op.a), len(op.b)) for op in tool_diff(b, a)]
+    assert ops == [("equal", 1, 1), ("replace", 1, 1), ("delete", 3, 0)]

@@ -106,7 +106,7 @@ def test_markdown_neutralises_html_and_fences_code(hostile: Session) -> None:
     prose = re.sub(r"(`{3,})[a-z]*\n.*?\n\1", "", text, flags=re.S)
     prose = re.sub(r"`[^`\n]*`", "", prose)
     assert "<" not in prose
-    assert "&lt;script&gt;" in prose and "&lt;b onclick\\=evil\\(\\)&gt;" in prose
+    assert "&lt;script&gt;" in prose and "&lt;b onclick=evil()&gt;" in prose
     assert '```json\n{\n "k": "<script>' in text  # tool arguments are fenced, readable
     assert "\n```\nfenced\n```\n" in text  # the model's own Markdown stays Markdown
     assert text.count("## ") == 4
@@ -173,3 +173,70 @@ def test_markdown_shows_tool_output_and_prompts_as_the_session_holds_them(tmp_pa
     )
     paragraphs, _, headings = _rendered_text(markdown)
     assert prompt in paragraphs and len(headings) == 1
+
+
+def test_markdown_escapes_only_what_would_make_markdown(tmp_path: Path) -> None:
+    plain = "pinb/offline-demo ran word_count (3.5 s); it's fine: x.y, a-b!"
+    marked = "*not bold* _nor this_ [no link](x) `no code` | ~~no strike~~ $no maths$"
+    starts = "# no heading\n- no item\n1. no number\n+ no plus\n==="
+    s = Session.create("/x", tmp_path)
+    for text in (plain, marked, starts):
+        s.append_message(user(text))
+    text = export_markdown(s)
+    assert plain in text  # nothing in it makes Markdown: no backslash at all
+    paragraphs, code, headings = _rendered_text(text)
+    assert {plain, marked, starts} <= set(paragraphs)
+    assert len(headings) == 1 + 3 and not code
+
+
+def test_every_entry_kind_is_drawn_a_system_prompt_included(tmp_path: Path) -> None:
+    s = Session.create("/x", tmp_path)
+    tool = {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}
+    s.append_message(
+        {
+            "role": "system",
+            "content": "",
+            "sections": {"preamble": "You are a careful coding agent.", "rules": None},
+            "toolsAdded": [tool],
+            "timestamp": 1,
+        }
+    )
+    s.append_message(user("hi"))
+    body = " ".join(_parse(export_html(s)).text)
+    assert "You are a careful coding agent." in body and "read: Read a file" in body
+    text = export_markdown(s)
+    assert "You are a careful coding agent." in text and "section rules" in text
+
+
+def test_the_export_magic_writes_next_to_the_notebook_or_where_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.io import capture_output
+
+    notebook_folder = tmp_path / "notebooks"
+    notebook_folder.mkdir()
+    monkeypatch.chdir(notebook_folder)  # JupyterLab starts the kernel in the notebook's folder
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "pinb")
+    magics = ip.magics_manager.registry["PiMagics"]
+    session = Session.create(tmp_path / "project", tmp_path / "sessions")
+    session.append_message(user("pinb/offline-demo said word_count is fine"))
+    session.append_message(assistant("Yes.", total=5))
+    saved = magics.session
+    magics.session = session
+    try:
+        with capture_output() as shown:
+            ip.run_line_magic("pi", "export md")
+        written = list(notebook_folder.glob("*.md"))
+        assert len(written) == 1 and f"wrote {written[0].resolve()}" in shown.stdout
+        assert "pinb/offline-demo said word_count is fine" in written[0].read_text()
+        elsewhere = tmp_path / "out"
+        elsewhere.mkdir()
+        with capture_output():
+            ip.run_line_magic("pi", f"export html -o {elsewhere}")
+            ip.run_line_magic("pi", f"export html -o {elsewhere / 'named.html'} --tree")
+        assert len(list(elsewhere.glob("*.html"))) == 2 and (elsewhere / "named.html").is_file()
+        assert not list(tmp_path.glob("*.html")) and len(list(notebook_folder.iterdir())) == 1
+    finally:
+        magics.session = saved

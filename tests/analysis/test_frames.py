@@ -143,7 +143,9 @@ def test_sessions_frame_of_the_conformance_cases() -> None:
         row = frame.set_index("path").loc[str(path)]
         assert row["entries"] == len(session.entries)
         assert row["compactions"] == sum(e.type == "compaction" for e in session.entries)
-        leaves = sum(1 for e in session.entries if not session.children(e.id) and not e.is_navigation)
+        leaves = sum(
+            1 for e in session.entries if not session.children(e.id) and not e.is_navigation
+        )
         assert row["leaves"] == leaves
 
 
@@ -153,3 +155,19 @@ def test_session_paths_accepts_globs_and_lists(tmp_path: Path) -> None:
     assert len(session_paths(str(tmp_path / "*" / "*.jsonl"))) == 2
     assert len(session_paths([tmp_path / "a", tmp_path / "b"])) == 2
     assert session_paths(tmp_path / "missing") == []
+
+
+def test_a_failing_check_run_is_an_exit_code_not_a_tool_failure(tmp_path: Path) -> None:
+    from pinb.testing.story import write_story_session
+
+    story = write_story_session(tmp_path)
+    calls = tool_calls_frame(story)
+    bash = calls[calls.tool_name == "bash"]
+    # The story's check runs fail before the fixes: Pi flags them isError, exit code 1.
+    failing = bash[bash.is_error.astype(bool)]
+    assert len(failing) > 0 and set(failing.exit_code) == {1}
+    assert not failing.tool_failed.astype(bool).any()
+    assert set(bash[~bash.is_error.astype(bool)].exit_code) == {0}
+    others = calls[calls.tool_name != "bash"]
+    assert others.exit_code.isna().all()
+    assert (others.tool_failed.astype(bool) == others.is_error.astype(bool)).all()

@@ -290,7 +290,7 @@ def test_what_if_is_the_core_planners_cut_for_each_setting(tmp_path: Path) -> No
     s = Session.create("/p", tmp_path)
     tool_turns(s, 4)
     settings = [CompactionSettings(keep_recent_tokens=k) for k in (300, 1000, 2500)]
-    result = what_if(s, settings=settings)
+    result = what_if(s, settings=settings, current=False)
     assert [r.settings for r in result.rows] == settings
     path = s.path_to()
     for row, setting in zip(result.rows, settings, strict=True):
@@ -303,6 +303,7 @@ def test_what_if_is_the_core_planners_cut_for_each_setting(tmp_path: Path) -> No
         assert row.entries_summarized == len(set(summarized))
         assert row.messages_summarized == len(summarized)
         assert row.entries_kept == len(planned.kept_entries)
+        assert row.keep_used == setting.keep_recent_tokens and not row.keep_note
         kept = chars4([e.message for e in planned.kept_entries if e.message])
         assert row.kept_tokens == kept
         assert row.summarized_tokens == chars4(s.build_context().messages) - kept
@@ -316,7 +317,9 @@ def test_what_if_at_a_compactions_parent_replays_the_recorded_cut(tmp_path: Path
     for entry in (e for e in session.entries if e.type == "compaction"):
         # The story compacted with the offline summarizer: the replay writes the same summary.
         summarizer = ExtractiveSummarizer()
-        (row,) = what_if(session, entry.parent_id, [fitted], summarizer=summarizer).rows
+        (row,) = what_if(
+            session, entry.parent_id, [fitted], summarizer=summarizer, current=False
+        ).rows
         assert row.first_kept_entry_id == entry.raw["firstKeptEntryId"]
         assert row.summary == entry.raw["summary"]
         assert row.after_tokens == record_of(ledger.records, entry.id).after_estimate
@@ -349,19 +352,29 @@ def test_what_if_grid_defaults_and_nothing_to_compact(tmp_path: Path) -> None:
     s = Session.create("/p", tmp_path)
     tool_turns(s, 2)
     grid = what_if(s, keep_recent_tokens=(500, 900), reserve_tokens=(1000, 2000))
-    assert [(r.settings.keep_recent_tokens, r.settings.reserve_tokens) for r in grid.rows] == [
+    assert [r.label for r in grid.rows] == ["current settings", "", "", "", ""]
+    assert [(r.settings.keep_recent_tokens, r.settings.reserve_tokens) for r in grid.rows[1:]] == [
         (500, 1000), (500, 2000), (900, 1000), (900, 2000),
     ]  # fmt: skip
     defaults = what_if(s, context_window=4000)
-    assert [r.settings.keep_recent_tokens for r in defaults.rows] == [500, 1000, 2000]
+    # The settings in force (Pi's defaults fitted to the window), then half and twice the keep.
+    assert [r.settings.keep_recent_tokens for r in defaults.rows] == [1000, 500, 2000]
+    assert defaults.current is defaults.rows[0]
     tiny = Session.in_memory("/p")
     tiny.append_message(user("hi"))
-    (nothing,) = what_if(tiny, settings=[CompactionSettings()]).rows
+    (nothing,) = what_if(tiny, settings=[CompactionSettings()], current=False).rows
     assert nothing.nothing is not None and nothing.first_kept_entry_id is None
+    # A column with nothing to compact has no figures: no zeros that read as a plan.
+    figures = ("entries_kept", "entries_summarized", "messages_kept", "kept_tokens", "keep_used")
+    assert all(getattr(nothing, name) is None for name in figures)
     compact(s, ExtractiveSummarizer(), settings=CompactionSettings(keep_recent_tokens=500))
     at_compaction = what_if(s)
     assert all(r.nothing and "Already compacted" in r.nothing for r in at_compaction.rows)
-    assert "Already compacted" in at_compaction.to_text()
+    text = at_compaction.to_text()
+    assert "Already compacted" in text and at_compaction.leaf_is_compaction
+    assert f"--leaf {at_compaction.parent_id}" in text
+    kept_line = next(line for line in text.splitlines() if line.startswith("entries kept"))
+    assert not any(ch.isdigit() for ch in kept_line), kept_line
 
 
 def test_the_views_escape_session_text(tmp_path: Path) -> None:

@@ -418,3 +418,51 @@ def test_one_reader_of_pi_settings_serves_compaction_and_retry(
     assert settings.reserve_tokens == 1000 and retry.max_retries == 5
     broken.write_text(json.dumps({"retry": {"maxRetries": 1}}))
     assert load_retry_policy(tmp_path).max_retries == 1  # the project's layer wins
+
+
+def _check_run(call_id: str, output: str, *, error: bool) -> list[dict[str, Any]]:
+    """An assistant message calling ``bash`` and its result."""
+    call = {
+        "type": "toolCall",
+        "id": call_id,
+        "name": "bash",
+        "arguments": {"command": "python3 check.py"},
+    }
+    return [
+        {"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 2},
+        {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": "bash",
+            "content": [{"type": "text", "text": output}],
+            "isError": error,
+            "timestamp": 3,
+        },
+    ]
+
+
+def _section(summary: str, heading: str) -> list[str]:
+    lines = summary.split(f"\n{heading}\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return [line for line in lines if not line.startswith("#")]
+
+
+def test_a_blocker_is_what_failed_last_never_a_passing_line() -> None:
+    # A failing check run prints its passes first; the blocker is the failure it names.
+    first = "FAIL test_median_even: expected 2.5, got 3\nok test_median_odd\n\nCommand exited with code 1"
+    second = (
+        "ok test_median_even\nok test_median_odd\nFAIL test_word_count: expected 6, got 8\n\n"
+        "Command exited with code 1"
+    )
+    messages = [
+        user("Why do the checks fail?"),
+        *_check_run("c1", first, error=True),
+        *_check_run("c2", second, error=True),
+    ]
+    summary = ExtractiveSummarizer().summarize("", messages=messages)
+    blocked = _section(summary, "### Blocked")
+    assert blocked == ["- ran `python3 check.py`: FAIL test_word_count: expected 6, got 8"]
+    assert not any("ok test" in line for line in summary.splitlines() if line.startswith("- "))
+    # The same command passing later resolves it: nothing is blocked any more.
+    passed = [*messages, *_check_run("c3", "ok test_word_count\n5 passed, 0 failed", error=False)]
+    summary = ExtractiveSummarizer().summarize("", messages=passed)
+    assert _section(summary, "### Blocked") == ["(none)"]

@@ -161,3 +161,33 @@ def test_the_branch_summary_lists_its_files_once(tmp_path: Path) -> None:
     text = summary.raw["summary"]
     assert text.count("<modified-files>") == 1 and text.count("<read-files>") == 1
     assert summary.raw["details"]["modifiedFiles"] == ["textstats/core.py"]
+
+
+def test_a_story_of_the_same_seed_beside_the_variations_has_an_id_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # Notebook 06 writes 40 variations, then the whole story with seed 7 into one folder.
+    sessions = write_story_sessions(tmp_path, 10)
+    story = write_story_session(tmp_path / "--home-dev-textstats--", seed=7)
+    assert len({s.id for s in [*sessions, story]}) == 11
+    again = write_story_session(tmp_path / "again", seed=7)
+    assert again.id == story.id  # still the same file for the same story
+
+
+def test_a_small_window_is_a_local_models_and_models_json_says_which(tmp_path: Path) -> None:
+    import json
+
+    from pinb.testing.story import local_model, models_json
+
+    session = write_story_session(tmp_path, context_window=4_096)
+    model = session.current_context().model or {}
+    assert f"{model['provider']}/{model['modelId']}" == local_model(4_096)
+    costs = [e.message["usage"]["cost"]["total"] for e in session.entries if e.role == "assistant"]
+    assert costs and not any(costs)  # a local server costs nothing
+    declared = models_json([4_096, 5_000])["providers"]["ollama"]
+    assert {m["id"]: m["contextWindow"] for m in declared["models"]} == {
+        "textstats-coder-4096": 4_096,
+        "textstats-coder-5000": 5_000,
+    }
+    assert declared["api"] and declared["apiKey"]  # Pi 1.6 needs both
+    json.dumps(declared)

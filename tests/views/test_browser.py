@@ -374,6 +374,14 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
                 ".textContent?.includes('[tests pass here]')",
                 arg=ids["a4"],
             )
+            # The box shows the label the entry has, and another entry's own (none here).
+            assert page.locator(".pinb-label-text").input_value() == "tests pass here"
+            _row(page, ids["u2"]).click()
+            page.wait_for_function("() => document.querySelector('.pinb-label-text').value === ''")
+            _row(page, ids["a4"]).click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-label-text').value === 'tests pass here'"
+            )
 
             # Archive the branch-summary branch (off the path now), then bring it back.
             rows_before = int(widget.get_attribute("data-rows") or 0)
@@ -623,7 +631,8 @@ def test_wide_outputs_fit_their_cell(lab: tuple[str, str, Path]) -> None:
             # A long context pages: its first rows, those nearest the leaf, and how many more.
             context = page.locator(".pinb-view.pinb-context-path").first
             assert "more rows" in (context.text_content() or "")
-            # The what-if shows all three scenarios within the cell.
+            # The what-if shows the current settings and the other two within the cell (a
+            # scenario equal to the current settings is their column).
             what_if_view = page.locator(".pinb-view.pinb-what-if")
             cell_right = what_if_view.evaluate(
                 "v => v.closest('.jp-OutputArea-output').getBoundingClientRect().right"
@@ -745,7 +754,9 @@ def test_the_lab_command_opens_the_quickstart_and_no_tab_starts_unsaved(tmp_path
             raise
 
 
-def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tmp_path: Path) -> None:
+def test_explorer_actions_in_the_shipped_notebook(
+    lab: tuple[str, str, Path], tmp_path: Path
+) -> None:
     """Notebook 02 run as shipped: the explorer's actions work as it builds the widget, a
     label moves nothing, the file agrees, text stays whole at 80% and the tokens show."""
     import shutil
@@ -787,7 +798,9 @@ def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tm
             scroller_box = widget.locator(".pinb-tw-scroller").bounding_box()
             tokens_box = widget.locator(".pinb-tw-row .pinb-tw-tokens").first.bounding_box()
             assert scroller_box is not None and tokens_box is not None
-            assert tokens_box["x"] + tokens_box["width"] <= scroller_box["x"] + scroller_box["width"]
+            assert (
+                tokens_box["x"] + tokens_box["width"] <= scroller_box["x"] + scroller_box["width"]
+            )
 
             # Archive is greyed out on the active path, and says why.
             _row(widget, here).click()
@@ -804,7 +817,7 @@ def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tm
             widget.locator(".pinb-label-text").fill("checked by hand")
             widget.locator(".pinb-label").click()
             page.wait_for_function(
-                "([el, id]) => el.textContent === `Label of ${id} set.`",
+                "([el, id]) => el.textContent === `Label of ${id} set to “checked by hand”.`",
                 arg=[status.element_handle(), here],
             )
             assert "◀ continues here" in (_row(widget, here).text_content() or "")
@@ -823,7 +836,7 @@ def test_explorer_actions_in_the_shipped_notebook(lab: tuple[str, str, Path], tm
             _row(widget, earlier).click()
             widget.locator(".pinb-summarize").click()
             page.wait_for_function(
-                "el => el.textContent.includes(\"written by pinb's offline extractive\")",
+                'el => el.textContent.includes("written by pinb\'s offline extractive")',
                 arg=status.element_handle(),
             )
             assert "pinb-tw-status-info" in (status.get_attribute("class") or "")

@@ -433,9 +433,9 @@ def test_a_note_every_row_shares_is_said_once(tmp_path: Path) -> None:
         assert everything.count(note) == runs.count(note)
     assert runs.count(covered) < statuses.count(covered)  # runs of them were said once
     html = view.to_html()
-    # Rows whose status repeats the row above show a ditto mark instead.
+    # Rows whose status repeats the row above say "as above" instead.
     sent = [r for r in view.context_rows if r.status == "sent"]
-    assert len(sent) > 3 and html.count(">sent<") < len(sent) and "〃" in html
+    assert len(sent) > 3 and html.count(">sent<") < len(sent) and ">as above<" in html
     # Long sections page: the first rows, those nearest the leaf, and how many more.
     everything = ContextPathView(story, max_rows=None).to_html()
     assert "more rows" not in everything

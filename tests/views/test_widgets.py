@@ -67,9 +67,11 @@ def test_clicking_a_row_updates_the_panels(demo: Demo, comms: list[Any]) -> None
     frontend_update(widget, tab="context_html")
     assert f"Context at leaf {target}" in widget.context_html
     frontend_update(widget, tab="compaction_html")
-    assert "A compaction from here would summarize nothing" in widget.compaction_html
+    # The plan %pi compact would carry out here, with the keep it would use.
+    assert "A dry run" in widget.compaction_html
+    assert "keepRecentTokens used" in widget.compaction_html
     frontend_update(widget, selected_id=demo.ids["a2"])  # the shown tab follows the selection
-    assert "A compaction from here" in widget.compaction_html
+    assert "A dry run" in widget.compaction_html or "nothing" in widget.compaction_html
     assert demo.ids["a2"] in widget.compaction_html or "nothing" in widget.compaction_html
     assert sum(len(c.messages) for c in comms) > sent_before  # panels synced to the browser
     assert widget.timings["select"] < 2
@@ -162,6 +164,23 @@ def test_archive_and_unarchive_from_the_widget(demo: Demo, comms: list[Any]) -> 
     assert any(e.raw.get("customType") == "pinb.archive" for e in s.entries)  # still recorded
     action(widget, action="unarchive", target=ids["u2"])
     assert "not archived" in widget.status
+
+
+def test_the_leaf_the_explorer_names_agrees_with_session_leaf_id(
+    demo: Demo, comms: list[Any]
+) -> None:
+    s, ids = demo.session, demo.ids
+    widget = SessionExplorer(s)
+    action(widget, action="archive", id=ids["u2"])
+    reopened = Session.open(s.require_path())
+    marker = reopened.entries[-1]
+    assert marker.raw.get("customType") == "pinb.archive" and reopened.leaf_id == marker.id
+    # The picture hides the marker: the leaf it names is the conversation's last entry,
+    # and it says which entry Session.leaf_id is.
+    assert widget.leaf == ids["a7"]
+    assert f"leaf {ids['a7']} (the conversation's last entry" in widget.summary
+    assert f"Session.leaf_id is {marker.id}" in widget.summary
+    assert f"Session.leaf_id is {marker.id}" in TreeView(reopened).summary()
 
 
 def test_search_by_id_and_text_pins_hits(comms: list[Any]) -> None:
@@ -323,7 +342,7 @@ def test_a_label_after_continue_here_moves_nothing_and_the_file_agrees(
     assert widget.graph is not None
     branches = widget.graph.branch_count
     action(widget, action="label", id=ids["u2"], text="worth keeping")
-    assert widget.status == f"Label of {ids['u2']} set."
+    assert widget.status == f"Label of {ids['u2']} set to “worth keeping”."
     assert widget.graph.branch_count == branches  # the label starts no branch
     # The conversation still continues at a4: the label is bookkeeping after it.
     continues = [r for r in widget.rows if r["isLeaf"]]
