@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .magics import PiMagics
@@ -36,17 +37,22 @@ def _show_figures(ipython: Any) -> None:
 
 
 def _has_figure_printer(formatter: Any) -> bool:
-    try:
-        from matplotlib.figure import Figure
+    # Asked without importing matplotlib (a second or more to load): until something has
+    # imported it, a printer for Figure can only be registered by name.
+    if "matplotlib.figure" not in sys.modules:
+        return ("matplotlib.figure", "Figure") in formatter.deferred_printers
+    from matplotlib.figure import Figure
 
+    try:
         formatter.lookup_by_type(Figure)
         return True
-    except (ImportError, KeyError):
+    except KeyError:
         return False
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Stop the user's Pi if a ``--engine pi`` cell started one (kernel exit does it too)."""
     magics = ipython.magics_manager.registry.get("PiMagics")
-    if magics is not None:
-        magics.pi_engine.close()
+    engine = getattr(magics, "_pi_engine", None)  # made at the first Pi cell, if any
+    if engine is not None:
+        engine.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...core import ExtractiveSummarizer, Session
 from ...errors import UsageError
 from .settings import MagicsBase, command_parser
 
@@ -33,6 +32,7 @@ class AnalysisCommands(MagicsBase):
 
     def _cmd_compare(self, args: list[str]) -> Any:
         from ...analysis.compare import compare_branches
+        from ...core import Session
 
         parser = command_parser("%pi compare")
         parser.add_argument("a")
@@ -51,33 +51,94 @@ class AnalysisCommands(MagicsBase):
         return compaction_ledger(" ".join(args) if args else self.current_session())
 
     def _cmd_whatif(self, args: list[str]) -> Any:
+        """The cut at the leaf under other settings; the first column is what ``%pi
+        compact`` will do (the same plan: settings, window, fitting and summarizer kind)."""
         from ...analysis.ledger import what_if
+        from ...core import ExtractiveSummarizer
+        from ...errors import PinbError
 
         parser = command_parser("%pi whatif")
         parser.add_argument("--keep", type=int, nargs="+", default=[], metavar="N")
         parser.add_argument("--reserve", type=int, nargs="+", default=[], metavar="N")
         parser.add_argument("--summarize", action="store_true", help="offline summaries too")
+        parser.add_argument("--offline", action="store_true", help="as %%pi compact --offline")
+        parser.add_argument("--leaf", help="replay at this entry (a compaction's parent)")
         opts = parser.parse_args(args)
         session = self.current_session()
-        window, _ = self._window(session)
+        leaf = self._entry_id(session, opts.leaf) if opts.leaf else None
+        if self.engine == "pi":
+            return self._pi_what_if(session, leaf, opts)
+        note = "the settings %pi compact uses, fitted to the window as it fits them"
+        try:
+            model, settings, window, source = self._compaction_inputs(session, opts.offline)
+        except PinbError as exc:  # no model: %pi compact needs --offline here
+            model, settings, window, source = self._compaction_inputs(session, True)
+            note += f"; no model to summarize with ({exc}), so as %pi compact --offline"
+        kind = "offline-extractive"
+        if model is not None:
+            kind = getattr(self._summarizer(model, settings), "name", None) or kind
         return what_if(
             session,
+            leaf,
             keep_recent_tokens=opts.keep,
             reserve_tokens=opts.reserve,
             summarizer=ExtractiveSummarizer() if opts.summarize else None,
             context_window=window,
+            window_source=source,
+            current=settings,
+            current_note=note,
+            compact_summarizer=kind,
+        )
+
+    def _pi_what_if(self, session: Any, leaf: str | None, opts: Any) -> Any:
+        """With the Pi engine ``%pi compact`` is Pi's: its settings as they are, its window,
+        its plan (no fitting of pinb's), its own model writing the summary."""
+        from ...analysis.ledger import what_if
+        from ...core import ExtractiveSummarizer
+
+        process = self.pi_engine.process
+        info = (process.state.get("model") if process is not None else None) or {}
+        window, source = info.get("contextWindow"), "Pi's model"
+        if self.context_window or not isinstance(window, int) or window <= 0:
+            window, source = self._window(session)
+        settings, _ = self._view_settings()  # Pi's own, as a Pi cell's footer shows them
+        return what_if(
+            session,
+            leaf,
+            keep_recent_tokens=opts.keep,
+            reserve_tokens=opts.reserve,
+            summarizer=ExtractiveSummarizer() if opts.summarize else None,
+            context_window=window,
+            window_source=source,
+            current=settings,
+            current_note="Pi's own settings as they are: the engine is pi, and Pi compacts",
+            fit=False,
+            compact_summarizer="Pi's model",
         )
 
     def _cmd_export(self, args: list[str]) -> None:
+        """Write the current branch as HTML, Markdown or a notebook: where ``-o`` says, else
+        next to the notebook (the kernel's folder, which JupyterLab sets to the notebook's)."""
         from ...analysis.export import default_export_path, write_export
 
-        if len(args) not in (1, 2) or args[0] not in ("html", "md", "ipynb"):
-            raise UsageError("usage: %pi export html|md|ipynb [PATH]")
+        parser = command_parser("%pi export")
+        parser.add_argument("format", choices=("html", "md", "ipynb"))
+        parser.add_argument("path", nargs="?", help="the file to write (same as -o)")
+        parser.add_argument("-o", "--output", help="the file, or a folder, to write to")
+        parser.add_argument("--tree", action="store_true", help="every branch, not the path")
+        opts = parser.parse_args(args)
+        if opts.path and opts.output:
+            raise UsageError("%pi export: give the file once (PATH or -o PATH)")
         session = self.current_session()
-        target = (
-            Path(args[1]).expanduser()
-            if len(args) == 2
-            else default_export_path(session, args[0], self._cwd())
-        )
-        write_export(session, args[0], target)
-        print(f"wrote {target}")
+        wanted = opts.output or opts.path
+        folder = self._cwd()  # the notebook's folder in JupyterLab
+        if wanted:
+            chosen = Path(wanted).expanduser()
+            target = (
+                default_export_path(session, opts.format, chosen) if chosen.is_dir() else chosen
+            )
+        else:
+            target = default_export_path(session, opts.format, folder)
+        write_export(session, opts.format, target, whole_tree=opts.tree)
+        where = "" if wanted else " (next to the notebook: the kernel's folder; -o PATH to choose)"
+        print(f"wrote {target.resolve()}{where}")

@@ -10,26 +10,25 @@ from __future__ import annotations
 import contextlib
 import difflib
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from ...agent import Agent, AgentConfig, AgentEnd
-from ...agent.recovery import load_retry_policy
-from ...core.accounting import thousands
 from ...errors import UsageError
-from ...llm import ChatModel
-from ..engine import ENGINES, ROUTED_COMMANDS, pi_cell, pi_command
 from ..interpolate import interpolate
-from ..live import AssistantReply, LiveRun, RunFailedError
-from ..terminal import TerminalRun
 from .analysis import AnalysisCommands
+from .compactions import CompactionsCommands
 from .memory import MemoryCommands
 from .model import ModelCommands
 from .sessions import SessionCommands
-from .settings import command_parser, warn
+from .settings import ENGINES, command_parser, warn
 from .views import ViewCommands
+
+# The agent, the engine and the live display load with the first cell (see .settings).
+if TYPE_CHECKING:
+    from ...llm import ChatModel
+    from ..live import AssistantReply
 
 __all__ = ["COMMANDS_HELP", "PiMagics"]
 
@@ -46,10 +45,11 @@ COMMANDS_HELP = """\
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
-%pi compact [--offline] [INSTRUCTIONS]   compact now
+%pi compact [--offline] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first)
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
-%pi whatif [--keep N ...] [--reserve N ...] [--summarize]   replay the cut at the leaf
+%pi compactions [PATH] [--id ID]  what each compaction's summary kept of the span it replaced (lost first)
+%pi whatif [--keep N ...] [--reserve N ...] [--summarize] [--offline] [--leaf ID]   what %pi compact will do, and under other settings
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
 %pi fork [ID] [--stay]           fork before user message ID (or clone the branch) into a new file, then continue there (--stay: keep the current session)
 %pi label ID TEXT                label an entry ("" clears)
@@ -60,7 +60,7 @@ COMMANDS_HELP = """\
 %pi model --fit-pi               fit Pi's compaction settings to its model's small window
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
-%pi export html|md|ipynb [PATH]  export the current branch (default: a file named after the session)
+%pi export html|md|ipynb [-o PATH] [--tree]  export the branch (default: next to the notebook)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
 %pi rm FILE                      move a session to the trash (refused while someone holds it)
@@ -68,7 +68,14 @@ COMMANDS_HELP = """\
 
 
 @magics_class
-class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, ModelCommands):
+class PiMagics(
+    SessionCommands,
+    ViewCommands,
+    AnalysisCommands,
+    CompactionsCommands,
+    MemoryCommands,
+    ModelCommands,
+):
     """Run Pi conversations in cells and inspect the session they write."""
 
     # -- %%pi -----------------------------------------------------------------------------
@@ -104,6 +111,8 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
                     "({{ and }} write a brace; --no-interpolate sends the cell as it is)"
                 )
         if (args.engine or self.engine) == "pi":
+            from ..engine import pi_cell
+
             options = ["--no-tools"] * args.no_tools + ["--tool-choice"] * bool(args.tool_choice)
             return pi_cell(self, prompt, args.model, built_in_options=options)
         model = self.current_model(args.model)
@@ -134,10 +143,16 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
             The run ended in an error (after its retries): said once, in one line, and
             raised so that a script stops with a non-zero exit status.
         """
+        from ...agent import Agent, AgentConfig, AgentEnd
+        from ...agent.recovery import load_retry_policy
+        from ...core.accounting import thousands
+        from ...memory import default_db_path, memory_prompt_section
+        from ..live import AssistantReply, LiveRun, RunFailedError
+        from ..terminal import TerminalRun
+
         session = self.current_session()
         settings = self._settings()
         append = None
-        from ...memory import default_db_path, memory_prompt_section
 
         if default_db_path().exists():  # injection is switched on per project in the store
             append = memory_prompt_section(project=None, query=prompt)
@@ -218,6 +233,8 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
+        if self.engine == "pi":
+            from ..engine import ROUTED_COMMANDS, pi_command
         pinb_options = {"--save", "--fit-pi", "--discover"}  # pinb's own, whatever the engine
         if self.engine == "pi" and command in ROUTED_COMMANDS and not pinb_options & set(rest):
             return pi_command(self, command, rest)
@@ -228,7 +245,9 @@ class PiMagics(SessionCommands, ViewCommands, AnalysisCommands, MemoryCommands, 
 
     def _follow_session(self) -> None:
         """Close the user's Pi when the current session is no longer the file it has open."""
-        engine = self.pi_engine
+        engine = self._pi_engine
+        if engine is None:  # no Pi cell ran: nothing to close
+            return
         path = self.session.path if self.session is not None else None
         if engine.session_file is not None and (
             path is None or path.resolve() != engine.session_file

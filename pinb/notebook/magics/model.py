@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from ...agent.tools import all_tools
 from ...errors import UsageError
-from ...llm import THINKING_LEVELS, display_url
-from ..models import choose_model, discover_local_servers, discovery_report
 from .settings import MagicsBase, command_parser
 
 __all__ = ["ModelCommands"]
@@ -15,6 +12,9 @@ class ModelCommands(MagicsBase):
     """Commands that choose the model, thinking level and tools."""
 
     def _cmd_model(self, args: list[str]) -> None:
+        from ...llm import display_url
+        from ..models import choose_model, discover_local_servers, discovery_report
+
         parser = command_parser("%pi model")
         parser.add_argument("spec", nargs="?")
         parser.add_argument("--base-url")
@@ -100,12 +100,16 @@ class ModelCommands(MagicsBase):
         )
 
     def _cmd_thinking(self, args: list[str]) -> None:
+        from ...llm import THINKING_LEVELS
+
         if len(args) != 1 or args[0] not in THINKING_LEVELS:
             raise UsageError(f"usage: %pi thinking {'|'.join(THINKING_LEVELS)}")
         self.thinking = args[0]
         print(f"thinking level for the next runs: {self.thinking}")
 
     def _cmd_tools(self, args: list[str]) -> None:
+        from ...agent.tools import all_tools
+
         enabled = list(self.tools)
         known = {t.name for t in all_tools()} | {
             "python",

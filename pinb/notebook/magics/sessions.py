@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...agent.compact import compact_to_fit
-from ...core import ExtractiveSummarizer, Session, navigate
-from ...core.describe import plural
-from ...core.forks import clone_session, fork_session
-from ...core.listing import list_all_sessions, list_sessions
 from ...errors import UsageError
 from .settings import MagicsBase, command_parser
+
+if TYPE_CHECKING:  # the commands import what they use (see .settings)
+    from ...core import Session
 
 __all__ = ["SessionCommands"]
 
@@ -29,6 +27,8 @@ class SessionCommands(MagicsBase):
         parser = command_parser("%pi new")
         parser.add_argument("--cwd")
         opts = parser.parse_args(args)
+        from ...core import Session
+
         cwd = Path(opts.cwd).expanduser() if opts.cwd else self._cwd()
         self.session = Session.create(cwd, self.sessions_dir or None)
         path = self.session.require_path()
@@ -37,6 +37,8 @@ class SessionCommands(MagicsBase):
         print(f"new session {self.session.id}: {path.name}, written at its first reply")
 
     def _cmd_open(self, args: list[str]) -> None:
+        from ...core.describe import plural
+
         if len(args) != 1:
             raise UsageError("usage: %pi open PATH")
         self.session = self._open(args[0])
@@ -46,6 +48,7 @@ class SessionCommands(MagicsBase):
         )
 
     def _cmd_resume(self, args: list[str]) -> None:
+        from ...core.describe import plural
         from ...core.listing import most_recent_session
 
         if args:
@@ -74,6 +77,7 @@ class SessionCommands(MagicsBase):
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--search")
         opts = parser.parse_args(args)
+        from ...core.listing import list_all_sessions, list_sessions
         from ..progress import NotebookProgress
 
         folder, _ = self._sessions_folder()  # the current session's, as resume uses
@@ -89,28 +93,38 @@ class SessionCommands(MagicsBase):
         return SessionListView(infos)
 
     def _cmd_compact(self, args: list[str]) -> Any:
+        import dataclasses
+
+        from ...agent.compact import FittedSummarizer, fit_summarizer
+        from ...core import ExtractiveSummarizer
+        from ...core.operations import compact, plan_to_fit
+        from ...errors import NothingToCompactError
+        from ...llm.limits import limit_margin
         from ...views import CompactionView
 
         offline = "--offline" in args
         instructions = " ".join(a for a in args if a != "--offline") or None
-        model = self.current_model() if not offline else None
-        # Offline compaction writes no request, but plans for the window of the model in
-        # use all the same (else a small window keeps everything: "nothing to compact").
-        settings = self._fitted(model if model is not None else self._model)
-        summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         session = self.current_session()
-        planned = model if model is not None else self._model
-        report = compact_to_fit(  # Pi's plan; a smaller keep when that plan keeps everything
-            session,
-            summarizer,
-            instructions,
-            settings,
-            context_window=planned.info.context_window if planned is not None else None,
+        # Offline compaction writes no request, but plans for the window every view shows
+        # all the same (else a small window keeps everything: "nothing to compact").
+        model, settings, window, source = self._compaction_inputs(session, offline)
+        # The one plan, which `%pi whatif` shows as its "current settings" column.
+        plan = plan_to_fit(
+            session, settings, context_window=window, margin=limit_margin(window) if window else 0
         )
-        window, source = self._window(session, model)
+        if plan.report is None:
+            raise NothingToCompactError(plan.nothing or "Nothing to compact")
+        summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
+        fitted = fit_summarizer(summarizer, window)
+        if plan.summary_tokens and isinstance(fitted, FittedSummarizer):
+            fitted.max_summary_tokens = plan.summary_tokens
+        report = compact(session, fitted, instructions, plan.used)
+        report = dataclasses.replace(report, keep_note=plan.keep_note)
         return CompactionView(report, session, context_window=window, window_source=source)
 
     def _cmd_goto(self, args: list[str]) -> Any:
+        from ...core import ExtractiveSummarizer, navigate
+
         parser = command_parser("%pi goto")
         parser.add_argument("id")
         parser.add_argument("--summarize", nargs="*", default=None, metavar="INSTRUCTIONS")
@@ -146,6 +160,9 @@ class SessionCommands(MagicsBase):
         return None
 
     def _cmd_fork(self, args: list[str]) -> None:
+        from ...core.describe import plural
+        from ...core.forks import clone_session, fork_session
+
         parser = command_parser("%pi fork")
         parser.add_argument("id", nargs="?")
         switch = parser.add_mutually_exclusive_group()

@@ -10,29 +10,27 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from IPython.core.magic import Magics
 from traitlets import Bool, Enum, Int, List, Unicode, observe
 
-from ...agent.tools import all_tools
-from ...core import (
-    CompactionSettings,
-    ExtractiveSummarizer,
-    ModelSummarizer,
-    Session,
-    load_compaction_settings,
-)
-from ...core.accounting import ContextUsage, context_usage
-from ...core.writers import SessionHold, describe_process
 from ...errors import EntryNotFoundError, PinbError, SessionFileError, UsageError
-from ...llm import ChatModel
-from ...llm.offline import OfflineDemoModel
-from ..engine import ENGINES, PiEngine
-from ..models import choose_model
-from ..python_tool import PythonTool
 
-__all__ = ["MagicsBase", "command_parser", "warn"]
+# What the commands use is imported where they use it: `%load_ext pinb` loads the magics
+# alone, and the session, the agent and the views come with the first command needing them.
+if TYPE_CHECKING:
+    from ...core import CompactionSettings, Session
+    from ...core.accounting import ContextUsage
+    from ...core.writers import SessionHold
+    from ...llm import ChatModel
+    from ..engine import PiEngine
+
+__all__ = ["ENGINES", "MagicsBase", "command_parser", "warn"]
+
+#: Who runs ``%%pi`` cells (``pinb.notebook.engine.ENGINES`` names the same two; the
+#: setting needs them before the engine's module is loaded).
+ENGINES = ("pinb", "pi")
 
 
 def warn(text: str) -> None:
@@ -110,12 +108,21 @@ class MagicsBase(Magics):
         self._observe = False
         #: Server URLs chosen with ``%pi model --base-url``, by provider.
         self.base_urls: dict[str, str] = {}
-        #: The user's Pi for ``--engine pi`` cells (started at the first one).
-        self.pi_engine = PiEngine(lambda: self.pi_command, settings=self._settings)
+        self._pi_engine: PiEngine | None = None
 
     @observe("thinking")
     def _thinking_changed(self, change: Any) -> None:
         self.thinking_chosen = True
+
+    @property
+    def pi_engine(self) -> PiEngine:
+        """The user's Pi for ``--engine pi`` cells (made at first use, started at the first
+        Pi cell)."""
+        if self._pi_engine is None:
+            from ..engine import PiEngine
+
+            self._pi_engine = PiEngine(lambda: self.pi_command, settings=self._settings)
+        return self._pi_engine
 
     # -- state ----------------------------------------------------------------------------
 
@@ -140,6 +147,8 @@ class MagicsBase(Magics):
             hold.release()
             self._hold = None
         if path is not None and path.exists():
+            from ...core.writers import SessionHold, describe_process
+
             self._hold = SessionHold(path, f"{describe_process()} (its current session)")
             self._hold.acquire()
 
@@ -159,6 +168,8 @@ class MagicsBase(Magics):
             raise SessionFileError(
                 f"{what}; %pi sessions lists the current folder's sessions", path=target
             )
+        from ...core import Session
+
         return Session.open(target)
 
     def _sessions_folder(self) -> tuple[Path, Path]:
@@ -184,6 +195,8 @@ class MagicsBase(Magics):
         session = self.session
         if session is None:
             folder = self.sessions_dir or None
+            from ...core import Session
+
             self.session = session = Session.create(self._cwd(), folder)
         else:
             # Another program may have appended (pi in a terminal): every command sees it.
@@ -197,6 +210,8 @@ class MagicsBase(Magics):
         resolved through ``models.json`` with its window), else the first configured."""
         wanted = spec or self.model or self._model_spec or self._recorded_model()
         if self._model is None or wanted != self._model_spec:
+            from ..models import choose_model
+
             self._model = choose_model(wanted, base_urls=self.base_urls)
             self._model_spec = wanted
         info = self._model.info
@@ -228,6 +243,8 @@ class MagicsBase(Magics):
     def _settings(self) -> CompactionSettings:
         # Pi reads the project's .pi/settings.json where the session runs (as `pinb` does).
         folder = self._session_cwd(self.session) if self.session is not None else self._cwd()
+        from ...core import load_compaction_settings
+
         settings = load_compaction_settings(folder)
         if not self.auto_compact:
             from dataclasses import replace
@@ -260,14 +277,36 @@ class MagicsBase(Magics):
             settings = settings.for_model(model.info.provider, model.info.id)
         return settings
 
-    def _context_usage(self, session: Session, model: ChatModel | None = None) -> ContextUsage:
-        """The context's size by Pi's measure, with the window and threshold in force."""
+    def _view_settings(self) -> tuple[CompactionSettings, bool]:
+        """The settings the views account with, and whether to fit them to the window.
+
+        With Pi as the engine (``%config PiMagics.engine = "pi"``) Pi compacts, with its
+        settings as they are (its model's override applied): the views show Pi's
+        threshold, as a Pi cell's footer does. Otherwise pinb's agent's, fitted.
+        """
+        if self.engine != "pi":
+            return self._account_settings(), True
+        settings = self._settings()
+        process = self.pi_engine.process
+        info = (process.state.get("model") if process is not None else None) or {}
+        if info.get("provider"):
+            settings = settings.for_model(str(info.get("provider")), str(info.get("id")))
+        return settings, False
+
+    def _context_usage(
+        self, session: Session, model: ChatModel | None = None, *, fit: bool = True
+    ) -> ContextUsage:
+        """The context's size by Pi's measure, with the window and threshold in force
+        (``fit=False``: Pi's settings as they are, the Pi engine's threshold)."""
         window, source = self._window(session, model)
+        from ...core.accounting import context_usage
+
         return context_usage(
             session.current_context(),  # read only: no copy of a long path per cell
             window=window,
             window_source=source,
             settings=self._account_settings(model),
+            fit=fit,
         )
 
     def _fitted(self, model: ChatModel | None) -> CompactionSettings:
@@ -278,9 +317,29 @@ class MagicsBase(Magics):
             return self._settings()
         return self._account_settings(model).fit_window(model.info.context_window)
 
+    def _compaction_inputs(
+        self, session: Session, offline: bool
+    ) -> tuple[ChatModel | None, CompactionSettings, int | None, str]:
+        """What ``%pi compact`` plans with, and ``%pi whatif`` replays as "current settings".
+
+        ``(model, settings, window, source)``: the model whose summarizer writes (``None``:
+        offline), the settings in force for the model in use fitted to the window, and the
+        window every view shows (:meth:`_window`), so a compaction and its what-if are one
+        plan.
+        """
+        model = None if offline else self.current_model()
+        planned = model if model is not None else self._model
+        window, source = self._window(session, planned)
+        settings = self._account_settings(planned).fit_window(window)
+        return model, settings, window, source
+
     def _summarizer(
         self, model: ChatModel, settings: CompactionSettings, offline: bool = False
     ) -> Any:
+        from ...core import ExtractiveSummarizer, ModelSummarizer
+        from ...llm.offline import OfflineDemoModel
+        from ..models import choose_model
+
         if offline or isinstance(model, OfflineDemoModel):
             return ExtractiveSummarizer()
         if settings.summary_model:
@@ -293,6 +352,9 @@ class MagicsBase(Magics):
         return MemoryObserver(self._summarizer(model, settings), cwd=self._cwd())
 
     def _tool_objects(self) -> list[Any]:
+        from ...agent.tools import all_tools
+        from ..python_tool import PythonTool
+
         by_name = {tool.name: tool for tool in all_tools()}  # they run in the session's cwd
         chosen: list[Any] = []
         for name in self.tools:

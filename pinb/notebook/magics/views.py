@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core import UNSET
 from .settings import MagicsBase, command_parser
 
 __all__ = ["ViewCommands"]
@@ -39,6 +38,7 @@ class ViewCommands(MagicsBase):
         )
 
     def _cmd_context(self, args: list[str]) -> Any:
+        from ...core import UNSET
         from ...views import ContextPathView
 
         parser = command_parser("%pi context")
@@ -47,16 +47,30 @@ class ViewCommands(MagicsBase):
         session = self.current_session()
         leaf = self._entry_id(session, opts.leaf) if opts.leaf else UNSET
         window, source = self._window(session)
+        settings, fit = self._view_settings()  # the Pi engine's threshold is Pi's own
         return ContextPathView(
             session,
             leaf,
             context_window=window,
             window_source=source,
-            settings=self._account_settings(),
+            settings=settings,
+            fit=fit,
         )
 
     def _cmd_tokens(self, args: list[str]) -> Any:
+        from ...core.accounting import context_usage
         from ...views import ContextBreakdown
 
         session = self.current_session()
-        return ContextBreakdown(session, usage=self._context_usage(session))
+        if self.engine != "pi":
+            return ContextBreakdown(session, usage=self._context_usage(session))
+        window, source = self._window(session)
+        settings, _ = self._view_settings()
+        usage = context_usage(
+            session.current_context(),
+            window=window,
+            window_source=source,
+            settings=settings,
+            fit=False,
+        )
+        return ContextBreakdown(session, usage=usage)
