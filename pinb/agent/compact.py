@@ -9,13 +9,10 @@ they are. Around them, for the agent and ``%pi compact``:
   so far (Pi's update prompt); one message too long for a pass is cut in its middle; and
   when even that cannot work (more than `MAX_PASSES` passes, or no room at all) the
   extractive summarizer writes it, saying so in its first line.
-- `fit_budget` sizes the summary and the kept messages so that, beside the system prompt
-  and tools (which no compaction shrinks), they end below the threshold on a small window.
-- `compact_to_fit` compacts as Pi would; when Pi's plan keeps everything but the context
-  is over the window, or the user asked, it plans again with Pi's planner and a smaller
-  ``keepRecentTokens``: first the size of the last user turn (so everything before that
-  turn is summarized), then halving down to 1 token (Pi's rules then split the turn
-  where they allow).
+- `compact_to_fit` compacts on the one plan every command and view shows
+  (`pinb.core.operations.plan_to_fit`: Pi's cut, the keep fitted so that beside the system
+  prompt and tools the compaction ends below the threshold, a smaller keep when Pi's own
+  keeps everything), with its summary request fitted.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from typing import Any
 
 from ..core import Session
 from ..core.compaction import serialize_conversation
-from ..core.operations import compact
+from ..core.operations import compact, plan_to_fit, summary_cap
 from ..core.reports import CompactionReport
 from ..core.summarize import (
     SUMMARIZER_SYSTEM_PROMPT,
@@ -37,11 +34,11 @@ from ..core.summarize import (
     SummaryKind,
     build_prompt,
 )
-from ..core.tokens import CompactionSettings, estimate_tokens
+from ..core.tokens import CompactionSettings
 from ..errors import NothingToCompactError, SummaryCutError
 from ..llm.limits import limit_margin
 
-__all__ = ["MAX_PASSES", "FittedSummarizer", "compact_to_fit", "fit_budget", "fit_summarizer"]
+__all__ = ["MAX_PASSES", "FittedSummarizer", "compact_to_fit", "fit_summarizer"]
 
 log = logging.getLogger("pinb.agent")
 
@@ -54,11 +51,6 @@ _FILL = 0.85
 
 def _tokens(text: str) -> int:
     return -(-len(text) // 4)
-
-
-def summary_cap(window: int) -> int:
-    """The longest summary asked for on ``window``: a quarter of it (at least 64 tokens)."""
-    return max(64, window // 4)
 
 
 def _cut_middle(text: str, chars: int) -> str:
@@ -250,99 +242,38 @@ def compact_to_fit(
     reason: str = "manual",
     context_window: int | None = None,
 ) -> CompactionReport:
-    """`pinb.core.operations.compact`, with requests that fit and a plan that finds work.
+    """Compact on the one plan (:func:`pinb.core.operations.plan_to_fit`), with summary
+    requests that fit the window.
 
-    When Pi's plan keeps everything, the plan is made again with ``keepRecentTokens``
-    halved, down to 1, if the compaction was asked for (``reason="manual"``) or the
-    context is larger than the window's threshold. The compaction entry is Pi's, with
-    the ``firstKeptEntryId`` Pi's planner chose for those settings.
+    The plan is the one ``%pi whatif`` shows as its "current settings" column and ``%pi
+    compact`` carries out: Pi's cut, pinb's keep fitted to a small window, and, when Pi's
+    plan keeps everything but the compaction was asked for or the context is over the
+    threshold, a smaller ``keepRecentTokens``. The compaction entry is Pi's, with the
+    ``firstKeptEntryId`` Pi's planner chose; the report says the keep it used.
 
     Raises
     ------
     NothingToCompactError
         Even a plan keeping only the last message summarizes nothing.
     """
-    settings = settings or CompactionSettings()
-    settings, summary_cap = fit_budget(session, settings, context_window)
-    fitted = fit_summarizer(summarizer, context_window)
-    if summary_cap and isinstance(fitted, FittedSummarizer):
-        fitted.max_summary_tokens = summary_cap
-    try:
-        return compact(session, fitted, instructions, settings, reason=reason)
-    except NothingToCompactError as exc:
-        if reason != "manual" and not _over_threshold(session, settings, context_window):
-            raise
-        first = exc  # says why with the user's own keepRecentTokens
-    # First the keep that cuts right before the last user turn, then ever smaller ones.
-    keeps = [_last_turn_tokens(session)]
-    keep = settings.keep_recent_tokens
-    while keep > 1:
-        keep = max(1, keep // 2)
-        keeps.append(keep)
-    for keep in dict.fromkeys(k for k in keeps if 0 < k < settings.keep_recent_tokens):
-        smaller = dataclasses.replace(settings, keep_recent_tokens=keep)
-        try:
-            report = compact(session, fitted, instructions, smaller, reason=reason)
-        except NothingToCompactError:
-            continue
-        log.info(
-            "compacted keeping %d recent tokens (settings: %d)", keep, settings.keep_recent_tokens
-        )
-        return report
-    raise first
-
-
-def fit_budget(
-    session: Session, settings: CompactionSettings, context_window: int | None
-) -> tuple[CompactionSettings, int | None]:
-    """Settings and a summary length with which a compaction ends below the threshold.
-
-    What stays after a compaction is the system prompt and tools (which no compaction
-    shrinks), the summary and the kept messages. On a small window the first can take
-    half of it: a summary of a quarter of the window beside a quarter kept would end
-    above the threshold, and the next prompt would compact again. When they do not fit,
-    the room left below the threshold is shared, a third for the summary and the rest
-    kept. Large windows are left to Pi's settings (``None``: no cap of pinb's).
-    """
-    if not context_window:
-        return settings, None
-    context = session.current_context()
-    system = context.system_message()
-    fixed = estimate_tokens(system, pi=context.pi) if system is not None else 0
-    room = int(settings.threshold(context_window)) - fixed - limit_margin(context_window)
-    if room <= 0 or settings.keep_recent_tokens + summary_cap(context_window) <= room:
-        return settings, None
-    summary = max(64, room // 3)
-    keep = max(1, room - summary)
-    log.info(
-        "compaction budget: %d tokens below the threshold beside %d of system prompt and "
-        "tools; summary up to %d, keeping %d",
-        room,
-        fixed,
-        summary,
-        keep,
+    plan = plan_to_fit(
+        session,
+        settings,
+        context_window=context_window,
+        margin=limit_margin(context_window) if context_window else 0,
+        reason=reason,
     )
-    if keep < settings.keep_recent_tokens:
-        settings = dataclasses.replace(settings, keep_recent_tokens=keep)
-    return settings, summary
-
-
-def _last_turn_tokens(session: Session) -> int:
-    """Tokens from the last user message to the end (a keep that cuts just before it)."""
-    context = session.current_context()
-    total = 0
-    for message in reversed(context.messages):
-        total += estimate_tokens(message, pi=context.pi)
-        if isinstance(message, dict) and message.get("role") == "user":
-            return total
-    return 0
-
-
-def _over_threshold(
-    session: Session, settings: CompactionSettings, context_window: int | None
-) -> bool:
-    if not context_window:
-        return False
-    context = session.current_context()
-    tokens = sum(estimate_tokens(m, pi=context.pi) for m in context.messages)
-    return tokens > settings.threshold(context_window)
+    if plan.report is None:
+        raise NothingToCompactError(plan.nothing or "Nothing to compact")
+    fitted = fit_summarizer(summarizer, context_window)
+    if plan.summary_tokens and isinstance(fitted, FittedSummarizer):
+        fitted.max_summary_tokens = plan.summary_tokens
+    if plan.used.keep_recent_tokens != plan.settings.keep_recent_tokens:
+        log.info(
+            "compacting keeping %d recent tokens (settings: %d): %s",
+            plan.used.keep_recent_tokens,
+            plan.settings.keep_recent_tokens,
+            plan.keep_note,
+        )
+    report = compact(session, fitted, instructions, plan.used, reason=reason)
+    return dataclasses.replace(report, keep_note=plan.keep_note)

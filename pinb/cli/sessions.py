@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NothingToCompactError, PinbError, SessionFileError, UsageError
+from ..errors import PinbError, SessionFileError, UsageError
 from .output import say
 
 if TYPE_CHECKING:
@@ -188,29 +188,33 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
-    from ..core import (
-        UNSET,
-        ExtractiveSummarizer,
-        compact,
-        load_compaction_settings,
-        plan_compaction,
-    )
+    from ..agent.compact import compact_to_fit
+    from ..core import UNSET, ExtractiveSummarizer, load_compaction_settings
+    from ..core.operations import plan_to_fit
+    from ..llm.limits import limit_margin
 
     session = _open(args)
-    # Fitted to the window, as the magics' and the agent's compactions are.
+    # Fitted to the window, as %pi compact, %pi whatif and the agent fit theirs: one plan.
     window, _ = _window(args, session.build_context())
     settings = load_compaction_settings(session.cwd or None).fit_window(window)
     if args.plan:
         if args.leaf is not None and args.leaf not in session:
             raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
-        try:
-            report = plan_compaction(session, settings, leaf_id=args.leaf if args.leaf else UNSET)
-        except NothingToCompactError as exc:
+        plan = plan_to_fit(
+            session,
+            settings,
+            context_window=window,
+            margin=limit_margin(window) if window else 0,
+            leaf_id=args.leaf if args.leaf else UNSET,
+        )
+        report = plan.report
+        if report is None:
             # "Nothing to compact" answers the question --plan asks: not an error.
+            reason = plan.nothing or "Nothing to compact"
             if args.json:
-                say(json.dumps({"nothingToCompact": True, "reason": str(exc)}, indent=1))
+                say(json.dumps({"nothingToCompact": True, "reason": reason}, indent=1))
             else:
-                say(str(exc))
+                say(reason)
             return 0
         if args.json:
             say(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
@@ -220,6 +224,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
             f"first kept entry: {report.first_kept_entry_id}"
             + (" (splits a turn)" if report.is_split_turn else "")
         )
+        say(plan.describe_keep())
         say(
             f"context: {report.tokens_before} tokens now (Pi's count); kept part ≈ {report.tokens_after}"
         )
@@ -229,7 +234,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         raise UsageError(
             "pinb compact needs --plan or --offline (model summaries run from the notebook: %pi compact)"
         )
-    report = compact(session, ExtractiveSummarizer(), args.instructions, settings)
+    report = compact_to_fit(
+        session, ExtractiveSummarizer(), args.instructions, settings, context_window=window
+    )
     if args.json:
         say(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
         return 0
@@ -237,6 +244,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     say(
         f"appended compaction {report.entry.id}: summarized {len(report.summarized_ids)} entries, "
         f"kept {len(report.kept_ids)}; ≈{report.estimated_before} → {report.tokens_after} tokens"
+        + (f" ({report.keep_note})" if report.keep_note else "")
     )
     return 0
 

@@ -12,6 +12,7 @@ from pinb.agent.compact import FittedSummarizer, compact_to_fit
 from pinb.core import CompactionSettings, ExtractiveSummarizer, ModelSummarizer, Session
 from pinb.core.operations import compact
 from pinb.errors import NothingToCompactError
+from pinb.llm.limits import limit_margin
 from pinb.testing import ScriptedLLM
 
 
@@ -128,7 +129,7 @@ def _system_message(tokens: int) -> dict[str, Any]:
 def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_system_prompt(
     tmp_path: Path,
 ) -> None:
-    from pinb.agent.compact import fit_budget
+    from pinb.core.operations import fit_budget
     from pinb.core.tokens import estimate_tokens
 
     session = Session.create(tmp_path, tmp_path / "s")
@@ -144,11 +145,13 @@ def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_sy
         return sum(estimate_tokens(m, pi=context.pi) for m in context.messages)
 
     assert tokens() > threshold
-    fitted, summary_cap = fit_budget(session, settings, 4096)
+    margin = limit_margin(4096)
+    fitted, summary_cap, note = fit_budget(session.current_context(), settings, 4096, margin)
     assert summary_cap is not None and summary_cap < 4096 // 4
-    assert fitted.keep_recent_tokens < settings.keep_recent_tokens
+    assert fitted.keep_recent_tokens < settings.keep_recent_tokens and "fitted" in note
     # a large window keeps Pi's own settings
-    assert fit_budget(session, CompactionSettings(), 200_000) == (CompactionSettings(), None)
+    context = session.current_context()
+    assert fit_budget(context, CompactionSettings(), 200_000) == (CompactionSettings(), None, "")
 
     llm = ScriptedLLM(context_window=4096)
     for _ in range(2):

@@ -129,12 +129,20 @@ def test_discover_and_base_url_show_addresses_masked(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with LLMServer(context_window=4096, window_endpoint="ollama") as server:
+    with (
+        LLMServer(context_window=4096, window_endpoint="ollama") as server,
+        LLMServer(context_window=4096, window_endpoint="llamacpp") as other,
+    ):
         host = server.url.removeprefix("http://")
         notebook_url = f"http://bob:{PASSWORD}@{host}?token={QUERY_KEY}"
-        # The other local providers are configured too, so no usual port is asked.
-        for name in ("LMSTUDIO_BASE_URL", "LLAMACPP_BASE_URL", "VLLM_BASE_URL"):
+        # The other local providers are configured too, so no usual port is asked; two name
+        # the notebook's server (listed once), llama.cpp a server of its own.
+        for name in ("LMSTUDIO_BASE_URL", "VLLM_BASE_URL"):
             monkeypatch.setenv(name, f"http://carol:{MY_KEY}@{host}/v1?api_key={TEAM}")
+        other_host = other.url.removeprefix("http://")
+        monkeypatch.setenv(
+            "LLAMACPP_BASE_URL", f"http://carol:{MY_KEY}@{other_host}/v1?api_key={TEAM}"
+        )
         with capture_output() as chosen:
             shell.run_line_magic("pi", f"model ollama/qwen3:0.6b --base-url {notebook_url}")
         with capture_output() as found:
@@ -146,6 +154,10 @@ def test_discover_and_base_url_show_addresses_masked(
     assert "window 4,096 (server: /api/show num_ctx)" in chosen.stdout
     assert f"ollama at http://***:***@{host}/v1?token=*** (notebook)" in found.stdout
     assert f"--base-url http://***:***@{host}?token=***" in found.stdout
-    assert "LLAMACPP_BASE_URL" in found.stdout
+    assert (
+        f"llamacpp at http://***:***@{other_host}/v1?api_key=*** (LLAMACPP_BASE_URL)"
+        in found.stdout
+    )
+    assert found.stdout.count("- ") == 2  # one server, one line
     for text in (chosen.stdout, found.stdout, repr(model), caplog.text):
         _assert_clean(text, PASSWORD, QUERY_KEY, MY_KEY, TEAM)

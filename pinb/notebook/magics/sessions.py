@@ -93,13 +93,8 @@ class SessionCommands(MagicsBase):
         return SessionListView(infos)
 
     def _cmd_compact(self, args: list[str]) -> Any:
-        import dataclasses
-
-        from ...agent.compact import FittedSummarizer, fit_summarizer
+        from ...agent.compact import compact_to_fit
         from ...core import ExtractiveSummarizer
-        from ...core.operations import compact, plan_to_fit
-        from ...errors import NothingToCompactError
-        from ...llm.limits import limit_margin
         from ...views import CompactionView
 
         offline = "--offline" in args
@@ -108,18 +103,9 @@ class SessionCommands(MagicsBase):
         # Offline compaction writes no request, but plans for the window every view shows
         # all the same (else a small window keeps everything: "nothing to compact").
         model, settings, window, source = self._compaction_inputs(session, offline)
-        # The one plan, which `%pi whatif` shows as its "current settings" column.
-        plan = plan_to_fit(
-            session, settings, context_window=window, margin=limit_margin(window) if window else 0
-        )
-        if plan.report is None:
-            raise NothingToCompactError(plan.nothing or "Nothing to compact")
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
-        fitted = fit_summarizer(summarizer, window)
-        if plan.summary_tokens and isinstance(fitted, FittedSummarizer):
-            fitted.max_summary_tokens = plan.summary_tokens
-        report = compact(session, fitted, instructions, plan.used)
-        report = dataclasses.replace(report, keep_note=plan.keep_note)
+        # The one plan, which `%pi whatif` shows as its "current settings" column.
+        report = compact_to_fit(session, summarizer, instructions, settings, context_window=window)
         return CompactionView(report, session, context_window=window, window_source=source)
 
     def _cmd_goto(self, args: list[str]) -> Any:
