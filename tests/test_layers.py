@@ -28,14 +28,17 @@ PKG = ROOT / "pinb"
 
 #: Who may never import whom: data flows down, display plugs in from the top.
 NEVER: dict[str, set[str]] = {
-    "core": {"llm", "agent", "render", "views", "notebook", "analysis", "memory", "cli", "testing"},
-    "render": {"views", "notebook", "analysis", "agent", "memory", "cli", "llm", "testing"},
-    "analysis": {"views", "cli", "notebook", "agent", "testing"},
-    "llm": {"agent", "render", "views", "notebook", "analysis", "memory", "cli", "testing"},
-    "agent": {"views", "notebook", "cli", "analysis", "testing"},
-    "memory": {"views", "notebook", "cli", "agent", "testing"},
-    "views": {"notebook", "cli", "testing"},
-    "cli": {"notebook", "testing"},
+    "core": {"llm", "agent", "render", "views", "notebook", "analysis", "memory", "cli"}
+    | {"testing", "chat"},
+    "render": {"views", "notebook", "analysis", "agent", "memory", "cli", "llm", "testing", "chat"},
+    "analysis": {"views", "cli", "notebook", "agent", "testing", "chat"},
+    "llm": {"agent", "render", "views", "notebook", "analysis", "memory", "cli", "testing", "chat"},
+    "agent": {"views", "notebook", "cli", "analysis", "testing", "chat"},
+    "memory": {"views", "notebook", "cli", "agent", "testing", "chat"},
+    "views": {"notebook", "cli", "testing", "chat"},
+    "cli": {"notebook", "testing", "chat"},
+    # the chat panel's persona: on the agent and the views, under the notebook (`%pi chat`)
+    "chat": {"notebook", "cli", "testing"},
     "notebook": {"testing"},  # test helpers are for tests: nothing in the product uses them
 }
 #: Modules at the very bottom: no room may be imported by them.
@@ -57,6 +60,9 @@ BY_NAME: dict[str, set[str]] = {
     "pinb.analysis.cli": {"pinb.cli.analysis"},
     "pinb.memory.cli": {"pinb.cli.memory"},
     "pinb.memory.tools": {"pinb.agent.tools.memory"},
+    # the user's Pi engine for a chat: PiEngine lives in the notebook room, above the chat,
+    # until it moves down to the agent's (it needs nothing of the notebook's)
+    "pinb.chat.turns": {"_PI_ENGINE_MODULE"},
 }
 
 

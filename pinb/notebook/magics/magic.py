@@ -18,6 +18,7 @@ from IPython.display import display
 from ...errors import UsageError
 from ..interpolate import interpolate
 from .analysis import AnalysisCommands
+from .chat import ChatCommands
 from .compactions import CompactionsCommands
 from .memory import MemoryCommands
 from .model import ModelCommands
@@ -63,6 +64,7 @@ COMMANDS_HELP = """\
 %pi export html|md|ipynb [-o PATH] [--tree]  export the branch (default: next to the notebook)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
+%pi chat [CHAT] [--follow]       link this session to a chat (NOTEBOOK.chat beside it); --follow: continue the chat's session
 %pi rm FILE                      move a session to the trash (refused while someone holds it)
 %pi help                         this list"""
 
@@ -75,6 +77,7 @@ class PiMagics(
     CompactionsCommands,
     MemoryCommands,
     ModelCommands,
+    ChatCommands,
 ):
     """Run Pi conversations in cells and inspect the session they write."""
 

@@ -1,0 +1,249 @@
+"""Which Pi session a chat continues: the link between a ``.chat`` file, a session file and a notebook.
+
+A chat panel and a notebook share one session when the chat is **linked** to it. The link
+is a small record, kept in two places:
+
+- in the chat's own metadata (``metadata["pinb"]`` of the ``.chat`` file), so the chat
+  carries it wherever it goes; only the Jupyter server writes a chat that is open (it keeps
+  the chat in memory and saves all of it on every message), so the persona writes it there;
+- in a record beside the chat (``.pinb-chat/<chat name>.json``), written atomically by
+  whoever links: ``%pi chat`` in a kernel, or ``/session open`` / ``/session new`` in the
+  chat. The kernel never rewrites a chat file another process may have open; it creates
+  one only when none exists.
+
+The newer of the two wins (:func:`read_link`), so a link made in the notebook reaches the
+chat at its next message, and the persona copies it into the chat's metadata. The notebook
+keeps its side in the output of ``%pi chat`` (:data:`LINK_MIMETYPE`, saved with the
+notebook), which :func:`notebook_link` reads back from the ``.ipynb`` file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..core.atomic import replace_file, write_new_file
+
+__all__ = [
+    "LINK_FOLDER",
+    "LINK_MIMETYPE",
+    "METADATA_KEY",
+    "ChatLink",
+    "default_chat_path",
+    "ensure_chat_file",
+    "kernel_notebook",
+    "link_chat",
+    "notebook_link",
+    "read_link",
+    "record_path",
+]
+
+#: The key of the link in a chat's metadata (``metadata["pinb"]``).
+METADATA_KEY = "pinb"
+#: The hidden folder beside a chat that holds its link record.
+LINK_FOLDER = ".pinb-chat"
+#: The mimetype of the link in a ``%pi chat`` output (saved in the notebook, never drawn).
+LINK_MIMETYPE = "application/vnd.pinb.chat-link+json"
+
+
+def _now() -> str:
+    # Microseconds: two links made in the same second must still order.
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class ChatLink:
+    """A chat linked to a session file.
+
+    Attributes
+    ----------
+    chat:
+        The ``.chat`` file.
+    session:
+        The session file both the chat and the notebook continue.
+    notebook:
+        The notebook that linked it (``None`` when the chat chose the session).
+    linked_at:
+        When (ISO 8601, UTC, microseconds): the newer link wins.
+    linked_by:
+        ``"notebook"`` (``%pi chat``) or ``"chat"`` (``/session open``, ``/session new``,
+        a chat's first message).
+    """
+
+    chat: Path
+    session: Path
+    notebook: Path | None = None
+    linked_at: str = ""
+    linked_by: str = "notebook"
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The link as the chat's metadata holds it: the notebook relative to the chat."""
+        notebook = None
+        if self.notebook is not None:
+            notebook = os.path.relpath(self.notebook, self.chat.parent)
+        return {
+            "session": str(self.session),
+            "notebook": notebook,
+            "linked_at": self.linked_at,
+            "linked_by": self.linked_by,
+        }
+
+    @classmethod
+    def from_metadata(cls, chat: Path, data: Any) -> ChatLink | None:
+        """The link in ``data`` (a chat's ``metadata["pinb"]``), ``None`` if it holds none."""
+        if not isinstance(data, dict) or not isinstance(data.get("session"), str):
+            return None
+        notebook = data.get("notebook")
+        return cls(
+            chat=chat,
+            session=Path(data["session"]),
+            notebook=(chat.parent / notebook).resolve() if isinstance(notebook, str) else None,
+            linked_at=str(data.get("linked_at") or ""),
+            linked_by=str(data.get("linked_by") or "notebook"),
+        )
+
+    def describe(self) -> str:
+        """One line: which session, and who linked it."""
+        if self.notebook is not None:
+            who = f"the notebook {self.notebook.name}"
+        else:
+            who = "a notebook" if self.linked_by == "notebook" else "the chat"
+        return f"{self.chat.name} continues {self.session.name} (linked by {who})"
+
+
+def default_chat_path(notebook: str | os.PathLike[str]) -> Path:
+    """The chat beside a notebook: ``analysis.ipynb`` → ``analysis.chat``."""
+    return Path(notebook).with_suffix(".chat")
+
+
+def record_path(chat: str | os.PathLike[str]) -> Path:
+    """Where the link record of ``chat`` lives: ``.pinb-chat/<chat name>.json`` beside it."""
+    path = Path(chat)
+    return path.parent / LINK_FOLDER / f"{path.name}.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_link(chat: str | os.PathLike[str], metadata: Any = None) -> ChatLink | None:
+    """The chat's link: the newer of its record and its metadata (``None``: not linked).
+
+    Parameters
+    ----------
+    chat:
+        The ``.chat`` file.
+    metadata:
+        The chat's ``metadata["pinb"]`` as the live chat holds it (the persona passes the
+        chat model's); default: read from the file.
+    """
+    path = Path(os.path.abspath(chat))
+    if metadata is None:
+        saved = _read_json(path)
+        meta = saved.get("metadata") if isinstance(saved, dict) else None
+        metadata = meta.get(METADATA_KEY) if isinstance(meta, dict) else None
+    candidates = [
+        ChatLink.from_metadata(path, metadata),
+        ChatLink.from_metadata(path, _read_json(record_path(path))),
+    ]
+    links = [link for link in candidates if link is not None]
+    if not links:
+        return None
+    return max(links, key=lambda link: link.linked_at)
+
+
+def _chat_document(metadata: dict[str, Any]) -> bytes:
+    """A new, empty chat in jupyterlab-chat's file format (its id as the server makes one)."""
+    document = {
+        "messages": [],
+        "users": {},
+        "attachments": {},
+        "metadata": {"id": uuid.uuid4().hex, **metadata},
+    }
+    return (json.dumps(document, indent=2) + "\n").encode("utf-8")
+
+
+def ensure_chat_file(chat: str | os.PathLike[str], link: ChatLink | None = None) -> bool:
+    """Create the chat file when it does not exist (with the link in its metadata).
+
+    An existing chat is never rewritten: the Jupyter server may hold it open, and saves all
+    of it on every message. Returns whether the file was created.
+    """
+    metadata = {METADATA_KEY: link.to_metadata()} if link is not None else {}
+    try:
+        write_new_file(chat, _chat_document(metadata))
+    except FileExistsError:
+        return False
+    return True
+
+
+def link_chat(
+    chat: str | os.PathLike[str],
+    session: str | os.PathLike[str],
+    *,
+    notebook: str | os.PathLike[str] | None = None,
+    linked_by: str = "notebook",
+) -> ChatLink:
+    """Link ``chat`` to the session file ``session``: both continue one session from now on.
+
+    Writes the link record beside the chat (atomically) and creates the chat file, with the
+    link in its metadata, when it does not exist yet. The persona copies the record into an
+    existing chat's metadata at its next message.
+
+    Returns
+    -------
+    ChatLink
+        The link written.
+    """
+    path = Path(os.path.abspath(chat))
+    link = ChatLink(
+        chat=path,
+        session=Path(os.path.abspath(session)),
+        notebook=Path(os.path.abspath(notebook)) if notebook is not None else None,
+        linked_at=_now(),
+        linked_by=linked_by,
+    )
+    record = record_path(path)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(record, (json.dumps(link.to_metadata(), indent=2) + "\n").encode("utf-8"))
+    ensure_chat_file(path, link)
+    return link
+
+
+def kernel_notebook(user_ns: dict[str, Any] | None = None) -> Path | None:
+    """The notebook a Jupyter kernel runs for, when the server said (``__session__``).
+
+    Jupyter Server starts a notebook's kernel with ``JPY_SESSION_NAME`` (the notebook's
+    path), which ipykernel also puts in the namespace as ``__session__``; a kernel started
+    otherwise (nbclient, a console) has none.
+    """
+    name = (user_ns or {}).get("__session__") or os.environ.get("JPY_SESSION_NAME")
+    if not isinstance(name, str) or not name.endswith(".ipynb"):
+        return None
+    return Path(name)
+
+
+def notebook_link(notebook: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The last link a ``%pi chat`` output saved in ``notebook`` (the ``.ipynb`` file).
+
+    Returns the link's fields (``chat``, ``session``: absolute paths) or ``None``.
+    """
+    document = _read_json(Path(notebook))
+    cells = document.get("cells") if isinstance(document, dict) else None
+    found: dict[str, Any] | None = None
+    for cell in cells if isinstance(cells, list) else []:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for output in outputs if isinstance(outputs, list) else []:
+            data = output.get("data") if isinstance(output, dict) else None
+            value = data.get(LINK_MIMETYPE) if isinstance(data, dict) else None
+            if isinstance(value, dict) and isinstance(value.get("chat"), str):
+                found = value
+    return found

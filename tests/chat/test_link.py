@@ -1,0 +1,106 @@
+"""The link between a chat, a session file and a notebook (``pinb.chat.link``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pinb.chat.link import (
+    LINK_FOLDER,
+    METADATA_KEY,
+    ChatLink,
+    default_chat_path,
+    ensure_chat_file,
+    kernel_notebook,
+    link_chat,
+    notebook_link,
+    read_link,
+    record_path,
+)
+
+
+def test_linking_writes_the_record_and_a_new_chat_with_the_link(tmp_path: Path) -> None:
+    chat = tmp_path / "work" / "analysis.chat"
+    chat.parent.mkdir()
+    session = tmp_path / "sessions" / "s.jsonl"
+    link = link_chat(chat, session, notebook=chat.parent / "analysis.ipynb")
+    assert record_path(chat) == chat.parent / LINK_FOLDER / "analysis.chat.json"
+    record = json.loads(record_path(chat).read_text())
+    document = json.loads(chat.read_text())
+    # jupyterlab-chat's format: messages, users, attachments, metadata with the chat's id.
+    assert set(document) == {"messages", "users", "attachments", "metadata"}
+    assert document["metadata"]["id"] and document["metadata"][METADATA_KEY] == record
+    assert record == {
+        "session": str(session),
+        "notebook": "analysis.ipynb",  # relative to the chat: the pair moves together
+        "linked_at": link.linked_at,
+        "linked_by": "notebook",
+    }
+    assert read_link(chat) == link
+
+
+def test_an_existing_chat_is_never_rewritten_and_the_newer_link_wins(tmp_path: Path) -> None:
+    chat = tmp_path / "team.chat"
+    original = {"messages": [{"id": "m1", "body": "hi"}], "users": {}, "attachments": {}}
+    chat.write_text(json.dumps({**original, "metadata": {"id": "c1"}}))
+    before = chat.read_bytes()
+    first = link_chat(chat, tmp_path / "a.jsonl", linked_by="chat")
+    assert chat.read_bytes() == before  # the server may hold it open: only the record moves
+    assert read_link(chat) == first
+    # The persona copied the first link into the chat's metadata; a notebook links again.
+    second = link_chat(chat, tmp_path / "b.jsonl", notebook=tmp_path / "nb.ipynb")
+    assert read_link(chat, first.to_metadata()) == second  # the record is newer
+    assert second.linked_at > first.linked_at
+    # A chat copied elsewhere without its record still carries its own link.
+    record_path(chat).unlink()
+    assert read_link(chat, second.to_metadata()) == second
+    assert read_link(chat) is None  # the file itself never got it
+
+
+def test_ensure_chat_file_creates_only(tmp_path: Path) -> None:
+    chat = tmp_path / "new.chat"
+    assert ensure_chat_file(chat) is True
+    made = chat.read_text()
+    assert ensure_chat_file(chat) is False and chat.read_text() == made
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, {}, {"session": 3}, ["session"], "a string", {"notebook": "x.ipynb"}],
+)
+def test_odd_metadata_is_no_link(tmp_path: Path, data: object) -> None:
+    assert ChatLink.from_metadata(tmp_path / "c.chat", data) is None
+    (tmp_path / "c.chat").write_text("{not json")
+    assert read_link(tmp_path / "c.chat", data) is None
+
+
+def test_the_notebook_a_kernel_runs_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert kernel_notebook({}) is None
+    assert kernel_notebook({"__session__": "/w/analysis.ipynb"}) == Path("/w/analysis.ipynb")
+    assert kernel_notebook({"__session__": "/w/console-1"}) is None  # a console, not a notebook
+    monkeypatch.setenv("JPY_SESSION_NAME", os.fspath(tmp_path / "n.ipynb"))
+    assert kernel_notebook(None) == tmp_path / "n.ipynb"
+    assert default_chat_path(tmp_path / "n.ipynb") == tmp_path / "n.chat"
+
+
+def test_the_notebook_keeps_the_last_link_it_showed(tmp_path: Path) -> None:
+    def output(chat: str) -> dict[str, object]:
+        data = {"text/plain": "linked", "application/vnd.pinb.chat-link+json": {"chat": chat}}
+        return {"output_type": "execute_result", "data": data, "metadata": {}}
+
+    cells = [
+        {"cell_type": "markdown", "source": "x"},
+        {"cell_type": "code", "outputs": [output("/w/first.chat")]},
+        {"cell_type": "code", "outputs": [{"output_type": "stream", "text": "…"}]},
+        {"cell_type": "code", "outputs": [output("/w/second.chat")]},
+    ]
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text(json.dumps({"cells": cells}))
+    assert notebook_link(notebook) == {"chat": "/w/second.chat"}
+    notebook.write_text("not a notebook")
+    assert notebook_link(notebook) is None
+    assert notebook_link(tmp_path / "missing.ipynb") is None

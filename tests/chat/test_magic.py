@@ -1,0 +1,146 @@
+"""``%pi chat`` in a real ``InteractiveShell``: link the notebook's session to a chat, follow the
+chat's session, and see the chat's turns in ``%pi tree``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from pinb.chat.link import LINK_MIMETYPE, METADATA_KEY, link_chat, notebook_link, read_link
+from pinb.core import Session
+from pinb.errors import UsageError
+from pinb.notebook.magics import PiMagics
+from pinb.notebook.magics.chat import ChatCommands
+from tests.chat.conftest import ChatRoom
+
+
+class PiMagicsWithChat(PiMagics, ChatCommands):
+    """``PiMagics`` with the ``chat`` group among its command groups, as ``magic.py`` composes
+    it (the same class once it does: ``%pi``/``%%pi`` and their registration are inherited)."""
+
+
+@pytest.fixture()
+def shell(project: Path) -> Iterator[InteractiveShell]:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "pinb")
+    original = ip.magics_manager.registry["PiMagics"]
+    magics = PiMagicsWithChat(ip)
+    magics.model = "offline"
+    ip.register_magics(magics)
+    ip.user_ns["__session__"] = str(project / "analysis.ipynb")  # as ipykernel sets it
+    yield ip
+    magics.pi_engine.close()
+    magics.session = None
+    ip.user_ns.pop("__session__", None)
+    ip.register_magics(original)  # %pi is the extension's own again
+
+
+def _magics(shell: InteractiveShell) -> Any:
+    return shell.magics_manager.registry["PiMagicsWithChat"]
+
+
+def _run(shell: InteractiveShell, source: str) -> tuple[Any, str, list[dict[str, Any]]]:
+    with capture_output() as captured:
+        result = shell.run_cell(source)
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return result.result, captured.stdout, [o.data for o in captured.outputs]
+
+
+def test_a_notebook_without_a_session_file_gets_its_chat_and_waits(
+    shell: InteractiveShell, project: Path
+) -> None:
+    value, printed, _ = _run(shell, "%pi chat")
+    assert value is None
+    assert "created the chat analysis.chat, not linked yet" in printed
+    chat = json.loads((project / "analysis.chat").read_text())
+    assert chat["messages"] == [] and chat["metadata"]["id"]
+    assert METADATA_KEY not in chat["metadata"]
+    with pytest.raises(UsageError, match="not linked to a session file yet"):
+        _run(shell, "%pi chat --follow")
+    with pytest.raises(UsageError, match=r"is not a \.chat file"):
+        _run(shell, "%pi chat notes.txt")
+
+
+def test_pi_chat_links_the_session_and_the_chat_turn_shows_in_the_tree(
+    shell: InteractiveShell, project: Path
+) -> None:
+    _run(shell, "%%pi\nWhat is in app.py?")
+    path = _magics(shell).session.path
+    value, _, _ = _run(shell, "%pi chat")
+    bundle, _ = value._repr_mimebundle_()
+    assert "linked the chat analysis.chat to this notebook's session" in bundle["text/plain"]
+    saved = bundle[LINK_MIMETYPE]
+    assert saved["session"] == str(path) and saved["chat"] == str(project / "analysis.chat")
+    # The chat carries the link in its metadata (it was created with it) and beside it.
+    chat = json.loads((project / "analysis.chat").read_text())
+    assert chat["metadata"][METADATA_KEY]["notebook"] == "analysis.ipynb"
+    link = read_link(project / "analysis.chat")
+    assert link is not None and link.session == path and link.linked_by == "notebook"
+
+    async def chat_turn() -> Any:
+        room = ChatRoom(project, "analysis.chat")
+        reply = await room.say("and what about tests?")
+        await room.close()
+        return reply
+
+    reply = asyncio.run(asyncio.wait_for(chat_turn(), 120))
+    assert "offline demo model" in reply.body
+    tree, _, _ = _run(shell, "%pi tree")
+    text = tree.to_text()
+    assert "pinb.chat" in text and "and what about tests?" in text
+    _, _, outputs = _run(shell, "%%pi\nAnd the README?")
+    shown = "\n".join(o.get("text/plain", "") for o in outputs)
+    assert "another program appended" in shown  # the cell continued after the chat's turn
+    session = Session.open(path)
+    users = [e for e in session.path_to() if e.role == "user"]
+    assert [u.message["content"][0]["text"] for u in users] == [
+        "What is in app.py?",
+        "and what about tests?",
+        "And the README?",
+    ]
+
+
+def test_a_new_kernel_follows_the_chat_and_finds_its_chat_again(
+    shell: InteractiveShell, project: Path
+) -> None:
+    chosen = Session.create(project)
+    chosen.append_message({"role": "user", "content": "picked in the chat", "timestamp": 1})
+    chat = project / "team.chat"
+    link_chat(chat, chosen.require_path(), linked_by="chat")  # `/session open` in the chat
+    # The notebook saved a `%pi chat team.chat` output (its side of the link).
+    value, _, _ = _run(shell, f"%pi chat {chat}")
+    bundle, _ = value._repr_mimebundle_()
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": "%pi chat team.chat",
+                "outputs": [{"output_type": "execute_result", "data": bundle, "metadata": {}}],
+                "execution_count": 1,
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (project / "analysis.ipynb").write_text(json.dumps(notebook))
+    assert notebook_link(project / "analysis.ipynb")["chat"] == str(chat)
+    _magics(shell).session = None  # a new kernel for the notebook
+    value, _, _ = _run(shell, "%pi chat")  # no name: the chat this notebook linked before
+    assert "continues the session of the chat team.chat" in value.to_text()
+    assert _magics(shell).session.path == chosen.require_path()
+    # The chat moves on to another session; the notebook follows when asked.
+    other = Session.create(project)
+    other.append_message({"role": "user", "content": "another", "timestamp": 2})
+    link_chat(chat, other.require_path(), linked_by="chat")
+    _run(shell, "%pi chat --follow")
+    assert _magics(shell).session.path == other.require_path()
