@@ -95,6 +95,8 @@ class Holder:
 
 def describe_process() -> str:
     """What this process is, for the people a lock or hold is shown to."""
+    if "jupyter_server.serverapp" in sys.modules:  # before IPython: the chat's Pi engine loads it
+        return "the Jupyter server (its chat panel)"
     if "ipykernel" in sys.modules:
         return "a Jupyter kernel"
     argv0 = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
