@@ -267,11 +267,14 @@ def _report_json(report: Any) -> dict[str, Any]:
     }
 
 
-def _print_files(read_files: list[str], modified_files: list[str]) -> None:
+def _print_files(read_files: list[Any], modified_files: list[Any]) -> None:
+    from ..core.jsontext import value_text
+
+    # Pi's file tracking keeps a tool's path argument as it was, whatever its type.
     if read_files:
-        say("read:     " + ", ".join(read_files))
+        say("read:     " + ", ".join(value_text(f) for f in read_files))
     if modified_files:
-        say("modified: " + ", ".join(modified_files))
+        say("modified: " + ", ".join(value_text(f) for f in modified_files))
 
 
 def _cmd_goto(args: argparse.Namespace) -> int:
