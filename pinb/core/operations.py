@@ -288,7 +288,13 @@ def plan_to_fit(
         first = exc
     else:
         report = dataclasses.replace(report, keep_note=note)
-        return CompactionPlan(settings, used, report, summary_tokens=cap, keep_note=note)
+        plan = CompactionPlan(settings, used, report, summary_tokens=cap, keep_note=note)
+        if cap is None or _ends_at(report, cap) < report.estimated_before:
+            return plan
+        # On a small window a plan that summarizes only a little could end larger than it
+        # began (its summary longer than what it replaces): keep less, when that shrinks.
+        smaller = _smaller_keep(session, context, settings, used, cap, leaf_id, shrink=True)
+        return smaller if smaller is not None else plan
     path = context.path
     over = bool(context_window) and sum(
         estimate_tokens(m, pi=context.pi) for m in context.messages
@@ -296,7 +302,32 @@ def plan_to_fit(
     compacted = bool(path) and path[-1].type == "compaction"
     if compacted or (reason != "manual" and not over):
         return CompactionPlan(settings, used, None, str(first), summary_tokens=cap, keep_note=note)
-    # First the keep that cuts right before the last user turn, then ever smaller ones.
+    found = _smaller_keep(session, context, settings, used, cap, leaf_id, shrink=False)
+    if found is not None:
+        return found
+    return CompactionPlan(settings, used, None, str(first), summary_tokens=cap, keep_note=note)
+
+
+def _ends_at(report: CompactionReport, summary_tokens: int) -> int:
+    """A plan's context after it is carried out: the kept messages, the system prompt as
+    the compaction's checkpoint (when the kept part holds none), and the summary."""
+    checkpoint = 0 if "system" in report.after_by_role else report.before_by_role.get("system", 0)
+    return report.estimated_after + checkpoint + summary_tokens
+
+
+def _smaller_keep(
+    session: Session,
+    context: SessionContext,
+    settings: CompactionSettings,
+    used: CompactionSettings,
+    cap: int | None,
+    leaf_id: Any,
+    *,
+    shrink: bool,
+) -> CompactionPlan | None:
+    """A plan with a smaller keep: first the one that cuts right before the last user turn,
+    then ever smaller ones. ``shrink``: only a plan that ends smaller than it began (its
+    summary at the longest allowed), for a plan that would otherwise grow the context."""
     turn = _last_turn_tokens(context)
     keeps = [turn]
     keep = used.keep_recent_tokens
@@ -309,14 +340,17 @@ def plan_to_fit(
             report = plan_compaction(session, smaller, leaf_id=leaf_id)
         except NothingToCompactError:
             continue
+        if shrink and _ends_at(report, cap or 0) >= report.estimated_before:
+            continue
         how = "the last user turn" if keep == turn else "halved until one leaves something"
         asked = f"{used.keep_recent_tokens:,}"
         if used.keep_recent_tokens != settings.keep_recent_tokens:
             asked = f"{settings.keep_recent_tokens:,} fitted to {asked}, which"
-        why = f"{asked} keeps everything; {keep:,}: {how}"
+        what = "would end larger than it began" if shrink else "keeps everything"
+        why = f"{asked} {what}; {keep:,}: {how}"
         report = dataclasses.replace(report, keep_note=why)
         return CompactionPlan(settings, smaller, report, summary_tokens=cap, keep_note=why)
-    return CompactionPlan(settings, used, None, str(first), summary_tokens=cap, keep_note=note)
+    return None
 
 
 def _previous_id(prepared: CompactionPreparation) -> str | None:
