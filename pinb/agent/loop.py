@@ -40,7 +40,7 @@ from ..llm.limits import OutputLimit, choose_output_limit
 from ..llm.overflow import is_context_overflow, window_from_error
 from ..llm.pool import LoopFeed
 from ..llm.retry import RetryPolicy
-from ..llm.types import CancelToken, ChatModel, Done, ToolSpec, make_usage
+from ..llm.types import CancelToken, ChatModel, Done, ToolSpec
 from .batch import run_tool_calls
 from .compact import compact_to_fit
 from .events import (
@@ -64,6 +64,7 @@ from .recovery import (
 )
 from .system import prompt_text, system_patch, tool_declarations
 from .tool import Tool, ToolContext
+from .usage import estimate_usage
 
 __all__ = ["Agent", "AgentConfig"]
 
@@ -505,18 +506,13 @@ class Agent:
         self, context: SessionContext, sent_messages: Sequence[Any], message: dict[str, Any]
     ) -> dict[str, Any]:
         """chars/4 of what was sent and what came back, for a reply without usage."""
-        pi = context.pi
-        system = context.system_message()
-        sent = estimate_tokens(system, pi=pi) if system is not None else 0
-        sent += sum(
-            estimate_tokens(m, pi=pi)
-            for m in sent_messages
-            if not (isinstance(m, dict) and m.get("role") == "system")
+        return estimate_usage(
+            context,
+            sent_messages,
+            message,
+            system_prompt=self._system_prompt() if context.system_message() is None else "",
+            cost=self.model.info.cost,
         )
-        if system is None:
-            sent += -(-len(self._system_prompt()) // 4)
-        received = estimate_tokens(message, pi=pi)
-        return make_usage(sent, received, 0, 0, sent + received, self.model.info.cost)
 
     # -- failed turns ---------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import queue
 import re
@@ -33,6 +34,7 @@ from ..agent.pi_rpc import (
     PiProcess,
     resolve_pi_command,
 )
+from ..agent.usage import estimate_usage, reported_nothing
 from ..core import Session
 from ..core.accounting import ContextUsage, context_usage
 from ..core.paths import agent_dir
@@ -443,6 +445,29 @@ class PiEngine:
         return Path(file) if file else None
 
 
+def _estimated(session: Session, end: AgentEnd) -> AgentEnd:
+    """The run's end with an estimate for each reply Pi saved without usage (as the built-in
+    agent estimates a server that reports none), so the footer marks it as one."""
+    estimated = {}
+    for index, message in enumerate(end.messages):
+        if message.get("stopReason") in ("error", "aborted") or not reported_nothing(message):
+            continue
+        entry = next(
+            (
+                e
+                for e in reversed(session.entries)
+                if e.role == "assistant"
+                and (e.message or {}).get("timestamp") == message.get("timestamp")
+            ),
+            None,
+        )
+        if entry is None or not isinstance(entry.parent_id, str):
+            continue
+        before = session.build_context(entry.parent_id)  # what this request was sent
+        estimated[index] = estimate_usage(before, before.messages, message)
+    return dataclasses.replace(end, estimated=estimated) if estimated else end
+
+
 _NOT_FOUND = re.compile(r'Model "([^"]+)" not found')
 
 
@@ -566,6 +591,7 @@ def pi_cell(
         magics.session = session = _reload(session)
     if spec:
         magics._model_spec = spec
+    end = _estimated(session, end)  # read from the file Pi wrote (a new session's included)
     if end.stop_reason == "error":
         raise RunFailedError(end, session.path)
     return AssistantReply(end, session.path, printed=terminal, context=_context(magics, session))

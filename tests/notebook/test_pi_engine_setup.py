@@ -4,6 +4,7 @@ Pi's reason when it cannot find a model, Pi's own threshold, small-window settin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,17 @@ def test_after_open_the_model_is_the_one_the_session_recorded(
     result, said = _run(shell, "%%pi\nsecond")
     assert result.error_in_exec is None and "continued" in said
     assert pi_loop.server.requests[-1].body["model"] == "small"
+
+
+def test_a_pi_cell_on_a_server_without_usage_is_estimated_as_a_built_in_one(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    from pinb.testing.llm_server import ServerReply
+
+    for engine in ("pi", "pinb"):
+        pi_loop.server.add(ServerReply(text=f"answer by {engine}", no_usage=True))
+        result, said = _run(shell, f"%%pi --engine {engine} --model {MODEL}\nhello")
+        assert result.error_in_exec is None, said
+        assert "(estimated: the server reported no usage)" in said, said
+        billed = re.search(r"input ~([\d,]+) · output ~([\d,]+)", said)
+        assert billed is not None and int(billed[1].replace(",", "")) > 100, said
