@@ -1,10 +1,25 @@
-"""Measure the citable search index and fork-aware usage totals over 1,000 sessions.
+"""Search beside ripgrep on 2,000 sessions, and the citable index and fork-aware totals.
 
-Run: ``.venv/bin/python benchmarks/bench_search.py [--sessions 1000] [--runs 5]``. The
-sessions (story sessions of varying seeds, generated branchy sessions, and forks and
-clones of some of them) are written once into ``benchmarks/data/search-<n>/`` (gitignored)
-and reused; ``PI_CODING_AGENT_DIR`` points there, nothing of the real home is touched.
-Prints Markdown tables (medians of the runs).
+Run: ``.venv/bin/python benchmarks/bench_search.py [--rounds 5]`` for the first table, and
+``--story [--sessions 1000] [--runs 5]`` for the older ones.
+
+**First search beside rg** (the default): the 2,000-session corpus of ``bench_vs_pi.py``
+(about 475 MB, 573k entries), copied into ``benchmarks/data/search-first-2000`` with a rare
+word planted in 24 entries (:func:`planted_corpus`). In interleaved rounds, with the files
+in the page cache: ``rg -i -F WORD`` over the sessions folder (Debian's ``ripgrep``; the
+table says so when it is missing), beside the first ``pinb search WORD --all`` of a folder
+with no index (a process: the time to its first hit on standard output and to its exit;
+the index builder it leaves behind is stopped after each round), and the same first
+search inside a process that is already running (a kernel: ``search()``, the time to the
+first ``on_hit`` and to the answer). Then the index is built, and a search of it is timed
+as a warm ``search()`` call and as a ``pinb search`` process, beside rg again.
+
+**Story tables** (``--story``): the citable search index and fork-aware usage totals over
+1,000 story sessions (story sessions of varying seeds, generated branchy sessions, and
+forks and clones of some of them), written once into ``benchmarks/data/search-<n>/``.
+
+``PI_CODING_AGENT_DIR`` points into ``benchmarks/data``; nothing of the real home is
+touched. Prints Markdown tables (medians).
 """
 
 from __future__ import annotations
@@ -12,7 +27,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +40,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 #: Bumped when the recipe below changes, so a cached data set is written again.
 RECIPE = 1
+#: The rare word planted in the 2,000-session corpus, and in how many entries.
+RARE = "zyzzyva"
+PLANTED = 24
 _MODELS = ("anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5", "openai/gpt-4.1-mini")
 
 
@@ -90,6 +110,64 @@ def ensure_data(count: int) -> Path:
         kinds = generate(agent, count)
         print(f"generated {kinds} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         marker.write_text(repr(kinds))
+    return agent
+
+
+def planted_corpus() -> Path:
+    """The agent folder of the 2,000-session corpus of ``bench_vs_pi.py`` (generated once,
+    seeded: about 475 MB and 573k entries over 20 projects), copied, with :data:`RARE`
+    planted in :data:`PLANTED` entries of as many sessions: user, assistant and tool-result
+    texts and a tool call's command, written ``zyzzyva``, ``Zyzzyva`` or ``ZYZZYVA``."""
+    import random
+
+    from pinb.core.store import serialize_line
+    from pinb.core.wire import loads_line
+
+    sys.path.insert(0, str(HERE))
+    from bench_vs_pi import listing_corpus
+
+    agent = HERE / "data" / "search-first-2000"
+    done = agent / f".planted-{PLANTED}"
+    if done.exists():
+        return agent
+    source = listing_corpus()
+    shutil.rmtree(agent, ignore_errors=True)
+    shutil.copytree(source / "sessions", agent / "sessions")
+    rng = random.Random(29)
+    files = sorted((agent / "sessions").glob("*/*.jsonl"))
+    forms = (RARE, RARE.capitalize(), RARE.upper())
+    kinds = ("user", "assistant", "toolResult", "command")
+    for n, path in enumerate(rng.sample(files, PLANTED)):
+        lines = path.read_bytes().split(b"\n")
+        kind, form = kinds[n % len(kinds)], forms[n % len(forms)]
+        for i in rng.sample(range(1, len(lines) - 1), len(lines) - 2):
+            value = loads_line(lines[i])
+            message = value.get("message") if value.get("type") == "message" else None
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role")
+            blocks = message.get("content") if isinstance(message.get("content"), list) else []
+            if kind == "command":
+                target = [b for b in blocks if b.get("type") == "toolCall"]
+                if role != "assistant" or not target or "command" not in target[0]["arguments"]:
+                    continue
+                args = target[0]["arguments"]
+                args["command"] = f"{args['command']} --{form}"
+            else:
+                target = [b for b in blocks if b.get("type") == "text"]
+                if role != kind or not target:
+                    continue
+                words = target[0]["text"].split(" ")
+                words.insert(rng.randrange(len(words) + 1), form)
+                target[0]["text"] = " ".join(words)
+            lines[i] = serialize_line(value).rstrip(b"\n")
+            break
+        else:
+            raise RuntimeError(f"nowhere to plant a {kind} in {path}")
+        stat = path.stat()
+        path.write_bytes(b"\n".join(lines))
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    done.write_text("")
     return agent
 
 
@@ -180,12 +258,177 @@ def _table(rows: list[tuple[str, float, str]]) -> None:
         print(f"| {name} | {seconds * 1000:,.1f} ms | {note} |")
 
 
+# -- the first search beside ripgrep ----------------------------------------------------------
+
+
+def _rg(words: list[str], folder: Path) -> tuple[float, float]:
+    """``rg -i -F`` of ``words`` over ``folder``: seconds to its first line and to its exit."""
+    command = ["rg", "-i", "-F", *(a for w in words for a in ("-e", w)), str(folder)]
+    return _process(command, None)
+
+
+def _pinb(words: list[str], agent: Path) -> tuple[float, float]:
+    """``pinb search WORDS --all``: seconds to its first line of output and to its exit."""
+    command = [sys.executable, "-m", "pinb", "search", *words, "--all", "--limit", "50"]
+    return _process(command, {**os.environ, "PI_CODING_AGENT_DIR": str(agent)})
+
+
+def _process(command: list[str], env: dict[str, str] | None) -> tuple[float, float]:
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=HERE.parent
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    first_at = time.perf_counter() - start
+    process.stdout.read()
+    process.wait()
+    total = time.perf_counter() - start
+    return (first_at if first else total), total
+
+
+def _forget_index(agent: Path) -> None:
+    """Stop the index builder a first search left behind (it named itself in the lock
+    file), and remove the index."""
+    from pinb.analysis.building import is_building, lock_path
+
+    cache = agent / "pinb-cache"
+    lock = lock_path(cache / "index.sqlite")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (
+        lock.exists() and is_building(cache / "index.sqlite")
+    ):
+        time.sleep(0.02)  # the builder starts a moment after the search ends
+    if lock.exists() and is_building(cache / "index.sqlite"):
+        pid = int(lock.read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)  # the builder this benchmark's search started
+        while is_building(cache / "index.sqlite"):
+            time.sleep(0.02)
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def _in_process(text: str, *, index: bool) -> tuple[float, float, int]:
+    """A ``search()`` in this process: seconds to the first hit and to the answer, hits.
+    ``index=False``: with no index (the first search), and no builder left behind."""
+    from pinb.analysis.index import SessionCatalog, search
+
+    first: list[float] = []
+    start = time.perf_counter()
+
+    def seen(_: Any) -> None:
+        if not first:
+            first.append(time.perf_counter() - start)
+
+    if index:
+        hits = search(text, limit=50)
+    else:
+        with SessionCatalog(build=None) as catalog:
+            hits = catalog.search(text, limit=50, on_hit=seen)
+    total = time.perf_counter() - start
+    return (first[0] if first else total), total, len(hits)
+
+
+def bench_first(rounds: int) -> None:
+    """The table of the first search (and a search of the built index) beside rg."""
+    from pinb.analysis.index import SessionCatalog
+
+    agent = planted_corpus()
+    os.environ["PI_CODING_AGENT_DIR"] = str(agent)
+    folder = agent / "sessions"
+    files = sorted(folder.glob("*/*.jsonl"))
+    size = sum(p.stat().st_size for p in files)
+    has_rg = shutil.which("rg") is not None
+    subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)  # cached
+    queries = [[RARE], ["parser", "cache"]]
+    first: dict[str, dict[str, list[tuple[float, ...]]]] = {}
+    load = os.getloadavg()[0]
+    for words in queries:
+        text = " ".join(words)
+        runs = first.setdefault(text, {"rg": [], "cli": [], "kernel": []})
+        _forget_index(agent)
+        _in_process(text, index=False)  # imports and numpy loaded once, as in a kernel
+        for r in range(rounds):
+            steps = [
+                lambda w=words, runs=runs: runs["cli"].append(_pinb(w, agent)),
+                lambda t=text, runs=runs: runs["kernel"].append(_in_process(t, index=False)),
+            ]
+            if has_rg:
+                steps.append(lambda w=words, runs=runs: runs["rg"].append(_rg(w, folder)))
+            for step in steps if r % 2 == 0 else reversed(steps):
+                step()
+                _forget_index(agent)
+    start = time.perf_counter()
+    with SessionCatalog() as catalog:
+        catalog.refresh_search()
+    build = time.perf_counter() - start
+    built: dict[str, dict[str, list[tuple[float, ...]]]] = {}
+    for words in queries:
+        text = " ".join(words)
+        runs = built.setdefault(text, {"rg": [], "cli": [], "kernel": []})
+        _in_process(text, index=True)
+        for r in range(rounds):
+            steps = [
+                lambda w=words, runs=runs: runs["cli"].append(_pinb(w, agent)),
+                lambda t=text, runs=runs: runs["kernel"].append(_in_process(t, index=True)),
+            ]
+            if has_rg:
+                steps.append(lambda w=words, runs=runs: runs["rg"].append(_rg(w, folder)))
+            for step in steps if r % 2 == 0 else reversed(steps):
+                step()
+    _print_first(len(files), size, first, built, build, has_rg, rounds, load)
+
+
+def _print_first(
+    count: int,
+    size: int,
+    first: dict[str, dict[str, list[tuple[float, ...]]]],
+    built: dict[str, dict[str, list[tuple[float, ...]]]],
+    build: float,
+    has_rg: bool,
+    rounds: int,
+    load: float,
+) -> None:
+    def ms(values: list[tuple[float, ...]], at: int) -> float:
+        return statistics.median(v[at] for v in values) * 1000
+
+    print(f"\n### Search beside ripgrep: {count:,} sessions ({size / 1e6:.0f} MB), "
+          f"{rounds} interleaved rounds (medians; load average {load:.1f} before)\n")  # fmt: skip
+    if not has_rg:
+        print("**ripgrep (`rg`) is not installed: no ratios** (`apt-get install ripgrep`).\n")
+    print("| search | words | rg ms (first line / exit) | pinb ms (first hit / answer) "
+          "| pinb/rg (first / answer) |")  # fmt: skip
+    print("|---|---|---:|---:|---:|")
+    rows = (
+        ("first (no index), `pinb search` process", first, "cli"),
+        ("first (no index), `search()` in a kernel", first, "kernel"),
+        ("index built, `pinb search` process", built, "cli"),
+        ("index built, warm `search()` in a kernel", built, "kernel"),
+    )
+    for label, table, kind in rows:
+        for text, runs in table.items():
+            ours, theirs = runs[kind], runs["rg"]
+            rg_cell = f"{ms(theirs, 0):.0f} / {ms(theirs, 1):.0f}" if theirs else "—"
+            ratio = (
+                f"**{ms(ours, 0) / ms(theirs, 0):.2f}** / **{ms(ours, 1) / ms(theirs, 1):.2f}**"
+                if theirs
+                else "—"
+            )
+            print(f"| {label} | `{text}` | {rg_cell} | {ms(ours, 0):.0f} / {ms(ours, 1):.0f} "
+                  f"| {ratio} |")  # fmt: skip
+    print(f"\nThe index was built in {build:.1f} s (in this process, in the foreground).")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the table beside rg")
+    parser.add_argument("--story", action="store_true", help="the older story tables instead")
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE.parent))  # the checkout's pinb, not an installed one
+    if not args.story:
+        bench_first(args.rounds)
+        return 0
     agent = ensure_data(args.sessions)
     bench_search(agent, args.runs)
     bench_totals(agent, max(1, args.runs // 2))

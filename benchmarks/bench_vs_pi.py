@@ -6,9 +6,12 @@ this process; process start is excluded on both sides. Every figure is taken in
 interleaved rounds (Pi, then pinb, then the other way round), so a busy machine slows both
 alike: compare the ratios, which are medians of the per-round ratios.
 
-- **open / context / tree**: on generated sessions of 1k, 10k and 100k entries (the shape
-  of ``pinb.testing.generate``: tool results of about 2 KB, compactions every 5,000 main-line
-  entries, a side branch every 60). Each open reads a fresh copy, with the collector run
+- **open / context / tree**: on generated sessions of 1k, 10k and 100k entries of two
+  shapes (``pinb.testing.generate``: tool results of about 2 KB, a side branch every 60):
+  *compacted* (a compaction every 5,000 main-line entries; the leaf is 60% deep) and
+  *long* (no compaction at all and a leaf 63.5% deep — 63,500 entries at 100k — so the
+  first context holds the whole path: the shape of files from other generators and of
+  sessions run without compaction). Each open reads a fresh copy, with the collector run
   first on both sides; *context* is the first context built after that open (pinb:
   ``build_session_context`` of the file's leaf; Pi: ``buildSessionContext``), *tree* the
   first tree. Memory: the heap Pi's open holds, beside what pinb's open holds (RSS growth)
@@ -20,8 +23,9 @@ alike: compare the ratios, which are medians of the per-round ratios.
   the index on disk, no in-process cache) and *warm* (the same process again). Then the
   first search (it builds the full-text index) and a second one.
 
-Prints the Markdown tables docs/performance.md records. ``--files`` instead runs the older
-comparison on fixed files (medians of Pi's own ``bench`` op, Pi 1.6.0 and v0.58.3).
+Prints the Markdown tables docs/performance.md records. ``--shapes long`` measures one
+shape; ``--files`` instead runs the older comparison on fixed files (medians of Pi's own
+``bench`` op, Pi 1.6.0 and v0.58.3).
 """
 
 from __future__ import annotations
@@ -55,14 +59,23 @@ LISTING_SESSIONS = 2_000
 LISTING_PROJECTS = 20
 
 
-def session_file(entries: int) -> Path:
-    """The generated session of ``entries`` entries (made once, seeded)."""
-    path = DATA / f"synthetic-{entries}.jsonl"
+#: The shapes of generated session measured: name -> (file prefix, leaf depth per entry,
+#: compaction every so many main-line entries: 0 for none).
+SHAPES = {"compacted": ("synthetic", 0.6, 5000), "long": ("long", 0.635, 0)}
+
+
+def session_file(entries: int, shape: str = "compacted") -> Path:
+    """The generated session of ``entries`` entries of a shape (made once, seeded)."""
+    prefix, depth, every = SHAPES[shape]
+    path = DATA / f"{prefix}-{entries}.jsonl"
     if not path.exists():
-        shape = SessionShape(
-            entries=entries, main_depth=entries * 3 // 5, compaction_every=5000, branch_every=60
+        made = SessionShape(
+            entries=entries,
+            main_depth=round(entries * depth),
+            compaction_every=every,
+            branch_every=60,
         )
-        generate_session(path, shape, seed=1)
+        generate_session(path, made, seed=1)
     return path
 
 
@@ -169,12 +182,12 @@ def peak_rss_mb(action: str, prepare: str = "", env: dict[str, str] | None = Non
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
-def bench_open(pi: PiReference, rounds: int) -> list[dict[str, Any]]:
+def bench_open(pi: PiReference, rounds: int, shape: str = "compacted") -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for entries in SIZES:
-            path = session_file(entries)
+            path = session_file(entries, shape)
             n = rounds if entries < 100_000 else max(3, rounds - 2)
             ours: list[dict[str, float]] = []
             theirs: list[dict[str, float]] = []
@@ -195,9 +208,16 @@ def bench_open(pi: PiReference, rounds: int) -> list[dict[str, Any]]:
                     "ours": ours,
                     "theirs": theirs,
                     "peak": peak,
+                    "shape": shape,
+                    "depth": _leaf_depth(path),
                 }
             )
     return rows
+
+
+def _leaf_depth(path: Path) -> int:
+    session = Session.open(path)
+    return len(session.index.path_to(session.leaf_id))
 
 
 def _ratio(ours: list[dict[str, float]], theirs: list[dict[str, float]], key: str) -> float:
@@ -210,6 +230,9 @@ def _spread(ours: list[dict[str, float]], theirs: list[dict[str, float]], key: s
 
 
 def print_open(rows: list[dict[str, Any]]) -> None:
+    if rows:
+        depths = ", ".join(f"{row['depth']:,}" for row in rows)
+        print(f"\n*{rows[0]['shape']}* sessions (leaf depth {depths}):\n")
     print(
         "| entries (MB) | op | Pi 1.6.0 ms | pinb ms | pinb/Pi wall (median, range) |"
         " pinb/Pi CPU (median, range) |"
@@ -259,7 +282,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any, float]:
 
 
 def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
-    from pinb.analysis.index import list_indexed, search
+    from pinb.analysis.index import SessionCatalog, list_indexed, search
     from pinb.core import listing
 
     agent = listing_corpus()
@@ -283,11 +306,17 @@ def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
     cold = [(t, len(rows), cpu) for t, rows, cpu in cold]
     assert count == pi_ms[-1]["count"], (count, pi_ms[-1]["count"])
     result.update(pi=pi_ms, cold=cold, kept=kept, warm=warm, count=count)
-    # The first search builds the full-text index (with progress), then answers.
+    # The first search answers from a scan of the files (no builder left behind here);
+    # the index is then built (with progress), and searched.
+    with SessionCatalog(build=None) as catalog:
+        scanned, _, _ = _timed(lambda: catalog.search("parser cache"))
     shown: list[tuple[str, int, int]] = []
-    first, hits, _ = _timed(lambda: search("parser cache", progress=lambda *a: shown.append(a)))
+    first, hits, _ = _timed(
+        lambda: search("parser cache", progress=lambda *a: shown.append(a), using="index")
+    )
     again, _, _ = _timed(lambda: search("parser cache"))
-    result.update(first_search=first, search=again, hits=len(hits), progress_calls=len(shown))
+    result.update(first_search=first, search=again, hits=len(hits), progress_calls=len(shown),
+                  scanned=scanned)  # fmt: skip
     result["queries"] = _query_times(agent)
     index = agent / "pinb-cache" / "index.sqlite"
     result["index_mb"] = (
@@ -382,7 +411,9 @@ def print_listing(result: dict[str, Any]) -> None:
         f"{result['peak_cold']:.0f} MB above a fresh interpreter."
     )
     print(
-        f"First search (builds the index; {result['progress_calls']} progress reports): "
+        f"First search (no index: a scan of the files, the index built in the background): "
+        f"{result['scanned']:.0f} ms. Building the index in the foreground "
+        f"({result['progress_calls']} progress reports) and searching: "
         f"{result['first_search'] / 1000:.1f} s; the next search {result['search']:.0f} ms "
         f"({result['hits']} hits). Index {result['index_mb']:.0f} MB for "
         f"{result['text_mb']:.0f} MB of indexed text."
@@ -451,6 +482,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--listing-rounds", type=int, default=3)
     parser.add_argument("--skip-listing", action="store_true")
+    parser.add_argument(
+        "--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES), metavar="SHAPE"
+    )
     parser.add_argument("--files", action="store_true", help="the older fixed-file comparison")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
@@ -460,9 +494,10 @@ def main() -> None:
     root = ensure_installed()
     load = os.getloadavg()
     with PiReference("1.6.0", root, timeout=600) as pi:
-        rows = bench_open(pi, args.rounds)
+        tables = [bench_open(pi, args.rounds, shape) for shape in args.shapes]
         listed = None if args.skip_listing else bench_listing(pi, args.listing_rounds)
-    print_open(rows)
+    for rows in tables:
+        print_open(rows)
     if listed is not None:
         print_listing(listed)
     after = os.getloadavg()

@@ -87,28 +87,36 @@ def _text(value: str | None) -> str | None:
     return _SURROGATE.sub("\ufffd", value) if value is not None else None
 
 
-def _scan(folder: Path, depth: int) -> dict[str, tuple[int, int]]:
+def _scan(folder: Path | str, depth: int) -> dict[str, tuple[int, int]]:
     """``{path: (size, mtime_ns)}`` of ``*.jsonl`` files ``depth`` folders below ``folder``."""
     found: dict[str, tuple[int, int]] = {}
+    _walk(os.fspath(folder), depth, found)
+    return found
+
+
+def _walk(folder: str, depth: int, found: dict[str, tuple[int, int]]) -> None:
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return found
-    for item in entries:
-        if depth > 0:
+        return
+    if depth > 0:
+        for item in entries:
             if item.is_dir():
-                found.update(_scan(Path(item.path), depth - 1))
-        elif item.name.endswith(".jsonl") and item.is_file():
-            if _SURROGATE.search(item.path):
-                # A name that is not valid UTF-8 cannot be a key of the index; say so, once.
-                log.warning("%r: file name is not valid UTF-8; not listed", item.path)
-                continue
-            try:
-                st = item.stat()
-            except OSError:
-                continue
-            found[item.path] = (st.st_size, st.st_mtime_ns)
-    return found
+                _walk(item.path, depth - 1, found)
+        return
+    for item in entries:
+        if not item.name.endswith(".jsonl") or not item.is_file():
+            continue
+        path = item.path
+        if not path.isascii() and _SURROGATE.search(path):
+            # A name that is not valid UTF-8 cannot be a key of the index; say so, once.
+            log.warning("%r: file name is not valid UTF-8; not listed", path)
+            continue
+        try:
+            st = item.stat()
+        except OSError:
+            continue
+        found[path] = (st.st_size, st.st_mtime_ns)
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -322,9 +330,16 @@ class ListingCatalog:
         """
         return self._guarded(lambda: self._refresh(folder))
 
-    def _refresh(self, folder: str | os.PathLike[str] | None) -> RefreshStats:
+    def _refresh(
+        self,
+        folder: str | os.PathLike[str] | None,
+        scanned: dict[str, tuple[int, int]] | None = None,
+    ) -> RefreshStats:
+        """:meth:`refresh`; ``scanned``: the files of the folder as :func:`_scan` just
+        found them (else they are looked up)."""
         base, depth = self._scope(folder)
-        scanned = _scan(base, depth)
+        if scanned is None:
+            scanned = _scan(base, depth)
         prefix = os.path.join(os.fspath(base), "")
         stored = {
             path: (size, mtime, rowid)
@@ -521,6 +536,14 @@ def _with_text(info: SessionInfo) -> SessionInfo:
 def _in_scope(path: str, prefix: str, depth: int) -> bool:
     rest = path[len(prefix) :]
     return rest.count(os.sep) == depth
+
+
+def _stored_info(info: SessionInfo) -> SessionInfo:
+    """A listing row as the catalog gives it back: each field as stored, and read again
+    (the row of a session a scan found, equal to the one of the index)."""
+    return _info((None, os.fspath(info.path), None, None, None, _text(info.id), _text(info.cwd),
+                  _text(info.name), _text(info.parent_session_path), _ts(info.created),
+                  _ts(info.modified), info.message_count, _text(info.first_message), ""))  # fmt: skip
 
 
 def _info(row: Sequence[Any]) -> SessionInfo:

@@ -14,7 +14,15 @@ from ..errors import PinbError
 from .catalog import _text
 from .cite import IndexedEntry, index_entries
 
-__all__ = ["Ended", "Read", "appended_entries", "entries_of", "line_at", "texts_at"]
+__all__ = [
+    "Ended",
+    "Read",
+    "appended_entries",
+    "entries_of",
+    "entries_of_bytes",
+    "line_at",
+    "texts_at",
+]
 
 log = logging.getLogger("pinb.analysis")
 
@@ -59,17 +67,30 @@ def _offsets(data: bytes, lines: Iterable[int], first_line: int, base: int) -> d
 def entries_of(path: str) -> Read:
     """A session file's searchable entries (none when they cannot be read), the offsets of
     their lines, and where the bytes they came from end."""
-    from .frames import open_session_bytes
-
     try:
         data = Path(path).read_bytes()
-        entries = index_entries(open_session_bytes(data, path).entries, path)
-    except (PinbError, OSError, ValueError) as exc:
-        # Listed (Pi lists it too), but its entries cannot be read: say so, once.
+    except OSError as exc:
         log.warning("%s: entries not indexed: %s", path, exc)
+        return [], [], (None, None, None)
+    entries = entries_of_bytes(path, data)
+    if entries is None:
         return [], [], (None, None, None)
     offsets = _offsets(data, (e.line for e in entries), 1, 0)
     return entries, [offsets.get(e.line) for e in entries], _end_of(data)
+
+
+def entries_of_bytes(path: str, data: bytes, *, quiet: bool = False) -> list[IndexedEntry] | None:
+    """The searchable entries of a session file's bytes, or ``None`` when they cannot be
+    read (said once, unless ``quiet``)."""
+    from .frames import open_session_bytes
+
+    try:
+        return index_entries(open_session_bytes(data, path).entries, path)
+    except (PinbError, ValueError) as exc:
+        # Listed (Pi lists it too), but its entries cannot be read: say so, once.
+        if not quiet:
+            log.warning("%s: entries not indexed: %s", path, exc)
+        return None
 
 
 def appended_entries(path: str, size: int, lines: int, tail: str) -> Read | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -15,10 +16,42 @@ from ..display import Displayable
 from .cite import Citation
 from .query import SearchQuery
 
-__all__ = ["MARK_END", "MARK_START", "SearchHit", "SearchResults"]
+__all__ = [
+    "MARK_END",
+    "MARK_START",
+    "OnHit",
+    "SearchHit",
+    "SearchResults",
+    "fts_snippets",
+    "mark",
+]
 
 #: How FTS5's ``snippet()`` marks a matched word here (shown as ``«``/``»`` or bold).
 MARK_START, MARK_END = "\x02", "\x03"
+
+
+def fts_snippets(db: sqlite3.Connection, bodies: dict[int, str], match: str) -> dict[int, str]:
+    """FTS5's own snippets of ``bodies`` (by key) for ``match``, cut in a scratch table
+    of ``db`` holding just them: the words marked with :data:`MARK_START` and
+    :data:`MARK_END`."""
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts"
+        " USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute("DELETE FROM temp.hit_texts")
+    db.executemany("INSERT INTO temp.hit_texts(rowid, body) VALUES (?, ?)", list(bodies.items()))
+    return dict(
+        db.execute(
+            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', 16) FROM temp.hit_texts"
+            " WHERE hit_texts MATCH ?",
+            (MARK_START, MARK_END, match),
+        ).fetchall()
+    )
+
+
+def mark(snippet: str) -> str:
+    """A snippet with its marks shown as ``«`` and ``»``."""
+    return snippet.replace(MARK_START, "«").replace(MARK_END, "»")
 
 
 @dataclass(frozen=True)
@@ -71,8 +104,27 @@ class SearchHit:
         return self.citation.open()
 
 
+#: ``on_hit(hit)``: a hit as a search that reads the files finds it.
+OnHit = Callable[[SearchHit], None]
+
+
 class SearchResults(Displayable, list[SearchHit]):
-    """Search hits, best first, that display as a table in a notebook (escaped)."""
+    """Search hits, best first, that display as a table in a notebook (escaped).
+
+    Attributes
+    ----------
+    source:
+        ``"index"`` (ranked by relevance) or ``"scan"``: the session files were read
+        because the index lacked many of them (:mod:`pinb.analysis.scan`; hits in the
+        order found, the sessions changed most recently first).
+    scanned:
+        Session files a scan read (``0`` for the index).
+    complete:
+        ``False`` when a scan stopped at the limit before reading every session.
+    building:
+        The index being built in the background after a scan (an
+        :class:`~pinb.analysis.building.IndexBuild`), or ``None``.
+    """
 
     def __init__(
         self,
@@ -80,6 +132,10 @@ class SearchResults(Displayable, list[SearchHit]):
         query: str = "",
         parsed: SearchQuery | None = None,
         root: str | os.PathLike[str] | None = None,
+        *,
+        source: str = "index",
+        scanned: int = 0,
+        complete: bool = True,
     ) -> None:
         super().__init__(hits)
         self.query = query
@@ -87,6 +143,25 @@ class SearchResults(Displayable, list[SearchHit]):
         #: The sessions folder searched: the display names files relative to it (each
         #: hit's :attr:`~SearchHit.cite` keeps the full path).
         self.root = Path(root) if root is not None else None
+        self.source = source
+        self.scanned = scanned
+        self.complete = complete
+        self.building: Any = None
+
+    @property
+    def note(self) -> str:
+        """How the hits were found, when not from the index (``""`` when they were)."""
+        if self.source != "scan":
+            return ""
+        read = f"{self.scanned:,} session(s) read" + (
+            "" if self.complete else ", stopped at the limit"
+        )
+        later = (
+            "; the search index is being built: searches after it rank hits by relevance"
+            if self.building is not None
+            else ""
+        )
+        return f"as a scan of the files found them, the latest sessions first ({read}){later}"
 
     def shown_cite(self, hit: SearchHit) -> str:
         """``hit.cite`` with the file named relative to the sessions folder, when inside it."""
@@ -101,16 +176,28 @@ class SearchResults(Displayable, list[SearchHit]):
     def __repr__(self) -> str:
         return self.to_text()
 
+    def heading(self) -> str:
+        """The first line of :meth:`to_text`: how many hits, copies folded, how found."""
+        folded = sum(len(h.copies) for h in self)
+        note = self.note
+        return (
+            f"{len(self)} hit(s) for {self.query!r}"
+            + (f" ({folded} repeat(s) and fork copies folded in)" if folded else "")
+            + (f"; {note}" if note else "")
+        )
+
+    def hit_text(self, hit: SearchHit, *, full_paths: bool = False) -> str:
+        """The two lines of one hit in :meth:`to_text`."""
+        when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else " " * 16
+        copies = f"  (+{len(hit.copies)} copies)" if hit.copies else ""
+        cite = hit.cite if full_paths else self.shown_cite(hit)
+        return (
+            f"{when}  {hit.role or hit.info.name or '':<10}  {cite}{copies}\n"
+            f"    {_short(hit.snippet, 110)}"
+        )
+
     def to_text(self, *, full_paths: bool = False) -> str:
         """One hit per two lines; files relative to the sessions folder unless ``full_paths``."""
-        folded = sum(len(h.copies) for h in self)
-        lines = [f"{len(self)} hit(s) for {self.query!r}"
-                 + (f" ({folded} repeat(s) and fork copies folded in)" if folded else "")]  # fmt: skip
-        for hit in self:
-            when = f"{hit.timestamp:%Y-%m-%d %H:%M}" if hit.timestamp else " " * 16
-            copies = f"  (+{len(hit.copies)} copies)" if hit.copies else ""
-            lines.append(
-                f"{when}  {hit.role or hit.info.name or '':<10}  {hit.cite if full_paths else self.shown_cite(hit)}{copies}"
-            )
-            lines.append(f"    {_short(hit.snippet, 110)}")
-        return "\n".join(lines)
+        return "\n".join(
+            [self.heading(), *(self.hit_text(hit, full_paths=full_paths) for hit in self)]
+        )

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.listing import Progress, SessionInfo
 from .catalog import (
@@ -24,6 +24,7 @@ from .catalog import (
     _dt,
     _in_scope,
     _info,
+    _scan,
     _text,
     default_index_path,
 )
@@ -31,13 +32,16 @@ from .cite import Citation, IndexedEntry
 from .entrylines import appended_entries as _appended
 from .entrylines import entries_of as _entries
 from .entrylines import texts_at as _bodies
-from .hits import MARK_END as _MARK_END
-from .hits import MARK_START as _MARK_START
-from .hits import SearchHit, SearchResults
+from .hits import OnHit, SearchHit, SearchResults, fts_snippets, mark
 from .query import SearchQuery, check_raw_size, parse_query, sql_filters
 from .schema import _SESSION_COLUMNS, _TEXTS, SCHEMA_VERSION
+from .sidecar import LOCK_WAIT
+
+if TYPE_CHECKING:  # loaded when a search scans (a search of the index needs it not)
+    from .building import How
 
 __all__ = [
+    "SCAN_ABOVE",
     "SCHEMA_VERSION",
     "SEARCH_TIMEOUT",
     "Citation",
@@ -60,6 +64,11 @@ _ENTRY_BATCH = 20
 #: Seconds a search's queries may run before they are stopped (the index build, which
 #: reports progress and keeps what it finished, is not counted).
 SEARCH_TIMEOUT = 60.0
+#: Bytes of session files left to index above which a search reads the files instead of
+#: bringing the index up to date first (about a second of indexing; :mod:`.scan`).
+SCAN_ABOVE = 4 << 20
+#: Where a search's answer comes from (see :meth:`SessionCatalog.search`).
+Using = Literal["auto", "index", "scan"]
 #: Times a search brings the index up to date again when another process changed it
 #: between that and the search's read.
 _SETTLE = 3
@@ -87,6 +96,13 @@ class SessionCatalog(ListingCatalog):
     lock_wait:
         Seconds to wait for another process's write to the file before going on without
         it (this time).
+    build:
+        How a search that scanned the files builds the index meanwhile: ``"process"`` (a
+        process of its own, which outlives this one), ``"thread"`` (in this process), or
+        ``None`` (not: the next search that finds little to index builds it).
+    scan_above:
+        Bytes of session files left to index above which a search scans the files
+        instead of indexing them first (:data:`SCAN_ABOVE`).
 
     Notes
     -----
@@ -94,13 +110,29 @@ class SessionCatalog(ListingCatalog):
     message); the full-text index is built when a search first needs it, file by file in
     small transactions, so an interrupted build resumes with the files it had not done.
     Several processes may build and search at once: each write re-checks what it builds
-    on, and a search's statements share one read transaction.
+    on, and a search's statements share one read transaction. While the index lacks more
+    than ``scan_above`` bytes of sessions, a search reads the files themselves
+    (:mod:`pinb.analysis.scan`) and the index is built in the background.
 
     Examples
     --------
     >>> with SessionCatalog() as catalog:  # doctest: +SKIP
     ...     hits = catalog.search("flaky test")
     """
+
+    def __init__(
+        self,
+        index_path: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        progress: Progress | None = None,
+        lock_wait: float = LOCK_WAIT,
+        build: How | None = "process",
+        scan_above: int = SCAN_ABOVE,
+    ) -> None:
+        super().__init__(index_path, root, progress=progress, lock_wait=lock_wait)
+        self.build = build
+        self.scan_above = scan_above
 
     def _drop_words_if_stale(self) -> bool:
         """Start the full-text index again when words of entries that are gone (files
@@ -148,9 +180,15 @@ class SessionCatalog(ListingCatalog):
         parent = os.path.dirname(os.path.normpath(os.fspath(folder)))
         return [None] if parent == os.path.normpath(os.fspath(self.root)) else [None, folder]
 
-    def _refresh_search(self, folder: str | os.PathLike[str] | None) -> RefreshStats:
+    def _refresh_search(
+        self,
+        folder: str | os.PathLike[str] | None,
+        walked: list[dict[str, tuple[int, int]]] | None = None,
+    ) -> RefreshStats:
+        """:meth:`refresh_search`; ``walked``: each scope's files as just found."""
         scopes = self._scopes(folder)
-        listed = [self._refresh(scope) for scope in scopes]
+        found = walked if walked is not None else [None] * len(scopes)
+        listed = [self._refresh(scope, files) for scope, files in zip(scopes, found, strict=True)]
         stale = [row for scope in scopes for row in self._stale(scope)]
         self._index_entries(stale)
         # Words of entries that are gone pile up only when files were read again or
@@ -196,6 +234,57 @@ class SessionCatalog(ListingCatalog):
                         (key, *end, rowid),
                     )
             self._report("indexing", start + len(batch), len(stale))
+
+    def _unindexed(
+        self, folder: str | os.PathLike[str] | None
+    ) -> tuple[list[dict[str, tuple[int, int]]], int, bool]:
+        """The files of each scope a search of ``folder`` indexes (:meth:`_scopes`), how
+        many of their bytes the index lacks (whole files it never read or that changed,
+        the new bytes of files that grew), and whether it is up to date (then nothing is
+        to read, list or forget before the search)."""
+        db = self._db
+        scopes = self._scopes(folder)
+        walked = [_scan(*self._scope(scope)) for scope in scopes]
+        # Each file's "size:mtime_ns" when its row and entries are of that version of it
+        # (a row that is no session needs no entries), else NULL: one string a file.
+        current = dict(
+            db.execute(
+                "SELECT path, CASE WHEN is_session = 0 OR entries_key = size || ':' || mtime_ns"
+                " THEN size || ':' || mtime_ns END FROM sessions"
+            ).fetchall()
+        )
+        missing, seen = 0, 0
+        changed: list[tuple[str, int, int]] = []
+        for files in walked:
+            for path, (size, mtime) in files.items():
+                state = current.get(path, False)
+                if state is False:
+                    missing += size  # never read
+                    continue
+                seen += 1
+                if state != f"{size}:{mtime}":
+                    changed.append((path, size, mtime))
+        for path, size, mtime in changed:
+            was_size, was_mtime, is_session, key, indexed = db.execute(
+                "SELECT size, mtime_ns, is_session, entries_key, entries_size FROM sessions"
+                " WHERE path = ?",
+                (path,),
+            ).fetchone()
+            if not ((was_size, was_mtime) == (size, mtime) and not is_session):
+                if key != f"{size}:{mtime}":
+                    missing += size - indexed if indexed is not None and size >= indexed else size
+        fresh = not missing and not changed
+        if fresh:  # and no file the index holds is gone
+            held = 0
+            for base, depth in map(self._scope, scopes):
+                prefix = os.path.join(os.fspath(base), "")
+                held += db.execute(
+                    "SELECT count(*) FROM sessions WHERE path >= ? AND path < ?"
+                    " AND length(path) - length(replace(path, ?, '')) = ?",
+                    (prefix, prefix + "\U0010ffff", os.sep, prefix.count(os.sep) + depth),
+                ).fetchone()[0]
+            fresh = held == seen
+        return walked, missing, fresh
 
     def _stale(self, folder: str | os.PathLike[str] | None) -> list[tuple[Any, ...]]:
         """``(rowid, path, key, entries_key, (size, lines, tail))`` of the sessions in
@@ -249,6 +338,8 @@ class SessionCatalog(ListingCatalog):
         raw: bool = False,
         fold: bool = True,
         timeout: float | None = SEARCH_TIMEOUT,
+        on_hit: OnHit | None = None,
+        using: Using = "auto",
     ) -> SearchResults:
         """Entries matching a query, best first, each citable as ``path:line#entry-id``.
 
@@ -269,8 +360,20 @@ class SessionCatalog(ListingCatalog):
             Fold repeats and fork copies (the same role and text) into one hit, the
             earliest, with the others in :attr:`SearchHit.copies`.
         timeout:
-            Seconds the search's queries may run (``None``: no limit); building the index
-            first is not counted. Ctrl-C stops a search at any point.
+            Seconds the search's queries (or its scan) may run (``None``: no limit);
+            building the index first is not counted. Ctrl-C stops a search at any point.
+        on_hit:
+            Called with each hit as a scan finds it, before the answer is complete (see
+            ``using``); not called when the answer comes from the index.
+        using:
+            ``"auto"``: the index, brought up to date first, unless it lacks more than
+            :attr:`scan_above` bytes of sessions (no index yet, or many new sessions):
+            then the files are read (:mod:`pinb.analysis.scan`): the same entries match,
+            listed as the scan finds them (the sessions changed most recently first)
+            without a score (:attr:`SearchResults.source` is ``"scan"``), and the index
+            is built in the background (:attr:`SearchResults.building`).
+            ``"index"``: the index, built first however long that takes. ``"scan"``: the
+            files, and no index is built. A raw query always uses the index.
 
         Raises
         ------
@@ -285,7 +388,58 @@ class SessionCatalog(ListingCatalog):
         query = _parsed(text, raw)
         if (raw and not text.strip()) or (not raw and query.empty):
             return SearchResults([], text, query, root=self.root)
-        return self._guarded(lambda: self._search(text, query, folder, limit, raw, fold, timeout))
+        walked: list[dict[str, tuple[int, int]]] | None = None
+        fresh = False
+        if not raw and using != "index":
+            walked, missing, fresh = self._guarded(lambda: self._unindexed(folder))
+            if using == "scan" or missing > self.scan_above:
+                return self._scanned(text, query, folder, walked[-1], limit, fold, timeout,
+                                     on_hit, build=using == "auto")  # fmt: skip
+        # Up to date as seen on this connection (after a fall back to memory, it is not).
+        checked = self._db if fresh else None
+        return self._guarded(
+            lambda: self._search(
+                text, query, folder, limit, raw, fold, timeout, walked, checked is self._db
+            )
+        )
+
+    def _scanned(
+        self,
+        text: str,
+        query: SearchQuery,
+        folder: str | os.PathLike[str] | None,
+        walked: dict[str, tuple[int, int]],
+        limit: int,
+        fold: bool,
+        timeout: float | None,
+        on_hit: OnHit | None,
+        *,
+        build: bool,
+    ) -> SearchResults:
+        """The search answered by reading the files; the index built meanwhile."""
+        from .building import start_build
+        from .scan import scan_search
+
+        base, depth = self._scope(folder)
+        prefix = os.path.join(os.fspath(base), "")
+        files = [(path, size, mtime) for path, (size, mtime) in walked.items()
+                 if _in_scope(path, prefix, depth)]  # fmt: skip
+        results = scan_search(
+            text,
+            query,
+            files,
+            root=self.root,
+            limit=limit,
+            fold=fold,
+            timeout=timeout,
+            on_hit=on_hit,
+            progress=self.progress,
+        )
+        if build and self.build is not None and not self._in_memory and self.degraded is None:
+            # Only a file keeps the index; one that cannot be written is not built at all.
+            outside = folder if len(self._scopes(folder)) > 1 else None
+            results.building = start_build(self.index_path, self.root, outside, how=self.build)
+        return results
 
     def _search(
         self,
@@ -296,6 +450,8 @@ class SessionCatalog(ListingCatalog):
         raw: bool,
         fold: bool,
         timeout: float | None,
+        walked: list[dict[str, tuple[int, int]]] | None = None,
+        fresh: bool = False,
     ) -> SearchResults:
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
@@ -358,11 +514,18 @@ class SessionCatalog(ListingCatalog):
         )  # fmt: skip
         before = [*values, match] if match is not None else values
         for attempt in range(_SETTLE):
-            self._refresh_search(folder)
+            # (Up to date when the files were just looked at: nothing to bring up to date.)
+            settled = fresh and attempt == 0
+            if not settled:
+                self._refresh_search(folder, walked if attempt == 0 else None)
             # The three queries read one state of the index: another process writing
             # between them could otherwise take away a row a later one looks up.
             with self._reading():
-                if attempt < _SETTLE - 1 and any(self._stale(s) for s in self._scopes(folder)):
+                if (
+                    attempt < _SETTLE - 1
+                    and not settled
+                    and any(self._stale(s) for s in self._scopes(folder))
+                ):
                     continue  # changed by another process since: bring it up to date again
                 with self._watch.deadline(timeout):
                     best = self._db.execute(ranked, ranked_values).fetchall()
@@ -417,7 +580,7 @@ class SessionCatalog(ListingCatalog):
                     entry_id=first[2],
                     role=first[3],
                     timestamp=_dt(first[4]),
-                    snippet=marked.replace(_MARK_START, "«").replace(_MARK_END, "»"),
+                    snippet=mark(marked),
                     score=float(score),
                     copies=copies,
                     _marked=marked,
@@ -427,22 +590,7 @@ class SessionCatalog(ListingCatalog):
 
     def _snippets(self, bodies: dict[int, str], match: str) -> dict[int, str]:
         """FTS5's own snippets of the hits' texts, from a scratch table of just those."""
-        db = self._db
-        db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts"
-            " USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
-        )
-        db.execute("DELETE FROM temp.hit_texts")
-        db.executemany(
-            "INSERT INTO temp.hit_texts(rowid, body) VALUES (?, ?)", list(bodies.items())
-        )
-        return dict(
-            db.execute(
-                "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', 16) FROM temp.hit_texts"
-                " WHERE hit_texts MATCH ?",
-                (_MARK_START, _MARK_END, match),
-            ).fetchall()
-        )
+        return fts_snippets(self._db, bodies, match)
 
     def _select(
         self, sql: str, rowids: Sequence[int], before: Sequence[object] = ()
@@ -525,11 +673,16 @@ def search(
     fold: bool = True,
     progress: Progress | None = None,
     timeout: float | None = SEARCH_TIMEOUT,
+    on_hit: OnHit | None = None,
+    using: Using = "auto",
 ) -> SearchResults:
     """Full-text search over session entries (see :meth:`SessionCatalog.search`).
 
-    The first search builds the index (``progress`` as for :class:`SessionCatalog`).
-    ``timeout``: seconds the queries may run after that (``None``: no limit).
+    The first search of a folder reads the session files, calling ``on_hit`` with each
+    hit as it is found, while the index is built in the background (a process of its
+    own); later searches use the index. ``progress`` as for :class:`SessionCatalog`
+    (``"scanning"`` while files are read). ``timeout``: seconds the queries (or the scan)
+    may run (``None``: no limit).
 
     Examples
     --------
@@ -539,4 +692,5 @@ def search(
     """
     _parsed(text, raw)  # a query refused opens nothing
     with SessionCatalog(root=root, progress=progress) as catalog:
-        return catalog.search(text, folder, limit=limit, raw=raw, fold=fold, timeout=timeout)
+        return catalog.search(text, folder, limit=limit, raw=raw, fold=fold, timeout=timeout,
+                              on_hit=on_hit, using=using)  # fmt: skip

@@ -7,7 +7,7 @@ import sqlite3
 
 from .sidecar import SearchIndexError
 
-__all__ = ["SCHEMA_VERSION", "make_tables"]
+__all__ = ["SCHEMA_VERSION", "TOKENIZER", "make_tables"]
 
 #: Bumped whenever the tables change; an index of another version is rebuilt.
 SCHEMA_VERSION = 6
@@ -56,10 +56,9 @@ CREATE INDEX entry_tools_by_entry ON entry_tools(entry);
 CREATE TABLE entry_files(entry INTEGER NOT NULL, path TEXT NOT NULL);
 CREATE INDEX entry_files_by_entry ON entry_files(entry);
 """
-_TEXTS = (
-    "CREATE VIRTUAL TABLE entry_texts USING fts5(body, content='',"
-    " tokenize='unicode61 remove_diacritics 2')"
-)
+#: How the index splits text into words; a scan's checks use the same (:mod:`.scan`).
+TOKENIZER = "tokenize='unicode61 remove_diacritics 2'"
+_TEXTS = f"CREATE VIRTUAL TABLE entry_texts USING fts5(body, content='', {TOKENIZER})"
 _SCHEMA += _TEXTS + ";\n"
 
 _TABLES = ("sessions", "entries", "entry_tools", "entry_files", "entry_texts", "texts")

@@ -122,22 +122,39 @@ def add_parser(subparsers: Any) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json] [--timeout S]``."""
+    """``pinb search QUERY... [--all] [--limit N] [--no-fold] [--json] [--timeout S]``.
+
+    The first search of a folder reads the session files while the index is built in the
+    background: its hits are printed as they are found (``--json``: all at the end).
+    """
+    from ..analysis.hits import SearchHit, SearchResults
     from ..analysis.index import SEARCH_TIMEOUT, search
     from ..core.paths import sessions_dir_for
-    from ..render.progress import progress_for
 
     text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
     timeout = args.timeout if args.timeout is not None else SEARCH_TIMEOUT
+    progress = _Progress()
+    shown: list[str] = []
+    lines = SearchResults(query=text)
+
+    def show(hit: SearchHit) -> None:
+        progress.clear()
+        shown.append(hit.cite)
+        say(lines.hit_text(hit, full_paths=True))
+        sys.stdout.flush()  # each hit as it comes, to a pipe too
+
     hits = search(
         text,
         folder,
         limit=args.limit,
         fold=not args.no_fold,
-        progress=progress_for(),
+        progress=progress,
         timeout=timeout,
+        on_hit=None if args.json else show,
     )
+    if hits.source == "scan" and not args.json:
+        return _scanned(hits, shown, args.all)
     if args.json:
         payload = [
             {
@@ -165,6 +182,58 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 1
     say(hits.to_text(full_paths=True))  # a terminal opens whole paths
     return 0
+
+
+def _scanned(hits: Any, shown: list[str], everywhere: bool) -> int:
+    """After the hits a scan printed as it found them: where an earlier copy was found
+    later (the answer cites it), then how they were found."""
+    for hit in hits:
+        if hit.cite in shown:
+            continue
+        printed = [str(c) for c in hit.copies if str(c) in shown]
+        if printed:
+            say(f"  {printed[0]} (above) is a copy; the earliest is {hit.cite}")
+    if not hits:
+        where = "" if everywhere else " in this folder's sessions (try --all)"
+        building = "; the search index is being built" if hits.building is not None else ""
+        say(f"nothing matches {hits.query!r}{where} ({hits.scanned:,} read{building})")
+        return 1
+    folded = sum(len(h.copies) for h in hits)
+    say(
+        f"{len(hits)} hit(s) for {hits.query!r}"
+        + (f" ({folded} repeat(s) and fork copies folded in)" if folded else "")
+        + f", {hits.note}"
+    )
+    return 0
+
+
+class _Progress:
+    """The terminal's progress bar, loaded only once work has gone on for a second (most
+    searches are done before: then the drawing code is never imported)."""
+
+    def __init__(self) -> None:
+        self._started: float | None = None
+        self._bar: Any = None
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        if self._started is None:
+            self._started = now
+        if self._bar is None:
+            if now - self._started < 1.0 or done >= total:
+                return
+            from ..render.progress import ProgressBar
+
+            self._bar = ProgressBar(after=0) if sys.stderr.isatty() else (lambda *_: None)
+        self._bar(what, done, total)
+
+    def clear(self) -> None:
+        """Clear the bar's line before text is printed over it (it is drawn again)."""
+        if self._bar is not None and sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

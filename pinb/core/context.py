@@ -6,8 +6,11 @@ the objects Pi holds in memory; :func:`pinb.core.models.parse_message` gives a t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Final
 
 from .entries import MISSING, Entry, id_key
@@ -481,46 +484,42 @@ _NOT_FOUND: Final = object()
 
 def _settings_at(
     index: SessionIndex, positions: list[int]
-) -> tuple[Any, dict[str, Any] | None, Entry | None, int]:
-    """:func:`_settings` from the index's kind bytes: only the entries that matter are read."""
-    kinds = index.kinds
+) -> tuple[Any, dict[str, Any] | None, Entry | None, int, bytes]:
+    """:func:`_settings` from the index's kind bytes: only the entries that matter are read.
+
+    Also returns the path's kind bytes (one per position), which the context reads."""
+    kinds = bytes(map(index.kinds.__getitem__, positions))  # one C pass, searched below
     entries = index.entries
     thinking_level: Any = _NOT_FOUND
     model: Any = _NOT_FOUND
     compaction: Entry | None = None
-    edits = 0
-    for i in reversed(positions):
-        kind = kinds[i]
-        if kind <= KIND_MESSAGE:
-            continue
-        if kind == KIND_EDIT:
-            edits += 1
-            continue
-        if kind == KIND_ASSISTANT:
-            if model is _NOT_FOUND:
-                message = entries[i].raw["message"]
-                model = {}
-                if "provider" in message:
-                    model["provider"] = message["provider"]
-                if "model" in message:
-                    model["modelId"] = message["model"]
-        elif kind == KIND_THINKING:
-            if thinking_level is _NOT_FOUND:
-                thinking_level = entries[i].raw.get("thinkingLevel", MISSING)
-        elif kind == KIND_MODEL:
-            if model is _NOT_FOUND:
-                raw = entries[i].raw
-                model = {}
-                _present(raw, model, "provider")
-                if "modelId" in raw:
-                    model["modelId"] = raw["modelId"]
-        elif kind == KIND_COMPACTION and compaction is None:
-            compaction = entries[i]
+    # The last of each kind that sets something, found from the end of the path.
+    found_model = max(kinds.rfind(KIND_ASSISTANT), kinds.rfind(KIND_MODEL))
+    if found_model >= 0:
+        raw = entries[positions[found_model]].raw
+        model = {}
+        if kinds[found_model] == KIND_ASSISTANT:
+            message = raw["message"]
+            if "provider" in message:
+                model["provider"] = message["provider"]
+            if "model" in message:
+                model["modelId"] = message["model"]
+        else:
+            _present(raw, model, "provider")
+            if "modelId" in raw:
+                model["modelId"] = raw["modelId"]
+    found_thinking = kinds.rfind(KIND_THINKING)
+    if found_thinking >= 0:
+        thinking_level = entries[positions[found_thinking]].raw.get("thinkingLevel", MISSING)
+    found_compaction = kinds.rfind(KIND_COMPACTION)
+    if found_compaction >= 0:
+        compaction = entries[positions[found_compaction]]
     return (
         "off" if thinking_level is _NOT_FOUND else thinking_level,
         None if model is _NOT_FOUND else model,
         compaction,
-        edits,
+        kinds.count(KIND_EDIT),
+        kinds,
     )
 
 
@@ -563,41 +562,89 @@ def select_context_entries(
 
 def _path_settings(
     index: SessionIndex, leaf: Entry
-) -> tuple[list[Entry], tuple[Any, dict[str, Any] | None, Entry | None, int]]:
-    """The root-to-leaf path and its settings (:func:`_settings`)."""
+) -> tuple[list[Entry], tuple[Any, dict[str, Any] | None, Entry | None, int], bytes | None]:
+    """The root-to-leaf path, its settings (:func:`_settings`) and the kind byte of each
+    of its entries (``None`` when the path was walked as objects)."""
     positions = index.path_positions(leaf)
     if positions is None:  # a parent loop, or an earlier line of a repeated id
         path = index.path_from(leaf)
-        return path, _settings(path)
-    everything = index.entries
-    return [everything[i] for i in positions], _settings_at(index, positions)
+        return path, _settings(path), None
+    *settings, kinds = _settings_at(index, positions)
+    path = list(map(index.entries.__getitem__, positions))
+    return path, (settings[0], settings[1], settings[2], settings[3]), kinds
 
 
 def context_entries(
     index: SessionIndex, leaf_id: object = UNSET, *, pi: PiLike | None = None
 ) -> list[Entry]:
-    """The entries the context at ``leaf_id`` is built from, without building it.
+    """The entries the context at ``leaf_id`` is built from, decoded, without building it.
 
-    What :func:`build_session_context` reads (``leaf_id`` as there): a lazy open decodes
-    these lines up front, so the first context after open parses nothing. Found from the
-    leaf up to its last compaction and the entries that compaction kept, so a long path
-    is not walked to its root (the walk of the whole path was a tenth of an open).
+    What :func:`build_session_context` reads (``leaf_id`` as there): a lazy open calls
+    this, so the first context after open parses nothing. Found from the leaf up to its
+    last compaction and the entries that compaction kept, so a long path is not walked to
+    its root (the walk of the whole path was a tenth of an open). When the whole path is
+    the context (no compaction on it), each message entry's message is also picked while
+    its line is decoded, and kept on the index for the first context: a long path's
+    entries are spread over memory, and reading them again cost that context most of its
+    time.
     """
+    target = Pi.resolve(pi)
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
         return []
     up = index.positions_up(leaf)
     if up is not None:
         try:
-            return _context_from_leaf(index, up, Pi.resolve(pi))
+            chosen, whole = _context_from_leaf(index, up, target)
         except ParentLoopError:
             pass  # the walk over objects below stops at the loop and reports it
-    path, (_, _, compaction, _) = _path_settings(index, leaf)
-    return select_context_entries(path, compaction, Pi.resolve(pi))
+        else:
+            if whole is None:
+                _decode_all(chosen)
+            else:
+                said = _messages_of(index, chosen, whole, target)
+                index.remember(("messages", whole[-1], target), said)
+            return chosen
+    path, (_, _, compaction, _), _ = _path_settings(index, leaf)
+    chosen = select_context_entries(path, compaction, target)
+    _decode_all(chosen)
+    return chosen
 
 
-def _context_from_leaf(index: SessionIndex, up: Iterator[int], target: Pi) -> list[Entry]:
-    """:func:`select_context_entries` over positions from the leaf up (``up``)."""
+def _decode_all(entries: list[Entry]) -> None:
+    for entry in entries:
+        if entry._raw is None:
+            entry.raw  # noqa: B018 - reading it decodes the line
+
+
+def _messages_of(
+    index: SessionIndex, chosen: list[Entry], positions: list[int], target: Pi
+) -> list[Any]:
+    """Each entry's line decoded, and the message of each message entry (``None`` for
+    the others; Pi 1.x reads one without content as one with empty content)."""
+    kinds = index.kinds
+    newer = target >= Pi.V1_6
+    said: list[Any] = []
+    add = said.append
+    for entry, at in zip(chosen, positions, strict=True):
+        raw = entry._raw
+        if raw is None:
+            raw = entry.raw
+        if kinds[at] not in _MESSAGE_KINDS:
+            add(None)
+            continue
+        message = raw.get("message")
+        if newer and message.__class__ is dict and message.get("content") is None:
+            message = _stored_message(message, target)
+        add(message)
+    return said
+
+
+def _context_from_leaf(
+    index: SessionIndex, up: Iterator[int], target: Pi
+) -> tuple[list[Entry], list[int] | None]:
+    """:func:`select_context_entries` over positions from the leaf up (``up``), and the
+    positions of the whole path when it is the context (no compaction on it)."""
     entries = index.entries
     kinds = index.kinds
     after: list[int] = []  # the leaf up to the last compaction, leaf first
@@ -619,8 +666,10 @@ def _context_from_leaf(index: SessionIndex, up: Iterator[int], target: Pi) -> li
         kept.reverse()
         if target >= Pi.V1_6:
             kept = [e for e in kept if not (e.type == "message" and e.role == "system")]
-        return [compaction, *kept, *(entries[i] for i in reversed(after))]
-    return [entries[i] for i in reversed(after)]
+        return [compaction, *kept, *(entries[i] for i in reversed(after))], None
+    after.reverse()
+    index.remember_path(after)  # the whole path was walked: the first context reuses it
+    return [entries[i] for i in after], after
 
 
 def build_session_context(
@@ -651,13 +700,13 @@ def build_session_context(
     leaf = _resolve_leaf(index, leaf_id)
     if leaf is None:
         return SessionContext(pi=target)
-    path, (thinking_level, model, compaction, branch_edits) = _path_settings(index, leaf)
+    path, (thinking_level, model, compaction, branch_edits), kinds = _path_settings(index, leaf)
     selected = select_context_entries(path, compaction, target)
     if entries is index:  # odd field types become problems of the session, found once
         index.check_fields(selected)
 
     edits: dict[object, Entry] = {}
-    if target >= Pi.V1_6:
+    if target >= Pi.V1_6 and (branch_edits or kinds is None):  # none on the path: none here
         for entry in selected:
             if entry.raw.get("type") == "context_edit":
                 edits[id_key(entry.raw.get("targetId", MISSING))] = entry
@@ -667,27 +716,33 @@ def build_session_context(
     append_message = messages.append
     append_source = sources.append
     newer = target >= Pi.V1_6
+    if compaction is None and kinds is not None and not edits:
+        # The whole path, no edit: the message entries (known by their kind byte) read in
+        # a few passes at C speed, the others (few) each the general way, in their places.
+        prepared = index.recall(("messages", index.position_of(leaf), target))
+        _add_path(selected, kinds, newer, target, messages, sources, prepared)
+        return SessionContext(
+            messages=messages,
+            thinking_level=thinking_level,
+            model=model,
+            sources=sources,
+            selected=selected,
+            edits=edits,
+            compaction=compaction,
+            path=path,
+            pi=target,
+            branch_edits=branch_edits,
+        )
     for position, entry in enumerate(selected):
         raw = entry.raw
-        kind = raw.get("type")
-        if kind == "message" and not edits:  # the common case, kept lean
+        if not edits and raw.get("type") == "message":  # the common case, kept lean
             message = raw.get("message")
             if newer and message.__class__ is dict and message.get("content") is None:
                 message = _stored_message(message, target)
             append_message(message)
             append_source(entry)
             continue
-        if kind == "compaction" and position > 0:
-            continue  # an older compaction inside the kept range contributes nothing (§5.5)
-        if kind.__class__ is not str or kind not in _PRODUCING:
-            continue
-        produced = entry_messages(entry, target)
-        if edits:
-            edit = edits.get(id_key(raw.get("id", MISSING)))
-            if edit is not None:
-                produced = apply_edit(produced, edit)
-        messages.extend(produced)
-        sources.extend([entry] * len(produced))
+        _produce(entry, position, target, edits, messages, sources)
 
     return SessionContext(
         messages=messages,
@@ -701,6 +756,85 @@ def build_session_context(
         pi=target,
         branch_edits=branch_edits,
     )
+
+
+#: A byte of an entry that is not a message (:mod:`.tree`'s kinds).
+_NOT_MESSAGE = re.compile(b"[^" + bytes((KIND_MESSAGE, KIND_ASSISTANT)) + b"]")
+_raw_of = attrgetter("_raw")
+#: Stands for an entry that is not a message while the messages' contents are checked.
+_HAS_CONTENT: Final = {"content": True}
+
+
+def _add_path(
+    selected: list[Entry],
+    kinds: bytes,
+    newer: bool,
+    target: Pi,
+    messages: list[Any],
+    sources: list[Entry],
+    prepared: list[Any] | None,
+) -> None:
+    """The messages of a whole path without edits (``kinds``: each entry's kind byte):
+    a message entry's is its line's ``message`` (Pi 1.x reads one without content as
+    one with empty content), any other entry's what :func:`_produce` makes of it.
+
+    A long path's entries are spread over memory, so each pass reads one field of every
+    entry in C (``map``) rather than every field of one entry in Python; and the first
+    context after open has them ready (``prepared``: see :func:`context_entries`).
+    """
+    others = [found.start() for found in _NOT_MESSAGE.finditer(kinds)]
+    if prepared is not None:
+        said = prepared
+    else:
+        raws = list(map(_raw_of, selected))
+        if None in raws:  # a line not decoded yet
+            raws = [entry.raw for entry in selected]
+        said = list(map(dict.get, raws, repeat("message")))
+    if newer and prepared is None:
+        checked = list(said)
+        for at in others:
+            checked[at] = _HAS_CONTENT
+        if set(map(type, checked)) != {dict} or None in map(dict.get, checked, repeat("content")):
+            for at, kind in enumerate(kinds):
+                message = said[at]
+                if kind in _MESSAGE_KINDS and message.__class__ is dict:
+                    if message.get("content") is None:
+                        said[at] = _stored_message(message, target)
+    start = 0
+    for at in others:
+        messages.extend(said[start:at])
+        sources.extend(selected[start:at])
+        _produce(selected[at], at, target, {}, messages, sources)
+        start = at + 1
+    messages.extend(said[start:])
+    sources.extend(selected[start:])
+
+
+_MESSAGE_KINDS = frozenset({KIND_MESSAGE, KIND_ASSISTANT})
+
+
+def _produce(
+    entry: Entry,
+    position: int,
+    target: Pi,
+    edits: dict[object, Entry],
+    messages: list[Any],
+    sources: list[Entry],
+) -> None:
+    """Add the messages an entry of the selection contributes (after its edit)."""
+    raw = entry.raw
+    kind = raw.get("type")
+    if kind == "compaction" and position > 0:
+        return  # an older compaction inside the kept range contributes nothing (§5.5)
+    if kind.__class__ is not str or kind not in _PRODUCING:
+        return
+    produced = entry_messages(entry, target)
+    if edits:
+        edit = edits.get(id_key(raw.get("id", MISSING)))
+        if edit is not None:
+            produced = apply_edit(produced, edit)
+    messages.extend(produced)
+    sources.extend([entry] * len(produced))
 
 
 def extend_context(context: SessionContext, entry: Entry) -> bool:

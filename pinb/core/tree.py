@@ -231,6 +231,9 @@ class SessionIndex:
         self._stale_parents = False
         #: Grows when a repeated id re-points existing parent links (paths may change).
         self.generation = 0
+        # The last full walk: (start position, entries, generation, root-to-start positions).
+        self._walked: tuple[int, int, int, list[int]] | None = None
+        self._memo: dict[object, tuple[int, int, Any]] = {}
         self.extend(entries)
 
     # -- building -------------------------------------------------------------------------
@@ -463,15 +466,64 @@ class SessionIndex:
         ``None`` when the walk goes round a loop, or ``start`` is an earlier line of a
         repeated id (which no id leads to); :meth:`path_from` then walks the objects.
         """
-        up = self.positions_up(start)
-        if up is None:
+        if self._stale_parents:
+            self._rebuild_parents()
+        at = self._start(start)
+        if at is None:
             return None  # an earlier line of a repeated id: only the object walk reaches it
-        try:
-            walk = list(up)
-        except ParentLoopError:
-            return None
+        walked = self._walked
+        if walked is not None and walked[:3] == (at, len(self.entries), self.generation):
+            return list(walked[3])
+        # The walk of positions_up, in one loop (a long path is walked here whole).
+        parents = self._parents
+        limit = len(parents) + 1  # a longer walk must have gone round a loop
+        walk: list[int] = []
+        add = walk.append
+        while at >= 0:
+            add(at)
+            parent = parents[at]
+            if parent < NO_PARENT:
+                parent = self._resolve_parent(at)
+            at = parent
+            if len(walk) > limit:
+                return None
         walk.reverse()
-        return walk
+        self.remember_path(walk)
+        return list(walk)
+
+    def remember_path(self, positions: list[int]) -> None:
+        """Keep a root-to-entry walk (positions in file order, the entry last) that a
+        caller made whole: :meth:`path_positions` of that entry returns it until the
+        index changes."""
+        if positions:
+            self._walked = (positions[-1], len(self.entries), self.generation, positions)
+
+    def remember(self, key: object, value: Any) -> None:
+        """Keep ``value`` under ``key`` until the index changes (entries are added, or a
+        repeated id re-points parent links): for work derived from its entries."""
+        self._memo[key] = (len(self.entries), self.generation, value)
+
+    def recall(self, key: object) -> Any:
+        """What :meth:`remember` kept under ``key`` while the index is unchanged, else
+        ``None``."""
+        kept = self._memo.get(key)
+        if kept is None or kept[:2] != (len(self.entries), self.generation):
+            return None
+        return kept[2]
+
+    def position_of(self, entry: Entry) -> int | None:
+        """``entry``'s position in file order (``None``: an earlier line of a repeated
+        id, or an entry of no index)."""
+        return self._start(entry)
+
+    def _start(self, start: Entry) -> int | None:
+        """``start``'s position, or ``None`` when it is an earlier line of a repeated id."""
+        entry_id = start.id
+        key = entry_id if entry_id.__class__ is str else id_key(entry_id)
+        at = self._position.get(key, NO_PARENT)
+        if at < 0 or self.entries[at] is not start:
+            return None
+        return at
 
     def positions_up(self, start: Entry) -> Iterator[int] | None:
         """Positions of ``start``'s path from ``start`` up (the leaf first), one at a time.
@@ -482,12 +534,8 @@ class SessionIndex:
         """
         if self._stale_parents:
             self._rebuild_parents()
-        entry_id = start.id
-        key = entry_id if entry_id.__class__ is str else id_key(entry_id)
-        at = self._position.get(key, NO_PARENT)
-        if at < 0 or self.entries[at] is not start:
-            return None
-        return self._walk_up(at)
+        at = self._start(start)
+        return None if at is None else self._walk_up(at)
 
     def _walk_up(self, at: int) -> Iterator[int]:
         parents = self._parents

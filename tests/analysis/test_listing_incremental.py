@@ -194,7 +194,7 @@ def test_a_snippet_reads_only_its_line() -> None:
     path = sessions_root() / "--big--" / "big.jsonl"
     lines = _big_session(path, 60)
     _append(path, _message(lines, "assistant", "the zanzibar plan, in short"))
-    assert [hit.line for hit in search("zanzibar")] == [lines + 1]  # builds the index
+    assert [hit.line for hit in search("zanzibar", using="index")] == [lines + 1]  # builds it
     with _measured() as found:
         [hit] = search("zanzibar")
     assert hit.snippet == "the «zanzibar» plan, in short"
