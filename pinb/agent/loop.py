@@ -485,19 +485,24 @@ class Agent:
             append=self.config.append_system_prompt,
         )
 
-    def _record_system_prompt(self) -> list[Entry]:
-        """A ``system`` message when the prompt or tools differ from the branch's replay."""
+    def system_prompt_patch(self) -> dict[str, Any] | None:
+        """The ``system`` message this agent's next run appends (its prompt or tools differ
+        from the branch's replay: after a Pi cell, say), or ``None``. Nothing is written."""
         if not can_hide(self.session):  # v0.58.3 knows no system messages
-            return []
+            return None
         sections = prompt_sections(
             self.cwd,
             self.tools,
             custom=self.config.system_prompt,
             append=self.config.append_system_prompt,
         )
-        patch = system_patch(
+        return system_patch(
             self.session.current_context().system_message(), sections, tool_declarations(self.tools)
         )
+
+    def _record_system_prompt(self) -> list[Entry]:
+        """A ``system`` message when the prompt or tools differ from the branch's replay."""
+        patch = self.system_prompt_patch()
         if patch is None:
             return []
         return [self.session.append_message(patch, validate=False)]

@@ -88,6 +88,9 @@ class ContextUsage:
     window_source: str = "unknown"
     settings: CompactionSettings = field(default_factory=CompactionSettings)
     window_note: str = ""
+    #: What the next request adds before it is sent (another engine's system prompt), said
+    #: by whoever knows it: the figure above is the file's, this is the next request's.
+    next_note: str = ""
     fitted: bool = True
 
     @property
@@ -137,6 +140,8 @@ class ContextUsage:
             )
         if self.window and self.window_note:
             notes.append(self.window_note)
+        if self.next_note:
+            notes.append(self.next_note)
         return notes
 
     @property

@@ -36,7 +36,7 @@ from ..agent.pi_rpc import (
 )
 from ..agent.usage import estimate_usage, reported_nothing
 from ..core import Session
-from ..core.accounting import ContextUsage, context_usage
+from ..core.accounting import ContextUsage, context_usage, thousands
 from ..core.paths import agent_dir
 from ..core.sharing import Turn
 from ..core.tokens import CompactionSettings
@@ -603,22 +603,75 @@ def _print_notice(event: AgentEvent) -> None:
 
 
 def _context(magics: PiMagics, session: Session) -> ContextUsage:
-    """How full the context is, against the window of the model Pi ran (not pinb's last)."""
+    """How full the context is, against the window of the model Pi ran (not pinb's last),
+    and what the next cell adds when pinb's agent runs it."""
     process = magics.pi_engine.process
     info = (process.state.get("model") if process is not None else None) or {}
     window = info.get("contextWindow")
     if magics.context_window or not isinstance(window, int) or window <= 0:
-        return magics._context_usage(session)  # the setting, or pinb's registry
-    settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
-    session.run_window = (window, "Pi's model")  # views handed the session show it too
-    # Pi compacts above window - reserveTokens with its settings as they are: pinb's fit to
-    # a small window is the built-in agent's, not Pi's.
-    return context_usage(
-        session.current_context(),
-        window=window,
-        window_source="Pi's model",
-        settings=settings,
-        fit=False,
+        usage = magics._context_usage(session)  # the setting, or pinb's registry
+    else:
+        settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
+        session.run_window = (window, "Pi's model")  # views handed the session show it too
+        # Pi compacts above window - reserveTokens with its settings as they are: pinb's fit
+        # to a small window is the built-in agent's, not Pi's.
+        usage = context_usage(
+            session.current_context(),
+            window=window,
+            window_source="Pi's model",
+            settings=settings,
+            fit=False,
+        )
+    note = _next_built_in_cell(magics, session, usage)
+    return dataclasses.replace(usage, next_note=note) if note else usage
+
+
+def _next_built_in_cell(magics: PiMagics, session: Session, usage: ContextUsage) -> str:
+    """What the next cell sends on top, when it is pinb's agent's (the engine's default):
+    its own system prompt and tools, which Pi's replay does not hold. Each engine's prompt
+    stays in the replay, so the figure the next request (and its compaction check) sees
+    is this one plus that, not the one above."""
+    if magics.engine != "pinb":
+        return ""
+    from ..agent import Agent, AgentConfig
+    from ..core.context import current_system_message
+    from ..core.tokens import estimate_tokens
+    from ..errors import PinbError
+
+    try:
+        model = magics.current_model()
+    except PinbError:  # no model for a built-in cell yet: it says so when it runs
+        return ""
+    agent = Agent(
+        session,
+        model,
+        magics._tool_objects(),
+        config=AgentConfig(thinking_level=magics.thinking),
+        cwd=magics._session_cwd(session),
+    )
+    patch = agent.system_prompt_patch()
+    if patch is None:
+        return ""
+    context = session.current_context()
+    current = context.system_message()
+    replay = current_system_message([m for m in (current, patch) if m is not None])
+    grown = estimate_tokens(replay, pi=context.pi) if replay is not None else 0
+    added = grown - (estimate_tokens(current, pi=context.pi) if current is not None else 0)
+    if added <= 0:
+        return ""
+    total = usage.tokens + added
+    then = ""
+    if usage.threshold is not None and usage.settings.enabled:
+        fitted = usage.settings.fit_window(usage.window)
+        limit = int(fitted.threshold(usage.window or 0))
+        then = (
+            f", above the {thousands(limit)} pinb's agent compacts at: that cell compacts"
+            if total > limit
+            else f", below the {thousands(limit)} pinb's agent compacts at"
+        )
+    return (
+        f"the next built-in %%pi cell also sends pinb's system prompt and tools "
+        f"(+{thousands(added)}): ≈{thousands(total)}{then}"
     )
 
 

@@ -191,3 +191,26 @@ def test_a_pi_cell_on_a_server_without_usage_is_estimated_as_a_built_in_one(
         assert "(estimated: the server reported no usage)" in said, said
         billed = re.search(r"input ~([\d,]+) · output ~([\d,]+)", said)
         assert billed is not None and int(billed[1].replace(",", "")) > 100, said
+
+
+def test_after_a_pi_cell_the_footer_says_what_the_next_built_in_cell_will_send(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    from pinb.testing.llm_server import ServerReply
+
+    pi_loop.server.add(ServerReply(text="from Pi", no_usage=True))
+    _, said = _run(shell, f"%%pi --engine pi --model {MODEL}\nhello")
+    found = re.search(
+        r"the next built-in %%pi cell also sends pinb's system prompt and tools "
+        r"\(\+([\d,]+)\): ≈([\d,]+)",
+        said,
+    )
+    assert found is not None, said
+    predicted = int(found[2].replace(",", ""))
+    pi_loop.server.add(ServerReply(text="ok", no_usage=True))
+    _, said = _run(shell, f"%%pi --model {MODEL}\nhi")
+    now = re.search(r"context now: ([\d,]+) tokens", said)
+    assert now is not None, said
+    # What the built-in cell's request carried: the prediction plus its own prompt and reply.
+    assert 0 <= int(now[1].replace(",", "")) - predicted < 20, (predicted, said)
+    assert "the next built-in %%pi cell also sends" not in said  # now it is in the replay
