@@ -77,3 +77,17 @@ def pi_loop(
         loop = PiLoop(server, isolated_agent_dir, pi16)
         monkeypatch.setenv("PINB_PI_COMMAND", loop.command_line)
         yield loop
+
+
+@pytest.fixture(autouse=True)
+def _no_pi_magics_config_left_behind() -> Iterator[None]:
+    """``%config PiMagics.x = …`` writes to the shared shell's config, which every later
+    ``PiMagics`` made in this worker would read: a test's settings end with the test."""
+    yield
+    import sys
+
+    module = sys.modules.get("IPython.core.interactiveshell")
+    if module is not None and module.InteractiveShell.initialized():
+        config = module.InteractiveShell.instance().config
+        if "PiMagics" in config:
+            del config["PiMagics"]

@@ -636,15 +636,13 @@ def _next_built_in_cell(magics: PiMagics, session: Session, usage: ContextUsage)
     from ..agent import Agent, AgentConfig
     from ..core.context import current_system_message
     from ..core.tokens import estimate_tokens
-    from ..errors import PinbError
+    from ..llm.offline import OfflineDemoModel
 
-    try:
-        model = magics.current_model()
-    except PinbError:  # no model for a built-in cell yet: it says so when it runs
-        return ""
+    # The prompt and tools depend on the folder and the tools, not on the model: no model
+    # is chosen (or asked for its window) to say this.
     agent = Agent(
         session,
-        model,
+        OfflineDemoModel(),
         magics._tool_objects(),
         config=AgentConfig(thinking_level=magics.thinking),
         cwd=magics._session_cwd(session),
