@@ -332,9 +332,10 @@ with SessionCatalog() as catalog:
     print("ready", flush=True)
     try:
         catalog.search(words, timeout=None)
-        report = {"stopped": None}
+        report = {"stopped": "ran to its end"}
     except KeyboardInterrupt as exc:
-        report = {"stopped": getattr(exc.__cause__, "sqlite_errorname", repr(exc.__cause__))}
+        # Inside SQLite: its "interrupted" error; between two statements: Python's own.
+        report = {"stopped": getattr(exc.__cause__, "sqlite_errorname", "in Python")}
     report["same after"] = [h.cite for h in catalog.search("parser")] == before
     report["degraded"] = catalog.degraded
 print(json.dumps(report), flush=True)
@@ -354,20 +355,32 @@ def test_ctrl_c_stops_a_long_query_and_the_index_stays(tmp_path: Path) -> None:
     # 3,000 words that all occur: uninterrupted, this runs for seconds to minutes.
     words = tmp_path / "words.txt"
     words.write_text(" ".join(random.Random(7).choices(_WORDS, k=3_000)))
-    with subprocess.Popen(
-        [sys.executable, "-c", _STOPPED, os.fspath(words)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as child:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "ready\n"
-        time.sleep(1.0)  # into the query (what comes before it takes milliseconds)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=120)  # a hang guard only
-    assert child.returncode == 0, err
-    # Stopped inside SQLite (not after the statement ran to its end), then usable.
-    assert json.loads(out) == {"stopped": "SQLITE_INTERRUPT", "same after": True, "degraded": None}
+    stops = []
+    # Most of the search is inside SQLite statements; a loaded machine can deliver the
+    # signal in the Python between two of them, a stop just as good but not the one this
+    # test is about, so a later signal is tried (at most three times).
+    for delay in (1.0, 1.7, 2.4):
+        with subprocess.Popen(
+            [sys.executable, "-c", _STOPPED, os.fspath(words)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child:
+            assert child.stdout is not None
+            assert child.stdout.readline() == "ready\n"
+            time.sleep(delay)  # into the query (what comes before it takes milliseconds)
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=120)  # a hang guard only
+        assert child.returncode == 0, err
+        report = json.loads(out)
+        # Stopped (never run to its end), and the index the same after it.
+        assert report["stopped"] in ("SQLITE_INTERRUPT", "in Python"), report
+        assert report["same after"] is True and report["degraded"] is None, report
+        stops.append(report["stopped"])
+        if report["stopped"] == "SQLITE_INTERRUPT":
+            break
+    # Stopped inside SQLite (not after the statement ran to its end).
+    assert stops[-1] == "SQLITE_INTERRUPT", stops
     with sqlite3.connect(default_index_path()) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
