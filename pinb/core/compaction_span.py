@@ -11,10 +11,15 @@ What a compaction costs in the context right after it is one figure too
 (:func:`compaction_cost`): in Pi 1.x the entry sends its system checkpoint (the prompt it
 replays) and its summary, and every view that shows a size for the compaction shows that
 figure with its two parts.
+
+Reading every compaction of a session back (:func:`compaction_splits`) walks each context
+once: the split of :func:`split_at_cut` (one rule), with the messages each entry sent,
+and the chars/4 estimate before and after.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +27,15 @@ from .context import SessionContext
 from .entries import Entry
 from .target import Pi
 
-__all__ = ["CompactionCost", "CompactionSpan", "compaction_cost", "compaction_span", "split_at_cut"]
+__all__ = [
+    "CompactionCost",
+    "CompactionSpan",
+    "CompactionSplit",
+    "compaction_cost",
+    "compaction_span",
+    "compaction_splits",
+    "split_at_cut",
+]
 
 
 @dataclass(frozen=True)
@@ -54,9 +67,41 @@ class CompactionSpan:
         return [str(e.id) for e in self.kept]
 
 
-def _sends(messages: list[Any]) -> bool:
-    """Whether an entry contributes a message other than a system message."""
-    return any(not (isinstance(m, dict) and m.get("role") == "system") for m in messages)
+def _sent(messages: list[Any]) -> tuple[Any, ...]:
+    """The messages an entry sends besides system messages (the checkpoint replays those)."""
+    return tuple(m for m in messages if not (isinstance(m, dict) and m.get("role") == "system"))
+
+
+def _split(
+    before: SessionContext, first_kept_id: Any
+) -> tuple[CompactionSpan, tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...]]:
+    """The split (:func:`split_at_cut`) with what each summarized and kept entry sent."""
+    positions = {id(e): i for i, e in enumerate(before.path)}
+    previous = before.compaction
+    previous_at = positions.get(id(previous), -1) if previous is not None else -1
+    summarized: list[Entry] = []
+    kept: list[Entry] = []
+    lost: list[Entry] = []
+    summarized_messages: list[tuple[Any, ...]] = []
+    kept_messages: list[tuple[Any, ...]] = []
+    keeping = False
+    for projected in before.entries:
+        entry = projected.entry
+        if not keeping and first_kept_id is not None and entry.id == first_kept_id:
+            keeping = True
+        sent = _sent(projected.messages)
+        if entry.type == "compaction" or not sent:
+            continue
+        if keeping:
+            kept.append(entry)
+            kept_messages.append(sent)
+        elif before.pi < Pi.V1_6 and positions.get(id(entry), -1) < previous_at:
+            lost.append(entry)
+        else:
+            summarized.append(entry)
+            summarized_messages.append(sent)
+    span = CompactionSpan(tuple(summarized), tuple(kept), tuple(lost))
+    return span, tuple(summarized_messages), tuple(kept_messages)
 
 
 def split_at_cut(before: SessionContext, first_kept_id: Any) -> CompactionSpan:
@@ -69,26 +114,7 @@ def split_at_cut(before: SessionContext, first_kept_id: Any) -> CompactionSpan:
     first_kept_id:
         The first kept entry's id; an id not in the context keeps nothing.
     """
-    positions = {id(e): i for i, e in enumerate(before.path)}
-    previous = before.compaction
-    previous_at = positions.get(id(previous), -1) if previous is not None else -1
-    summarized: list[Entry] = []
-    kept: list[Entry] = []
-    lost: list[Entry] = []
-    keeping = False
-    for projected in before.entries:
-        entry = projected.entry
-        if not keeping and first_kept_id is not None and entry.id == first_kept_id:
-            keeping = True
-        if entry.type == "compaction" or not _sends(projected.messages):
-            continue
-        if keeping:
-            kept.append(entry)
-        elif before.pi < Pi.V1_6 and positions.get(id(entry), -1) < previous_at:
-            lost.append(entry)
-        else:
-            summarized.append(entry)
-    return CompactionSpan(tuple(summarized), tuple(kept), tuple(lost))
+    return _split(before, first_kept_id)[0]
 
 
 def compaction_span(session: Any, entry: Entry | str) -> CompactionSpan:
@@ -164,3 +190,62 @@ def compaction_cost(session: Any, entry: Entry | str) -> CompactionCost:
         return CompactionCost(summary)
     total = entry_costs(context).get(id(found), summary)
     return CompactionCost(summary, max(0, total - summary))
+
+
+@dataclass(frozen=True)
+class CompactionSplit:
+    """One compaction read back: the context before it, its span, and the one measure.
+
+    Attributes
+    ----------
+    entry:
+        The ``compaction`` entry.
+    before:
+        The context at its parent (empty for a compaction at the root).
+    span:
+        What it summarized, kept and (Pi v0.58.3) lost: :func:`split_at_cut` of ``before``.
+    summarized_messages / kept_messages:
+        The messages each summarized (kept) entry sent the model, system messages left out:
+        one tuple per entry of ``span.summarized`` (``span.kept``), in order.
+    estimated_before / estimated_after:
+        chars/4 of every message of the context before it and of the context at it
+        (:func:`pinb.core.accounting.estimated_by_role`, summed).
+    """
+
+    entry: Entry
+    before: SessionContext
+    span: CompactionSpan
+    summarized_messages: tuple[tuple[Any, ...], ...]
+    kept_messages: tuple[tuple[Any, ...], ...]
+    estimated_before: int
+    estimated_after: int
+
+
+def compaction_splits(
+    session: Any, entries: Iterable[Entry] | None = None
+) -> Iterator[CompactionSplit]:
+    """Every ``compaction`` entry of ``session`` (or those of ``entries``) read back, in order.
+
+    One context is built per compaction (at its parent) and walked once for the split and
+    the messages (:func:`split_at_cut`'s own walk); the context at the compaction is built
+    for its chars/4 figure.
+    """
+    from .accounting import estimated_by_role
+
+    chosen = session.entries if entries is None else entries
+    for entry in chosen:
+        if entry.type != "compaction":
+            continue
+        parent = entry.raw.get("parentId")
+        before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
+        span, summarized_messages, kept_messages = _split(before, entry.raw.get("firstKeptEntryId"))
+        after = session.build_context(entry.id)
+        yield CompactionSplit(
+            entry=entry,
+            before=before,
+            span=span,
+            summarized_messages=summarized_messages,
+            kept_messages=kept_messages,
+            estimated_before=sum(estimated_by_role(before).values()),
+            estimated_after=sum(estimated_by_role(after).values()),
+        )

@@ -53,3 +53,58 @@ def test_every_compaction_of_the_story_and_of_odd_files() -> None:
     assert compaction_span(retain_none, last).kept == ()
     with pytest.raises(ValueError, match="not a compaction"):
         compaction_span(retain_none, retain_none.entries[0])
+
+
+def _every_sample() -> list[Path]:
+    from tests.samples import LEGACY, READABLE_CASES, TREES
+
+    return [*READABLE_CASES, *TREES, *LEGACY.values()]
+
+
+@pytest.mark.parametrize("pi", [Pi.V1_6, Pi.V0_58])
+def test_reading_every_compaction_back_is_the_one_count(pi: Pi) -> None:
+    # compaction_splits walks each context once; its split is split_at_cut's, entry for
+    # entry, with the messages each entry sent, and the chars/4 figures every view shows.
+    from pinb.core.accounting import estimated_by_role
+    from pinb.core.compaction_span import compaction_splits, split_at_cut
+
+    seen = 0
+    for path in _every_sample():
+        session = Session.open(path, pi=pi)
+        splits = list(compaction_splits(session))
+        compactions = [e for e in session.entries if e.type == "compaction"]
+        assert [s.entry for s in splits] == compactions, path.name
+        for split in splits:
+            entry = split.entry
+            expected = compaction_span(session, entry)
+            assert split.span == expected, (path.name, entry.id)
+            assert split_at_cut(split.before, entry.raw.get("firstKeptEntryId")) == expected
+            sent = {id(p.entry): p.messages for p in split.before.entries}
+            for entries, messages in (
+                (expected.summarized, split.summarized_messages),
+                (expected.kept, split.kept_messages),
+            ):
+                assert len(entries) == len(messages)
+                for found, said in zip(entries, messages, strict=True):
+                    wanted = [
+                        m
+                        for m in sent[id(found)]
+                        if not (isinstance(m, dict) and m.get("role") == "system")
+                    ]
+                    assert list(said) == wanted and said
+            parent = entry.raw.get("parentId")
+            before = session.build_context(parent) if parent else None
+            after = session.build_context(entry.id)
+            assert split.estimated_before == (
+                sum(estimated_by_role(before).values()) if before is not None else 0
+            )
+            assert split.estimated_after == sum(estimated_by_role(after).values())
+            seen += 1
+    assert seen >= 10
+    # Only the entries asked for are read back.
+    session = Session.open(CASE_FILES["compactions"], pi=pi)
+    last = [e for e in session.entries if e.type == "compaction"][-1]
+    (only,) = compaction_splits(session, [session.entries[0], last])
+    assert only.entry is last
+    if pi < Pi.V1_6:  # v0.58.3 loses what the previous compaction kept
+        assert only.span.lost
