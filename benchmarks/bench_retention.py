@@ -1,51 +1,67 @@
 """Benchmark the retention report: every compaction of a 100k-entry session, and a corpus.
 
-Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]``.
+Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]
+[--baseline DIR]``.
 
-- **one big session**: the generated 100,000-entry session of ``bench_core.py`` (main line
-  60,000 deep, a compaction every 5,000 main-line entries, a side branch every 60), opened
-  once; then :func:`pinb.analysis.retention.session_retention` (every compaction scored),
-  split into the core's part (the context before and after each compaction, the span, the
-  chars/4 figures), extracting the facts, and judging them. Medians of ``--runs``.
+- **one big session, two shapes**, each of 100,000 entries (main line 60,000 deep, a
+  compaction every 5,000 main-line entries, a side branch every 60), opened once; then
+  :func:`pinb.analysis.retention.session_retention` (every compaction scored), split into
+  the core's part (the context before and after each compaction, the span, the chars/4
+  figures), extracting the facts, and judging them. Medians of ``--runs``; "cold" is the
+  first run after the open, which also decodes the lines the contexts read.
+
+  - *synthetic*: ``bench_core.py``'s generated session. Its text is random words from a
+    39-word vocabulary: every fact shares most of its words with every summary, the worst
+    case for the word-overlap rule (no fact is rejected by the quick test, so every window
+    is compared), and every user message and final text is a fact.
+  - *realistic*: the same tree with realistic text (:func:`realistic_session`): prose from
+    pinb's documentation in the requests and replies, pinb's own source files as read
+    results, test and lint logs as bash output (failures among them), real paths, commands
+    and code names, and Pi-format summaries written from each span.
+
 - **a corpus**: 2,000 generated sessions (30 to 500 entries, compactions every 150 or 400
   main-line entries or none; made once into ``benchmarks/data/retention-2000``), the frame
   :func:`pinb.analysis.retention_frame.compaction_retention` over the folder.
 
-The generated text is random words from a 39-word vocabulary: every fact shares most of its
-words with every summary, the worst case for the word-overlap rule (no fact is rejected by
-the quick test, so every window is compared).
+``--baseline DIR`` measures the big sessions again with the ``pinb`` package found in
+``DIR`` (a copy of the tree before a change), each side in a subprocess of its own, one
+after the other in one run: before and after on one machine at one time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pinb.analysis.facts import extract_facts
-from pinb.analysis.retention import retention_of_text, session_retention, span_messages
-from pinb.core import Session
-from pinb.core.accounting import estimated_by_role
-from pinb.testing.generate import SessionShape, generate_session
-
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 DATA = HERE / "data"
 
 
-def median_time(fn: Callable[[], Any], runs: int) -> float:
+def median_time(
+    fn: Callable[[], Any], runs: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
 def big_session(entries: int = 100_000, depth: int = 60_000) -> Path:
+    from pinb.testing.generate import SessionShape, generate_session
+
     path = DATA / f"synthetic-{entries}.jsonl"
     if not path.exists():
         shape = SessionShape(
@@ -55,7 +71,220 @@ def big_session(entries: int = 100_000, depth: int = 60_000) -> Path:
     return path
 
 
+# -- a realistic shape ----------------------------------------------------------------------
+
+
+class _Texts:
+    """Realistic text for a generated session: pinb's docs (prose) and sources (code)."""
+
+    COMMANDS = (
+        "uv run pytest -q {test}",
+        ".venv/bin/python -m pytest -q {test} -x",
+        ".venv/bin/ruff check {path}",
+        ".venv/bin/mypy {path}",
+        "git diff --stat",
+        "grep -rn '{name}' pinb/",
+        "cd /home/dev/pinb && npm run check 2>&1 | tail -20",
+        "python3 -c 'import pinb; print(pinb.__version__)'",
+    )
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        prose: list[str] = []
+        for doc in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+            for line in doc.read_text(encoding="utf-8").splitlines():
+                line = line.strip().lstrip("-*#> ").strip()
+                if len(line) > 40 and not line.startswith(("|", "```", "<")):
+                    prose.extend(s.strip() for s in line.split(". ") if len(s.strip()) > 20)
+        self.prose = prose
+        self.sources: dict[str, list[str]] = {}
+        for source in sorted((ROOT / "pinb").rglob("*.py")):
+            lines = source.read_text(encoding="utf-8").splitlines()
+            if len(lines) > 40:
+                self.sources[source.relative_to(ROOT).as_posix()] = lines
+        self.paths = sorted(self.sources)
+        self.tests = [f"tests/{p.split('/', 1)[1].rsplit('/', 1)[0]}/test_{p.rsplit('/', 1)[1]}"
+                      for p in self.paths]  # fmt: skip
+        self.names = sorted(
+            {w.strip("`(),:") for s in prose for w in s.split() if "_" in w and w.isascii()}
+        )
+
+    def sentences(self, low: int, high: int) -> str:
+        return " ".join(
+            self.rng.choice(self.prose) + "." for _ in range(self.rng.randint(low, high))
+        )
+
+    def path(self) -> str:
+        return self.rng.choice(self.paths)
+
+    def command(self) -> str:
+        return self.rng.choice(self.COMMANDS).format(
+            test=self.rng.choice(self.tests), path=self.path(), name=self.rng.choice(self.names)
+        )
+
+    def code(self, path: str, chars: int) -> str:
+        lines = self.sources.get(path) or self.sources[self.paths[0]]
+        start = self.rng.randrange(max(1, len(lines) - 20))
+        out: list[str] = []
+        size = 0
+        for number, line in enumerate(lines[start:], start + 1):
+            out.append(f"{number:>5}\t{line}")
+            size += len(line) + 7
+            if size > chars:
+                break
+        return "\n".join(out)
+
+    def log(self, failed: bool, command: str) -> str:
+        rng = self.rng
+        passed = rng.randint(3, 400)
+        lines = [f"{rng.choice(self.tests)} " + "." * rng.randint(5, 60) for _ in range(4)]
+        if failed:
+            test = rng.choice(self.tests)
+            name = rng.choice(self.names)
+            lines += [
+                f"____ test_{name} ____",
+                f"    assert {name}(entries) == {rng.randint(2, 99)}",
+                f"E   AssertionError: assert {rng.randint(100, 999)} == {rng.randint(2, 99)}",
+                f"FAILED {test}::test_{name} - AssertionError",
+                f"1 failed, {passed} passed in {rng.randint(1, 90) / 10:.2f}s",
+                "",
+                "Command exited with code 1",
+            ]
+        else:
+            lines.append(f"{passed} passed in {rng.randint(1, 900) / 100:.2f}s")
+        return f"$ {command}\n" + "\n".join(lines)
+
+
+def _realistic_values(shape: Any, seed: int) -> Iterator[dict[str, Any]]:
+    """The generated session's entries with realistic text (same tree, same ids)."""
+    from pinb.testing.generate import iter_session_lines
+
+    rng = random.Random(seed)
+    texts = _Texts(rng)
+    calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, path or command)
+    span: dict[str, deque[str]] = {
+        k: deque(maxlen=40) for k in ("asked", "said", "read", "changed", "ran", "failed")
+    }
+    for value in iter_session_lines(shape, seed):
+        kind = value.get("type")
+        message = value.get("message")
+        if kind == "message" and isinstance(message, dict):
+            role = message.get("role")
+            if role == "user":
+                text = texts.sentences(1, 4)
+                if rng.random() < 0.3:
+                    text += f" Look at {texts.path()} first; don't change the public API."
+                message["content"] = [{"type": "text", "text": text}]
+                span["asked"].append(text)
+            elif role == "assistant":
+                content = []
+                for block in message["content"]:
+                    if block["type"] == "thinking":
+                        block["thinking"] = texts.sentences(2, 6)
+                    elif block["type"] == "text":
+                        block["text"] = texts.sentences(1, 3)
+                        if rng.random() < 0.3:
+                            block["text"] += (
+                                f" `{rng.choice(texts.names)}` now takes {rng.randint(2, 900)} ms;"
+                                f" {rng.randint(3, 400)} tests pass."
+                            )
+                        span["said"].append(block["text"])
+                    elif block["type"] == "toolCall":
+                        name = block["name"]
+                        path = texts.path()
+                        if name == "bash":
+                            command = texts.command()
+                            block["arguments"] = {"command": command}
+                            calls[block["id"]] = (name, command)
+                            span["ran"].append(command)
+                        elif name == "grep":
+                            pattern = rng.choice(texts.names)
+                            block["arguments"] = {"pattern": pattern, "path": "pinb"}
+                            calls[block["id"]] = (name, pattern)
+                        else:
+                            if name == "edit":
+                                old = texts.code(path, 120)
+                                block["arguments"] = {
+                                    "path": path,
+                                    "oldText": old,
+                                    "newText": old.replace("return", "return  "),
+                                }
+                            elif name == "write":
+                                block["arguments"] = {
+                                    "path": path,
+                                    "content": texts.code(path, 900),
+                                }
+                            else:
+                                block["arguments"] = {"path": path}
+                            calls[block["id"]] = (name, path)
+                            span["read" if name == "read" else "changed"].append(path)
+                    content.append(block)
+                message["content"] = content
+            elif role == "toolResult":
+                tool, what = calls.pop(message.get("toolCallId"), ("read", texts.path()))
+                failed = bool(message.get("isError"))
+                size = len(message["content"][0]["text"])
+                if tool == "bash":
+                    text = texts.log(failed, what)
+                    if failed:
+                        span["failed"].append(what)
+                elif tool == "grep":
+                    text = "\n".join(
+                        f"{texts.path()}:{rng.randint(1, 600)}:    {what}(value)" for _ in range(12)
+                    )
+                elif failed:
+                    text = f"Error: ENOENT: no such file or directory, open '{what}'"
+                elif tool == "read":
+                    text = texts.code(what, size)
+                else:
+                    text = f"Successfully replaced text in {what}."
+                message["content"] = [{"type": "text", "text": text}]
+        elif kind == "compaction":
+            value["summary"] = _summary(rng, span)
+            for found in span.values():
+                found.clear()
+        yield value
+
+
+def _summary(rng: random.Random, span: dict[str, deque[str]]) -> str:
+    """A Pi-format summary of a span: some of what was asked, said, read, changed and run."""
+
+    def some(key: str, count: int) -> list[str]:
+        found = list(dict.fromkeys(span[key]))
+        return rng.sample(found, min(count, len(found)))
+
+    lines = ["## Goal", *some("asked", 1), "", "## Constraints & Preferences"]
+    lines += [f"- {t}" for t in some("asked", 2)]
+    lines += ["", "## Progress", "### Done"] + [f"- [x] {t}" for t in some("said", 5)]
+    lines += ["", "### Blocked"] + [f"- `{c}` failed" for c in some("failed", 2)]
+    lines += ["", "## Key Decisions"] + [f"- {t}" for t in some("said", 3)]
+    lines += ["", "## Next Steps"] + [f"1. run `{c}`" for c in some("ran", 2)]
+    lines += ["", "<read-files>", *some("read", 8), "</read-files>"]
+    lines += ["", "<modified-files>", *some("changed", 6), "</modified-files>"]
+    return "\n".join(lines)
+
+
+def realistic_session(entries: int = 100_000, depth: int = 60_000) -> Path:
+    """The big session's tree with realistic text (made once into ``benchmarks/data``)."""
+    from pinb.core.store import serialize_line
+    from pinb.testing.generate import SessionShape
+
+    path = DATA / f"realistic-{entries}.jsonl"
+    if not path.exists():
+        shape = SessionShape(
+            entries=entries, main_depth=depth, compaction_every=5000, branch_every=60
+        )
+        partial = path.with_suffix(".partial")
+        with open(partial, "wb") as handle:
+            for value in _realistic_values(shape, seed=1):
+                handle.write(serialize_line(value))
+        partial.rename(path)
+    return path
+
+
 def corpus(count: int = 2_000) -> Path:
+    from pinb.testing.generate import SessionShape, generate_session
+
     folder = DATA / f"retention-{count}"
     done = folder / ".complete"
     if done.exists():
@@ -76,48 +305,159 @@ def corpus(count: int = 2_000) -> Path:
     return folder
 
 
-def parts(session: Session) -> tuple[float, float, float, int]:
-    """Seconds in the core, in extracting facts, in judging them; and the facts found."""
-    start = time.perf_counter()
+# -- measuring --------------------------------------------------------------------------------
+
+
+def parts(
+    session: Any, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, float, float, int]:
+    """Seconds in the core, in extracting facts, in judging them; and the facts found.
+
+    The steps :func:`~pinb.analysis.retention.session_retention` takes, timed apart: with
+    this tree's own steps (a tree before ``compaction_splits`` builds and splits each
+    context as its retention did).
+    """
+    from pinb.analysis import facts as facts_module
+    from pinb.analysis.retention import retention_of_text, span_messages
+    from pinb.core import compaction_span
+    from pinb.core.accounting import estimated_by_role
+
+    start = clock()
     spans = []
-    for entry in (e for e in session.entries if e.type == "compaction"):
-        before = session.build_context(entry.raw["parentId"])
-        after = session.build_context(entry.id)
-        summarized, kept, _ = span_messages(before, entry.raw.get("firstKeptEntryId"))
-        sum(estimated_by_role(before).values()), sum(estimated_by_role(after).values())
-        spans.append((summarized, kept, entry.raw.get("summary") or ""))
-    core = time.perf_counter()
-    facts = [extract_facts(summarized) for summarized, _, _ in spans]
-    extracted = time.perf_counter()
+    splits = getattr(compaction_span, "compaction_splits", None)
+    if splits is not None:
+        for split in splits(session):
+            summarized = list(zip(split.span.summarized, split.summarized_messages, strict=True))
+            kept = [m for sent in split.kept_messages for m in sent]
+            spans.append((summarized, kept, split.entry.raw.get("summary") or ""))
+    else:
+        for entry in (e for e in session.entries if e.type == "compaction"):
+            before = session.build_context(entry.raw["parentId"])
+            after = session.build_context(entry.id)
+            summarized, kept, _ = span_messages(before, entry.raw.get("firstKeptEntryId"))
+            sum(estimated_by_role(before).values()), sum(estimated_by_role(after).values())
+            spans.append((summarized, kept, entry.raw.get("summary") or ""))
+    core = clock()
+    cache = getattr(facts_module, "FactCache", None)
+    if cache is not None:
+        shared = cache()
+        facts = [facts_module.extract_facts(found, cache=shared) for found, _, _ in spans]
+    else:
+        facts = [facts_module.extract_facts(found) for found, _, _ in spans]
+    extracted = clock()
     for found, (_, kept, summary) in zip(facts, spans, strict=True):
         retention_of_text(found, summary, kept)
-    judged = time.perf_counter()
+    judged = clock()
     return core - start, extracted - core, judged - extracted, sum(map(len, facts))
+
+
+def measure(path: Path, runs: int) -> dict[str, Any]:
+    """Open ``path``, score every compaction cold then ``runs`` times warm, and split it.
+
+    Wall times, and the process's CPU time of the warm runs (``cpu``: what the run costs
+    when other processes share the machine; the parts are CPU times).
+    """
+    import gc
+
+    from pinb.analysis.retention import session_retention
+    from pinb.core import Session
+
+    session = Session.open(path)
+    compactions = sum(1 for e in session.entries if e.type == "compaction")
+    start = time.perf_counter()
+    reports = session_retention(session)  # decodes the lines the contexts read
+    cold = time.perf_counter() - start
+    total = median_time(lambda: session_retention(session), runs)
+    cpu = median_time(lambda: session_retention(session), runs, time.process_time)
+    paused = getattr(sys.modules["pinb.analysis.retention"], "gc_paused", None)
+    split = []
+    for _ in range(runs):
+        if paused is None:
+            split.append(parts(session, time.process_time))
+        else:
+            with paused():
+                split.append(parts(session, time.process_time))
+        gc.collect()
+    core, extract, judge = (statistics.median(s[i] for s in split) for i in range(3))
+    return {
+        "entries": len(session.entries),
+        "megabytes": path.stat().st_size / 1e6,
+        "compactions": compactions,
+        "facts": sum(len(r.verdicts) for r in reports),
+        "cold": cold,
+        "warm": total,
+        "cpu": cpu,
+        "core": core,
+        "extract": extract,
+        "judge": judge,
+    }
+
+
+def _measure_elsewhere(folder: Path, path: Path, runs: int) -> dict[str, Any]:
+    """:func:`measure` in a subprocess that imports the ``pinb`` of ``folder``."""
+    code = (
+        "import importlib.util, json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
+        "spec = importlib.util.spec_from_file_location('bench', sys.argv[2]);"
+        "b = importlib.util.module_from_spec(spec); spec.loader.exec_module(b);"
+        "import pinb; found = b.measure(Path(sys.argv[3]), int(sys.argv[4]));"
+        "print(json.dumps({**found, 'pinb': pinb.__file__}))"
+    )
+    env = {**os.environ, "PYTHONPATH": ""}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(folder), __file__, str(path), str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=folder,
+    ).stdout
+    found: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    assert Path(found["pinb"]).resolve().is_relative_to(folder.resolve()), found["pinb"]
+    return found
+
+
+def _rows(name: str, found: dict[str, Any]) -> list[tuple[str, str]]:
+    ms = {
+        k: f"{found[k] * 1000:,.0f} ms" for k in ("cold", "warm", "cpu", "core", "extract", "judge")
+    }
+    return [
+        (f"{name}: session", f"{found['entries']:,} entries, {found['megabytes']:.0f} MB, "
+                             f"{found['compactions']} compactions, {found['facts']:,} facts"),
+        (f"{name}: `session_retention`, cold (first after the open: lines decoded)", ms["cold"]),
+        (f"{name}: `session_retention`, warm (every compaction scored)", ms["warm"]),
+        (f"{name}: `session_retention`, warm, CPU time of the process", ms["cpu"]),
+        ("  of which the core, CPU: contexts before/after, the span, chars/4", ms["core"]),
+        ("  extracting the facts, CPU", ms["extract"]),
+        ("  judging them (summary and kept messages), CPU", ms["judge"]),
+    ]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-corpus", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="a folder holding the pinb to compare")
+    parser.add_argument("--only", choices=("synthetic", "realistic"), help="one shape")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
 
-    path = big_session()
-    session = Session.open(path)
-    compactions = sum(1 for e in session.entries if e.type == "compaction")
-    session_retention(session)  # the first run decodes the entries the contexts need
-    total = median_time(lambda: session_retention(session), args.runs)
-    split = [parts(session) for _ in range(args.runs)]
-    core, extract, judge = (statistics.median(s[i] for s in split) for i in range(3))
-    facts = split[0][3]
-    rows = [
-        ("session", f"{len(session.entries):,} entries, {path.stat().st_size / 1e6:.0f} MB, "
-                    f"{compactions} compactions, {facts:,} facts"),
-        ("`session_retention` (every compaction scored; open excluded)", f"{total * 1000:.0f} ms"),
-        ("  of which the core: contexts before/after, the span, chars/4", f"{core * 1000:.0f} ms"),
-        ("  extracting the facts", f"{extract * 1000:.0f} ms"),
-        ("  judging them (summary and kept messages)", f"{judge * 1000:.0f} ms"),
-    ]  # fmt: skip
+    shapes = [("synthetic", big_session), ("realistic", realistic_session)]
+    rows: list[tuple[str, str]] = []
+    for name, make in shapes:
+        if args.only and name != args.only:
+            continue
+        path = make()
+        if args.baseline is not None:
+            before = _measure_elsewhere(args.baseline.resolve(), path, args.runs)
+            after = _measure_elsewhere(ROOT, path, args.runs)
+            rows += _rows(f"{name}, before", before) + _rows(f"{name}, after", after)
+            for key in ("warm", "cpu"):
+                rows.append(
+                    (f"{name}: {key} speed-up", f"{before[key] / after[key]:.1f}× "
+                                               f"({before[key]:.2f} s → {after[key]:.2f} s)")
+                )  # fmt: skip
+        else:
+            rows += _rows(name, measure(path, args.runs))
     if not args.skip_corpus:
         from pinb.analysis.retention_frame import compaction_retention
 
@@ -135,4 +475,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
     main()

@@ -36,12 +36,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final
 
 from ..core.describe import node_key, one_line
 from ..core.entries import Entry
 from ..core.fileops import FileOperations
+from .words import (
+    MAX_FACT_WORDS,
+    content_words,
+    has_content_words,
+    identifiers_in,
+    normal_identifier,
+    numbers_in,
+    remember_fact_words,
+)
 
 __all__ = [
     "FACT_KINDS",
@@ -49,12 +57,14 @@ __all__ = [
     "MAX_NUMBERS",
     "MIN_WORDS",
     "Fact",
+    "FactCache",
     "command_parts",
     "content_words",
     "error_line",
     "extract_facts",
     "has_content_words",
     "identifiers_in",
+    "message_said",
     "normal_identifier",
     "numbers_in",
 ]
@@ -109,60 +119,6 @@ class Fact:
 
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
-
-
-# -- words -------------------------------------------------------------------------------
-
-_STOPWORDS: Final = _word_set(
-    "a about above after again against all also am an and any are aren as at be because "
-    "been before being below between both but by can could did didn do does doesn doing "
-    "don down during each few for from further had has hasn have haven having he her here "
-    "hers herself him himself his how i if in into is isn it its itself just let ll me "
-    "more most my myself no nor not now of off on once only or other our ours ourselves "
-    "out over own re same she should so some such than that the their theirs them "
-    "themselves then there these they this those through to too under until up ve very "
-    "was wasn we were weren what when where which while who whom why will with won would "
-    "you your yours yourself yourselves ok okay yes please thanks thank sure got get use "
-    "using used one two also like want need make"
-)
-_WORD: Final = re.compile(r"_?[a-z0-9]+(?:_[a-z0-9]+)+|[^\W_]+(?:['’][a-z]+)?", re.IGNORECASE)
-_SUFFIXES: Final = ("ing", "ed", "es", "s")
-
-
-@lru_cache(maxsize=1 << 16)
-def _content(word: str) -> str:
-    """A folded word as a content word: lightly stemmed, or ``""`` for a stopword.
-
-    The stem strips one suffix, so "fixed", "fixes" and "fixing" meet "fix".
-    """
-    if "'" in word or "’" in word:
-        word = word.replace("’", "'").split("'", 1)[0]
-    if len(word) < 3 or word in _STOPWORDS:
-        return ""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def has_content_words(text: str, count: int = 3) -> bool:
-    """Whether ``text`` has at least ``count`` content words (stops reading when it has)."""
-    found = 0
-    for match in _WORD.finditer(text):
-        if _content(match.group(0).casefold()):
-            found += 1
-            if found >= count:
-                return True
-    return False
-
-
-def content_words(text: str) -> list[str]:
-    """The content words of ``text``, case-folded and lightly stemmed, in order, repeats kept.
-
-    Stopwords, words of fewer than three characters and one-digit numbers are left out;
-    ``snake_case`` names stay one word.
-    """
-    return [c for w in _WORD.findall(text.casefold()) if (c := _content(w))]
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -237,125 +193,6 @@ def error_line(text: str, limit: int = 200) -> str:
     return one_line(found, limit)
 
 
-# -- names and numbers ---------------------------------------------------------------------
-
-_IDENT: Final = re.compile(
-    r"(?<![\w./\\-])(?=[\w.]*(?:[a-z0-9][A-Z]|[A-Z]{2}[a-z]|[A-Za-z0-9]_|_[A-Za-z]|\.[A-Za-z_]))"
-    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?![\w/\\-])"
-)
-_MAYBE_IDENT: Final = re.compile(
-    r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|[A-Za-z0-9]_|_[A-Za-z]|\w\.[A-Za-z_]"
-)
-_CAMEL: Final = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
-_EXTENSIONS: Final = _word_set(
-    "py ts tsx js jsx mjs cjs json jsonl md txt toml yaml yml ini cfg rs go java c h cpp "
-    "hpp cs rb php sh css html xml lock log csv sql ipynb svg png jpg"
-)
-
-
-def _is_identifier(word: str) -> bool:
-    if len(word) < 4 or word.isdigit():
-        return False
-    if "." in word:
-        parts = word.split(".")
-        if parts[-1].lower() in _EXTENSIONS or any(not p for p in parts):
-            return False  # a file name, not a name in code
-        return all(p[0].isalpha() or p[0] == "_" for p in parts)
-    core = word.strip("_")
-    if "_" in core:
-        return any(c.isalpha() for c in core)
-    if word.startswith("_") and len(core) >= 3:
-        return True
-    return bool(_CAMEL.search(word)) and not word.isupper()
-
-
-def identifiers_in(text: str) -> list[str]:
-    """The code-like names of ``text`` (see the module docstring), in order."""
-    if ("_" not in text and "." not in text and text.islower()) or not _MAYBE_IDENT.search(text):
-        return []  # most prose has no name: quick scans first
-    return [m.group(0) for m in _IDENT.finditer(text) if _is_identifier(m.group(0))]
-
-
-def normal_identifier(name: str) -> str:
-    """``AgentSession``, ``agent_session`` and ``agent-session`` all as ``agentsession``."""
-    return re.sub(r"[_\-]", "", name.rsplit(".", 1)[-1]).casefold()
-
-
-#: Each unit's one name, and the spellings it is written with.
-_UNIT_SPELLINGS: Final = {
-    "%": "% percent",
-    "ms": "ms millisecond milliseconds",
-    "s": "s sec secs second seconds",
-    "min": "min mins minute minutes",
-    "h": "h hr hrs hour hours",
-    "µs": "µs us",
-    "ns": "ns",
-    "B": "b byte bytes",
-    "KB": "kb kib",
-    "MB": "mb mib",
-    "GB": "gb gib",
-    "TB": "tb",
-    "k": "k",
-    "×": "x ×",
-    "tokens": "token tokens",
-    "lines": "line lines",
-    "files": "file files",
-    "tests": "test tests",
-    "entries": "entry entries",
-    "errors": "error errors",
-    "failures": "failure failures",
-    "passed": "passed",
-    "failed": "failed",
-    "warnings": "warning warnings",
-    "chars": "char chars character characters",
-    "rows": "row rows",
-    "calls": "call calls",
-    "sessions": "session sessions",
-    "compactions": "compaction compactions",
-    "steps": "step steps",
-    "items": "item items",
-    "commits": "commit commits",
-    "px": "px",
-    "MHz": "mhz",
-    "GHz": "ghz",
-    "B/s": "byte/s",
-    "req/s": "req/s",
-    "ops/s": "ops/s",
-    "loc": "loc kloc",
-}
-#: Unit spellings (lower case) and the one name each is compared by.
-_UNITS: Final = {word: name for name, words in _UNIT_SPELLINGS.items() for word in words.split()}
-_UNIT_PATTERN: Final = "|".join(
-    re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in ("%", "×")
-)
-_NUMBER: Final = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s?(%|×)|\s?(" + _UNIT_PATTERN + r")\b)",
-    re.IGNORECASE,
-)
-
-
-_DIGIT: Final = re.compile(r"\d")
-
-
-def numbers_in(text: str) -> list[tuple[str, tuple[str, str]]]:
-    """``(as written, (value, unit))`` for each number with a unit in ``text``.
-
-    The value loses its thousands separators and the unit takes one name
-    (``"1,100 lines"`` and ``"1100 line"`` are both ``("1100", "lines")``).
-    """
-    found: list[tuple[str, tuple[str, str]]] = []
-    if not _DIGIT.search(text):
-        return found
-    for match in _NUMBER.finditer(text):
-        whole, fraction, symbol, word = match.groups()
-        unit = _UNITS.get((symbol or word).lower(), "")
-        if not unit:
-            continue
-        value = whole.replace(",", "") + (fraction or "")
-        found.append((match.group(0), (value, unit)))
-    return found
-
-
 # -- the span ----------------------------------------------------------------------------
 
 _CONSTRAINT: Final = re.compile(
@@ -363,9 +200,31 @@ _CONSTRAINT: Final = re.compile(
     r"without|make sure|ensure|prefer|no need|not allowed|cannot|can'?t|keep|instead of|"
     r"required?|forbid\w*)\b"
 )
+#: What a text matching :data:`_CONSTRAINT` holds, lower-cased, when it is plain ASCII: a
+#: quick test first (other text is always read by the expression, whose case folding
+#: knows more letters than ASCII's).
+_CONSTRAINT_HINTS: Final = (
+    "must", "never", "don", "do not", "doesn", "always", "only", "should", "avoid",
+    "without", "make sure", "ensure", "prefer", "no need", "not allowed", "can", "keep",
+    "instead of", "require", "forbid",
+)  # fmt: skip
 _SENTENCE: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 #: Tool-call arguments holding text to write, not names: not mined for identifiers.
 _TEXT_ARGUMENTS: Final = frozenset({"content", "oldText", "newText", "old_string", "new_string"})
+
+
+#: :data:`_CONSTRAINT` for lower-case ASCII text (the same matches, without case folding).
+_CONSTRAINT_LOWER: Final = re.compile(_CONSTRAINT.pattern.removeprefix("(?i)"))
+
+
+def _constraint(text: str) -> bool:
+    """Whether ``text`` sets a constraint (:data:`_CONSTRAINT` matches it)."""
+    if text.isascii():
+        low = text.lower()
+        return any(hint in low for hint in _CONSTRAINT_HINTS) and bool(
+            _CONSTRAINT_LOWER.search(low)
+        )
+    return _CONSTRAINT.search(text) is not None
 
 
 def _texts(content: Any) -> str:
@@ -395,83 +254,258 @@ def _argument_text(arguments: Any) -> str:
     )
 
 
-class _Collector:
-    """Facts as they are found; a fact seen again counts a mention and keeps its first entry."""
+# What one message says, as steps replayed into a span's facts (its entry given then):
+# the steps of a message depend on the message alone, so a message read in two spans (Pi
+# 1.6 summarizes the kept range again) is read once with a FactCache.
+_TURN = 0  # a user message: the turn before it ends, its final text becomes a decision
+_FACT = 1  # (_FACT, kind, key, text, detail)
+_FILE = 2  # (_FILE, path, verb)
+_CALL = 3  # (_CALL, key, command, call id or None): a bash tool call
+_BANG = 4  # (_BANG, key, command, "ok"/"failed"): a ``!`` command Pi ran
+_RESULT = 5  # (_RESULT, call id, "ok"/"failed"): a tool result settles its call
+_MINED = 6  # (_MINED, ((key, name), ...), ((value, written), ...)): names and numbers
+_TEXT = 7  # (_TEXT, [flat text, decision]): an assistant's text, the turn's final so far
+#: A text's decision not worked out yet: only a turn's final text needs it, once.
+_UNDECIDED: Final[Any] = object()
 
-    def __init__(self) -> None:
-        self.facts: dict[tuple[str, str], dict[str, Any]] = {}
-        self.names: dict[str, dict[str, Any]] = {}
-        self.numbers: dict[tuple[str, str], dict[str, Any]] = {}
-        self.entry: Entry | None = None
-
-    def where(self) -> tuple[str, int | None]:
-        entry = self.entry
-        assert entry is not None
-        return node_key(entry.id), entry.line
-
-    def add(self, kind: str, key: str, text: str, detail: str = "") -> dict[str, Any]:
-        found = self.facts.get((kind, key))
-        entry_id, line = self.where()
-        if found is None:
-            found = {
-                "kind": kind,
-                "text": text,
-                "entry_id": entry_id,
-                "line": line,
-                "detail": detail,
-                "entries": {entry_id},
-            }
-            self.facts[(kind, key)] = found
-        else:
-            found["entries"].add(entry_id)
-        return found
-
-    def mine(self, text: str) -> None:
-        """Names and numbers of a text the conversation wrote."""
-        if not text:
-            return
-        entry_id, line = self.where()
-        for name in identifiers_in(text):
-            key = normal_identifier(name) if "." not in name else name.casefold()
-            seen = self.names.get(key)
-            if seen is None:
-                self.names[key] = {
-                    "text": name,
-                    "entry_id": entry_id,
-                    "line": line,
-                    "entries": {entry_id},
-                }
-            else:
-                seen["entries"].add(entry_id)
-        for written, value in numbers_in(text):
-            seen = self.numbers.get(value)
-            if seen is None:
-                self.numbers[value] = {
-                    "text": written,
-                    "entry_id": entry_id,
-                    "line": line,
-                    "entries": {entry_id},
-                }
-            else:
-                seen["entries"].add(entry_id)
+Said = tuple[tuple[Any, ...], ...]
 
 
-def _user(found: _Collector, text: str) -> None:
-    found.mine(text)
+def _cut(flat: str) -> str:
+    """``one_line(flat, TEXT_LIMIT)`` of a text already on one line."""
+    return flat if len(flat) <= TEXT_LIMIT else flat[: TEXT_LIMIT - 1] + "…"
+
+
+def _enough(flat: str, count: int) -> bool:
+    """``has_content_words(flat, count)``, keeping the words of a fact it makes whole."""
+    if len(flat) > TEXT_LIMIT or not flat.isascii():
+        return has_content_words(flat, count)
+    words = content_words(flat)
+    if len(words) < count:
+        return False
+    remember_fact_words(flat, tuple(dict.fromkeys(words))[:MAX_FACT_WORDS])
+    return True
+
+
+def _mined(text: str) -> tuple[Any, ...] | None:
+    """Names and numbers of a text the conversation wrote."""
+    if not text:
+        return None
+    names = tuple(
+        (normal_identifier(name) if "." not in name else name.casefold(), name)
+        for name in identifiers_in(text)
+    )
+    numbers = tuple((value, written) for written, value in numbers_in(text))
+    return (_MINED, names, numbers) if names or numbers else None
+
+
+def _user_said(text: str) -> Said:
+    said: list[tuple[Any, ...]] = [(_TURN,)]
+    if mined := _mined(text):
+        said.append(mined)
     flat = " ".join(text.split())
     constraints: list[str] = []
     whole_is_one = False
-    if _CONSTRAINT.search(text):
+    if _constraint(text):
         sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-        constraints = [s for s in sentences if _CONSTRAINT.search(s)]
+        constraints = [s for s in sentences if _constraint(s)]
         whole_is_one = len(sentences) == 1 and bool(constraints)
-    if not whole_is_one and has_content_words(flat, MIN_WORDS):
-        found.add("instruction", flat.casefold(), one_line(flat, TEXT_LIMIT), "request")
+    if not whole_is_one and _enough(flat, MIN_WORDS):
+        said.append((_FACT, "instruction", flat.casefold(), _cut(flat), "request"))
     for sentence in constraints:
         flat_sentence = " ".join(sentence.split())
-        if has_content_words(flat_sentence, 2):
-            text_cut = one_line(flat_sentence, TEXT_LIMIT)
-            found.add("instruction", flat_sentence.casefold(), text_cut, "constraint")
+        if _enough(flat_sentence, 2):
+            key = flat_sentence.casefold()
+            said.append((_FACT, "instruction", key, _cut(flat_sentence), "constraint"))
+    return tuple(said)
+
+
+def _error_said(said: list[tuple[Any, ...]], line_text: str, detail: str) -> None:
+    said.append((_FACT, "error", line_text.casefold(), line_text, detail))
+    if mined := _mined(line_text):
+        said.append(mined)
+
+
+def _assistant_said(message: dict[str, Any]) -> Said:
+    said: list[tuple[Any, ...]] = []
+    text = _texts(message.get("content"))
+    if mined := _mined(text):
+        said.append(mined)
+    calls = _calls(message)
+    if any(call.get("name") in ("read", "write", "edit") for call in calls):
+        files = FileOperations()  # Pi's rule for which calls touch which file
+        files.add_message(message)
+        for verb, paths in (
+            ("read", files.read),
+            ("written", files.written),
+            ("edited", files.edited),
+        ):
+            said.extend((_FILE, path, verb) for path in paths)
+    for call in calls:
+        arguments = call.get("arguments")
+        if mined := _mined(_argument_text(arguments)):
+            said.append(mined)
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        if call.get("name") == "bash" and isinstance(command, str) and command.strip():
+            call_id = call.get("id")
+            key = " ".join(command.split())
+            said.append(
+                (_CALL, key, command.strip(), call_id if isinstance(call_id, str) else None)
+            )
+    if text.strip():
+        said.append((_TEXT, [" ".join(text.split()), _UNDECIDED]))
+    if message.get("stopReason") == "error":
+        reason = message.get("errorMessage")
+        if isinstance(reason, str) and reason.strip():
+            _error_said(said, error_line(reason), "reply failed")
+    return tuple(said)
+
+
+def _result_said(message: dict[str, Any]) -> Said:
+    said: list[tuple[Any, ...]] = []
+    failed = message.get("isError") is True
+    call_id = message.get("toolCallId")
+    if isinstance(call_id, str):
+        said.append((_RESULT, call_id, "failed" if failed else "ok"))
+    if failed:
+        line_text = error_line(_texts(message.get("content")))
+        if line_text:
+            tool = message.get("toolName")
+            _error_said(said, line_text, tool if isinstance(tool, str) else "")
+    return tuple(said)
+
+
+def _bash_said(message: dict[str, Any]) -> Said:
+    command = message.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return ()
+    code = message.get("exitCode")
+    failed = (isinstance(code, int) and code != 0) or message.get("cancelled") is True
+    said: list[tuple[Any, ...]] = [
+        (_BANG, " ".join(command.split()), command.strip(), "failed" if failed else "ok")
+    ]
+    if mined := _mined(command):
+        said.append(mined)
+    output = message.get("output")
+    if failed and isinstance(output, str):
+        line_text = error_line(output)
+        if line_text:
+            _error_said(said, line_text, "bash")
+    return tuple(said)
+
+
+def message_said(message: Any) -> Said:
+    """What one message says, as the steps :func:`extract_facts` replays (any message)."""
+    if not isinstance(message, dict):
+        return ()
+    role = message.get("role")
+    if role == "user":
+        return _user_said(_texts(message.get("content")))
+    if role == "assistant":
+        return _assistant_said(message)
+    if role == "toolResult":
+        return _result_said(message)
+    if role == "bashExecution":
+        return _bash_said(message)
+    return ()
+
+
+class FactCache:
+    """What each message says (:func:`message_said`), kept while many spans are read.
+
+    Pi 1.6 summarizes a compaction's kept range again in the next compaction, so those
+    messages are in two spans; with one cache they are read once. Keyed by the message
+    object, which the cache holds (its identity stays its own).
+    """
+
+    __slots__ = ("_said",)
+
+    def __init__(self) -> None:
+        self._said: dict[int, tuple[Any, Said]] = {}
+
+    def __len__(self) -> int:
+        return len(self._said)
+
+    def said(self, message: Any) -> Said:
+        found = self._said.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        said = message_said(message)
+        self._said[id(message)] = (message, said)
+        return said
+
+
+class _Collector:
+    """Facts as they are found; a fact seen again counts a mention and keeps its first entry.
+
+    A fact is ``[kind, text, entry id, line, detail, {entry ids}]``; a name or a number
+    ``[text, entry id, line, {entry ids}]``.
+    """
+
+    def __init__(self) -> None:
+        self.facts: dict[tuple[str, str], list[Any]] = {}
+        self.names: dict[str, list[Any]] = {}
+        self.numbers: dict[tuple[str, str], list[Any]] = {}
+        self.calls: dict[str, list[Any]] = {}  # toolCallId -> the command fact it ran
+        self.last: tuple[str, int | None, list[Any]] | None = None
+
+    def add(
+        self, kind: str, key: str, text: str, detail: str, entry_id: str, line: int | None
+    ) -> list[Any]:
+        found = self.facts.get((kind, key))
+        if found is None:
+            found = self.facts[(kind, key)] = [kind, text, entry_id, line, detail, {entry_id}]
+        else:
+            found[5].add(entry_id)
+        return found
+
+    def close_turn(self) -> None:
+        """The turn's final text, if it says enough, is a decision."""
+        last = self.last
+        self.last = None
+        if last is None:
+            return
+        entry_id, line, text = last
+        decision = text[1]
+        if decision is _UNDECIDED:
+            flat = text[0]
+            decision = (flat.casefold(), _cut(flat)) if _enough(flat, MIN_WORDS) else None
+            text[1] = decision  # kept with what the message says, for the next span
+        if decision is not None:
+            self.add("decision", decision[0], decision[1], "final text", entry_id, line)
+
+    def replay(self, said: Said, entry_id: str, line: int | None) -> None:
+        for step in said:
+            code = step[0]
+            if code == _MINED:
+                for table, pairs in ((self.names, step[1]), (self.numbers, step[2])):
+                    for key, text in pairs:
+                        seen = table.get(key)
+                        if seen is None:
+                            table[key] = [text, entry_id, line, {entry_id}]
+                        else:
+                            seen[3].add(entry_id)
+            elif code == _FACT:
+                self.add(step[1], step[2], step[3], step[4], entry_id, line)
+            elif code == _TEXT:
+                self.last = (entry_id, line, step[1])
+            elif code == _TURN:
+                self.close_turn()
+            elif code == _FILE:
+                verb = step[2]
+                fact = self.add("file", step[1], step[1], verb, entry_id, line)
+                if verb not in fact[4].split(", "):
+                    fact[4] += f", {verb}"
+            elif code == _CALL:
+                fact = self.add("command", step[1], step[2], "no result", entry_id, line)
+                if step[3] is not None:
+                    self.calls[step[3]] = fact
+            elif code == _RESULT:
+                found = self.calls.get(step[1])
+                if found is not None:
+                    found[4] = step[2]
+            elif code == _BANG:
+                self.add("command", step[1], step[2], "", entry_id, line)[4] = step[3]
 
 
 def extract_facts(
@@ -479,134 +513,40 @@ def extract_facts(
     *,
     max_identifiers: int = MAX_IDENTIFIERS,
     max_numbers: int = MAX_NUMBERS,
+    cache: FactCache | None = None,
 ) -> list[Fact]:
     """The facts of a span: ``(entry, messages it sent)`` pairs in path order.
 
     Give the messages as the summarizer saw them (a context's projected entries: edits
     applied, system messages left out). Facts come grouped by kind, in
     :data:`FACT_KINDS` order, each kind in the order first seen (identifiers: the most
-    named first).
+    named first). ``cache`` keeps what each message says for the next span.
     """
     found = _Collector()
-    calls: dict[str, dict[str, Any]] = {}  # toolCallId -> the command fact it ran
-    last_text: tuple[Entry, str] | None = None
-
-    def close_turn() -> None:
-        nonlocal last_text
-        if last_text is not None:
-            entry, text = last_text
-            found.entry, keep = entry, found.entry
-            flat = " ".join(text.split())
-            if has_content_words(flat, MIN_WORDS):
-                found.add("decision", flat.casefold(), one_line(flat, TEXT_LIMIT), "final text")
-            found.entry = keep
-        last_text = None
-
+    said = message_said if cache is None else cache.said
     for entry, messages in items:
-        found.entry = entry
+        entry_id, line = node_key(entry.id), entry.line
         for message in messages:
-            if not isinstance(message, dict):
-                continue
-            role = message.get("role")
-            if role == "user":
-                close_turn()
-                found.entry = entry
-                _user(found, _texts(message.get("content")))
-            elif role == "assistant":
-                _assistant(found, message, calls)
-                text = _texts(message.get("content"))
-                if text.strip():
-                    last_text = (entry, text)
-                if message.get("stopReason") == "error":
-                    reason = message.get("errorMessage")
-                    if isinstance(reason, str) and reason.strip():
-                        line_text = error_line(reason)
-                        found.add("error", line_text.casefold(), line_text, "reply failed")
-                        found.mine(line_text)
-            elif role == "toolResult":
-                _tool_result(found, message, calls)
-            elif role == "bashExecution":
-                _bash_execution(found, message)
-    close_turn()
+            found.replay(said(message), entry_id, line)
+    found.close_turn()
     return _facts(found, max_identifiers, max_numbers)
 
 
-def _assistant(found: _Collector, message: dict[str, Any], calls: dict[str, Any]) -> None:
-    found.mine(_texts(message.get("content")))
-    files = FileOperations()  # Pi's rule for which calls touch which file
-    files.add_message(message)
-    for verb, paths in (("read", files.read), ("written", files.written), ("edited", files.edited)):
-        for path in paths:
-            fact = found.add("file", path, path, verb)
-            if verb not in fact["detail"].split(", "):
-                fact["detail"] += f", {verb}"
-    for call in _calls(message):
-        arguments = call.get("arguments")
-        found.mine(_argument_text(arguments))
-        command = arguments.get("command") if isinstance(arguments, dict) else None
-        if call.get("name") == "bash" and isinstance(command, str) and command.strip():
-            key = " ".join(command.split())
-            fact = found.add("command", key, command.strip(), "no result")
-            if isinstance(call.get("id"), str):
-                calls[call["id"]] = fact
-
-
-def _tool_result(found: _Collector, message: dict[str, Any], calls: dict[str, Any]) -> None:
-    failed = message.get("isError") is True
-    fact = calls.get(call_id) if isinstance(call_id := message.get("toolCallId"), str) else None
-    if fact is not None:
-        fact["detail"] = "failed" if failed else "ok"
-    if failed:
-        line_text = error_line(_texts(message.get("content")))
-        if line_text:
-            tool = message.get("toolName")
-            found.add(
-                "error", line_text.casefold(), line_text, tool if isinstance(tool, str) else ""
-            )
-            found.mine(line_text)
-
-
-def _bash_execution(found: _Collector, message: dict[str, Any]) -> None:
-    command = message.get("command")
-    if not isinstance(command, str) or not command.strip():
-        return
-    code = message.get("exitCode")
-    failed = (isinstance(code, int) and code != 0) or message.get("cancelled") is True
-    key = " ".join(command.split())
-    fact = found.add("command", key, command.strip())
-    fact["detail"] = "failed" if failed else "ok"
-    found.mine(command)
-    output = message.get("output")
-    if failed and isinstance(output, str):
-        line_text = error_line(output)
-        if line_text:
-            found.add("error", line_text.casefold(), line_text, "bash")
-            found.mine(line_text)
+_KIND_ORDER: Final = {kind: i for i, kind in enumerate(FACT_KINDS)}
 
 
 def _facts(found: _Collector, max_identifiers: int, max_numbers: int) -> list[Fact]:
-    def fact(kind: str, item: dict[str, Any], detail: str = "") -> Fact:
-        return Fact(
-            kind,
-            item["text"],
-            item["entry_id"],
-            item["line"],
-            item.get("detail", detail),
-            len(item["entries"]),
-        )
-
-    ordered = sorted(found.facts.values(), key=lambda f: FACT_KINDS.index(f["kind"]))
-    facts = [fact(f["kind"], f) for f in ordered]
+    ordered = sorted(found.facts.values(), key=lambda f: _KIND_ORDER[f[0]])
+    facts = [Fact(f[0], f[1], f[2], f[3], f[4], len(f[5])) for f in ordered]
     file_names = {f.text.rsplit("/", 1)[-1].casefold() for f in facts if f.kind == "file"}
     names = [
-        n
-        for n in found.names.values()
-        if len(n["entries"]) >= 2 and n["text"].casefold() not in file_names
+        n for n in found.names.values() if len(n[3]) >= 2 and n[0].casefold() not in file_names
     ]
-    names.sort(key=lambda n: -len(n["entries"]))  # stable: first seen first among equals
+    names.sort(key=lambda n: -len(n[3]))  # stable: first seen first among equals
     facts += [
-        fact("identifier", n, f"{len(n['entries'])} entries") for n in names[:max_identifiers]
+        Fact("identifier", n[0], n[1], n[2], f"{len(n[3])} entries", len(n[3]))
+        for n in names[:max_identifiers]
     ]
     numbers = list(found.numbers.values())[:max_numbers]
-    facts += [fact("number", n) for n in numbers]
+    facts += [Fact("number", n[0], n[1], n[2], "", len(n[3])) for n in numbers]
     return facts

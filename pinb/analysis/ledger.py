@@ -24,6 +24,11 @@ context (the cut Pi recorded with ``firstKeptEntryId``, from the previous compac
 kept point on). That is the set the core's planner (:func:`pinb.core.prepare_compaction`)
 hands the summarizer, which the tests check against :func:`pinb.core.compact`.
 
+What its summary kept of that span comes from the one retention report
+(:func:`pinb.analysis.retention.session_retention`, by compaction id): ``score``, ``facts``
+(of the span), ``facts_kept`` (by the summary), ``facts_per_1k`` (kept per 1,000 summary
+tokens) and ``recall_<kind>`` (NaN for a kind the span has no fact of).
+
 This module also gives :func:`usage_calibration` (chars/4 against reported usage, from
 :mod:`pinb.analysis.calibration`) and :func:`what_if` (other settings replayed with the
 core's planner, from :mod:`pinb.analysis.whatif`).
@@ -56,7 +61,9 @@ from .calibration import (
     reported_prompt,
     usage_calibration,
 )
+from .facts import FACT_KINDS
 from .frames import message_text
+from .retention import RetentionReport, retention_report, session_retention
 from .sources import SessionSources, Skipped, iter_sessions
 from .whatif import WhatIf, WhatIfRow, what_if
 
@@ -94,7 +101,8 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "summarized_assistant", "summarized_toolResult", "summarized_tokens", "tool_results",
     "tool_result_chars", "thinking_blocks", "thinking_chars", "thinking_largest",
     "thinking_largest_id", "kept_thinking_blocks", "kept_thinking_chars",
-    "kept_thinking_largest", "kept_thinking_largest_id", "lost_entries",
+    "kept_thinking_largest", "kept_thinking_largest_id", "lost_entries", "facts", "facts_kept",
+    "score", "facts_per_1k", *(f"recall_{kind}" for kind in FACT_KINDS),
 )  # fmt: skip
 
 
@@ -138,7 +146,9 @@ class CompactionRecord:
     chars/4. ``lost_entries`` counts entries that left the
     context without reaching the summarizer (Pi v0.58.3 only: it summarizes from the
     previous compaction on, not from its kept entries). ``kept_thinking`` describes the
-    thinking blocks that stayed verbatim.
+    thinking blocks that stayed verbatim. ``facts`` … ``recall``: what its summary kept of
+    the span (:class:`~pinb.analysis.retention.RetentionReport`; ``recall`` holds the kinds
+    with facts).
     """
 
     session_id: str
@@ -175,6 +185,11 @@ class CompactionRecord:
     kept_thinking: BlockStats
     lost_entries: int = 0
     checkpoint_tokens: int = 0
+    facts: int = 0
+    facts_kept: int = 0
+    score: float | None = None
+    facts_per_1k: float | None = None
+    recall: dict[str, float] = field(default_factory=dict)
 
     @property
     def saved_estimate(self) -> int:
@@ -196,6 +211,8 @@ class CompactionRecord:
             row[f"{prefix}_largest"] = stats.largest
             row[f"{prefix}_largest_id"] = stats.largest_id
         row["saved_estimate"] = self.saved_estimate
+        for kind in FACT_KINDS:
+            row[f"recall_{kind}"] = self.recall.get(kind, math.nan)
         return row
 
 
@@ -259,11 +276,17 @@ def _split_turn(selected: Sequence[Entry], first_kept: Entry | None, pi: Pi) -> 
 
 
 def compaction_record(
-    session: Session, entry: Entry, active: Sequence[Entry] | None = None
+    session: Session,
+    entry: Entry,
+    active: Sequence[Entry] | None = None,
+    retention: RetentionReport | None = None,
 ) -> CompactionRecord:
-    """The ledger row of one ``compaction`` entry (``active``: the session's active path)."""
+    """The ledger row of one ``compaction`` entry (``active``: the session's active path;
+    ``retention``: its retention report, read when not given)."""
     if active is None:
         active = _active(session)
+    if retention is None:
+        retention = retention_report(session, entry)
     raw = entry.raw
     pi = session.pi
     before = _context(session, raw.get("parentId"))
@@ -335,6 +358,11 @@ def compaction_record(
         summarized_thinking=thinking_stats(summarized),
         kept_thinking=thinking_stats(kept_messages),
         lost_entries=lost,
+        facts=len(retention.verdicts),
+        facts_kept=retention.kept_count,
+        score=retention.score,
+        facts_per_1k=retention.facts_per_1k,
+        recall=retention.recall,
     )
 
 
@@ -421,5 +449,9 @@ def compaction_ledger(source: SessionSources) -> CompactionLedger:
         if not compactions:
             continue
         active = _active(session)
-        ledger.records.extend(compaction_record(session, e, active) for e in compactions)
+        reports = session_retention(session)  # in file order, one per compaction
+        ledger.records.extend(
+            compaction_record(session, e, active, r)
+            for e, r in zip(compactions, reports, strict=True)
+        )
     return ledger

@@ -13,13 +13,15 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Final
+from functools import lru_cache, reduce
+from operator import or_
+from typing import Any, Final
 
-from .facts import (
-    Fact,
-    command_parts,
+from .facts import Fact, command_parts
+from .words import (
+    MAX_FACT_WORDS,
     content_words,
+    fact_words,
     identifiers_in,
     normal_identifier,
     numbers_in,
@@ -42,10 +44,10 @@ PARAPHRASE_OVERLAP: Final = 0.4
 MIN_SHARED_WORDS: Final = 2
 #: A window is this many consecutive passages (lines; long lines cut into sentences).
 WINDOW: Final = 3
-#: A long fact is compared by its first this many distinct content words.
-MAX_FACT_WORDS: Final = 40
 #: A line longer than this is cut into sentences, each its own passage.
 _LONG_LINE: Final = 240
+#: Up to this many windows every window is compared; beyond, only those holding a word.
+_FEW_WINDOWS: Final = 64
 
 _OVERLAP: Final = (
     f"paraphrased: one window of {WINDOW} passages holds at least {PARAPHRASE_OVERLAP:.0%} of "
@@ -150,6 +152,16 @@ class TextIndex:
             for mask in masks[start : start + WINDOW]:
                 window |= mask
             self._windows.append(window)
+        self._matches: dict[tuple[Any, ...], Match] = {}
+        # In a long text, the passages holding each word (by its bit's position).
+        self._holding: list[list[int]] = []
+        if len(self._windows) > _FEW_WINDOWS:
+            self._holding = [[] for _ in self._bits]
+            for i, mask in enumerate(masks):
+                while mask:
+                    low = mask & -mask
+                    self._holding[low.bit_length() - 1].append(i)
+                    mask ^= low
 
     def __bool__(self) -> bool:
         return bool(self.passages)
@@ -195,32 +207,52 @@ class TextIndex:
         return self._numbers.get(value, -1)
 
     def _mask(self, words: Sequence[str]) -> int:
-        mask = 0
-        for word in words:
-            bit = self._bits.get(word)
-            if bit is not None:
-                mask |= bit
-        return mask
+        return reduce(or_, filter(None, map(self._bits.get, words)), 0)
 
     def best_window(self, words: Sequence[str]) -> tuple[int, int]:
         """``(shared, first passage)`` of the window of :data:`WINDOW` passages holding most
         of ``words`` (distinct content words); ``(0, -1)`` when none holds any."""
-        wanted = self._mask(words)
+        return self._best(self._mask(words))
+
+    def _best(self, wanted: int) -> tuple[int, int]:
+        """:meth:`best_window` of the words whose bits are ``wanted``.
+
+        Only the windows holding one of the words can share any: in a long text they are
+        found from each word's passages (the first window with the most is the same one).
+        """
         if not wanted:
             return 0, -1
-        bound = wanted.bit_count()  # no window holds more than the whole text
-        best, at = 0, -1
-        for start, window in enumerate(self._windows):
-            shared = (wanted & window).bit_count()
-            if shared > best:
-                best, at = shared, start
-                if best == bound:
+        windows = self._windows
+        starts: Sequence[int] = range(len(windows))
+        if len(windows) > _FEW_WINDOWS:
+            holding = self._holding
+            found: set[int] = set()
+            bits = wanted
+            while bits:
+                low = bits & -bits
+                found.update(holding[low.bit_length() - 1])
+                if len(found) > len(windows) // 2:
                     break
-        return best, at
+                bits ^= low
+            else:
+                last = len(windows) - 1
+                starts = sorted(
+                    {s for p in found for s in range(max(0, p - WINDOW + 1), min(p, last) + 1)}
+                )
+        counts = [(wanted & windows[start]).bit_count() for start in starts]
+        best = max(counts, default=0)
+        return (best, starts[counts.index(best)]) if best else (0, -1)
 
     def could_hold(self, words: Sequence[str], needed: int) -> bool:
         """Whether the whole text holds at least ``needed`` of ``words`` (a quick test)."""
         return self._mask(words).bit_count() >= needed
+
+    def match(self, key: tuple[Any, ...], make: Any) -> Match:
+        """The verdict ``key`` stands for, made once per index (verdicts are values)."""
+        found = self._matches.get(key)
+        if found is None:
+            found = self._matches[key] = make()
+        return found
 
     def evidence(self, passage: int, span: int = 1) -> tuple[str, str]:
         """The text of ``span`` passages from ``passage`` and the section above them."""
@@ -228,9 +260,15 @@ class TextIndex:
         return shown, self.sections[passage]
 
 
+@lru_cache(maxsize=1024)
+def _folded(needle: str) -> str:
+    """``needle`` with its whitespace collapsed, case-folded (a fact is looked for twice)."""
+    return " ".join(needle.split()).casefold()
+
+
 def _occurrences(text: str, needle: str, bounded: bool, after_slash: bool) -> Iterator[int]:
     """Offsets of ``needle`` (whitespace collapsed, case-folded) in folded ``text``."""
-    key = " ".join(needle.split()).casefold()
+    key = _folded(needle)
     if not key:
         return
     start = text.find(key)
@@ -247,8 +285,11 @@ def _occurrences(text: str, needle: str, bounded: bool, after_slash: bool) -> It
 
 
 def _hit(index: TextIndex, passage: int, verdict: str, rule: str, span: int = 1) -> Match:
-    text, section = index.evidence(passage, span)
-    return Match(verdict, text, section, rule)
+    def make() -> Match:
+        text, section = index.evidence(passage, span)
+        return Match(verdict, text, section, rule)
+
+    return index.match(("hit", passage, verdict, rule, span), make)
 
 
 def _file(index: TextIndex, path: str, cwd: str | None) -> Match:
@@ -294,29 +335,34 @@ def _command(index: TextIndex, command: str) -> Match:
     return _LOST
 
 
-@lru_cache(maxsize=4096)
-def _fact_words(text: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(content_words(text)))[:MAX_FACT_WORDS]
-
-
 def _overlap(index: TextIndex, text: str) -> Match:
     found = index.find(text, bounded=False) if len(text) >= 8 else index.find(text)
     if found >= 0:
         return _hit(index, found, "verbatim", "the text")
-    words = _fact_words(text)
+    words = fact_words(text)
     if not words:
         return _LOST
-    needed = max(min(MIN_SHARED_WORDS, len(words)), math.ceil(PARAPHRASE_OVERLAP * len(words)))
-    if not index.could_hold(words, needed):
-        return Match("lost", rule=f"fewer than {needed} of its {len(words)} words anywhere")
-    shared, start = index.best_window(words)
-    share = shared / len(words)
+    count = len(words)
+    needed = max(min(MIN_SHARED_WORDS, count), math.ceil(PARAPHRASE_OVERLAP * count))
+    wanted = index._mask(words)
+    if wanted.bit_count() < needed:
+        return index.match(
+            ("few", needed, count),
+            lambda: Match("lost", rule=f"fewer than {needed} of its {count} words anywhere"),
+        )
+    shared, start = index._best(wanted)
+    share = round(shared / count, 3)
     if start >= 0 and shared >= needed:
-        text_shown, section = index.evidence(start, WINDOW)
-        rule = f"{shared} of its {len(words)} content words in one window"
-        return Match("paraphrased", text_shown, section, rule, round(share, 3))
-    return Match(
-        "lost", rule=f"best window: {shared} of {len(words)} words", overlap=round(share, 3)
+
+        def paraphrased() -> Match:
+            text_shown, section = index.evidence(start, WINDOW)
+            rule = f"{shared} of its {count} content words in one window"
+            return Match("paraphrased", text_shown, section, rule, share)
+
+        return index.match(("window", start, shared, count), paraphrased)
+    return index.match(
+        ("best", shared, count),
+        lambda: Match("lost", rule=f"best window: {shared} of {count} words", overlap=share),
     )
 
 

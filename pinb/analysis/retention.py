@@ -1,8 +1,10 @@
 """What a compaction kept: every fact of the span it replaced, scored against its summary.
 
-The span is the core's one count (:func:`pinb.core.compaction_span.split_at_cut`): the
-entries from the previous compaction's kept start (or the root) to ``firstKeptEntryId``,
-a split turn's prefix included, with the messages the summarizer was given. Its facts
+The span is the core's one count (:func:`pinb.core.compaction_span.split_at_cut`, read back
+for every compaction of a session by :func:`~pinb.core.compaction_span.compaction_splits`):
+the entries from the previous compaction's kept start (or the root) to
+``firstKeptEntryId``, a split turn's prefix included, with the messages the summarizer was
+given. Its facts
 (:mod:`pinb.analysis.facts`) are each judged against the summary and, separately, against
 the messages the compaction kept (:mod:`pinb.analysis.matching`).
 
@@ -33,17 +35,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ..core.accounting import estimated_by_role
-from ..core.compaction_span import split_at_cut
+from ..core.compaction_span import CompactionSplit, compaction_splits, split_at_cut
 from ..core.context import UNSET, SessionContext
 from ..core.describe import node_key
 from ..core.entries import Entry
+from ..core.gc import gc_paused
 from ..core.reports import CompactionReport
 from ..core.session import Session
 from ..core.tokens import estimate_tokens
 from ..display import Displayable
 from ..errors import UsageError
-from .facts import FACT_KINDS, Fact, extract_facts
+from .facts import FACT_KINDS, Fact, FactCache, extract_facts
 from .matching import RULES, Match, TextIndex, judge
 
 if TYPE_CHECKING:
@@ -352,12 +354,14 @@ def retention_of_text(
         if isinstance(kept, TextIndex)
         else TextIndex("\n\n".join(carried_text(m) for m in kept))
     )
-    verdicts = []
-    for fact in facts:
-        found = judge(fact, summary_index, cwd=cwd)
-        carried = judge(fact, kept_index, cwd=cwd).verdict != "lost"
-        verdicts.append(FactVerdict(fact, found, carried))
-    return verdicts
+    return [
+        FactVerdict(
+            fact,
+            judge(fact, summary_index, cwd=cwd),
+            judge(fact, kept_index, cwd=cwd).verdict != "lost",
+        )
+        for fact in facts
+    ]
 
 
 def _summary_tokens(summary: str, session: Session) -> int:
@@ -371,8 +375,13 @@ def _where(session: Session) -> tuple[str | None, str | None]:
     return path, (session.cwd or None)
 
 
-def retention_report(session: Session, entry: Entry | str) -> RetentionReport:
+def retention_report(
+    session: Session, entry: Entry | str, *, cache: FactCache | None = None
+) -> RetentionReport:
     """The retention report of a ``compaction`` entry of ``session`` (Pi's or pinb's).
+
+    ``cache`` keeps what each message says for the next report (see
+    :func:`session_retention`).
 
     Raises
     ------
@@ -384,32 +393,35 @@ def retention_report(session: Session, entry: Entry | str) -> RetentionReport:
     found: Entry = entry if isinstance(entry, Entry) else session[entry]
     if found.type != "compaction":
         raise UsageError(f"entry {found.id!r} is a {found.type!r} entry, not a compaction")
-    raw = found.raw
-    parent = raw.get("parentId")
-    before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
-    after = session.build_context(found.id)
-    first_kept = raw.get("firstKeptEntryId")
-    summarized, kept, count = span_messages(before, first_kept)
+    (split,) = compaction_splits(session, (found,))
+    return _recorded(session, split, cache)
+
+
+def _recorded(session: Session, split: CompactionSplit, cache: FactCache | None) -> RetentionReport:
+    raw = split.entry.raw
+    summarized = list(zip(split.span.summarized, split.summarized_messages, strict=True))
+    kept = [m for sent in split.kept_messages for m in sent]
     summary = raw.get("summary")
     summary = summary if isinstance(summary, str) else ""
     path, cwd = _where(session)
     recorded = raw.get("tokensBefore")
+    first_kept = raw.get("firstKeptEntryId")
     note = ""
     if raw.get("fromHook"):
         note = "the summary came from an extension (fromHook), not Pi's summarizer"
     return RetentionReport(
-        compaction_id=node_key(found.id),
+        compaction_id=node_key(split.entry.id),
         kind="recorded",
         first_kept_entry_id=node_key(first_kept) if first_kept is not None else None,
         tokens_before=recorded
         if isinstance(recorded, int) and not isinstance(recorded, bool)
         else None,
-        estimated_before=sum(estimated_by_role(before).values()),
-        estimated_after=sum(estimated_by_role(after).values()),
+        estimated_before=split.estimated_before,
+        estimated_after=split.estimated_after,
         summary_tokens=_summary_tokens(summary, session),
-        summarized_entries=count,
+        summarized_entries=len(split.span.summarized),
         summary=summary,
-        verdicts=retention_of_text(extract_facts(summarized), summary, kept, cwd),
+        verdicts=retention_of_text(extract_facts(summarized, cache=cache), summary, kept, cwd),
         session_id=session.id,
         session_path=path,
         cwd=cwd,
@@ -425,6 +437,7 @@ def plan_retention(
     leaf_id: Any = UNSET,
     summary: str | None = None,
     kind: str = "plan",
+    cache: FactCache | None = None,
 ) -> RetentionReport:
     """The retention report of a planned or carried-out compaction (a :class:`CompactionReport`).
 
@@ -432,10 +445,11 @@ def plan_retention(
     A plan (``plan_compaction``, ``plan_to_fit``) has no summary yet: give ``summary`` to
     judge one written for it; without one every fact is judged against an empty summary,
     which says what the kept messages alone carry. ``leaf_id`` is where it was planned
-    (default: the session's leaf).
+    (default: the session's leaf). ``cache`` keeps what each message says for the next
+    plan (several cuts of one context share most of their span).
     """
     if report.entry is not None and summary is None:
-        return retention_report(session, report.entry)
+        return retention_report(session, report.entry, cache=cache)
     before = session.build_context(leaf_id)
     summarized, kept, count = span_messages(before, report.first_kept_entry_id)
     text = summary if summary is not None else report.summary
@@ -457,7 +471,7 @@ def plan_retention(
         summary_tokens=tokens,
         summarized_entries=count,
         summary=text,
-        verdicts=retention_of_text(extract_facts(summarized), text, kept, cwd),
+        verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
         session_id=session.id,
         session_path=path,
         cwd=cwd,
@@ -467,8 +481,16 @@ def plan_retention(
 
 
 def session_retention(session: Session) -> list[RetentionReport]:
-    """The retention report of every compaction of ``session`` (every branch), in file order."""
-    return [retention_report(session, e) for e in session.entries if e.type == "compaction"]
+    """The retention report of every compaction of ``session`` (every branch), in file order.
+
+    Each context is walked once (:func:`~pinb.core.compaction_span.compaction_splits`), and
+    a message read for one span is not read again for the next (Pi 1.6 summarizes the
+    previous kept range again). The collector is paused meanwhile: the reports are many
+    small objects and no garbage cycles.
+    """
+    cache = FactCache()
+    with gc_paused():
+        return [_recorded(session, split, cache) for split in compaction_splits(session)]
 
 
 def rules() -> dict[str, str]:

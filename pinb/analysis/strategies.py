@@ -1,7 +1,8 @@
 """Compaction strategies side by side at one leaf: tokens after, and what each kept.
 
 Each strategy is replayed on an in-memory copy of the session (nothing is written) and
-scored with the same retention report (:mod:`pinb.analysis.retention`):
+scored with the same retention report (:mod:`pinb.analysis.retention`), read from the
+session itself (its citations are the file's lines):
 
 - **Pi's plan** under each keep budget (the current settings, and others given), with
   the offline :class:`~pinb.core.ExtractiveSummarizer` writing the summary: Pi's cut
@@ -12,7 +13,9 @@ scored with the same retention report (:mod:`pinb.analysis.retention`):
   Complexity Trap", arXiv 2508.21433): no summary; the span stays, every tool result in
   it replaced by a one-line placeholder (:data:`MASK`). Its "summary" is the masked span.
 
-Data only (a :class:`StrategyComparison`); the what-if lab shows it.
+The what-if lab (:func:`pinb.analysis.whatif.what_if`) plans the columns once and scores
+them with :func:`score_columns`; :func:`compare_strategies` is that lab's comparison alone.
+Data only (a :class:`StrategyComparison`); the what-if view shows it.
 """
 
 from __future__ import annotations
@@ -25,27 +28,38 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..core.accounting import estimated_by_role
 from ..core.context import SessionContext
-from ..core.describe import node_key
-from ..core.operations import compact, load_compaction_settings, plan_to_fit
+from ..core.operations import compact
+from ..core.reports import CompactionReport
 from ..core.session import Session
-from ..core.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from ..core.store import serialize_line
+from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings
-from ..errors import EntryNotFoundError
-from .facts import extract_facts
-from .frames import open_session
+from ..errors import PinbError
+from .facts import FactCache, extract_facts
 from .retention import (
     RetentionReport,
     carried_text,
+    plan_retention,
     retention_of_text,
-    retention_report,
     span_messages,
 )
-from .whatif import scratch_copy
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MASK", "StrategyComparison", "StrategyRow", "compare_strategies", "mask_message"]
+    from .whatif import WhatIfRow
+
+__all__ = [
+    "MASK",
+    "StrategyComparison",
+    "StrategyRow",
+    "compare_strategies",
+    "mask_message",
+    "masked_retention",
+    "replay_summary",
+    "score_columns",
+    "scratch_copy",
+]
 
 #: What observation masking leaves of a tool result ({tool}, {chars}: its name and size).
 MASK: Final = "[tool output hidden to save context: {tool}, {chars:,} characters]"
@@ -67,7 +81,8 @@ class StrategyRow:
     settings:
         The settings asked for; ``keep_used`` the keep the planner used.
     nothing:
-        Why nothing would be compacted (then ``retention`` is ``None``).
+        Why nothing would be compacted, or why the summary could not be written (then
+        ``retention`` is ``None``).
     retention:
         The retention report: tokens before/after (chars/4), recall by kind, score.
     """
@@ -111,6 +126,21 @@ class StrategyComparison:
     rows: list[StrategyRow]
     window: int | None = None
 
+    def scored(self) -> list[StrategyRow]:
+        """The rows with a retention report (a summary written, or a span masked)."""
+        return [r for r in self.rows if r.retention is not None]
+
+    def best(self, what: str) -> StrategyRow | None:
+        """The first strategy with the most ``"facts_per_1k"`` or ``"score"``, or the smallest
+        ``"estimated_after"`` (``None`` when no strategy has the figure)."""
+
+        def figure(row: StrategyRow) -> float | None:
+            value = getattr(row.retention, what)
+            return None if value is None else float(-value if what == "estimated_after" else value)
+
+        found = [(f, i, r) for i, r in enumerate(self.scored()) if (f := figure(r)) is not None]
+        return max(found, key=lambda item: (item[0], -item[1]))[2] if found else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "session_id": self.session_id,
@@ -148,24 +178,36 @@ def mask_message(message: Any) -> Any:
     return {**message, "content": [{"type": "text", "text": text}]}
 
 
-def _summarized(
-    session: Session, leaf_id: str, used: CompactionSettings, summarizer: Summarizer, kind: str
-) -> RetentionReport:
-    scratch = scratch_copy(session)
+def scratch_copy(session: Session) -> Session:
+    """An in-memory copy of ``session`` (same header, ids and entries) to compact freely."""
+    lines = [serialize_line(session.header), *(serialize_line(e.value) for e in session.entries)]
+    return Session.from_bytes(b"".join(lines), pi=session.pi)
+
+
+def replay_summary(
+    session: Session,
+    scratch: Session,
+    leaf_id: str,
+    settings: CompactionSettings,
+    summarizer: Summarizer,
+    kind: str,
+    cache: FactCache | None = None,
+) -> tuple[CompactionReport, RetentionReport]:
+    """Compact ``scratch`` (a copy of ``session``) at ``leaf_id`` with ``settings``, and what
+    the summary kept: the retention is read from ``session`` (its file's lines), for the
+    cut and summary the copy got (:func:`~pinb.analysis.retention.plan_retention`)."""
     scratch.branch(leaf_id, persist=False)
-    done = compact(scratch, summarizer, settings=used)
-    assert done.entry is not None
-    report = retention_report(scratch, done.entry)
-    return dataclasses.replace(
-        report,
-        kind=kind,
-        compaction_id=None,
-        summarizer=done.summarizer,
-        session_path=os.fspath(session.path) if session.path is not None else None,
+    done = compact(scratch, summarizer, settings=settings)
+    report = plan_retention(
+        session, done, leaf_id=leaf_id, summary=done.summary, kind=kind, cache=cache
     )
+    return done, dataclasses.replace(report, compaction_id=None)
 
 
-def _masked(session: Session, leaf_id: str, first_kept_id: str) -> RetentionReport:
+def masked_retention(
+    session: Session, leaf_id: str, first_kept_id: str, cache: FactCache | None = None
+) -> RetentionReport:
+    """Observation masking at ``first_kept_id``: the span stays, its tool results hidden."""
     before = session.build_context(leaf_id)
     summarized, kept, count = span_messages(before, first_kept_id)
     masked = [mask_message(m) for _, messages in summarized for m in messages]
@@ -184,13 +226,117 @@ def _masked(session: Session, leaf_id: str, first_kept_id: str) -> RetentionRepo
         summary_tokens=sum(estimated_by_role(span).values()),
         summarized_entries=count,
         summary=text,
-        verdicts=retention_of_text(extract_facts(summarized), text, kept, cwd),
+        verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
         session_id=session.id,
         session_path=os.fspath(session.path) if session.path is not None else None,
         cwd=cwd,
         note="no summary: the span stays with its tool results hidden; its 'summary' is the "
         "masked span (summary tokens: its chars/4)",
     )
+
+
+def _summarizer_of(model: Any) -> Summarizer:
+    """A summarizer given as is, or a chat model's with Pi's prompt."""
+    if hasattr(model, "summarize") and hasattr(model, "name"):
+        found: Summarizer = model
+        return found
+    return ModelSummarizer(model)
+
+
+def score_columns(
+    session: Session,
+    leaf_id: str,
+    columns: Sequence[WhatIfRow],
+    *,
+    summarizer: str | None,
+    scratch: Session | None = None,
+    model: Any = None,
+    masking: bool = True,
+    window: int | None = None,
+    cache: FactCache | None = None,
+) -> StrategyComparison:
+    """The strategies of a what-if's columns, scored.
+
+    ``columns`` are the what-if's (:class:`~pinb.analysis.whatif.WhatIfRow`): each with a
+    summary written by ``summarizer`` carries its retention, a column with nothing to
+    compact says why. At the current settings' cut (the column labelled "current
+    settings", else the first planned one): ``model``'s summary with Pi's prompt (a chat
+    model, or the summarizer ``%pi compact`` uses with it) and observation masking.
+    """
+    one_reserve = len({c.settings.reserve_tokens for c in columns}) == 1
+    rows: list[StrategyRow] = []
+    for column in columns:
+        label = column.label or (
+            f"keep {column.settings.keep_recent_tokens:,}" if one_reserve else column.name
+        )
+        if column.nothing is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    nothing=column.nothing,
+                )
+            )
+        elif column.retention is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label} + {summarizer}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    column.keep_used,
+                    retention=column.retention,
+                )
+            )
+    planned = [c for c in columns if c.nothing is None and c.plan is not None]
+    current = next((c for c in planned if c.label), planned[0] if planned else None)
+    if current is not None and current.plan is not None and current.first_kept_entry_id:
+        if model is not None:
+            written = _summarizer_of(model)
+            name = f"pi plan, current settings + {written.name} (Pi's prompt)"
+            try:
+                copy = scratch if scratch is not None else scratch_copy(session)
+                _, report = replay_summary(
+                    session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
+                )
+            except PinbError as exc:  # the model could not write it: the row says why
+                rows.append(
+                    StrategyRow(
+                        name,
+                        "summary",
+                        written.name,
+                        current.settings,
+                        current.keep_used,
+                        nothing=f"{written.name} wrote no summary: {exc}",
+                    )
+                )
+            else:
+                rows.append(
+                    StrategyRow(
+                        name,
+                        "summary",
+                        written.name,
+                        current.settings,
+                        current.keep_used,
+                        retention=report,
+                    )
+                )
+        if masking:
+            rows.append(
+                StrategyRow(
+                    "observation masking (current cut)",
+                    "masking",
+                    "",
+                    current.settings,
+                    current.keep_used,
+                    retention=masked_retention(
+                        session, leaf_id, current.first_kept_entry_id, cache
+                    ),
+                )
+            )
+    return StrategyComparison(session.id, leaf_id, rows, window)
 
 
 def compare_strategies(
@@ -208,6 +354,8 @@ def compare_strategies(
 ) -> StrategyComparison:
     """Replay compaction strategies at ``leaf`` and score each (tokens and retention).
 
+    The what-if lab's comparison (:func:`~pinb.analysis.whatif.what_if`: the same plans).
+
     Parameters
     ----------
     session:
@@ -219,7 +367,8 @@ def compare_strategies(
         Other budgets for Pi's plan, beside the current settings (default: half and twice
         the current keep).
     current:
-        The settings in force (default: Pi's settings files for the session's folder).
+        The settings in force (default: Pi's settings files for the session's folder,
+        fitted to the window).
     context_window:
         The window the planner fits the keep to, as ``%pi compact`` does.
     model:
@@ -235,71 +384,21 @@ def compare_strategies(
     EntryNotFoundError
         ``leaf`` is not an entry of the session.
     """
-    session = open_session(session)
-    leaf_id = leaf if leaf is not None else session.leaf_id
-    if leaf_id is None or leaf_id not in session:
-        raise EntryNotFoundError(leaf_id)
-    base = current or load_compaction_settings(session.cwd or None).fit_window(context_window)
-    chosen = [base, *settings]
-    chosen += [dataclasses.replace(base, keep_recent_tokens=k) for k in keep_recent_tokens]
-    if len(chosen) == 1:
-        keep = base.keep_recent_tokens
-        chosen += [
-            dataclasses.replace(base, keep_recent_tokens=k) for k in (max(1, keep // 2), keep * 2)
-        ]
-    rows: list[StrategyRow] = []
-    offline = ExtractiveSummarizer()
-    current_plan = None
-    for i, candidate in enumerate(dict.fromkeys(chosen)):
-        plan = plan_to_fit(
-            session, candidate, context_window=context_window, leaf_id=leaf_id, fit=fit
-        )
-        if i == 0:
-            current_plan = plan
-        label = "current settings" if i == 0 else f"keep {candidate.keep_recent_tokens:,}"
-        if plan.report is None:
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label}", "summary", offline.name, candidate, nothing=plan.nothing
-                )
-            )
-            continue
-        if extractive:
-            report = _summarized(session, leaf_id, plan.used, offline, "pi plan + offline")
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label} + {offline.name}",
-                    "summary",
-                    offline.name,
-                    candidate,
-                    plan.keep_recent_tokens,
-                    retention=report,
-                )
-            )
-    if current_plan is not None and current_plan.report is not None:
-        cut = current_plan.report.first_kept_entry_id
-        if model is not None:
-            summarizer = ModelSummarizer(model)
-            report = _summarized(session, leaf_id, current_plan.used, summarizer, "pi prompt")
-            rows.append(
-                StrategyRow(
-                    f"pi plan, current settings + {summarizer.name} (Pi's prompt)",
-                    "summary",
-                    summarizer.name,
-                    base,
-                    current_plan.keep_recent_tokens,
-                    retention=report,
-                )
-            )
-        if masking:
-            rows.append(
-                StrategyRow(
-                    "observation masking (current cut)",
-                    "masking",
-                    "",
-                    base,
-                    current_plan.keep_recent_tokens,
-                    retention=_masked(session, leaf_id, cut),
-                )
-            )
-    return StrategyComparison(session.id, node_key(leaf_id), rows, context_window)
+    from .whatif import what_if  # the lab plans the columns; its comparison is this
+
+    found = what_if(
+        session,
+        leaf,
+        list(settings),
+        keep_recent_tokens=keep_recent_tokens,
+        current=current,
+        context_window=context_window,
+        window_source="setting" if context_window else None,
+        plan_window=context_window,
+        fit=fit,
+        score=extractive,
+        masking=masking,
+        model=model,
+    )
+    assert found.strategies is not None
+    return found.strategies

@@ -5,9 +5,13 @@ compact`` uses: Pi's cut (:func:`pinb.core.plan_compaction`) for the settings, w
 fitted to a small window and made smaller when the settings' own keep everything. The first
 column is the **current settings** (what ``%pi compact`` will do, fitted to the window the
 same way); each column says the ``keepRecentTokens`` it used. Nothing is written to the
-session. With a summarizer, each compaction is also carried out on an in-memory copy of the
-session (:meth:`~pinb.core.Session.from_bytes`, whose appends never touch a disk), so the
-summary's own size counts in the size after.
+session. Each compaction is also carried out on an in-memory copy of the session
+(:meth:`~pinb.core.Session.from_bytes`, whose appends never touch a disk) with a summary
+(pinb's offline one unless another summarizer is given), so the summary's own size counts
+in the size after, and what the summary kept of the span is scored (the one retention
+report). Beside the columns, observation masking at the current cut and, with a model, Pi's
+own summary prompt are scored the same way (:mod:`pinb.analysis.strategies`): which keeps
+most per token.
 """
 
 from __future__ import annotations
@@ -19,26 +23,29 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.accounting import ContextUsage, context_usage
+from ..core.entries import Entry
 from ..core.operations import (
     CompactionPlan,
-    compact,
     load_compaction_settings,
     plan_to_fit,
 )
 from ..core.reports import CompactionReport
 from ..core.session import Session
-from ..core.store import serialize_line
-from ..core.summarize import Summarizer
+from ..core.summarize import ExtractiveSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens, should_compact
 from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, node_key
+from .facts import FactCache
 from .frames import open_session
+from .retention import RetentionReport
+from .strategies import StrategyComparison, replay_summary, score_columns, scratch_copy
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["CURRENT", "WhatIf", "WhatIfRow", "default_settings", "scratch_copy", "what_if"]
+# ``scratch_copy`` lives in :mod:`pinb.analysis.strategies`; it is named here for callers.
 
 #: The label of the column that replays the settings in force.
 CURRENT = "current settings"
@@ -72,8 +79,14 @@ class WhatIfRow:
         chars/4 leaving the context (``estimated_before - kept_tokens``; it includes the
         previous summary, which the new one replaces).
     summary_tokens / after_tokens:
-        With a summarizer: the summary's chars/4, and the context right after (kept plus
-        summary, as :func:`~pinb.core.compact` reports it). ``None`` otherwise.
+        With a summary written: the summary's chars/4, and the context right after (kept
+        plus summary, as :func:`~pinb.core.compact` reports it). ``None`` otherwise.
+    retention:
+        With a summary written: what it kept of the span
+        (:class:`~pinb.analysis.retention.RetentionReport`: score, recall by kind).
+    replays:
+        The compaction recorded at this leaf that the column writes again (the same cut
+        and the same summary), if any: its retention is that compaction's.
     threshold / would_trigger:
         With a context window: the compaction threshold under these settings and whether
         the context at the leaf is above it.
@@ -102,6 +115,8 @@ class WhatIfRow:
     would_trigger: bool | None = None
     report: CompactionReport | None = field(default=None, repr=False, compare=False)
     plan: CompactionPlan | None = field(default=None, repr=False, compare=False)
+    retention: RetentionReport | None = field(default=None, repr=False, compare=False)
+    replays: str | None = None
 
     @property
     def name(self) -> str:
@@ -136,6 +151,11 @@ class WhatIfRow:
             "after_tokens": self.after_tokens,
             "threshold": self.threshold,
             "would_trigger": self.would_trigger,
+            "facts": len(self.retention.verdicts) if self.retention else None,
+            "facts_kept": self.retention.kept_count if self.retention else None,
+            "score": self.retention.score if self.retention else None,
+            "facts_per_1k": self.retention.facts_per_1k if self.retention else None,
+            "replays": self.replays,
         }
 
 
@@ -148,7 +168,9 @@ class WhatIf(Displayable):
     one ``%pi compact`` would use (when the caller knows it). ``current_note`` says where
     the current settings came from and how they were fitted; ``leaf_is_compaction`` that
     the leaf is a compaction (nothing to compact until the next message; replay the
-    compaction at its parent instead, ``parent_id``).
+    compaction at its parent instead, ``parent_id``). ``strategies`` scores each column's
+    summary, observation masking and a model's summary side by side (``None`` when the
+    replay was asked for tokens only).
     """
 
     session_id: str
@@ -160,6 +182,7 @@ class WhatIf(Displayable):
     current_note: str = ""
     leaf_is_compaction: bool = False
     parent_id: str | None = None
+    strategies: StrategyComparison | None = field(default=None, repr=False)
 
     @property
     def current(self) -> WhatIfRow | None:
@@ -179,6 +202,7 @@ class WhatIf(Displayable):
             "compact_summarizer": self.compact_summarizer,
             "current_note": self.current_note,
             "rows": [r.to_dict() for r in self.rows],
+            "strategies": self.strategies.to_dict() if self.strategies is not None else None,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -212,12 +236,6 @@ def _candidates(
             for k, r in product(keeps, reserves)
         ]
     return chosen
-
-
-def scratch_copy(session: Session) -> Session:
-    """An in-memory copy of ``session`` (same header, ids and entries) to compact freely."""
-    lines = [serialize_line(session.header), *(serialize_line(e.value) for e in session.entries)]
-    return Session.from_bytes(b"".join(lines), pi=session.pi)
 
 
 def _row(
@@ -284,18 +302,37 @@ def _row(
 
 
 def _summarized(
-    scratch: Session, leaf_id: str, row: WhatIfRow, summarizer: Summarizer
+    session: Session,
+    scratch: Session,
+    leaf_id: str,
+    row: WhatIfRow,
+    summarizer: Summarizer,
+    cache: FactCache,
 ) -> WhatIfRow:
     assert row.plan is not None
-    scratch.branch(leaf_id, persist=False)
-    done = compact(scratch, summarizer, settings=row.plan.used)
+    done, retention = replay_summary(
+        session, scratch, leaf_id, row.plan.used, summarizer, f"what-if, {row.name}", cache
+    )
     summary = {"role": "compactionSummary", "summary": done.summary}
     return replace(
         row,
         summary=done.summary,
         summary_tokens=estimate_tokens(summary, pi=scratch.pi),
         after_tokens=done.estimated_after,
+        retention=retention,
     )
+
+
+def _replays(row: WhatIfRow, recorded: Sequence[Entry]) -> WhatIfRow:
+    """``row`` naming the recorded compaction it writes again (same cut, same summary)."""
+    for entry in recorded:
+        raw = entry.raw
+        if row.summary and (raw.get("firstKeptEntryId"), raw.get("summary")) == (
+            row.first_kept_entry_id,
+            row.summary,
+        ):
+            return replace(row, replays=node_key(entry.id))
+    return row
 
 
 def what_if(
@@ -314,6 +351,9 @@ def what_if(
     reason: str = "manual",
     fit: bool = True,
     compact_summarizer: str | None = None,
+    score: bool = True,
+    masking: bool | None = None,
+    model: Any = None,
 ) -> WhatIf:
     """Replay the compaction cut at ``leaf`` under other settings, side by side.
 
@@ -330,8 +370,8 @@ def what_if(
         Values to try on top, each pair of the two (the current settings' for the one not
         given). With neither, nor ``settings``: half and twice the current keep.
     summarizer:
-        Writes a summary for each setting, on an in-memory copy (for instance
-        :class:`~pinb.core.ExtractiveSummarizer`, offline); ``None``: no summary.
+        Writes a summary for each setting, on an in-memory copy; ``None``: pinb's offline
+        :class:`~pinb.core.ExtractiveSummarizer` when scoring, else no summary.
     context_window / window_source:
         The window (fits the current settings to it, and adds each setting's threshold);
         default: the one every view shows for the session
@@ -351,6 +391,15 @@ def what_if(
         with the settings as they are, the way the user's own Pi compacts).
     compact_summarizer:
         The summarizer ``%pi compact`` would use, to name it beside the one used here.
+    score:
+        Write a summary for each column and score what it kept (``False``: tokens only,
+        unless ``summarizer`` is given).
+    masking:
+        Score observation masking at the current cut too (default: ``score``).
+    model:
+        A chat model (or the summarizer ``%pi compact`` uses with it): its summary with Pi's
+        prompt at the current cut is scored too (a request to the model). ``None``: no
+        model is asked anything.
 
     Returns
     -------
@@ -412,9 +461,32 @@ def what_if(
         )
         for label, s in columns
     ]
-    if summarizer is not None:
-        scratch = scratch_copy(session)
-        rows = [r if r.nothing else _summarized(scratch, leaf_id, r, summarizer) for r in rows]
+    written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
+    name = getattr(written, "name", type(written).__name__) if written is not None else None
+    scratch = scratch_copy(session) if written is not None or model is not None else None
+    cache = FactCache()  # the columns' spans share their start: each message read once
+    if written is not None:
+        assert scratch is not None
+        rows = [
+            r if r.nothing else _summarized(session, scratch, leaf_id, r, written, cache)
+            for r in rows
+        ]
+        recorded = [e for e in session.children(leaf_id) if e.type == "compaction"]
+        rows = [_replays(r, recorded) for r in rows]
+    masking = score if masking is None else masking
+    strategies = None
+    if written is not None or masking or model is not None:
+        strategies = score_columns(
+            session,
+            leaf_id,
+            rows,
+            summarizer=name,
+            scratch=scratch,
+            model=model,
+            masking=masking,
+            window=context_window,
+            cache=cache,
+        )
     entry = session[leaf_id]
     parent = entry.raw.get("parentId") if entry.type == "compaction" else None
     return WhatIf(
@@ -422,9 +494,10 @@ def what_if(
         leaf_id=node_key(leaf_id),
         context=usage,
         rows=rows,
-        summarizer=getattr(summarizer, "name", type(summarizer).__name__) if summarizer else None,
+        summarizer=name,
         compact_summarizer=compact_summarizer,
         current_note=note or "",
         leaf_is_compaction=entry.type == "compaction",
         parent_id=node_key(parent) if isinstance(parent, str) else None,
+        strategies=strategies,
     )

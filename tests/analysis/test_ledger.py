@@ -19,6 +19,7 @@ from pinb.analysis.ledger import (
     usage_calibration,
     what_if,
 )
+from pinb.analysis.retention import retention_report, session_retention
 from pinb.core import (
     CompactionSettings,
     ExtractiveSummarizer,
@@ -29,6 +30,7 @@ from pinb.core import (
 )
 from pinb.core.accounting import context_usage
 from pinb.core.reports import CompactionReport
+from pinb.display import to_text
 from pinb.testing.story import EXTRA_TASKS, SYSTEM_TOKENS, story_tasks, write_story_session
 from tests.samples import CASE_FILES, LEGACY, READABLE_CASES, TREES
 
@@ -322,7 +324,25 @@ def test_what_if_at_a_compactions_parent_replays_the_recorded_cut(tmp_path: Path
         ).rows
         assert row.first_kept_entry_id == entry.raw["firstKeptEntryId"]
         assert row.summary == entry.raw["summary"]
-        assert row.after_tokens == record_of(ledger.records, entry.id).after_estimate
+        record = record_of(ledger.records, entry.id)
+        assert row.after_tokens == record.after_estimate
+        assert row.replays == entry.id  # the lab names the compaction it writes again
+        # The same span and summary: what the replay's summary kept is what the recorded
+        # one kept, fact for fact, in the lab, the ledger and the retention report alike.
+        recorded = retention_report(session, entry)
+        assert row.retention is not None and recorded.verdicts
+        assert row.retention.verdicts == recorded.verdicts
+        figures = (recorded.score, len(recorded.verdicts), recorded.kept_count)
+        assert (
+            row.retention.score,
+            len(row.retention.verdicts),
+            row.retention.kept_count,
+        ) == figures
+        assert (record.score, record.facts, record.facts_kept) == figures
+        assert (row.retention.estimated_before, row.retention.estimated_after) == (
+            recorded.estimated_before,
+            recorded.estimated_after,
+        )
 
 
 def test_what_if_with_a_summarizer_writes_nothing_and_counts_the_summary(tmp_path: Path) -> None:
@@ -404,3 +424,31 @@ def test_one_session_is_one_session_in_every_title(tmp_path: Path) -> None:
         bundle = view._repr_mimebundle_()
         assert bundle["text/plain"].splitlines()[0] == title
         assert f"<strong>{title}</strong>" in bundle["text/html"]
+
+
+def test_the_ledger_shows_what_each_summary_kept_from_the_one_report(tmp_path: Path) -> None:
+    session = story(tmp_path)
+    ledger = compaction_ledger(session)
+    reports = {r.compaction_id: r for r in session_retention(session)}
+    frame = ledger.to_frame()
+    assert list(frame.columns) == list(LEDGER_COLUMNS)
+    assert len(frame) == len(reports) >= 2
+    for record, (_, row) in zip(ledger.records, frame.iterrows(), strict=True):
+        report = reports[record.compaction_id]
+        assert (record.facts, record.facts_kept) == (len(report.verdicts), report.kept_count)
+        assert (record.score, record.facts_per_1k, record.recall) == (
+            report.score,
+            report.facts_per_1k,
+            report.recall,
+        )
+        assert row["score"] == pytest.approx(report.score)
+        for kind in ("file", "command", "error", "instruction", "decision", "identifier"):
+            if kind in report.recall:
+                assert row[f"recall_{kind}"] == pytest.approx(report.recall[kind])
+            else:
+                assert row[f"recall_{kind}"] != row[f"recall_{kind}"]  # NaN: no such fact
+    shown = to_text(ledger)
+    for record in ledger.records:
+        line = next(line for line in shown.splitlines() if record.compaction_id in line)
+        assert line.split()[-2:] == [f"{record.facts_kept}/{record.facts}", f"{record.score:.0%}"]
+    assert "facts kept: the span's facts its summary kept" in shown

@@ -272,3 +272,87 @@ def test_facts_from_bash_executions_and_failed_replies(tmp_path: Path) -> None:
     assert facts[("command", "make build")] == (bang, "failed")
     assert facts[("error", "make: *** [all] Error 2")] == (bang, "bash")
     assert facts[("error", "overloaded_error: try later")] == (failed, "reply failed")
+
+
+def test_session_retention_is_each_compactions_report(
+    story: tuple[Session, dict[str, str]],
+) -> None:
+    # One walk and one cache for the session; the same reports as one compaction at a time.
+    for path in [*PI_FIXTURES, *TREES, story[0].require_path()]:
+        session = Session.open(path)
+        together = [r.to_dict() for r in session_retention(session)]
+        one_by_one = [
+            retention_report(session, e).to_dict()
+            for e in session.entries
+            if e.type == "compaction"
+        ]
+        assert together == one_by_one, path.name
+
+
+def test_a_message_read_for_one_span_is_not_read_again(
+    story: tuple[Session, dict[str, str]],
+) -> None:
+    # Two cuts of one context (the what-if's columns; compactions on two branches) share
+    # the entries before the earlier cut: with one cache each message is read once.
+    from pinb.analysis.facts import FactCache, message_said
+
+    session, ids = story
+    before = session.build_context(ids["a17"])
+    session.branch(ids["a17"], persist=False)
+    cuts = [
+        plan_compaction(session, CompactionSettings(keep_recent_tokens=keep)).first_kept_entry_id
+        for keep in (60, 200)
+    ]
+    spans = [span_messages(before, cut)[0] for cut in cuts]
+    cache = FactCache()
+    first = extract_facts(spans[0], cache=cache)
+    assert first == extract_facts(spans[0])  # the cache changes nothing
+    read = len(cache)
+    assert read == sum(len(sent) for _, sent in spans[0])
+    second = extract_facts(spans[1], cache=cache)
+    assert second == extract_facts(spans[1]) and second != first
+    shared = {id(m) for _, sent in spans[0] for m in sent} & {
+        id(m) for _, sent in spans[1] for m in sent
+    }
+    assert shared and len(cache) == read + sum(len(sent) for _, sent in spans[1]) - len(shared)
+    message = spans[0][0][1][0]
+    assert cache.said(message) is cache.said(message) == message_said(message)
+
+
+def _odd_texts(count: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    pool = [*"abcXYZ019_.-'’ /\\:;,!?\n\t#`()[]{}%×µ\"<>*", "İ", "ı", "ſ", "\u212a", "ß", "ﬁ",
+            "e\u0301", "Σσς", "ǅ", "Ⅻ", "１", "٣", "²", "\x1c", "\xa0", "ms", " s", "MB", "tests",
+            "1,100", "snake_case", "__init__", "camelCase", "HTTPServer", "A1B", "a.b", "x.py",
+            "Foo.bar", "(Foo", "Bar.", ".Baz", "don't", "must", "Never", "do not", "can't",
+            "KEEP", "instead of", "forbidden"]  # fmt: skip
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+def test_the_quick_readings_are_the_regular_expressions() -> None:
+    # Plain ASCII is read at C speed and prose tokens are passed over; the definitions are
+    # the regular expressions, read whole, and every reading must equal them.
+    from pinb.analysis import facts, words
+
+    def content_ref(text: str) -> list[str]:
+        return [c for w in words._WORD.findall(text.casefold()) if (c := words._stem(w))]
+
+    def has_ref(text: str, count: int) -> bool:
+        found = [m for m in words._WORD.finditer(text) if words._stem(m.group(0).casefold())]
+        return len(found) >= count
+
+    def names_ref(text: str) -> list[str]:
+        found = (m.group(0) for m in words._IDENT.finditer(text))
+        return [name for name in found if words._is_identifier(name)]
+
+    texts = _odd_texts(30_000, 7)
+    assert any(words.content_words(t) for t in texts) and any(
+        words.identifiers_in(t) for t in texts
+    )
+    for text in texts:
+        assert words.content_words(text) == content_ref(text), text
+        assert words.has_content_words(text, 3) == has_ref(text, 3), text
+        assert words.identifiers_in(text) == names_ref(text), text
+        assert facts._constraint(text) == bool(facts._CONSTRAINT.search(text)), text

@@ -71,3 +71,52 @@ def test_mask_message() -> None:
     assert masked["toolCallId"] == "c" and result["content"][0]["text"] == "x" * 1234
     user = {"role": "user", "content": "hi"}
     assert mask_message(user) is user
+
+
+def test_the_lab_scores_every_column_on_tokens_and_retention(tmp_path: Path) -> None:
+    # what_if plans the columns; each writes an offline summary on a copy and is scored by
+    # the one retention report; its comparison is compare_strategies', figure for figure.
+    from pinb.analysis.whatif import what_if
+    from pinb.display import to_html, to_text
+
+    session, ids = write_story(tmp_path)
+    lab = what_if(session, ids["a17"], current=SETTINGS, keep_recent_tokens=[400])
+    assert lab.summarizer == "offline-extractive" and lab.strategies is not None
+    compared = compare_strategies(session, ids["a17"], current=SETTINGS, keep_recent_tokens=[400])
+    assert [r.to_dict() for r in lab.strategies.rows] == [r.to_dict() for r in compared.rows]
+    for column, row in zip(lab.rows, lab.strategies.rows, strict=False):
+        assert column.retention is row.retention and column.retention is not None
+        assert column.summary == row.retention.summary
+        assert column.summary_tokens == row.retention.summary_tokens
+        assert column.after_tokens == row.retention.estimated_after
+        assert column.to_dict()["score"] == row.retention.score
+    masked = lab.strategies.rows[-1]
+    assert masked.method == "masking" and masked.retention is not None
+    assert masked.retention.first_kept_entry_id == lab.rows[0].first_kept_entry_id
+    # Which keeps most per token, and which scores highest, named from the same figures.
+    best = lab.strategies.best("facts_per_1k")
+    assert best is not None and best.retention is not None
+    assert best.retention.facts_per_1k == max(
+        r.retention.facts_per_1k or 0 for r in lab.strategies.scored() if r.retention
+    )
+    text = to_text(lab)
+    assert f"Most facts kept per 1,000 summary tokens: {best.name} " in text
+    html = to_html(lab)
+    assert "Strategies at this cut" in html and "recall: decisions" in html
+    for row in lab.strategies.scored():
+        assert row.retention is not None and row.name in text and row.name in html
+    # Tokens only: nothing written, nothing scored.
+    plain = what_if(session, ids["a17"], current=SETTINGS, score=False)
+    assert plain.strategies is None and all(r.retention is None for r in plain.rows)
+    assert "Strategies at this cut" not in to_text(plain)
+
+
+def test_a_model_that_cannot_summarize_is_a_row_that_says_why(tmp_path: Path) -> None:
+    session, ids = write_story(tmp_path)
+    model = ScriptedLLM()  # nothing queued: the request fails
+    found = compare_strategies(session, ids["a17"], current=SETTINGS, model=model, masking=False)
+    names = [r.name for r in found.rows]
+    assert names[-1].endswith("(Pi's prompt)") and len(model.calls) == 1
+    failed = found.rows[-1]
+    assert failed.retention is None and failed.nothing and "wrote no summary" in failed.nothing
+    assert all(r.retention is not None for r in found.rows[:-1])
