@@ -4,8 +4,11 @@ The same sessions are shown every way a learner sees them — each view's mimebu
 HTML, SVG), the ``%pi`` commands through a real ``InteractiveShell``, the ``pinb`` command
 line, the ``%%pi`` cell footer — and the figures are read back out of those outputs (no
 second implementation computes them): the context's tokens and how they were measured,
-the window and its source, the threshold, what each compaction summarized and kept, and
-the system prompt's size. No size is negative and every running total grows.
+the window and its source, the threshold, what each compaction summarized and kept, what
+its summary kept of the span it replaced (the score, the facts, those kept and those lost:
+``CompactionView``, the explorer's compaction panel, the ledger, ``%pi compactions`` and the
+what-if lab's replay of it), and the system prompt's size. No size is negative and every
+running total grows.
 
 The sessions: the demo story on a 6,000-token window that compacts automatically; a
 session whose tool set changes (``--no-tools``: a system patch that removes every tool);
@@ -55,6 +58,22 @@ _CLI_ESTIMATE = re.compile(r"chars/4 estimate of all ([\d,]+) messages: ([\d,]+)
 _WHAT_IF = re.compile(
     r"context ([\d,]+) tokens \((usage\+estimate|estimate)\), ([\d,]+) by chars/4"
 )
+#: What a summary kept, as every view says it: (score, facts kept, facts, lost).
+_SCORE = r"score (\d+%|—), ([\d,]+) of ([\d,]+) facts? kept by the summary; ([\d,]+) lost"
+_SCORED = re.compile(_SCORE)
+#: ``%pi compactions`` (RetentionView): a compaction's first line, and its lost facts.
+_RETENTION = re.compile(
+    r"^Compaction (\w+) \(recorded\): score (\d+%|—), ([\d,]+) of ([\d,]+) facts? kept by "
+    r"the summary\n(?:.*\n)*?  lost \(([\d,]+);",
+    re.M,
+)
+#: The what-if lab naming a recorded compaction one of its columns writes again.
+_REPLAYS = re.compile(r"writes compaction (\w+) again, the same cut and summary: " + _SCORE)
+
+
+def _kept(score: str, kept: str, facts: str, lost: str) -> tuple[str, int, int, int]:
+    """(score, facts, kept, lost) of a score line's groups."""
+    return score, _n(facts), _n(kept), _n(lost)
 
 
 def _n(text: str) -> int:
@@ -83,6 +102,11 @@ class Figures:
     sizes: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
     #: Its summary's share, the same in every context.
     summaries: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: What its summary kept: (where, (score, facts, kept, lost)) by compaction id.
+    retention: dict[str, list[tuple[str, tuple[str, int, int, int]]]] = field(default_factory=dict)
+
+    def kept(self, key: str, where: str, figures: tuple[str, int, int, int]) -> None:
+        self.retention.setdefault(key, []).append((where, figures))
 
     def read(self, where: str, text: str) -> None:
         """The account, window and threshold figures of one output."""
@@ -122,9 +146,12 @@ class Figures:
         for key, counts in self.compactions.items():
             assert len({s for _, s, _ in counts}) == 1, (key, counts)
             assert len({k for _, _, k in counts if k is not None}) <= 1, (key, counts)
-        for table in (self.sizes, self.summaries):
+        for table in (self.sizes, self.summaries, self.retention):
             for key, found in table.items():
                 assert len({t for _, t in found}) == 1, (key, found)
+        for key, found in self.retention.items():
+            for _, (_, facts, kept, lost) in found:
+                assert kept + lost == facts, (key, found)
 
     def size(self, key: str, context: str, where: str, tokens: int) -> None:
         self.sizes.setdefault((key, context), []).append((where, tokens))
@@ -248,6 +275,11 @@ def read_compaction_view(figures: Figures, where: str, view: Any) -> str:
     if sends:
         figures.size(key, "after", f"{where} sends", _n(sends[1]))
         figures.summary(key, f"{where} sends", _n(sends[2]))
+    if view.report.entry is not None:  # a recorded compaction: what its summary kept
+        for name, shown in (("text", text), ("html", html)):
+            scored = _SCORED.search(shown)
+            assert scored is not None, shown
+            figures.kept(key, f"{where} {name}", _kept(*scored.groups()))
     window = re.search(r"share of a ([\d,]+)-token window \(([^)]*)\)|window unknown", html)
     assert window is not None
     figures.windows.append(
@@ -272,6 +304,28 @@ def read_ledger(figures: Figures, where: str, ledger: Any) -> None:
     for key, found in story.summaries.items():
         for _, tokens in found:
             figures.summary(key, where, tokens)
+    for key, kept in story.retention.items():
+        for _, value in kept:
+            figures.kept(key, where, value)
+
+
+def read_retention(figures: Figures, where: str, text: str) -> int:
+    """``%pi compactions`` (a RetentionView's text): each compaction's score and facts."""
+    found = 0
+    for match in _RETENTION.finditer(text):
+        score, kept, facts, lost = match.groups()[1:]
+        figures.kept(match[1], where, _kept(score, kept, facts, lost))
+        found += 1
+    return found
+
+
+def read_replays(figures: Figures, where: str, text: str) -> int:
+    """The what-if lab's columns that write a recorded compaction again, and its figures."""
+    found = 0
+    for match in _REPLAYS.finditer(text):
+        figures.kept(match[1], where, _kept(*match.groups()[1:]))
+        found += 1
+    return found
 
 
 @contextlib.contextmanager
@@ -325,8 +379,13 @@ def _everything(
     figures: Figures,
     *,
     window_args: tuple[str, ...] = (),
+    whatif_args: str = "",
 ) -> Session:
-    """Read every view, command and CLI output of the magics' current session."""
+    """Read every view, command and CLI output of the magics' current session.
+
+    Each compaction's parent is replayed by ``%pi whatif --leaf PARENT {whatif_args}``: a
+    column that writes the compaction again reports what its summary kept.
+    """
     session = _magics(ip).current_session()
     assert session.path is not None
     read_context_view(figures, "%pi context", ip.run_line_magic("pi", "context"))
@@ -349,11 +408,18 @@ def _everything(
     read_tree(
         figures, "pinb tree", {"text/plain": run_cli(capsys, "tree", str(session.path))}, True
     )
-    for entry in session.entries:
-        if entry.type == "compaction":
-            read_compaction_view(
-                figures, f"CompactionView({entry.id})", CompactionView(entry, session)
-            )
+    compactions = [e for e in session.entries if e.type == "compaction"]
+    for entry in compactions:
+        read_compaction_view(figures, f"CompactionView({entry.id})", CompactionView(entry, session))
+        widget.select(str(entry.id))  # the explorer's compaction panel for it
+        widget.tab = "compaction_html"
+        scored = _SCORED.search(_text(widget.compaction_html))
+        assert scored is not None and "This compaction as recorded" in widget.compaction_html
+        figures.kept(str(entry.id), "TreeWidget compaction tab", _kept(*scored.groups()))
+        replay = ip.run_line_magic("pi", f"whatif --leaf {entry.parent_id} {whatif_args}")
+        read_replays(figures, "%pi whatif --leaf parent", replay._repr_mimebundle_()["text/plain"])
+    shown = ip.run_line_magic("pi", "compactions")._repr_mimebundle_()["text/plain"]
+    assert read_retention(figures, "%pi compactions", shown) == len(compactions)
     read_ledger(figures, "%pi ledger", ip.run_line_magic("pi", "ledger"))
     what_if = ip.run_line_magic("pi", "whatif --keep 100 300")._repr_mimebundle_()
     assert _WHAT_IF.search(what_if["text/plain"])
@@ -395,9 +461,17 @@ def test_the_story_on_a_6000_token_window_tells_one_story(
     with transcript_dropped(capsys):
         reply = shell.run_cell_magic("pi", "--no-tools", "Thanks, that is all for today.")
     figures.read("footer", reply._repr_mimebundle_()["text/plain"])
-    _everything(shell, capsys, figures, window_args=("--window", str(WINDOW)))
+    # The what-if replays each compaction at its parent with the agent's own budgets.
+    replay = f"--keep {settings.keep_recent_tokens} --reserve {settings.reserve_tokens}"
+    _everything(shell, capsys, figures, window_args=("--window", str(WINDOW)), whatif_args=replay)
     figures.check()
     assert figures.window == (WINDOW, "setting")
+    # What each summary kept: one score, one count of facts kept and lost, in every view.
+    for entry in compactions:
+        read = [where for where, _ in figures.retention[entry.id]]
+        for source in ("CompactionView", "TreeWidget", "%pi compactions", "%pi ledger",
+                       "%pi whatif"):  # fmt: skip
+            assert any(where.startswith(source) for where in read), (source, read)
     assert {t for _, t in figures.thresholds} == {WINDOW - WINDOW // 4}
     # A view handed the session uses the window it ran with, never a registry default.
     for entry in compactions:
@@ -561,6 +635,9 @@ def test_the_what_if_lab_plans_what_compact_carries_out(
     _everything(shell, capsys, figures)
     figures.check()
     assert len(figures.compactions[key]) >= 6, figures.compactions[key]
+    # Replayed at its parent, the lab's current column writes it again: the same figures.
+    assert any(where.startswith("%pi whatif") for where, _ in figures.retention[key])
+    assert len(figures.retention[key]) >= 6, figures.retention[key]
 
 
 def test_the_pi_engine_tells_one_story(
@@ -652,6 +729,8 @@ class NotebookStory:
     compactions: dict[str, list[tuple[str, int, int | None]]] = field(default_factory=dict)
     sizes: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
     summaries: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: What each compaction's summary kept: (where, (score, facts, kept, lost)).
+    retention: dict[str, list[tuple[str, tuple[str, int, int, int]]]] = field(default_factory=dict)
     read: int = 0
 
     def add(self, table: dict[str, list[Any]], key: str, value: tuple[Any, ...]) -> None:
@@ -666,7 +745,14 @@ class NotebookStory:
         assert len(sources) <= 1, (where, self.windows)
         for whose, found in self.thresholds.items():
             assert len({t for _, t in found}) == 1, (where, whose, found)
-        for table in (self.accounts, self.estimates, self.system, self.sizes, self.summaries):
+        for table in (
+            self.accounts,
+            self.estimates,
+            self.system,
+            self.sizes,
+            self.summaries,
+            self.retention,
+        ):
             for key, found in table.items():
                 assert len({f[1:] for f in found}) == 1, (where, key, found)
         for key, found in self.compactions.items():
@@ -735,6 +821,8 @@ def read_notebook(name: str, cells: list[dict[str, Any]]) -> NotebookStory:
             elif found := _WHAT_IF_LEAF.search(plain):
                 story.add(story.accounts, found[1], (where, _n(found[2]), found[3]))
                 story.add(story.estimates, found[1], (where, _n(found[4])))
+                for match in _REPLAYS.finditer(plain):  # a column writes a compaction again
+                    story.add(story.retention, match[1], (where, _kept(*match.groups()[1:])))
             elif plain.startswith("Session tree · "):
                 tree_leaf = _TREE_LEAF.search(plain)
                 if tree_leaf:
@@ -744,6 +832,10 @@ def read_notebook(name: str, cells: list[dict[str, Any]]) -> NotebookStory:
                 _read_compaction_output(story, where, plain, html)
             elif plain.startswith("Compaction ledger:"):
                 _read_ledger_output(story, where, plain)
+            elif _RETENTION.search(plain):  # %pi compactions, a RetentionView
+                for match in _RETENTION.finditer(plain):
+                    score, kept, facts, lost = match.groups()[1:]
+                    story.add(story.retention, match[1], (where, _kept(score, kept, facts, lost)))
             elif "<ContextBreakdown " in plain:
                 account = _account_of(plain)
                 if account:
@@ -818,6 +910,11 @@ def _read_compaction_output(story: NotebookStory, where: str, plain: str, html: 
         story.add(story.sizes, (found[1], "after"), (where, _n(sends[1])))
         if sends[2]:
             story.add(story.summaries, found[1], (where, _n(sends[2])))
+    if found[1] != "dry":  # a recorded compaction: what its summary kept, text and HTML
+        for name, shown in (("text", plain), ("html", html)):
+            scored = _SCORED.search(shown)
+            assert scored is not None, shown
+            story.add(story.retention, found[1], (f"{where} {name}", _kept(*scored.groups())))
 
 
 def _read_ledger_output(story: NotebookStory, where: str, plain: str) -> None:
@@ -834,6 +931,9 @@ def _read_ledger_output(story: NotebookStory, where: str, plain: str) -> None:
         size = _n(row["summary tok"]) + _n(row["checkpoint tok"])
         story.add(story.sizes, (row["compaction"], "after"), (where, size))
         story.add(story.summaries, row["compaction"], (where, _n(row["summary tok"])))
+        kept, facts = (_n(x) for x in row["facts kept"].split("/"))
+        figures = (row["score"], facts, kept, facts - kept)
+        story.add(story.retention, row["compaction"], (where, figures))
 
 
 def _saved(path: Path) -> list[dict[str, Any]]:
@@ -886,6 +986,8 @@ def _expected(name: str, story: NotebookStory) -> None:
     }.get(name[:2])
     if expected is not None:  # a notebook added later is held to one story all the same
         assert windows == expected, (name, story.windows)
+    if name.startswith("03"):  # what a summary kept, shown by several views of one compaction
+        assert any(len(found) >= 4 for found in story.retention.values()), story.retention
     if name.startswith(("03", "06")):
         assert story.compactions and story.sizes, name
         # A compaction shown is shown alike in two places at least (view, context, ledger).

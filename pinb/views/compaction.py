@@ -1,14 +1,18 @@
-"""``CompactionView``: what one compaction did — tokens before/after by role, summary, files."""
+"""``CompactionView``: what one compaction did — tokens before/after by role, what its summary
+kept of the span it replaced (score, recall by kind, the lost facts first), summary, files."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.retention import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
 from ..core.compaction_span import CompactionCost, compaction_cost, split_at_cut
+from ..core.context import UNSET
 from ..core.jsontext import value_text
 from ..core.reports import CompactionReport
+from ..errors import PinbError
 from ..render.graph import (
     entry_kind,
     entry_preview,
@@ -28,6 +32,7 @@ from ..render.html import (
     title,
     wrap,
 )
+from .retention import retention_brief_html, score_text
 
 __all__ = ["CompactionView", "report_from_entry"]
 
@@ -104,6 +109,15 @@ class CompactionView:
         (:func:`pinb.llm.window.resolve_window`).
     max_rows:
         Longest entry list shown per section.
+    leaf_id:
+        Where a dry run was planned (default: the session's leaf), for what it would keep.
+    retention:
+        What the summary kept (:class:`~pinb.analysis.retention.RetentionReport`); by
+        default read from the session: :func:`~pinb.analysis.retention.retention_report`
+        of the compaction entry, or :func:`~pinb.analysis.retention.plan_retention` of a
+        dry run. Without a session there is none.
+    max_lost:
+        Lost facts listed (the rest are counted; ``%pi compactions --id ID`` has them all).
     """
 
     def __init__(
@@ -114,6 +128,9 @@ class CompactionView:
         context_window: int | None = None,
         window_source: str | None = None,
         max_rows: int = 300,
+        leaf_id: Any = UNSET,
+        retention: RetentionReport | None = None,
+        max_lost: int = 5,
     ) -> None:
         if isinstance(source, CompactionReport):
             self.report = source
@@ -139,6 +156,20 @@ class CompactionView:
         self.cost: CompactionCost | None = None
         if session is not None and self.report.entry is not None:
             self.cost = compaction_cost(session, self.report.entry)
+        self.max_lost = max_lost
+        #: What the summary kept of the span (``None`` without a session, or when it
+        #: cannot be read: :attr:`retention_error` says why).
+        self.retention: RetentionReport | None = retention
+        self.retention_error: str = ""
+        if retention is None and session is not None:
+            try:
+                self.retention = (
+                    retention_report(session, self.report.entry)
+                    if self.report.entry is not None
+                    else plan_retention(session, self.report, leaf_id=leaf_id)
+                )
+            except (PinbError, ValueError, KeyError) as exc:  # an odd file: say why
+                self.retention_error = str(exc) or type(exc).__name__
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -160,8 +191,28 @@ class CompactionView:
             f"<CompactionView {where}: chars/4 estimate {thousands(r.estimated_before)} → "
             f"{thousands(r.estimated_after)} tokens (saved {thousands(r.tokens_saved)}{share}); "
             f"Pi recorded tokensBefore {thousands(r.tokens_before)}; {self._keep_text()}"
+            f"{self._retention_text()}"
             f"{plural(len(r.summarized_ids), 'entry')} summarized, {len(r.kept_ids):,} kept>"
         )
+
+    def _retention_text(self) -> str:
+        """``"what the summary kept: score 70%, …; "`` (the score line every view shows)."""
+        if self.retention is not None:
+            planned = self.retention.compaction_id is None and not self.retention.summary
+            what = "what a summary must keep" if planned else "what the summary kept"
+            return f"{what}: {score_text(self.retention)}; "
+        if self.retention_error:
+            return "what the summary kept: not read; "
+        return ""
+
+    def _retention_html(self) -> str:
+        if self.retention is not None:
+            return retention_brief_html(self.retention, self.max_lost)
+        if self.retention_error:
+            return heading("What the summary kept") + (
+                f"<div{style('error')}>not read: {escape(self.retention_error)}</div>"
+            )
+        return ""
 
     def _keep_text(self) -> str:
         """``"keepRecentTokens 700 (why); "``: the keep budget the plan used, when known."""
@@ -274,6 +325,7 @@ class CompactionView:
             heading("By role (chars/4 estimate)"),
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),
+            self._retention_html(),
             heading(f"Summarized: {plural(len(r.summarized_ids), 'entry')}"),
             self._entry_table(r.summarized_ids),
             heading(f"Kept verbatim: {plural(len(r.kept_ids), 'entry')}"),

@@ -14,12 +14,15 @@ from ..render.graph import plural
 from ..render.html import escape, shorten, table
 from ..render.plain import text_table
 from .compare import container
+from .retention import score_text
 
 #: The what-if column of the settings in force.
 CURRENT_LABEL: Final = "current settings"
 
 if TYPE_CHECKING:
     from ..analysis.ledger import Calibration, CompactionLedger, CompactionRecord
+    from ..analysis.retention import RetentionReport
+    from ..analysis.strategies import StrategyComparison
     from ..analysis.whatif import WhatIf
 
 __all__ = [
@@ -38,6 +41,7 @@ _LEDGER_HEADERS: Final = (
     "session", "compaction", "on path", "tokensBefore", "before est", "after est",
     "next request", "summarized u/a/tool", "tool result chars", "thinking max (summarized)",
     "thinking max (kept)", "summary tok", "checkpoint tok", "files r/m", "split turn",
+    "facts kept", "score",
 )  # fmt: skip
 _LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11, 12)
 _LEDGER_NOTE: Final = (
@@ -46,7 +50,9 @@ _LEDGER_NOTE: Final = (
     "next request: input+cacheRead+cacheWrite of the first reply after it, which also "
     "holds the system prompt, the tools and the new prompt. summary tok + checkpoint tok: "
     "what the compaction entry sends (its summary, and the system prompt it replays), the "
-    "size the tree shows for it."
+    "size the tree shows for it. facts kept: the span's facts its summary kept (verbatim or "
+    "paraphrased), and score: their recall weighted by kind (to_frame() has recall per kind; "
+    "%pi compactions --id ID lists each fact and why)."
 )
 _CALIBRATION_NOTE: Final = (
     "Each reply with usage: its reported prompt (input+cacheRead+cacheWrite) against "
@@ -76,6 +82,8 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         r.checkpoint_tokens,
         f"{r.read_files}/{r.modified_files}",
         _yes(r.split_turn),
+        f"{r.facts_kept}/{r.facts}",
+        f"{r.score:.0%}" if r.score is not None else "—",
     )
 
 
@@ -218,6 +226,10 @@ def _what_if_table(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
     if w.summarizer:
         fields.append(("summary tokens", [r.summary_tokens for r in w.rows]))
         fields.append(("size after (chars/4)", [r.after_tokens for r in w.rows]))
+    if any(r.retention is not None for r in w.rows):
+        fields.append(("facts kept by the summary", [_kept(r.retention) for r in w.rows]))
+        fields.append(("score", [_score(r.retention) for r in w.rows]))
+        fields.append(("kept per 1k summary tokens", [_per_1k(r.retention) for r in w.rows]))
     if any(r.threshold is not None for r in w.rows):
         fields.append(("threshold", [r.threshold for r in w.rows]))
         fields.append(("would compact now", [_yes(r.would_trigger) for r in w.rows]))
@@ -250,12 +262,24 @@ def _what_if_notes(w: WhatIf) -> list[str]:
             if w.compact_summarizer and w.compact_summarizer != w.summarizer
             else ""
         )
-        notes.append(f"Summaries written by {w.summarizer} on an in-memory copy{also}.")
+        notes.append(
+            f"Summaries written by {w.summarizer} on an in-memory copy{also}, and scored: "
+            "what each kept of the span it replaces."
+        )
     else:
         by = (
             f" (%pi compact summarizes with {w.compact_summarizer})" if w.compact_summarizer else ""
         )
-        notes.append(f"No summary written{by}: --summarize writes them offline.")
+        notes.append(
+            f"No summary written{by}: tokens only (without --no-score, an offline summary is "
+            "written for each column and scored)."
+        )
+    for row in w.rows:
+        if row.replays and row.retention is not None:
+            notes.append(
+                f"{row.name} writes compaction {row.replays} again, the same cut and summary: "
+                f"{score_text(row.retention)} (as %pi compactions --id {row.replays} shows)."
+            )
     if w.leaf_is_compaction:
         parent = w.parent_id or "its parent"
         notes.append(
@@ -266,17 +290,105 @@ def _what_if_notes(w: WhatIf) -> list[str]:
     return notes
 
 
+def _kept(r: RetentionReport | None) -> str | None:
+    return f"{r.kept_count:,}/{len(r.verdicts):,}" if r is not None else None
+
+
+def _score(r: RetentionReport | None) -> str | None:
+    if r is None:
+        return None
+    return f"{r.score:.0%}" if r.score is not None else "—"
+
+
+def _per_1k(r: RetentionReport | None) -> str | None:
+    if r is None:
+        return None
+    return f"{r.facts_per_1k:.1f}" if r.facts_per_1k is not None else "—"
+
+
+#: The strategies table: what each leaves in the context, and what it kept of the span.
+_STRATEGY_HEADERS: Final = (
+    "strategy", "context after (chars/4)", "summary (chars/4)", "facts kept", "score",
+    "kept per 1k summary tokens",
+)  # fmt: skip
+_STRATEGIES_TITLE: Final = "Strategies at this cut: tokens and what each kept of the span"
+
+
+def _strategy_rows(c: StrategyComparison, *, recall: bool) -> list[tuple[object, ...]]:
+    from ..analysis.facts import FACT_KINDS
+
+    rows: list[tuple[object, ...]] = []
+    for row in c.rows:
+        r = row.retention
+        if r is None:
+            rows.append((row.name, None, None, row.nothing, None, None))
+            continue
+        figures: tuple[object, ...] = (
+            row.name,
+            r.estimated_after,
+            r.summary_tokens,
+            _kept(r),
+            _score(r),
+            _per_1k(r),
+        )
+        if recall:
+            shares = r.recall
+            figures += tuple(f"{shares[k]:.0%}" if k in shares else None for k in FACT_KINDS)
+        rows.append(figures)
+    return rows
+
+
+def _strategy_notes(c: StrategyComparison) -> list[str]:
+    """Which strategy keeps most per token, highest, and leaves least; what the figures are."""
+    notes: list[str] = []
+    most = c.best("facts_per_1k")
+    high = c.best("score")
+    least = c.best("estimated_after")
+    if most is not None and most.retention is not None and most.retention.facts_per_1k:
+        notes.append(
+            f"Most facts kept per 1,000 summary tokens: {most.name} "
+            f"({most.retention.facts_per_1k:.1f})."
+        )
+    if high is not None and high.retention is not None and high.retention.score is not None:
+        notes.append(f"Highest score: {high.name} ({high.retention.score:.0%}).")
+    if least is not None and least.retention is not None:
+        notes.append(
+            f"Smallest context after: {least.name} "
+            f"({least.retention.estimated_after:,} tokens by chars/4)."
+        )
+    if any(r.method == "masking" for r in c.rows):
+        notes.append(
+            "Observation masking writes no summary: the span stays with each tool result "
+            "replaced by a one-line placeholder, and its summary column is the masked span."
+        )
+    notes.append(
+        "facts kept: the span's facts (files, commands, errors, instructions, decisions, "
+        "code names, numbers) the summary holds verbatim or paraphrased — a match of words, "
+        "not of meaning; score: their recall weighted by kind (%pi compactions --id ID lists "
+        "each fact of a recorded compaction and why)."
+    )
+    return notes
+
+
 def what_if_text(w: WhatIf) -> str:
-    """The settings side by side, one column each."""
+    """The settings side by side, one column each; then the strategies scored."""
     headers, rows = _what_if_table(w)
     numeric = range(1, len(headers))
-    return "\n".join(
-        [
-            _what_if_title(w),
-            text_table(headers, rows, numeric=numeric, limit=48),
-            *_what_if_notes(w),
+    parts = [
+        _what_if_title(w),
+        text_table(headers, rows, numeric=numeric, limit=48),
+        *_what_if_notes(w),
+    ]
+    c = w.strategies
+    if c is not None and c.rows:
+        parts += [
+            _STRATEGIES_TITLE,
+            text_table(
+                _STRATEGY_HEADERS, _strategy_rows(c, recall=False), numeric=range(1, 6), limit=60
+            ),
+            *_strategy_notes(c),
         ]
-    )
+    return "\n".join(parts)
 
 
 def what_if_html(w: WhatIf) -> str:
@@ -286,4 +398,20 @@ def what_if_html(w: WhatIf) -> str:
         table(headers, rows, numeric=range(1, len(headers)), wrap_columns=range(1, len(headers))),
         *(_div(note) for note in _what_if_notes(w)),
     ]
+    c = w.strategies
+    if c is not None and c.rows:
+        from ..analysis.facts import FACT_KINDS
+        from ..analysis.retention import KIND_LABELS
+
+        recall = [f"recall: {KIND_LABELS[k]}" for k in FACT_KINDS]
+        body += [
+            f"<div><strong>{escape(_STRATEGIES_TITLE)}</strong></div>",
+            table(
+                [*_STRATEGY_HEADERS, *recall],
+                _strategy_rows(c, recall=True),
+                numeric=range(1, len(_STRATEGY_HEADERS) + len(recall)),
+                wrap_columns=(0,),
+            ),
+            *(_div(note) for note in _strategy_notes(c)),
+        ]
     return container("".join(body), "pinb-what-if")

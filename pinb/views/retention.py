@@ -15,7 +15,14 @@ from ..core.accounting import thousands
 from ..core.describe import one_line, plural
 from ..render.html import div, escape, heading, mimebundle, muted, table, title, wrap
 
-__all__ = ["RetentionView", "retention_html", "retention_text"]
+__all__ = [
+    "RetentionView",
+    "recall_text",
+    "retention_brief_html",
+    "retention_html",
+    "retention_text",
+    "score_text",
+]
 
 
 def _percent(value: float | None) -> str:
@@ -55,6 +62,99 @@ def _counts(report: RetentionReport, kind: str) -> tuple[int, int, int, int, int
     paraphrased = sum(v.verdict == "paraphrased" for v in found)
     carried = sum(v.kept_messages for v in found)
     return len(found), verbatim, paraphrased, len(found) - verbatim - paraphrased, carried
+
+
+def recall_text(report: RetentionReport) -> str:
+    """``files 100% (2/2) · commands 33% (1/3) · …``: each kind's share kept (kinds present)."""
+    parts = []
+    for kind, share in report.recall.items():
+        facts, verbatim, paraphrased, _, _ = _counts(report, kind)
+        parts.append(f"{KIND_LABELS[kind]} {_percent(share)} ({verbatim + paraphrased}/{facts})")
+    return " · ".join(parts) or "no facts"
+
+
+def _unsummarized(report: RetentionReport) -> bool:
+    """A plan whose summary is not written yet: nothing to score but the kept messages."""
+    return report.compaction_id is None and not report.summary
+
+
+def score_text(report: RetentionReport) -> str:
+    """The score line every view shows for a compaction.
+
+    ``score 70%, 11 of 18 facts kept by the summary; 7 lost (2 still in the kept
+    messages)``; for a plan with no summary yet, what the kept messages carry instead.
+    """
+    r = report
+    lost = r.lost
+    carried = sum(v.kept_messages for v in lost)
+    if _unsummarized(r):
+        return (
+            f"{plural(len(r.verdicts), 'fact')} in the span: {carried:,} still in the kept "
+            f"messages, {len(lost) - carried:,} lost unless the summary keeps them (no "
+            "summary yet)"
+        )
+    return (
+        f"score {_percent(r.score)}, {r.kept_count:,} of {plural(len(r.verdicts), 'fact')} "
+        f"kept by the summary; {len(lost):,} lost ({carried:,} still in the kept messages)"
+    )
+
+
+def _see_all(report: RetentionReport) -> str:
+    if report.compaction_id is not None:
+        return f"%pi compactions --id {report.compaction_id}"
+    return "%pi whatif (a summary written for each cut, scored)"
+
+
+def retention_brief_html(report: RetentionReport, max_lost: int = 5) -> str:
+    """The same as HTML: the score line, recall by kind, the first lost facts (linked to
+    their entries, ``data-pinb-entry`` naming each for the explorer), how to see all."""
+    r = report
+    planned = _unsummarized(r)
+    parts = [
+        heading("What a summary of this cut must keep" if planned else "What the summary kept"),
+        div(f"<b>{escape(score_text(r))}</b>"),
+    ]
+    if not planned:
+        parts.append(div(escape(f"recall: {recall_text(r)}")))
+        parts.append(
+            div(escape(f"score weights (over the kinds present): {weights_text()}"), "muted")
+        )
+    if r.note:
+        parts.append(div(escape(r.note), "muted"))
+    lost = r.lost[:max_lost]
+    if lost:
+        rows = [
+            (
+                v.fact.kind,
+                one_line(v.fact.text, 160),
+                v.fact.detail,
+                "yes" if v.kept_messages else "no",
+                _source(r, v),
+            )
+            for v in lost
+        ]
+        how = "lost unless the summary keeps them" if planned else "lost"
+        count = len(r.lost)
+        shown = (
+            f"The first {len(lost):,} of the {count:,} facts {how}:"
+            if count > len(lost)
+            else f"{'The fact' if count == 1 else f'The {count:,} facts'} {how}:"
+        )
+        parts.append(div(escape(shown), "muted"))
+        parts.append(
+            table(
+                ["kind", "fact", "detail", "in kept messages", "source"],
+                rows,
+                raw_columns=(4,),
+                wrap_columns=(1,),
+            )
+        )
+    more = len(r.lost) - len(lost)
+    also = f"… and {more:,} more. " if more > 0 else ""
+    parts.append(
+        div(escape(f"{also}Every fact, with the text that matched: {_see_all(r)}"), "muted")
+    )
+    return "".join(parts)
 
 
 def _fact_line(report: RetentionReport, verdict: FactVerdict, limit: int = 100) -> str:
@@ -110,7 +210,11 @@ def _file_uri(path: str) -> str:
 
 
 def _source(report: RetentionReport, verdict: FactVerdict) -> str:
-    """The fact's entry as a link to its session file, titled ``path:line#entry-id``."""
+    """The fact's entry as a link to its session file, titled ``path:line#entry-id``.
+
+    ``data-pinb-entry`` names the entry: the explorer selects it on a click (a sanitizer
+    drops the attribute; the link and its title stay).
+    """
     fact = verdict.fact
     label = f"<code>{escape(fact.entry_id)}</code>"
     where = f" line {fact.line:,}" if fact.line is not None else ""
@@ -118,8 +222,8 @@ def _source(report: RetentionReport, verdict: FactVerdict) -> str:
         return label + escape(where)
     cite = report.cite(fact)
     return (
-        f'<a href="{escape(_file_uri(report.session_path))}" title="{escape(cite)}">'
-        f"{label}</a>{escape(where)}"
+        f'<a href="{escape(_file_uri(report.session_path))}" title="{escape(cite)}" '
+        f'data-pinb-entry="{escape(fact.entry_id)}">{label}</a>{escape(where)}'
     )
 
 

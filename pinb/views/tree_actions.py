@@ -53,10 +53,16 @@ class TreeActions:
             "archive": self.archive,
             "unarchive": lambda: self.unarchive(content.get("target")),
             "refresh": lambda: self.refresh(force=True),
+            "select": lambda: self._selected_from_panel(key),
         }
         handler = handlers.get(str(action))
         if handler is not None:
             handler()
+
+    def _selected_from_panel(self, key: Any) -> None:
+        """A link in a panel (a fact's entry) asked to select ``key`` (selected above)."""
+        if not isinstance(key, str) or key not in self.session:
+            self._error(f"No entry {key!r} in this session.")
 
     def _info(self, text: str) -> None:
         self.status_tone = "info"

@@ -142,6 +142,17 @@ function render({ model, el }) {
   }
   for (const key of Object.keys(tabButtons)) tabButtons[key].addEventListener("click", () => showTab(key));
   showTab(model.get("tab") || "details", false);
+  // A panel's link to an entry (a fact's source in the compaction panel) selects that entry
+  // and shows it, instead of opening the session file.
+  for (const panel of Object.values(panels)) {
+    panel.addEventListener("click", (event) => {
+      const link = event.target.closest("[data-pinb-entry]");
+      if (!link || !panel.contains(link)) return;
+      event.preventDefault();
+      showTab("details");
+      model.send({ action: "select", id: link.getAttribute("data-pinb-entry") });
+    });
+  }
 
   // --- state from the kernel -----------------------------------------------------------
   let rows = [];
@@ -344,6 +355,7 @@ function render({ model, el }) {
 
   function drawPanels() {
     for (const key of Object.keys(panels)) panels[key].innerHTML = model.get(key) || "";
+    tabButtons.compaction_html.textContent = model.get("compaction_label") || "Compaction here";
     const s = model.get("status") || "";
     status.textContent = s;
     status.className = `pinb-tw-status pinb-status pinb-tw-status-${model.get("status_tone")}`;
@@ -502,6 +514,7 @@ function render({ model, el }) {
   model.on("change:details", drawPanels);
   model.on("change:context_html", drawPanels);
   model.on("change:compaction_html", drawPanels);
+  model.on("change:compaction_label", drawPanels);
   model.on("change:status", drawPanels);
   model.on("change:matches", onMatches);
   model.on("change:match_note", () => (matchNote.textContent = model.get("match_note")));
@@ -525,6 +538,11 @@ function render({ model, el }) {
     model.off("change:revision", onRows);
     model.off("change:selected_id", onSelected);
     model.off("change:matches", onMatches);
+    model.off("change:details", drawPanels);
+    model.off("change:context_html", drawPanels);
+    model.off("change:compaction_html", drawPanels);
+    model.off("change:compaction_label", drawPanels);
+    model.off("change:status", drawPanels);
   };
 }
 

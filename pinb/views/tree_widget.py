@@ -5,7 +5,9 @@ Two files make the widget: this model (traitlets synced with the browser) and on
 layer's :class:`~pinb.render.rows.RowLayout` — the same layout the static picture draws —
 keeping only the visible rows in the page, so 10,000 entries scroll, zoom and pan smoothly.
 Clicking a row selects the entry: the panels show the entry, the context path as the model
-would see it from there, and what a compaction there would summarize. The actions (continue
+would see it from there, and what a compaction there would summarize (for a compaction
+entry: what it summarized, and what its summary kept of the span, lost facts first, each a
+link that selects the entry it came from). The actions (continue
 here, continue with a branch summary, label, fork, archive/unarchive) are messages the ES
 module sends; the kernel carries them out on the session (:mod:`.tree_actions`) and redraws.
 
@@ -104,6 +106,9 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
     details = traitlets.Unicode("").tag(sync=True)
     context_html = traitlets.Unicode("").tag(sync=True)
     compaction_html = traitlets.Unicode("").tag(sync=True)
+    compaction_label = traitlets.Unicode(
+        "Compaction here", help="The compaction tab's name: a dry run, or the compaction selected."
+    ).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
     status_tone = traitlets.Unicode("info").tag(sync=True)
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -262,6 +267,9 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
             self._stale.clear()
             return
         self.details = wrap(entry_html(entry, label=session.label(entry.id)))
+        self.compaction_label = (
+            "This compaction" if entry.type == "compaction" else "Compaction here"
+        )
         self._fill(self.tab)
 
     def _fill(self, tab: str) -> None:
@@ -297,10 +305,27 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         self.timings["tab"] = time.perf_counter() - started
 
     def _compaction_preview(self, entry_id: Any, context: ContextPathView) -> str:
+        window = context.usage.window
+        entry = self.session.get(entry_id)
+        if entry is not None and entry.type == "compaction":
+            recorded = CompactionView(
+                entry,
+                self.session,
+                context_window=window,
+                window_source=context.usage.window_source,
+                max_rows=100,
+            )
+            return (
+                wrap(
+                    f"<div{style('muted')}>This compaction as recorded: what it summarized "
+                    "and kept, and what its summary kept of the span (click a fact's entry to "
+                    "select it).</div>"
+                )
+                + recorded.to_html()
+            )
         from ..core.operations import plan_to_fit
         from ..llm.limits import limit_margin
 
-        window = context.usage.window
         settings = (self.settings or CompactionSettings()).fit_window(window)
         try:  # the plan %pi compact carries out (and %pi whatif shows as current)
             plan = plan_to_fit(
@@ -328,6 +353,7 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
             context_window=window,
             window_source=context.usage.window_source,
             max_rows=100,
+            leaf_id=entry_id,
         )
         return (
             wrap(

@@ -152,3 +152,31 @@ def test_compact_above_the_window_always_finds_something(shell, monkeypatch) -> 
     kept = _session(shell).build_context().messages
     assert any("long answer" in str(m) for m in kept)  # the last reply is kept whole
     assert not any("first question" in str(m) for m in kept[1:])  # the rest summarized
+
+
+def test_whatif_asks_the_model_only_when_told(shell, monkeypatch) -> None:
+    """A what-if is free: the configured model's summary is scored with ``--model`` only."""
+    server = LLMServer(context_window=WINDOW * 4, window_endpoint="llamacpp").start()
+    monkeypatch.setenv("LLAMACPP_BASE_URL", server.url)
+    shell.run_line_magic("config", "PiMagics.auto_compact = False")
+    try:
+        for i in range(6):
+            server.add(ServerReply(text=f"answer {i}: " + "w" * 2000, no_usage=True))
+        with capture_output():
+            shell.run_line_magic("pi", "model llamacpp/smol")
+            for i in range(6):
+                shell.run_cell_magic("pi", "--no-tools", f"question {i}: " + "q" * 2000)
+        sent = len(server.requests)
+        free = shell.run_line_magic("pi", "whatif --keep 1000")
+        assert len(server.requests) == sent  # nothing asked of the model
+        assert free.strategies is not None
+        assert not any("Pi's prompt" in row.name for row in free.strategies.rows)
+        for _ in range(2):  # the summary, and a split turn's prefix when the cut splits one
+            server.add(ServerReply(text="## Goal\nanswer the questions", no_usage=True))
+        asked = shell.run_line_magic("pi", "whatif --keep 1000 --model")
+    finally:
+        server.stop()
+    assert len(server.requests) > sent
+    assert len(_summary_requests(server)) == len(server.requests) - sent  # Pi's summary prompt
+    (row,) = [r for r in asked.strategies.rows if "Pi's prompt" in r.name]
+    assert row.retention is not None and row.retention.summary.startswith("## Goal")

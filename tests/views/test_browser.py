@@ -408,6 +408,34 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
                 arg=ids["u6"],
             )
 
+            # A compaction's own panel: what its summary kept, lost facts first; a lost
+            # fact's entry is a link that selects it (the entry panel shows it).
+            _row(page, ids["compaction"]).click()
+            tab = page.locator(".pinb-tw-tab-compaction_html")
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-tw-tab-compaction_html').textContent"
+                " === 'This compaction'"
+            )
+            tab.click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-compaction-preview').textContent"
+                ".includes('What the summary kept')"
+            )
+            panel = page.locator(".pinb-compaction-preview").text_content() or ""
+            assert "kept by the summary" in panel and "%pi compactions --id" in panel
+            assert "<script>window.__pinb_xss=1</script>" in panel  # a lost command, as text
+            page.locator(".pinb-tw-side").screenshot(
+                path=str(ARTIFACTS / "explorer-compaction.png")
+            )
+            page.locator(f'.pinb-compaction-preview [data-pinb-entry="{ids["bash"]}"]').click()
+            page.wait_for_function(
+                "id => document.querySelector('.pinb-details').textContent.includes(id)"
+                " && document.querySelector('.pinb-details').offsetParent !== null",
+                arg=ids["bash"],
+            )
+            assert "pinb-tw-selected" in (_row(page, ids["bash"]).get_attribute("class") or "")
+            assert tab.text_content() == "Compaction here"
+
             # Another writer (as Pi would) appends; polling in the kernel shows it.
             Session.open(session_path).append_message(user("appended by another writer"))
             page.wait_for_function(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from pinb.analysis.retention import session_retention
 from pinb.core import Session
@@ -66,3 +67,133 @@ def test_lost_first_with_links_to_the_entries(tmp_path: Path) -> None:
     bundle = both._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"} and ids["c2"] in bundle["text/plain"]
     assert RetentionView([]).to_text() == "<RetentionView: no compactions>"
+
+
+def test_the_compaction_view_shows_what_the_summary_kept(tmp_path: Path) -> None:
+    # The one report (retention_report), shown in the compaction's own view: the score line,
+    # recall by kind, the first lost facts linked to their entries, and where all of them are.
+    from pinb.analysis.retention import retention_report
+    from pinb.views import CompactionView
+    from pinb.views.retention import recall_text, score_text
+
+    session, ids = write_story(tmp_path)
+    report = retention_report(session, ids["c1"])
+    view = CompactionView(ids["c1"], session)
+    assert view.retention is not None and view.retention.to_dict() == report.to_dict()
+    text = view.to_text()
+    assert "\n" not in text and text.endswith("20 entries summarized, 4 kept>")
+    assert (
+        "what the summary kept: score 70%, 11 of 18 facts kept by the summary; "
+        "7 lost (0 still in the kept messages);" in text
+    )
+    html = view.to_html()
+    check_html_survives(html)
+    shown = " ".join(parse(html).text)
+    assert score_text(report) in shown and recall_text(report) in shown
+    assert "recall: files 100% (2/2) · commands 33% (1/3)" in shown
+    at = html.index("What the summary kept")
+    assert at < html.index("Summarized: ") and at > html.index("By role")
+    lost = report.lost
+    section = html[at : html.index("Summarized: ")]
+    cells = [
+        [" ".join(parse(cell).text) for cell in row.split('<span style="display:none"> │ </span>')]
+        for row in re.findall(r'<div class="pinb-tr"[^>]*>(.*?)</div>', section)
+    ]
+    assert cells[0][:2] == ["kind", "fact"]
+    # The lost facts in the report's order: those the kept messages do not carry first.
+    assert [(c[0], c[1]) for c in cells[1:]] == [(v.fact.kind, v.fact.text) for v in lost[:5]]
+    for verdict in lost[:5]:
+        assert (
+            f'title="{report.cite(verdict.fact)}" data-pinb-entry="{verdict.fact.entry_id}"' in html
+        )
+    assert (
+        f"… and 2 more. Every fact, with the text that matched: %pi compactions --id {ids['c1']}"
+        in shown
+    )
+
+
+def test_a_dry_run_says_what_its_summary_must_keep(tmp_path: Path) -> None:
+    from pinb.core import CompactionSettings, plan_compaction
+    from pinb.views import CompactionView
+
+    session, ids = write_story(tmp_path)
+    session.branch(ids["a17"], persist=False)
+    planned = plan_compaction(session, CompactionSettings(keep_recent_tokens=60))
+    view = CompactionView(planned, session)
+    assert view.retention is not None and view.retention.kind == "plan"
+    text = view.to_text()
+    assert "what a summary must keep: 7 facts in the span: 1 still in the kept messages, " in text
+    html = view.to_html()
+    check_html_survives(html)
+    assert "What a summary of this cut must keep" in html
+    shown = " ".join(parse(html).text)
+    section = shown.split("What a summary of this cut must keep", 1)[1].split("Summarized:", 1)[0]
+    assert not re.search(r"\bscore \d", section)  # nothing is scored without a summary
+    assert "%pi whatif" in html and "lost unless the summary keeps them" in html
+    # Planned elsewhere than at the leaf: the span is the plan's.
+    moved = CompactionView(planned, session, leaf_id=ids["a17"])
+    assert moved.retention is not None
+    assert moved.retention.to_dict() == view.retention.to_dict()
+    # No session, no retention: the view says nothing about it.
+    bare = CompactionView(planned)
+    assert bare.retention is None and "summary must keep" not in bare.to_text()
+
+
+def test_the_explorer_shows_a_compactions_score_and_selects_a_lost_facts_entry(
+    tmp_path: Path, comms: list[Any]
+) -> None:
+    from pinb.analysis.retention import retention_report
+    from pinb.views import TreeWidget
+    from pinb.views.retention import score_text
+    from tests.views.builders import frontend_update
+    from tests.views.test_widgets import action
+
+    session, ids = write_story(tmp_path)
+    widget = TreeWidget(session)
+    widget.select(ids["a17"])
+    assert widget.compaction_label == "Compaction here"
+    widget.select(ids["c1"])
+    assert widget.compaction_label == "This compaction"
+    frontend_update(widget, tab="compaction_html")
+    html = widget.compaction_html
+    check_html_survives(html)
+    report = retention_report(session, ids["c1"])
+    assert "This compaction as recorded" in html and score_text(report) in " ".join(
+        parse(html).text
+    )
+    first = report.lost[0].fact
+    assert f'data-pinb-entry="{first.entry_id}"' in html
+    action(widget, action="select", id=first.entry_id)  # a click on the fact's entry
+    assert widget.selected_id == first.entry_id and widget.status_tone == "info"
+    assert widget.compaction_label == "Compaction here"
+    action(widget, action="select", id="no-such-entry")
+    assert widget.selected_id == first.entry_id and widget.status_tone == "error"
+    assert "No entry 'no-such-entry'" in widget.status
+
+
+def test_hostile_facts_stay_text_in_the_compaction_view_the_explorer_and_the_lab(
+    tmp_path: Path, comms: list[Any]
+) -> None:
+    from pinb.analysis.ledger import compaction_ledger, what_if
+    from pinb.views import CompactionView, TreeWidget
+    from tests.views.builders import frontend_update
+    from tests.views.test_xss import check_html
+
+    session = _hostile(tmp_path)
+    (compaction,) = [e for e in session.entries if e.type == "compaction"]
+    widget = TreeWidget(session)
+    widget.select(compaction.id)
+    frontend_update(widget, tab="compaction_html")
+    lab = what_if(session, compaction.raw["parentId"], keep_recent_tokens=[10, 50])
+    assert lab.strategies is not None and lab.strategies.scored()
+    for html in (
+        CompactionView(compaction, session).to_html(),
+        widget.compaction_html,
+        to_html(lab),
+        to_html(compaction_ledger(session)),
+    ):
+        check_html_survives(html)
+        seen = check_html(html)
+        assert "<script>" not in html and "<img" not in html
+        assert "window.__pinb_xss" not in html or "window.__pinb_xss=2" in seen
+    assert to_text(lab).count("Strategies at this cut") == 1

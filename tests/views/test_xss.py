@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -117,6 +118,7 @@ ALLOWED_ATTRS = {
     "font-weight",
     "font-style",
     "data-ready",
+    "data-pinb-entry",
 }
 STYLES: set[str] = set()  # the views write no style sheet at all
 
@@ -135,8 +137,10 @@ class SafetyChecker(HTMLParser):
         for name, value in attrs:
             assert name in ALLOWED_ATTRS, f"unexpected attribute {name}={value!r} on <{tag}>"
             value = value or ""
-            if name == "href":
-                assert value.startswith(("http://", "https://", "mailto:")), value
+            if name == "href":  # or a session file's URI, pinb's scheme and a %-quoted path
+                assert value.startswith(("http://", "https://", "mailto:")) or re.fullmatch(
+                    r"file:///[A-Za-z0-9_%/.~:-]*", value
+                ), value
             if name == "style":
                 assert not any(bad in value.lower() for bad in ("url(", "expression", "script"))
 

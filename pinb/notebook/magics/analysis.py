@@ -52,7 +52,10 @@ class AnalysisCommands(MagicsBase):
 
     def _cmd_whatif(self, args: list[str]) -> Any:
         """The cut at the leaf under other settings; the first column is what ``%pi
-        compact`` will do (the same plan: settings, window, fitting and summarizer kind)."""
+        compact`` will do (the same plan: settings, window, fitting and summarizer kind).
+        Each column's offline summary is scored (what it kept of the span), beside
+        observation masking and, with ``--model``, the configured model's summary (Pi's
+        prompt) at the current cut: a request, so only when asked."""
         from ...analysis.ledger import what_if
         from ...core import ExtractiveSummarizer
         from ...errors import PinbError
@@ -60,7 +63,15 @@ class AnalysisCommands(MagicsBase):
         parser = command_parser("%pi whatif")
         parser.add_argument("--keep", type=int, nargs="+", default=[], metavar="N")
         parser.add_argument("--reserve", type=int, nargs="+", default=[], metavar="N")
-        parser.add_argument("--summarize", action="store_true", help="offline summaries too")
+        parser.add_argument("--summarize", action="store_true", help="offline summaries (default)")
+        parser.add_argument(
+            "--no-score", action="store_true", help="tokens only: no summary, nothing scored"
+        )
+        parser.add_argument(
+            "--model",
+            action="store_true",
+            help="score the configured model's summary too (Pi's prompt; one request)",
+        )
         parser.add_argument("--offline", action="store_true", help="as %%pi compact --offline")
         parser.add_argument("--leaf", help="replay at this entry (a compaction's parent)")
         opts = parser.parse_args(args)
@@ -75,19 +86,27 @@ class AnalysisCommands(MagicsBase):
             model, settings, window, source = self._compaction_inputs(session, True)
             note += f"; no model to summarize with ({exc}), so as %pi compact --offline"
         kind = "offline-extractive"
-        if model is not None:
-            kind = getattr(self._summarizer(model, settings), "name", None) or kind
+        summarizer = self._summarizer(model, settings) if model is not None else None
+        if summarizer is not None:
+            kind = getattr(summarizer, "name", None) or kind
+        scored = not opts.no_score
         return what_if(
             session,
             leaf,
             keep_recent_tokens=opts.keep,
             reserve_tokens=opts.reserve,
-            summarizer=ExtractiveSummarizer() if opts.summarize else None,
+            summarizer=ExtractiveSummarizer() if opts.summarize or scored else None,
             context_window=window,
             window_source=source,
             current=settings,
             current_note=note,
             compact_summarizer=kind,
+            score=scored,
+            # The summary %pi compact would write (the model's, Pi's prompt): a request to
+            # the model, so only when asked for.
+            model=summarizer
+            if opts.model and scored and kind != ExtractiveSummarizer.name
+            else None,
         )
 
     def _pi_what_if(self, session: Any, leaf: str | None, opts: Any) -> Any:
@@ -102,12 +121,14 @@ class AnalysisCommands(MagicsBase):
         if self.context_window or not isinstance(window, int) or window <= 0:
             window, source = self._window(session)
         settings, _ = self._view_settings()  # Pi's own, as a Pi cell's footer shows them
+        scored = not opts.no_score
         return what_if(
             session,
             leaf,
             keep_recent_tokens=opts.keep,
             reserve_tokens=opts.reserve,
-            summarizer=ExtractiveSummarizer() if opts.summarize else None,
+            summarizer=ExtractiveSummarizer() if opts.summarize or scored else None,
+            score=scored,
             context_window=window,
             window_source=source,
             current=settings,

@@ -48,9 +48,9 @@ COMMANDS_HELP = """\
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
 %pi compact [--offline] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first)
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
-%pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized
+%pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized and kept
 %pi compactions [PATH] [--id ID]  what each compaction's summary kept of the span it replaced (lost first)
-%pi whatif [--keep N ...] [--reserve N ...] [--summarize] [--offline] [--leaf ID]   what %pi compact will do, and under other settings
+%pi whatif [--keep N ...] [--reserve N ...] [--no-score] [--model] [--offline] [--leaf ID]   what %pi compact will do, and under other settings; each strategy's summary scored (what it kept; --model: the model's too, one request)
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
 %pi fork [ID] [--stay]           fork before user message ID (or clone the branch) into a new file, then continue there (--stay: keep the current session)
 %pi label ID TEXT                label an entry ("" clears)
