@@ -23,7 +23,9 @@ _KEY_VARIABLES = (
 
 
 @pytest.fixture(autouse=True)
-def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_agent_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Point ``PI_CODING_AGENT_DIR`` at a fresh folder and clear provider variables."""
     agent = tmp_path_factory.mktemp("agent")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))

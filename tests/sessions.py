@@ -66,7 +66,9 @@ def assistant(
     if text is not None:
         content.append({"type": "text", "text": text})
     for i, (name, arguments) in enumerate(calls):
-        content.append({"type": "toolCall", "id": f"call_{ts}_{i}", "name": name, "arguments": arguments})
+        content.append(
+            {"type": "toolCall", "id": f"call_{ts}_{i}", "name": name, "arguments": arguments}
+        )
     message: dict[str, Any] = {
         "role": "assistant",
         "content": content,
@@ -128,13 +130,15 @@ class Builder:
             fields: dict[str, Any] = {"type": "session"}
             if version is not None:
                 fields["version"] = version
-            fields.update(
-                id="0195a3c0-0000-7000-8000-0000000000aa", timestamp=_iso(0), cwd=cwd
-            )
+            fields.update(id="0195a3c0-0000-7000-8000-0000000000aa", timestamp=_iso(0), cwd=cwd)
             self.raw(fields)
 
     def raw(self, value: Any) -> None:
-        self.lines.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        self.lines.append(
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        )
 
     def add(self, entry_type: str, parent: Any = "prev", *, ids: bool = True, **fields: Any) -> str:
         self.count += 1
@@ -190,11 +194,23 @@ def _tools_and_files() -> bytes:
     b.message(assistant("Reading.", calls=[("read", {"path": "app.py"}), ("ls", {"path": "."})]))
     b.message(tool_result("read", "def add(a, b):\n    return a - b\n" * 60))
     b.message(tool_result("ls", "app.py\ntest_app.py\n"))
-    b.message(assistant(None, calls=[("edit", {"path": "app.py", "oldText": "a - b", "newText": "a + b"})]))
+    b.message(
+        assistant(
+            None, calls=[("edit", {"path": "app.py", "oldText": "a - b", "newText": "a + b"})]
+        )
+    )
     b.message(tool_result("edit", "Edited app.py"))
     b.add("thinking_level_change", thinkingLevel="high")
     b.message(user("Now run the tests " + "and report " * 30))
-    b.message(assistant("Running.", calls=[("bash", {"command": "pytest -q"}), ("write", {"path": "notes.md", "content": "x"})]))
+    b.message(
+        assistant(
+            "Running.",
+            calls=[
+                ("bash", {"command": "pytest -q"}),
+                ("write", {"path": "notes.md", "content": "x"}),
+            ],
+        )
+    )
     b.message(tool_result("bash", "1 passed\n" + "." * 3000))
     b.message(tool_result("write", "Wrote notes.md"))
     b.message(assistant("All tests pass." * 20, thinking="Done " * 50))
@@ -206,7 +222,9 @@ def _tools_and_files() -> bytes:
 def _compactions() -> bytes:
     b = Builder()
     b.message(user("Build a parser " * 20))
-    b.message(assistant("Parser skeleton written. " * 10, calls=[("read", {"path": "grammar.txt"})]))
+    b.message(
+        assistant("Parser skeleton written. " * 10, calls=[("read", {"path": "grammar.txt"})])
+    )
     b.message(tool_result("read", "expr := term '+' term\n" * 50))
     kept = b.message(user("Add error handling " * 10))
     b.message(assistant("Errors handled.", calls=[("edit", {"path": "parser.py"})]))
@@ -221,12 +239,26 @@ def _compactions() -> bytes:
     b.message(user("Now the lexer " * 10))
     b.message(assistant("Lexer done. " * 10))
     b.message(user("And tests " * 10))
-    last_kept = b.message(assistant("Tests written. " * 10, calls=[("write", {"path": "test_lexer.py"})]))
+    last_kept = b.message(
+        assistant("Tests written. " * 10, calls=[("write", {"path": "test_lexer.py"})])
+    )
     b.message(tool_result("write", "ok"))
-    b.add("compaction", summary="Lexer and tests.", firstKeptEntryId=last_kept, tokensBefore=700, fromHook=True)
+    b.add(
+        "compaction",
+        summary="Lexer and tests.",
+        firstKeptEntryId=last_kept,
+        tokensBefore=700,
+        fromHook=True,
+    )
     b.message(user("Refactor"))
     b.message(assistant("Refactored."))
-    b.add("compaction", parent=first, summary="Side summary", firstKeptEntryId="nowhere", tokensBefore=50)
+    b.add(
+        "compaction",
+        parent=first,
+        summary="Side summary",
+        firstKeptEntryId="nowhere",
+        tokensBefore=50,
+    )
     b.message(user("Side question"))
     return b.text()
 
@@ -283,7 +315,15 @@ def _custom_entries() -> bytes:
     b.message(assistant("Noted."))
     b.add("label", targetId="e0000001", label="start")
     b.add("session_info", name="My session")
-    b.message({"role": "custom", "customType": "hookish", "content": "as a message", "display": True, "timestamp": 1})
+    b.message(
+        {
+            "role": "custom",
+            "customType": "hookish",
+            "content": "as a message",
+            "display": True,
+            "timestamp": 1,
+        }
+    )
     b.message(assistant("Done."))
     return b.text()
 
@@ -308,7 +348,14 @@ def _orphans_and_roots() -> bytes:
     b.message(assistant("Orphan answer"))
     b.message(user("Second root"), parent=None)
     b.message(user("Empty parent"), parent="")
-    b.raw({"type": "message", "id": "noparent", "timestamp": _iso(30), "message": user("No parent key")})
+    b.raw(
+        {
+            "type": "message",
+            "id": "noparent",
+            "timestamp": _iso(30),
+            "message": user("No parent key"),
+        }
+    )
     return b.text()
 
 
@@ -334,7 +381,9 @@ def _v1_legacy() -> bytes:
     b.add("message", ids=False, message=assistant("Old answer."))
     b.add("message", ids=False, message=user("Second question"))
     b.add("message", ids=False, message=assistant("Second answer."))
-    b.add("compaction", ids=False, summary="Legacy summary", firstKeptEntryIndex=3, tokensBefore=400)
+    b.add(
+        "compaction", ids=False, summary="Legacy summary", firstKeptEntryIndex=3, tokensBefore=400
+    )
     b.add("message", ids=False, message=user("Third question"))
     b.add("model_change", ids=False, provider="openai", modelId="gpt-5")
     b.add("message", ids=False, message=assistant("Third answer."))
@@ -344,7 +393,15 @@ def _v1_legacy() -> bytes:
 def _v2_hook_message() -> bytes:
     b = Builder(version=2)
     b.message(user("Start"))
-    b.message({"role": "hookMessage", "customType": "hook", "content": "from a hook", "display": True, "timestamp": 1})
+    b.message(
+        {
+            "role": "hookMessage",
+            "customType": "hook",
+            "content": "from a hook",
+            "display": True,
+            "timestamp": 1,
+        }
+    )
     b.message(assistant("Seen the hook."))
     return b.text()
 
@@ -457,8 +514,14 @@ def _context_edits() -> bytes:
     b.message(assistant("The notes mention a token 1234 and a meeting."))
     b.add("custom_message", customType="reminder", content="Never repeat secrets.", display=True)
     b.add("context_edit", targetId="e0000003", replacement={"content": "[redacted tool output]"})
-    b.add("context_edit", targetId="e0000004", replacement={"content": "The notes mention a meeting."})
-    b.add("context_edit", targetId="e0000001", replacement={"content": [{"type": "text", "text": "Summarise notes.md (no secrets)"}]})
+    b.add(
+        "context_edit", targetId="e0000004", replacement={"content": "The notes mention a meeting."}
+    )
+    b.add(
+        "context_edit",
+        targetId="e0000001",
+        replacement={"content": [{"type": "text", "text": "Summarise notes.md (no secrets)"}]},
+    )
     b.add("context_edit", targetId="e0000005", replacement={"content": "Be brief."})
     b.message(user("Thanks"))
     return b.text()
@@ -523,7 +586,14 @@ def _usage_entries() -> bytes:
     b.message(user("Long build running"))
     b.message(assistant("Waiting."))
     b.add("usage", kind="cache_warm", provider="anthropic", model="claude-sonnet-4-5", usage=USAGE)
-    b.add("usage", kind="cache_warm", provider="openai", model="gpt-5", usage=USAGE, note="idle refresh")
+    b.add(
+        "usage",
+        kind="cache_warm",
+        provider="openai",
+        model="gpt-5",
+        usage=USAGE,
+        note="idle refresh",
+    )
     b.message(user("Done?"))
     b.add("context_edit", targetId="e0000004", replacement=None)
     b.message(assistant("Build finished."))
@@ -533,17 +603,35 @@ def _usage_entries() -> bytes:
 def _system_messages() -> bytes:
     b = Builder()
     tools = [{"name": "read", "description": "Read a file", "parameters": {"type": "object"}}]
-    b.message(system("", sections={"preamble": "You are a coding assistant.", "cwd": "/home/dev/proj"}, toolsAdded=tools))
+    b.message(
+        system(
+            "",
+            sections={"preamble": "You are a coding assistant.", "cwd": "/home/dev/proj"},
+            toolsAdded=tools,
+        )
+    )
     b.message(user("Hello"))
     b.message(assistant("Hi."))
-    kept = b.message(system("", sections={"skills": "<skills>lint</skills>"}, toolsRemoved=[{"name": "read"}]))
+    kept = b.message(
+        system("", sections={"skills": "<skills>lint</skills>"}, toolsRemoved=[{"name": "read"}])
+    )
     b.message(user("Lint the repo"))
     b.message(assistant("Linted."))
     checkpoint = system(
         "",
-        sections={"preamble": "You are a coding assistant.", "cwd": "/home/dev/proj", "skills": "<skills>lint</skills>"},
+        sections={
+            "preamble": "You are a coding assistant.",
+            "cwd": "/home/dev/proj",
+            "skills": "<skills>lint</skills>",
+        },
     )
-    b.add("compaction", summary="Greeted; linted.", firstKeptEntryId=kept, tokensBefore=500, systemMessage=checkpoint)
+    b.add(
+        "compaction",
+        summary="Greeted; linted.",
+        firstKeptEntryId=kept,
+        tokensBefore=500,
+        systemMessage=checkpoint,
+    )
     b.message(system([{"type": "text", "text": "Extra rule."}], sections={"cwd": None}))
     b.message(user("Next?"))
     b.message(assistant("Working.", usage={**USAGE, "totalTokens": 2000}))
@@ -584,7 +672,9 @@ def _recovery() -> bytes:
         b.message(user(f"Question {i} " + "detail " * 60))
         b.message(assistant(f"Answer {i} " + "text " * 60))
     prompt = b.message(user("Paste of a huge log " + "line " * 400))
-    failed = b.message(assistant(None, stop="error", error="prompt is too long", total=0, usage=ZERO_USAGE))
+    failed = b.message(
+        assistant(None, stop="error", error="prompt is too long", total=0, usage=ZERO_USAGE)
+    )
     b.add("context_edit", targetId=failed, replacement=None)
     del prompt
     return b.text()
@@ -595,7 +685,12 @@ def _nested_calls() -> bytes:
     b.message(user("Run the script " * 30))
     b.message(assistant("Running.", calls=[("codemode", {"script": "..."})]))
     result = tool_result("codemode", "done")
-    result["nestedCalls"] = {"calls": [{"name": "read", "arguments": {"path": "a.py"}}, {"name": "edit", "arguments": {"path": "b.py"}}]}
+    result["nestedCalls"] = {
+        "calls": [
+            {"name": "read", "arguments": {"path": "a.py"}},
+            {"name": "edit", "arguments": {"path": "b.py"}},
+        ]
+    }
     b.message(result)
     b.message(assistant("Script ran. " * 20))
     b.message(user("Next " * 30))
@@ -621,7 +716,9 @@ def _odd_fields() -> bytes:
     b.add("label", targetId="e0000001", label=7)
     b.add("compaction", parent=False, summary="S", firstKeptEntryId="e0000005", tokensBefore=1)
     b.raw({"id": "notype", "parentId": "e0000001", "timestamp": _iso(40)})
-    b.raw({"type": "message", "parentId": "e0000005", "timestamp": _iso(41), "message": user("no id")})
+    b.raw(
+        {"type": "message", "parentId": "e0000005", "timestamp": _iso(41), "message": user("no id")}
+    )
     return b.text()
 
 

@@ -38,8 +38,15 @@ def _conversation(session: Session) -> None:
     call = session.append_message(assistant("", tool_calls=[("c1", "read", {"path": "app.py"})]))
     session.append_message(tool_result("c1", "read", "def add(a, b): return a - b"))
     session.append_message(
-        {"role": "bashExecution", "command": "pytest -q", "output": "1 failed", "exitCode": 1,
-         "cancelled": False, "truncated": False, "timestamp": 4}
+        {
+            "role": "bashExecution",
+            "command": "pytest -q",
+            "output": "1 failed",
+            "exitCode": 1,
+            "cancelled": False,
+            "truncated": False,
+            "timestamp": 4,
+        }
     )
     session.append_custom("ext-state", {"step": 1})
     session.append_custom_message("reminder", "Keep the diff small.", display=False)
@@ -61,7 +68,12 @@ def _writes_a_compaction(folder: Path, pi: str) -> list[Path]:
     session = Session.create("/home/dev/proj", folder, pi=pi)
     if pi == "1.6":
         session.append_message(
-            {"role": "system", "content": "", "sections": {"base": "You fix tests."}, "timestamp": 1}
+            {
+                "role": "system",
+                "content": "",
+                "sections": {"base": "You fix tests."},
+                "timestamp": 1,
+            }
         )
     for i in range(6):
         session.append_message(user(f"request {i} " + "detail " * 80))
@@ -183,7 +195,10 @@ PI_SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"method": "appendModelChange", "args": ["anthropic", "claude-sonnet-4-5"]},
         {"method": "appendThinkingLevelChange", "args": ["high"]},
         {"method": "appendMessage", "args": [_message("user", "Hello", 1)]},
-        {"method": "appendMessage", "args": [assistant("", tool_calls=[("c", "read", {"path": "a.py"})])]},
+        {
+            "method": "appendMessage",
+            "args": [assistant("", tool_calls=[("c", "read", {"path": "a.py"})])],
+        },
         {"method": "appendMessage", "args": [tool_result("c", "read", "print('hi')")]},
         {"method": "appendCustomEntry", "args": ["ext", {"k": 1}]},
         {"method": "appendCustomMessageEntry", "args": ["note", "A note", True, {"d": 1}]},
@@ -198,21 +213,53 @@ PI_SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"method": "appendMessage", "args": [_message("assistant", "Done one.", 4)]},
         {"method": "branch", "args": [{"$ref": 1}]},
         {"method": "appendMessage", "args": [_message("user", "Other way", 5)]},
-        {"method": "branchWithSummary", "args": [{"$ref": 1}, "Tried another way.", {"readFiles": [], "modifiedFiles": []}]},
+        {
+            "method": "branchWithSummary",
+            "args": [{"$ref": 1}, "Tried another way.", {"readFiles": [], "modifiedFiles": []}],
+        },
         {"method": "appendMessage", "args": [_message("user", "Back again", 6)]},
         {"method": "resetLeaf", "args": []},
         {"method": "appendMessage", "args": [_message("user", "A new root", 7)]},
     ],
     "compaction-and-edits": [
-        {"method": "appendMessage", "args": [{"role": "system", "content": "", "sections": {"base": "Be brief."}, "timestamp": 1}]},
+        {
+            "method": "appendMessage",
+            "args": [
+                {"role": "system", "content": "", "sections": {"base": "Be brief."}, "timestamp": 1}
+            ],
+        },
         {"method": "appendMessage", "args": [_message("user", "One " * 50, 2)]},
         {"method": "appendMessage", "args": [_message("assistant", "Two " * 50, 3)]},
         {"method": "appendMessage", "args": [_message("user", "Three", 4)]},
-        {"method": "appendCompaction", "args": ["Summary of one and two.", {"$ref": 3}, 400, {"readFiles": ["a"], "modifiedFiles": []}]},
+        {
+            "method": "appendCompaction",
+            "args": [
+                "Summary of one and two.",
+                {"$ref": 3},
+                400,
+                {"readFiles": ["a"], "modifiedFiles": []},
+            ],
+        },
         {"method": "appendMessage", "args": [_message("assistant", "Four", 5)]},
         {"method": "appendContextEdit", "args": [{"$ref": 5}, {"content": "Four (edited)"}]},
         {"method": "appendContextEdit", "args": [{"$ref": 3}, None]},
-        {"method": "appendUsage", "args": ["cache_warm", "anthropic", "claude-sonnet-4-5", {"input": 0, "output": 1, "cacheRead": 800, "cacheWrite": 0, "totalTokens": 801, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}, "idle"]},
+        {
+            "method": "appendUsage",
+            "args": [
+                "cache_warm",
+                "anthropic",
+                "claude-sonnet-4-5",
+                {
+                    "input": 0,
+                    "output": 1,
+                    "cacheRead": 800,
+                    "cacheWrite": 0,
+                    "totalTokens": 801,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "idle",
+            ],
+        },
         {"method": "appendCompaction", "args": ["Keep nothing.", {"$undefined": True}, 900]},
         {"method": "appendMessage", "args": [_message("user", "Five", 6)]},
     ],
@@ -248,7 +295,9 @@ def test_pinb_reads_pi_forks_and_branched_copies(pi16: PiReference, tmp_path: Pa
     built = pi16.build(steps, dir=str(tmp_path / "s"), cwd="/home/dev/proj")
     branched = Path(built["file"])  # the manager now holds the branched copy
     session = Session.open(branched)
-    assert json.loads(json.dumps(session.build_context().to_wire())) == pi16.open(branched)["context"]
+    assert (
+        json.loads(json.dumps(session.build_context().to_wire())) == pi16.open(branched)["context"]
+    )
     assert session.parent_session is not None
     assert not compare(branched, "1.6.0", pi16)
 
@@ -321,4 +370,3 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
-

@@ -54,7 +54,7 @@ def test_records_split_on_lf_only_and_drop_a_preceding_cr() -> None:
 
 
 FAKE_PI = textwrap.dedent(
-    r'''
+    r"""
     import json, sys
     if "--version" in sys.argv:
         print("1.6.0"); sys.exit(0)
@@ -68,7 +68,7 @@ FAKE_PI = textwrap.dedent(
             event = json.dumps({"type": "notice", "text": "one\u2028two"}, ensure_ascii=False)
             data = (json.dumps(reply) + "\r\n" + event + "\r\n").encode()
             out.write(data[:7]); out.flush(); out.write(data[7:]); out.flush()
-    '''
+    """
 )
 
 
@@ -77,7 +77,9 @@ def test_a_process_writing_crlf_and_line_separators_is_read_record_by_record(
 ) -> None:
     script = tmp_path / "fake_pi.py"
     script.write_text(FAKE_PI)
-    process = PiProcess([sys.executable, str(script)], session_file=tmp_path / "s.jsonl", cwd=tmp_path)
+    process = PiProcess(
+        [sys.executable, str(script)], session_file=tmp_path / "s.jsonl", cwd=tmp_path
+    )
     with process:
         assert process.state == {"sessionFile": str(tmp_path / "s.jsonl")}
         assert process.next_record(timeout=10) == {"type": "notice", "text": "one\u2028two"}
@@ -98,7 +100,9 @@ NOT_PI = textwrap.dedent(
 def test_a_failed_handshake_names_the_version_found(tmp_path: Path) -> None:
     script = tmp_path / "not_pi.py"
     script.write_text(NOT_PI)
-    process = PiProcess([sys.executable, str(script)], session_file=tmp_path / "s.jsonl", cwd=tmp_path)
+    process = PiProcess(
+        [sys.executable, str(script)], session_file=tmp_path / "s.jsonl", cwd=tmp_path
+    )
     with pytest.raises(PiHandshakeError) as caught:
         process.start(timeout=2)
     assert "(version 1.7.0) did not answer Pi 1.x's RPC handshake" in str(caught.value)
@@ -148,7 +152,11 @@ def test_a_pi_older_than_1x_is_named_with_its_version(
 
 def test_an_unknown_model_is_pis_own_error_once(pi_loop: PiLoop, tmp_path: Path) -> None:
     process = PiProcess(
-        pi_loop.argv, session_file=tmp_path / "s.jsonl", cwd=tmp_path, model="nope/x", env=pi_loop.env
+        pi_loop.argv,
+        session_file=tmp_path / "s.jsonl",
+        cwd=tmp_path,
+        model="nope/x",
+        env=pi_loop.env,
     )
     with pytest.raises(PiExitedError) as caught:
         process.start()
@@ -196,7 +204,9 @@ def test_a_reply_streams_as_the_agents_events(pi: PiProcess, pi_loop: PiLoop) ->
     sent = {k.lower(): v for k, v in pi_loop.server.requests[-1].headers.items()}
     assert sent["authorization"] == f"Bearer {KEY}"
     session = Session.open(pi.session_file)
-    assert session.build_context().messages[-1]["content"][0]["text"] == "Hello\u2028from the real Pi"
+    assert (
+        session.build_context().messages[-1]["content"][0]["text"] == "Hello\u2028from the real Pi"
+    )
 
 
 def test_pis_own_write_tool_creates_the_file(pi: PiProcess, pi_loop: PiLoop) -> None:
@@ -204,7 +214,9 @@ def test_pis_own_write_tool_creates_the_file(pi: PiProcess, pi_loop: PiLoop) -> 
     pi_loop.server.reply(text="Wrote notes.txt.")
     events = _run(pi, "write notes.txt")
     assert (pi.cwd / "notes.txt").read_text() == "from Pi\n"
-    calls = [e.event for e in events if isinstance(e, ModelEvent) and isinstance(e.event, ToolCallEnd)]
+    calls = [
+        e.event for e in events if isinstance(e, ModelEvent) and isinstance(e.event, ToolCallEnd)
+    ]
     assert [(c.name, c.arguments["path"]) for c in calls] == [("write", "notes.txt")]
     start = next(e for e in events if isinstance(e, ToolStart))
     end = next(e for e in events if isinstance(e, ToolEnd))
@@ -258,7 +270,9 @@ def test_compaction_through_rpc(pi_loop: PiLoop, tmp_path: Path, pi16: PiReferen
     assert sent and all("keep it short" in json.dumps(r.body) for r in sent[:1])
     session = Session.open(tmp_path / "s.jsonl")
     compactions = [e for e in session.entries if e.type == "compaction"]
-    assert len(compactions) == 1 and compactions[0].raw["firstKeptEntryId"] == data["firstKeptEntryId"]
+    assert (
+        len(compactions) == 1 and compactions[0].raw["firstKeptEntryId"] == data["firstKeptEntryId"]
+    )
     ours = json.loads(json.dumps(session.build_context().to_wire()))
     assert pi16.open(tmp_path / "s.jsonl")["context"] == ours
 
@@ -408,7 +422,10 @@ def test_pi_does_not_outlive_its_kernel(pi_loop: PiLoop, tmp_path: Path, how: st
     script = tmp_path / "kernel.py"
     script.write_text(ORPHAN)
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
     done = subprocess.run(
         [sys.executable, str(script), str(tmp_path / "s.jsonl"), how],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,

@@ -188,6 +188,7 @@ def test_a_pinned_cwd_wins_over_the_context(tmp_path: Path, context: ToolContext
 
 def test_big_images_are_shrunk_with_a_coordinate_note(workdir: Path, context: ToolContext) -> None:
     import PIL.Image as image_module
+
     image_module.new("RGB", (2500, 100), (200, 30, 30)).save(workdir / "wide.png")
     result = read(context, path="wide.png")
     note = text(result)

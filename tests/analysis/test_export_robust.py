@@ -191,7 +191,9 @@ def test_cli_export_of_odd_files_prints_no_traceback(
             cwd=tmp_path,  # the export is written here, named after the session
         )
         assert result.returncode == 0 and result.stderr == "", result.stderr
-        assert result.stdout.startswith("wrote ") and (tmp_path / result.stdout[6:].strip()).is_file()
+        assert (
+            result.stdout.startswith("wrote ") and (tmp_path / result.stdout[6:].strip()).is_file()
+        )
 
 
 def _surrogate_session(tmp_path: Path) -> Path:

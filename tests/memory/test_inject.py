@@ -45,9 +45,10 @@ def test_enabled_injection_is_marked_ordered_and_filtered(
     prompt = with_memory("You are helpful.", store, "p")
     assert prompt.startswith("You are helpful.\n\n# Recalled memory") and prompt.endswith("\n")
 
-    assert len(memory_prompt_section(store, "p", limit=1).splitlines()) == lines.index(
-        MEMORY_SECTION_START
-    ) + 3
+    assert (
+        len(memory_prompt_section(store, "p", limit=1).splitlines())
+        == lines.index(MEMORY_SECTION_START) + 3
+    )
     ranked = memory_prompt_section(store, "p", query="github", limit=1)
     assert f"#{notes['dec']} [decision]" in ranked
     store.set_injection(False, project="p")

@@ -195,7 +195,9 @@ class PiReference:
 
     def answer_text(self, query: dict[str, Any], path: str | os.PathLike[str]) -> str:
         """:meth:`answer` as JSON text (``JSON.stringify``), for answers of any depth."""
-        text: str = self.request("answer", encoded=True, query=query, path=str(Path(path).resolve()))
+        text: str = self.request(
+            "answer", encoded=True, query=query, path=str(Path(path).resolve())
+        )
         return text
 
     def parse(self, text: str) -> str:
