@@ -171,6 +171,10 @@ def test_whatif_asks_the_model_only_when_told(shell, monkeypatch) -> None:
         assert len(server.requests) == sent  # nothing asked of the model
         assert free.strategies is not None
         assert not any("Pi's prompt" in row.name for row in free.strategies.rows)
+        assert (
+            "summary is not scored (a request): add --model"
+            in free._repr_mimebundle_()["text/plain"]
+        )
         for _ in range(2):  # the summary, and a split turn's prefix when the cut splits one
             server.add(ServerReply(text="## Goal\nanswer the questions", no_usage=True))
         asked = shell.run_line_magic("pi", "whatif --keep 1000 --model")

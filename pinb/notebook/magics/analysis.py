@@ -90,6 +90,11 @@ class AnalysisCommands(MagicsBase):
         if summarizer is not None:
             kind = getattr(summarizer, "name", None) or kind
         scored = not opts.no_score
+        asked = opts.model and scored and kind != ExtractiveSummarizer.name
+        if scored and kind != ExtractiveSummarizer.name and not opts.model:
+            note += f"; {kind}'s own summary is not scored (a request): add --model"
+        elif opts.model and not asked:
+            note += "; --model: no model to ask" if scored else "; --model: nothing is scored"
         return what_if(
             session,
             leaf,
@@ -104,9 +109,7 @@ class AnalysisCommands(MagicsBase):
             score=scored,
             # The summary %pi compact would write (the model's, Pi's prompt): a request to
             # the model, so only when asked for.
-            model=summarizer
-            if opts.model and scored and kind != ExtractiveSummarizer.name
-            else None,
+            model=summarizer if asked else None,
         )
 
     def _pi_what_if(self, session: Any, leaf: str | None, opts: Any) -> Any:
@@ -132,7 +135,10 @@ class AnalysisCommands(MagicsBase):
             context_window=window,
             window_source=source,
             current=settings,
-            current_note="Pi's own settings as they are: the engine is pi, and Pi compacts",
+            current_note="Pi's own settings as they are: the engine is pi, and Pi compacts"
+            + (
+                "; --model: Pi's model writes Pi's summaries, not scored here" if opts.model else ""
+            ),
             fit=False,
             compact_summarizer="Pi's model",
         )
