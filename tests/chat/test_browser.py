@@ -24,7 +24,7 @@ from pinb.chat.link import ensure_chat_file, read_link
 from pinb.chat.turns import chat_turns
 from pinb.core import Session
 from pinb.testing.llm_server import LLMServer
-from tests.pi.loop import KEY, configure
+from tests.pi.loop import KEY, PiLoop, configure
 from tests.views.test_browser import (
     ARTIFACTS,
     BUDGET_S,
@@ -124,6 +124,34 @@ def _no_injection(page: Any) -> None:
 def test_pi_in_the_chat_panel_beside_a_notebook(
     tmp_path: Path, isolated_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The persona on pinb's built-in agent."""
+    monkeypatch.setenv("LOOP_KEY", KEY)
+    with LLMServer() as server:
+        configure(isolated_agent_dir, server)
+        _chat_beside_a_notebook(tmp_path, isolated_agent_dir, server, {"model": "loop/loop-model"})
+
+
+def test_your_own_pi_in_the_chat_panel_beside_a_notebook(
+    tmp_path: Path, isolated_agent_dir: Path, pi_loop: PiLoop
+) -> None:
+    """The persona with ``engine = "pi"``: the real Pi 1.6.0 answers (over RPC, started by
+    the server's persona), on the same session the notebook's cells write."""
+    _chat_beside_a_notebook(
+        tmp_path,
+        isolated_agent_dir,
+        pi_loop.server,
+        {"engine": "pi", "pi_model": "loop/loop-model"},
+        footer="your Pi · loop/loop-model · this run (1 request)",
+    )
+
+
+def _chat_beside_a_notebook(
+    tmp_path: Path,
+    isolated_agent_dir: Path,
+    server: LLMServer,
+    persona: dict[str, str],
+    footer: str = "loop/loop-model · this run (1 request)",
+) -> None:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
     started = time.monotonic()
@@ -132,9 +160,7 @@ def test_pi_in_the_chat_panel_beside_a_notebook(
     (root / "app.py").write_text("print('hello from app.py')\n")
     config = root / ".jupyter-home" / "config"
     config.mkdir(parents=True)
-    (config / "jupyter_server_config.json").write_text(
-        json.dumps({"PinbPersona": {"model": "loop/loop-model"}})
-    )
+    (config / "jupyter_server_config.json").write_text(json.dumps({"PinbPersona": persona}))
     _write_notebook(
         root / "demo.ipynb",
         [
@@ -146,76 +172,76 @@ def test_pi_in_the_chat_panel_beside_a_notebook(
         ],
     )
     ensure_chat_file(root / "demo.chat")
-    monkeypatch.setenv("LOOP_KEY", KEY)
     ARTIFACTS.mkdir(exist_ok=True)
-    with LLMServer() as server:
-        configure(isolated_agent_dir, server)
-        server.reply(text=ANSWER + HOSTILE, chunk_delay=0.07)
-        server.reply(text="A long and slow answer. " * 60, chunk_delay=0.05)
-        with (
-            watchdog(BUDGET_S),
-            jupyter_lab(root) as (base, token),
-            chromium_page(1400, 1100) as page,
-        ):
-            chat = _second_page(page)
-            try:
-                # The notebook: a first cell writes the session.
-                _start_kernel(base, token, "demo.ipynb")
-                page.goto(
-                    f"{base}/lab/workspaces/notebook/tree/demo.ipynb?token={token}",
-                    wait_until="domcontentloaded",
-                )
-                page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor")
-                _run_cell(page, 0)
-                _run_cell(page, 1, "this run")
-                (path,) = (isolated_agent_dir / "sessions").rglob("*.jsonl")
+    engine = persona.get("engine", "pinb")
+    server.reply(text=ANSWER + HOSTILE, chunk_delay=0.07)
+    server.reply(text="A long and slow answer. " * 60, chunk_delay=0.05)
+    with (
+        watchdog(BUDGET_S),
+        jupyter_lab(root) as (base, token),
+        chromium_page(1400, 1100) as page,
+    ):
+        chat = _second_page(page)
+        try:
+            # The notebook: a first cell writes the session.
+            _start_kernel(base, token, "demo.ipynb")
+            page.goto(
+                f"{base}/lab/workspaces/notebook/tree/demo.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor")
+            _run_cell(page, 0)
+            _run_cell(page, 1, "this run")
+            (path,) = (isolated_agent_dir / "sessions").rglob("*.jsonl")
 
-                # The chat: pick the notebook's session, then mention Pi.
-                chat.goto(
-                    f"{base}/lab/workspaces/chat/tree/demo.chat?token={token}",
-                    wait_until="domcontentloaded",
-                )
-                chat.locator(".jp-chat-input-container textarea").first.wait_for()
-                assert "Pi" in chat.locator(".jp-jai-personaControls-persona").first.inner_text()
-                _send(chat, f"@Pi /session open {path}")
-                opened = _wait_for_message(chat, "Now continuing it.", 1)
-                assert path.name in opened
-                before = len(_message_texts(chat))
-                _send(chat, "@Pi run `python app.py` and tell me about it")
-                # It streams: part of the answer shows before the footer does.
-                partial = _wait_for_message(chat, "Streaming slowly", before + 1)
-                assert "context now" not in partial
-                chat.screenshot(path=str(ARTIFACTS / "chat-streaming.png"))
-                final = _wait_for_message(chat, "context now", before + 1)
-                assert final.count("Streaming slowly through the chat.") == 12
-                assert "<img src=x onerror=" in final  # the model's HTML shows as text
-                assert "loop/loop-model · this run (1 request)" in final
-                _no_injection(chat)
-                chat.screenshot(path=str(ARTIFACTS / "chat-reply.png"))
+            # The chat: pick the notebook's session, then mention Pi.
+            chat.goto(
+                f"{base}/lab/workspaces/chat/tree/demo.chat?token={token}",
+                wait_until="domcontentloaded",
+            )
+            chat.locator(".jp-chat-input-container textarea").first.wait_for()
+            assert "Pi" in chat.locator(".jp-jai-personaControls-persona").first.inner_text()
+            _send(chat, f"@Pi /session open {path}")
+            opened = _wait_for_message(chat, "Now continuing it.", 1)
+            assert path.name in opened
+            before = len(_message_texts(chat))
+            _send(chat, "@Pi run `python app.py` and tell me about it")
+            # It streams: part of the answer shows before the footer does.
+            partial = _wait_for_message(chat, "Streaming slowly", before + 1)
+            assert "context now" not in partial
+            chat.screenshot(path=str(ARTIFACTS / f"chat-streaming-{engine}.png"))
+            final = _wait_for_message(chat, "context now", before + 1)
+            assert final.count("Streaming slowly through the chat.") == 12
+            assert "<img src=x onerror=" in final  # the model's HTML shows as text
+            assert footer in final
+            _no_injection(chat)
+            chat.screenshot(path=str(ARTIFACTS / f"chat-reply-{engine}.png"))
 
-                # Stop: the chat's stop button ends a slow reply; its part is saved.
-                before = len(_message_texts(chat))
-                _send(chat, "@Pi take your time")
-                _wait_for_message(chat, "A long and slow answer.", before + 1)
-                stop = chat.locator(".jp-jai-stopButton button, button.jp-jai-stopButton").first
-                stop.click()
-                stopped = _wait_for_message(chat, "stopped: the partial reply", before + 1)
-                assert "A long and slow answer." in stopped
-                chat.screenshot(path=str(ARTIFACTS / "chat-stopped.png"))
+            # Stop: the chat's stop button ends a slow reply; its part is saved.
+            before = len(_message_texts(chat))
+            _send(chat, "@Pi take your time")
+            _wait_for_message(chat, "A long and slow answer.", before + 1)
+            stop = chat.locator(".jp-jai-stopButton button, button.jp-jai-stopButton").first
+            stop.click()
+            stopped = _wait_for_message(chat, "stopped: the partial reply", before + 1)
+            assert "A long and slow answer." in stopped
+            chat.screenshot(path=str(ARTIFACTS / f"chat-stopped-{engine}.png"))
 
-                # Back in the notebook: the next cell continues after the chat's turns.
-                shown = _run_cell(page, 2, "this run")
-                assert "another program appended" in shown
-                _run_cell(page, 3)
-                tree = _run_cell(page, 4, "pinb.chat")
-                assert tree.count("pinb.chat") == 2
-                assert "run `python app.py` and tell me about it" in tree
-                page.screenshot(path=str(ARTIFACTS / "chat-notebook-tree.png"), full_page=True)
-            except Exception:
-                with contextlib.suppress(Exception):
-                    chat.screenshot(path=str(ARTIFACTS / "chat-failure.png"))
-                    page.screenshot(path=str(ARTIFACTS / "chat-notebook-failure.png"))
-                raise
+            # Back in the notebook: the next cell continues after the chat's turns.
+            shown = _run_cell(page, 2, "this run")
+            assert "another program appended" in shown
+            _run_cell(page, 3)
+            tree = _run_cell(page, 4, "pinb.chat")
+            assert tree.count("pinb.chat") == 2
+            assert "run `python app.py` and tell me about it" in tree
+            page.screenshot(
+                path=str(ARTIFACTS / f"chat-notebook-tree-{engine}.png"), full_page=True
+            )
+        except Exception:
+            with contextlib.suppress(Exception):
+                chat.screenshot(path=str(ARTIFACTS / f"chat-failure-{engine}.png"))
+                page.screenshot(path=str(ARTIFACTS / f"chat-notebook-failure-{engine}.png"))
+            raise
     session = Session.open(path)
     assert session.problems == []
     texts = [e.message["content"][0]["text"] for e in session.path_to() if e.role == "user"]
