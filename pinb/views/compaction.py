@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.facts import FactCache
 from ..analysis.retention import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
 from ..core.accounting import estimated_by_role, thousands
@@ -118,6 +119,13 @@ class CompactionView:
         dry run. Without a session there is none.
     max_lost:
         Lost facts listed (the rest are counted; ``%pi compactions --id ID`` has them all).
+    fact_cache:
+        What each message says, kept for the next view of the same session (the explorer
+        keeps one: the spans of nearby entries share most of their messages).
+    score:
+        ``False``: a dry run's retention is not read (the explorer's preview, where every
+        click would pay for judging each fact of the span against the kept messages: up to
+        a second deep in a 10,000-entry session); a recorded compaction's always is.
     """
 
     def __init__(
@@ -131,6 +139,8 @@ class CompactionView:
         leaf_id: Any = UNSET,
         retention: RetentionReport | None = None,
         max_lost: int = 5,
+        fact_cache: FactCache | None = None,
+        score: bool = True,
     ) -> None:
         if isinstance(source, CompactionReport):
             self.report = source
@@ -161,12 +171,13 @@ class CompactionView:
         #: cannot be read: :attr:`retention_error` says why).
         self.retention: RetentionReport | None = retention
         self.retention_error: str = ""
-        if retention is None and session is not None:
+        planned_only = self.report.entry is None and not score
+        if retention is None and session is not None and not planned_only:
             try:
                 self.retention = (
-                    retention_report(session, self.report.entry)
+                    retention_report(session, self.report.entry, cache=fact_cache)
                     if self.report.entry is not None
-                    else plan_retention(session, self.report, leaf_id=leaf_id)
+                    else plan_retention(session, self.report, leaf_id=leaf_id, cache=fact_cache)
                 )
             except (PinbError, ValueError, KeyError) as exc:  # an odd file: say why
                 self.retention_error = str(exc) or type(exc).__name__

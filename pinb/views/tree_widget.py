@@ -28,6 +28,7 @@ from typing import Any, Literal
 import anywidget
 import traitlets
 
+from ..analysis.facts import FactCache
 from ..core import CompactionSettings, Session
 from ..core.accounting import thousands
 from ..errors import PinbError
@@ -162,6 +163,9 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         self._quiet = False
         self._panel_entry: Any = None
         self._stale: set[str] = set()
+        #: What each message says, for the compaction panel: nearby entries' spans share
+        #: most of their messages, so each is read once (the messages are held with it).
+        self._facts = FactCache()
         self.timings: dict[str, float] = {}
         super().__init__(**kwargs)
         self.observe(self._on_selected, names="selected_id")
@@ -314,6 +318,7 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
                 context_window=window,
                 window_source=context.usage.window_source,
                 max_rows=100,
+                fact_cache=self._facts,
             )
             return (
                 wrap(
@@ -354,11 +359,14 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
             window_source=context.usage.window_source,
             max_rows=100,
             leaf_id=entry_id,
+            score=False,
         )
         return (
             wrap(
                 f"<div{style('muted')}>A dry run: what a compaction with the leaf here would "
-                "summarize and keep (nothing is written).</div>"
+                "summarize and keep (nothing is written). What its summary would keep of the "
+                f"span: <code>%pi whatif --leaf {escape(node_key(entry_id))}</code> scores it; "
+                "select a compaction entry for what its summary kept.</div>"
             )
             + view.to_html()
         )

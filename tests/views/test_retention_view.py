@@ -169,6 +169,12 @@ def test_the_explorer_shows_a_compactions_score_and_selects_a_lost_facts_entry(
     action(widget, action="select", id="no-such-entry")
     assert widget.selected_id == first.entry_id and widget.status_tone == "error"
     assert "No entry 'no-such-entry'" in widget.status
+    # A dry run's panel plans the cut and leaves the scoring to %pi whatif (each click
+    # would judge every fact of the span); a recorded compaction's is always scored.
+    widget.select(ids["a17"])
+    dry = widget.compaction_html
+    assert "A dry run" in dry and f"%pi whatif --leaf {ids['a17']}" in dry
+    assert "What a summary of this cut must keep" not in dry
 
 
 def test_hostile_facts_stay_text_in_the_compaction_view_the_explorer_and_the_lab(
