@@ -113,7 +113,7 @@ def add_parser(subparsers: Any) -> None:
     compactions.add_argument(
         "--json",
         action="store_true",
-        help="one JSON list, one object per compaction (RetentionReport.to_dict documents it)",
+        help="one JSON list, one object per compaction (its shape: docs/retention.md)",
     )
     compactions.add_argument(
         "--rows", type=int, default=40, help="facts listed per section in the text output"
