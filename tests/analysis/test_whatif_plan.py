@@ -121,3 +121,54 @@ def test_after_a_compaction_every_column_says_so_and_shows_no_figures(tmp_path: 
     again = what_if(session, result.parent_id, keep_recent_tokens=(100,))
     assert again.rows[1].first_kept_entry_id == leaf.raw["firstKeptEntryId"]
     assert dataclasses.asdict(again.rows[1].settings)["keep_recent_tokens"] == 100
+
+
+def _pi_written(pi16: Any, folder: Path) -> Session:
+    """A session the real Pi 1.6.0's SessionManager wrote: a system prompt, twelve tool
+    turns, and a compaction of Pi's own after the fourth."""
+    steps: list[dict[str, Any]] = [
+        {
+            "method": "appendMessage",
+            "args": [{"role": "system", "content": "rules " * 300, "timestamp": 1}],
+        }
+    ]
+    for turn in range(12):
+        call = f"c{turn}"
+        for message in (
+            user(f"task {turn}: " + "look " * 40),
+            assistant(f"step {turn}", calls=((call, "read", {"path": "f.py"}),)),
+            tool_result(call, "read", "x = 1\n" * 120),
+            assistant(f"turn {turn} done " + "ok " * 30),
+        ):
+            steps.append({"method": "appendMessage", "args": [message]})
+        if turn == 3:  # keep from the third turn's user message (step 9)
+            steps.append(
+                {"method": "appendCompaction", "args": ["Turns 0 and 1 done.", {"$ref": 9}, 2_000]}
+            )
+    built = pi16.build(steps, dir=str(folder), cwd="/home/dev/proj")
+    return Session.open(built["file"])
+
+
+@pytest.mark.parametrize(
+    ("window", "keep", "reserve"), [(None, 300, 16_384), (6_000, 2_000, 1_500)]
+)
+def test_on_a_file_pi_wrote_the_current_column_is_what_compact_does(
+    pi16: Any, tmp_path: Path, window: int | None, keep: int, reserve: int
+) -> None:
+    session = _pi_written(pi16, tmp_path / "s")
+    assert [e.type for e in session.entries].count("compaction") == 1 and not session.problems
+    settings = CompactionSettings(reserve_tokens=reserve, keep_recent_tokens=keep)
+    current = what_if(session, context_window=window, current=settings).current
+    assert current is not None and current.nothing is None, current
+    plan = plan_to_fit(
+        session, settings, context_window=window, margin=limit_margin(window) if window else 0
+    )
+    copy = scratch_copy(session)
+    report = compact(copy, ExtractiveSummarizer(), settings=plan.used)
+    assert report.first_kept_entry_id == current.first_kept_entry_id
+    assert report.keep_recent_tokens == current.keep_used
+    assert len(report.summarized_ids) == current.messages_summarized
+    assert len(report.kept_ids) == current.entries_kept
+    # The span starts at Pi's own compaction's kept start, as Pi 1.6 summarizes it.
+    first_kept = next(e for e in session.entries if e.type == "compaction").raw["firstKeptEntryId"]
+    assert report.summarized_ids[0] == first_kept
