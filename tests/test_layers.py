@@ -2,26 +2,22 @@
 
 An ast walk of pinb/ (nothing is imported or run) collects every import: at module level,
 inside functions and under ``if TYPE_CHECKING:``. Each module belongs to a room (its
-subpackage; ``pinb/cliout.py`` to the CLI, whose old name it is). The contract fails on any
+subpackage). The contract fails on any
 cycle between rooms and on any import against the layering below, and names each offending
 import as ``file:line``.
 
 The base modules (``errors``, ``_version``, ``display``) sit under everything and import no
-room; ``pinb/fileout.py``, the old name of the core's writer, belongs to the core. The display registry and the old-path
-aliases (``pinb.analysis.cli``, ``pinb.memory.cli``, ``pinb.memory.tools``) load the room
-above by name, at run time; they are listed in :data:`BY_NAME` and checked to be exactly
+room. The display registry and a few lazy accessors load the room above by name, at run
+time; they are listed in :data:`BY_NAME` and checked to be exactly
 those, so a new by-name load has to be argued for here.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "pinb"
@@ -51,15 +47,11 @@ BY_NAME: dict[str, set[str]] = {
     "pinb": {"home"},
     "pinb.core": {"f'.{home}'"},
     "pinb.analysis": {"f'{__name__}.{home}'", "_MOVED[name]"},  # and UsageTotalsView, moved up
-    "pinb.memory": {"f'.{home}'"},  # memory_tools: via the pinb.memory.tools alias
+    "pinb.memory": {"f'.{home}'"},
     # the one way up: the display registry loads the views on the first display
     "pinb.display": {"VIEWS_MODULE"},
     # Session.compare, a convenience accessor: pinb.analysis.compare
     "pinb.core.session": {"_COMPARE_MODULE"},
-    # old module paths, aliases of the moved modules
-    "pinb.analysis.cli": {"pinb.cli.analysis"},
-    "pinb.memory.cli": {"pinb.cli.memory"},
-    "pinb.memory.tools": {"pinb.agent.tools.memory"},
     # the user's Pi engine for a chat: PiEngine lives in the notebook room, above the chat,
     # until it moves down to the agent's (it needs nothing of the notebook's)
     "pinb.chat.turns": {"_PI_ENGINE_MODULE"},
@@ -93,7 +85,7 @@ def room(module: str) -> str:
     if module in TOP:
         return "top"
     name = module.split(".")[1]
-    return {"cliout": "cli", "fileout": "core"}.get(name, name)
+    return name
 
 
 class _Walker(ast.NodeVisitor):
@@ -260,29 +252,8 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
     assert _cycles(cyclic) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("pinb.analysis.cli", "pinb.cli.analysis"),
-        ("pinb.memory.cli", "pinb.cli.memory"),
-        ("pinb.memory.tools", "pinb.agent.tools.memory"),
-    ],
-)
-def test_old_module_paths_are_the_moved_modules(old: str, new: str) -> None:
-    assert importlib.import_module(old) is importlib.import_module(new)
-
-
-def test_old_names_still_import() -> None:
-    from pinb.cli.output import say
-    from pinb.cliout import say as old_say
-    from pinb.core.atomic import replace_file
-    from pinb.fileout import replace_file as old_replace_file
-    from pinb.llm.offline import OfflineDemoModel
+def test_the_testing_package_hands_out_the_llm_layers_scripted_model() -> None:
     from pinb.llm.scripted import ScriptedLLM
-    from pinb.memory import memory_tools
     from pinb.testing import ScriptedLLM as TestingScriptedLLM
-    from pinb.testing.demo import OfflineDemoModel as OldDemo
 
-    assert old_say is say and old_replace_file is replace_file
-    assert OldDemo is OfflineDemoModel and TestingScriptedLLM is ScriptedLLM
-    assert memory_tools.__module__ == "pinb.agent.tools.memory"
+    assert TestingScriptedLLM is ScriptedLLM

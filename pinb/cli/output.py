@@ -1,7 +1,5 @@
 """The one way pinb's command line writes text: any string prints, and a closed pipe ends quietly.
 
-(Was ``pinb.cliout``; that name stays for old imports.)
-
 Session files are JSON, and JSON can hold a lone surrogate (``"\\ud83d"``) that no
 encoder accepts; file names can hold undecodable bytes. Every line the CLI prints goes
 through :func:`say`, which writes such characters as backslash escapes instead of raising,

@@ -12,7 +12,6 @@ key or a network, and the script follows what the prompt asks in the plainest wa
 
 The answer after a tool never repeats what the tool just showed (the cell shows it): it
 says what came back in a line or two, e.g. how many checks passed and which failed.
-(Was ``pinb.testing.demo``.)
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@
 # never rewrites a session file. observation: opt-in auto-observation; inject: recalled
 # notes in the system prompt; sessions: removing a session to the trash (never from under a
 # writer) and restoring it; frame: pandas. The agent's memory tools are pinb.agent.tools.memory and the
-# ``pinb memory`` commands pinb.cli.memory; their old names here stay as aliases, loaded by
-# name on first use, so memory never imports the agent or the CLI.
+# ``pinb memory`` commands pinb.cli.memory: memory never imports the agent or the CLI.
 
 from __future__ import annotations
 
@@ -49,13 +48,10 @@ __all__ = [
     "InjectionSettings",
     "InvalidMemoryError",
     "MemoryCorruptError",
-    "MemoryForgetTool",
     "MemoryLockedError",
     "MemoryNotFoundError",
     "MemoryObserver",
-    "MemoryRecallTool",
     "MemoryRecord",
-    "MemorySaveTool",
     "MemoryStore",
     "MemoryStoreError",
     "ObservationResult",
@@ -67,7 +63,6 @@ __all__ = [
     "find_forks",
     "memory_frame",
     "memory_prompt_section",
-    "memory_tools",
     "normalize_tags",
     "observe",
     "parse_notes",
@@ -114,10 +109,6 @@ _HOMES = {
         "sessions",
     ),
     "MemoryStore": "store",
-    **dict.fromkeys(
-        ("MemoryForgetTool", "MemoryRecallTool", "MemorySaveTool", "memory_tools"),
-        "tools",  # alias
-    ),
 }
 
 

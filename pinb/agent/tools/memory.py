@@ -1,6 +1,6 @@
 """The agent's memory tools: ``memory_save``, ``memory_recall`` and ``memory_forget``.
 
-The agent imports the memory store, never the reverse (was ``pinb.memory.tools``).
+The agent imports the memory store, never the reverse.
 """
 
 from __future__ import annotations
