@@ -19,6 +19,7 @@ from IPython.utils.capture import capture_output
 from pinb.core import Session
 from tests.pi.loop import MODEL, PiLoop
 from tests.pi.reference import PiReference
+from tests.shells import pi_shell
 from tests.writers_stress import WritersRun
 
 
@@ -27,20 +28,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.engine = "pinb"
-    magics.renderer = "auto"
-    yield ip
-    magics.pi_engine.close()
-    magics.session = None
-    magics._model = None
-    magics.engine = "pinb"  # a test may have made Pi the default: the shell is shared
+    with pi_shell() as ip:
+        yield ip
 
 
 def _cell(shell: InteractiveShell, line: str, prompt: str) -> Any:

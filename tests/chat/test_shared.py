@@ -27,6 +27,7 @@ from pinb.core.writers import SessionBusyError
 from pinb.testing.llm_server import LLMServer
 from tests.chat.conftest import KEY, MODEL, ChatRoom
 from tests.pi.reference import PiReference
+from tests.shells import pi_shell
 
 DEADLINE = 240.0
 REPO = Path(__file__).resolve().parents[2]
@@ -34,19 +35,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture()
 def shell(project: Path) -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.engine = "pinb"
-    magics.renderer = "auto"
-    yield ip
-    magics.pi_engine.close()
-    magics.session = None
-    magics._model = None
+    with pi_shell() as ip:
+        yield ip
 
 
 def _cell(shell: InteractiveShell, prompt: str) -> str:
@@ -157,6 +147,7 @@ def test_cells_and_chat_turns_at_the_same_time_make_one_conversation(
 _KERNEL = """
 import sys
 import ipykernel  # noqa: F401 -- it describes itself as a Jupyter kernel does
+from tests.shells import pi_shell
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 

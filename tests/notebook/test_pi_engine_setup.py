@@ -16,6 +16,7 @@ from IPython.utils.capture import capture_output
 
 from pinb.agent.pi_rpc import PiCommandError, PiExitedError
 from tests.pi.loop import MODEL, PiLoop
+from tests.shells import pi_shell
 
 
 @pytest.fixture()
@@ -23,21 +24,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.engine = "pinb"
-    magics.renderer = "terminal"
-    yield ip
-    magics.pi_engine.close()
-    magics.session = None
-    magics._model = None
-    magics.engine = "pinb"  # a test may have made Pi the default: the shell is shared
-    magics.renderer = "auto"
+    with pi_shell("terminal") as ip:
+        yield ip
 
 
 def _run(shell: InteractiveShell, source: str) -> tuple[Any, str]:

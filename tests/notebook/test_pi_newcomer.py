@@ -28,6 +28,7 @@ from pinb.notebook.models import NoModelConfiguredError
 from pinb.testing.story import write_story_session
 from tests.pi.loop import MODEL, PiLoop
 from tests.pi.reference import node_binary
+from tests.shells import pi_shell
 
 PI_PACKAGE = Path("node_modules") / "@earendil-works" / "pi-coding-agent"
 
@@ -37,22 +38,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.engine = "pinb"
-    renderer, magics.renderer = magics.renderer, "terminal"
-    yield ip
-    magics.pi_engine.close()
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.engine = "pinb"  # the shell is shared between tests
-    magics.renderer = renderer
+    with pi_shell("terminal") as ip:
+        yield ip
 
 
 def _run(shell: InteractiveShell, source: str) -> tuple[Any, str]:
