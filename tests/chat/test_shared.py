@@ -147,7 +147,6 @@ def test_cells_and_chat_turns_at_the_same_time_make_one_conversation(
 _KERNEL = """
 import sys
 import ipykernel  # noqa: F401 -- it describes itself as a Jupyter kernel does
-from tests.shells import pi_shell
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
