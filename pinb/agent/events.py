@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.entries import Entry
 from ..core.reports import CompactionReport
 from .tool import ToolResult
+
+if TYPE_CHECKING:
+    from ..core.accounting import ContextUsage
 
 __all__ = [
     "AgentEnd",
@@ -22,6 +25,7 @@ __all__ = [
     "ToolUpdate",
     "TurnStart",
     "UsageEstimated",
+    "retry_line",
 ]
 
 
@@ -155,6 +159,40 @@ class AgentEnd:
     @property
     def final_message(self) -> dict[str, Any] | None:
         return self.messages[-1] if self.messages else None
+
+    def footer_lines(self, context: ContextUsage | None = None) -> list[str]:
+        """What a run's footer says, in a cell, a terminal and a chat alike.
+
+        ``this run (N requests): input · output · cache · cost`` (``~`` marks pinb's
+        estimate where the server reported no usage), the output limit when the window cut
+        it, and ``context now:`` :meth:`ContextUsage.describe
+        <pinb.core.accounting.ContextUsage.describe>` after the run.
+        """
+        usage = self.usage
+        mark = "~" if self.usage_estimated else ""
+        requests = len(self.messages)
+        billed = [f"input {mark}{int(usage['input']):,}", f"output {mark}{int(usage['output']):,}"]
+        if usage["cacheRead"] or usage["cacheWrite"]:
+            billed.append(
+                f"cache read {int(usage['cacheRead']):,} / write {int(usage['cacheWrite']):,}"
+            )
+        billed.append(f"${usage['cost']:.4f}")
+        plural = "request" if requests == 1 else "requests"
+        head = f"this run ({requests} {plural}): " + " · ".join(billed)
+        if self.usage_estimated:
+            head += " (estimated: the server reported no usage)"
+        lines = [head]
+        if self.output_limit:
+            lines.append(f"output limit: {self.output_limit}")
+        if context is not None:
+            lines.append(f"context now: {context.describe()}")
+        return lines
+
+
+def retry_line(delay: float, attempt: int, max_retries: int, error: str) -> str:
+    """The one line a retry shows: in a cell, a terminal and a chat alike."""
+    first = error.strip().splitlines()[0] if error.strip() else "failed"
+    return f"retrying in {delay:g} s (retry {attempt} of {max_retries}): {first}"
 
 
 AgentEvent = (

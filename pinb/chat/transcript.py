@@ -26,6 +26,7 @@ from ..agent.events import (
     ToolStart,
     ToolUpdate,
     TurnStart,
+    retry_line,
 )
 from ..core.accounting import ContextUsage
 from ..core.describe import one_line
@@ -157,12 +158,12 @@ class ChatTranscript:
                 self._tool(inner.id, inner.name).arguments = inner.arguments
                 return True
             if isinstance(inner, Retry):
-                self.note(_retry(inner.delay, inner.attempt, inner.max_retries, inner.error))
+                self.note(retry_line(inner.delay, inner.attempt, inner.max_retries, inner.error))
                 return True
             self.thinking = isinstance(inner, ThinkingDelta)
             return False
         if isinstance(event, RetryScheduled):
-            self.note(_retry(event.delay, event.attempt, event.max_retries, event.error))
+            self.note(retry_line(event.delay, event.attempt, event.max_retries, event.error))
             return True
         if isinstance(event, Notice):
             self.note(event.text)
@@ -238,35 +239,10 @@ class ChatTranscript:
         return "\n\n".join(blocks) if blocks else "…"
 
 
-def _retry(delay: float, attempt: int, max_retries: int, error: str) -> str:
-    first = error.strip().splitlines()[0] if error.strip() else "failed"
-    return f"retrying in {delay:g} s (retry {attempt} of {max_retries}): {first}"
-
-
 def run_footer(end: AgentEnd, context: ContextUsage | None, model: str | None = None) -> list[str]:
-    """The footer of a chat turn: the lines a cell's footer has, plus the model.
-
-    ``this run (N requests): input · output · cache · cost`` (``~`` marks pinb's estimate
-    where the server reported no usage), the output limit when the window cut it, and
-    ``context now:`` :meth:`ContextUsage.describe`.
-    """
-    usage = end.usage
-    mark = "~" if end.usage_estimated else ""
-    requests = len(end.messages)
-    billed = [f"input {mark}{int(usage['input']):,}", f"output {mark}{int(usage['output']):,}"]
-    if usage["cacheRead"] or usage["cacheWrite"]:
-        billed.append(
-            f"cache read {int(usage['cacheRead']):,} / write {int(usage['cacheWrite']):,}"
-        )
-    billed.append(f"${usage['cost']:.4f}")
-    head = f"this run ({requests} request{'s' if requests != 1 else ''}): " + " · ".join(billed)
-    if end.usage_estimated:
-        head += " (estimated: the server reported no usage)"
-    lines = [head]
+    """The footer of a chat turn: a cell's footer (:meth:`AgentEnd.footer_lines
+    <pinb.agent.events.AgentEnd.footer_lines>`), the model named first."""
+    lines = end.footer_lines(context)
     if model:
-        lines[0] = f"{model} · {head}"
-    if end.output_limit:
-        lines.append(f"output limit: {end.output_limit}")
-    if context is not None:
-        lines.append(f"context now: {context.describe()}")
+        lines[0] = f"{model} · {lines[0]}"
     return lines

@@ -20,6 +20,7 @@ from ..agent.events import (
     ToolStart,
     ToolUpdate,
     TurnStart,
+    retry_line,
 )
 from ..core.accounting import ContextUsage
 from ..errors import PinbError
@@ -32,7 +33,6 @@ __all__ = [
     "LiveRun",
     "RunFailedError",
     "RunTranscript",
-    "retry_line",
 ]
 
 _RESULT_PREVIEW = 3000
@@ -624,12 +624,6 @@ class LiveRun:
         self.render_seconds += time.perf_counter() - started
 
 
-def retry_line(delay: float, attempt: int, max_retries: int, error: str) -> str:
-    """The one line a retry shows, in the live display and in a terminal alike."""
-    first = error.strip().splitlines()[0] if error.strip() else "failed"
-    return f"retrying in {delay:g} s (retry {attempt} of {max_retries}): {first}"
-
-
 class RunFailedError(PinbError):
     """A ``%%pi`` run that ended in an error, raised so the cell (and a script) fails.
 
@@ -697,23 +691,7 @@ class AssistantReply:
         They measure different things: a run of several requests sends the context each
         time, so its billed input can be many times the context's size.
         """
-        usage = self.end.usage
-        mark = "~" if self.end.usage_estimated else ""
-        requests = len(self.end.messages)
-        billed = [f"input {mark}{int(usage['input']):,}", f"output {mark}{int(usage['output']):,}"]
-        if usage["cacheRead"] or usage["cacheWrite"]:
-            billed.append(
-                f"cache read {int(usage['cacheRead']):,} / write {int(usage['cacheWrite']):,}"
-            )
-        billed.append(f"${usage['cost']:.4f}")
-        plural = "request" if requests == 1 else "requests"
-        footer = f"this run ({requests} {plural}): " + " · ".join(billed)
-        if self.end.usage_estimated:
-            footer += " (estimated: the server reported no usage)"
-        if self.end.output_limit:
-            footer += f"\noutput limit: {self.end.output_limit}"
-        if self.context is not None:
-            footer += f"\ncontext now: {self.context.describe()}"
+        footer = "\n".join(self.end.footer_lines(self.context))
         if self.end.stop_reason not in ("stop", "toolUse"):
             footer = (
                 f"[{self.end.stop_reason}{': ' + self.end.error if self.end.error else ''}] "

@@ -23,9 +23,9 @@ from ..agent.events import (
     ToolEnd,
     ToolStart,
     TurnStart,
+    retry_line,
 )
 from ..llm.types import Retry, TextDelta, ThinkingDelta
-from .live import retry_line
 
 __all__ = ["TerminalRun"]
 
