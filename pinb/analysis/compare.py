@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ..core.accounting import ContextUsage, context_usage
 from ..core.context import entry_messages
+from ..core.describe import KEY_ARGUMENTS
 from ..core.entries import Entry, id_key
 from ..core.fileops import FileOperations
 from ..core.jsontext import value_text
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "KEY_ARGUMENTS",
     "Branch",
     "BranchComparison",
     "Ending",
@@ -49,20 +49,10 @@ __all__ = [
     "tool_diff",
 ]
 
-#: The argument that identifies what a tool call did (the rest is detail).
-KEY_ARGUMENTS: Final = {
-    "read": "path",
-    "edit": "path",
-    "write": "path",
-    "ls": "path",
-    "bash": "command",
-    "grep": "pattern",
-    "find": "pattern",
-}
-
 
 def key_argument(name: object, arguments: object) -> str:
-    """The argument that says what a call did: :data:`KEY_ARGUMENTS`, else the first string."""
+    """The argument that says what a call did: :data:`~pinb.core.describe.KEY_ARGUMENTS`,
+    else the first string."""
     if not isinstance(arguments, dict):
         return ""
     wanted = KEY_ARGUMENTS.get(name) if isinstance(name, str) else None

@@ -29,23 +29,12 @@ from ..agent.events import (
     retry_line,
 )
 from ..core.accounting import ContextUsage
-from ..core.describe import one_line
+from ..core.describe import KEY_ARGUMENTS, one_line
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallEnd, ToolCallStart
 from .markdown import code, literal, model_markdown
 
 __all__ = ["ChatTranscript", "run_footer", "tool_summary"]
 
-#: What a tool call shows of its arguments: the one that says what it does.
-_MAIN_ARGUMENT = {
-    "bash": "command",
-    "read": "path",
-    "write": "path",
-    "edit": "path",
-    "ls": "path",
-    "grep": "pattern",
-    "find": "pattern",
-    "python": "code",
-}
 _ARGUMENT_CHARS = 120
 _RESULT_CHARS = 160
 
@@ -54,7 +43,7 @@ def tool_summary(name: str, arguments: Any) -> str:
     """One line of a call's arguments: the main one for a known tool, else compact JSON."""
     if not isinstance(arguments, dict):
         return ""
-    key = _MAIN_ARGUMENT.get(name)
+    key = KEY_ARGUMENTS.get(name)
     if key is not None and isinstance(arguments.get(key), str):
         return one_line(arguments[key], _ARGUMENT_CHARS)
     try:

@@ -19,6 +19,7 @@ from .tokens import estimate_tokens
 
 __all__ = [
     "BOOKKEEPING",
+    "KEY_ARGUMENTS",
     "KIND_NAMES",
     "entry_kind",
     "entry_preview",
@@ -36,6 +37,20 @@ __all__ = [
 def node_key(entry_id: Any) -> str:
     """A string key for an entry id (Pi's ids are strings; odd files may hold others)."""
     return entry_id if isinstance(entry_id, str) else f"<{short_repr(entry_id, None)}>"
+
+
+#: The argument that says what a tool call does (the rest is detail), for every place that
+#: names a call in a few words: a chat's tool line, a branch comparison.
+KEY_ARGUMENTS: dict[str, str] = {
+    "read": "path",
+    "edit": "path",
+    "write": "path",
+    "ls": "path",
+    "bash": "command",
+    "grep": "pattern",
+    "find": "pattern",
+    "python": "code",
+}
 
 
 def entry_kind(entry: Entry) -> str:
