@@ -258,15 +258,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pa
 
 
 @contextlib.contextmanager
-def chromium_page(width: int = 1500, height: int = 1400) -> Iterator[Any]:
-    """A fresh headless Chromium page; scripts the session injects would set a flag."""
+def chromium_page(
+    width: int = 1500, height: int = 1400, *, scrollbars: bool = False
+) -> Iterator[Any]:
+    """A fresh headless Chromium page; scripts the session injects would set a flag.
+
+    ``scrollbars``: drawn as a desktop browser draws them (Playwright hides them).
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("playwright is not installed: pip install playwright (no browser download)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True, timeout=STEP_MS
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            timeout=STEP_MS,
+            ignore_default_args=["--hide-scrollbars"] if scrollbars else None,
         )
         try:
             page = browser.new_page(viewport={"width": width, "height": height})

@@ -24,7 +24,6 @@ import os
 import subprocess
 import time
 import unicodedata
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,10 +33,7 @@ import pytest
 from tests.views.test_browser import (
     ARTIFACTS,
     BUDGET_S,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     REPO,
-    STEP_MS,
     _no_injected_markup,
     chromium_page,
     lab,  # noqa: F401 - the module's JupyterLab (a fixture)
@@ -152,35 +148,6 @@ def _execute(name: str, folder: Path, env: dict[str, str]) -> Path:
     return folder / name
 
 
-@contextlib.contextmanager
-def page_with_scrollbars(width: int, height: int) -> Iterator[Any]:
-    """A headless Chromium page that draws scrollbars as a desktop browser does."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            timeout=STEP_MS,
-            ignore_default_args=["--hide-scrollbars"],
-        )
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(STEP_MS)
-            page.add_init_script(
-                "window.__pinb_xss = undefined;"
-                "window.alert = () => { window.__pinb_xss = 'alert'; };"
-            )
-            page.add_locator_handler(
-                page.locator(".jp-Dialog"),
-                lambda dialog: dialog.locator(".jp-mod-accept").click(),
-            )
-            yield page
-        finally:
-            browser.close()
-
-
 @cache
 def _font_files() -> tuple[str, ...]:
     """The font files fontconfig offers Chromium (it falls back across all of them)."""
@@ -268,7 +235,7 @@ def test_a_newcomer_reads_every_output_whole(
     started = time.monotonic()
     problems: list[str] = []
     text = ""
-    with watchdog(BUDGET_S), page_with_scrollbars(1300, 4000) as page:
+    with watchdog(BUDGET_S), chromium_page(1300, 4000, scrollbars=True) as page:
         try:
             outputs = _open(page, base, token, name)
             count = outputs.count()
