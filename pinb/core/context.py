@@ -721,29 +721,17 @@ def build_session_context(
         # a few passes at C speed, the others (few) each the general way, in their places.
         prepared = index.recall(("messages", index.position_of(leaf), target))
         _add_path(selected, kinds, newer, target, messages, sources, prepared)
-        return SessionContext(
-            messages=messages,
-            thinking_level=thinking_level,
-            model=model,
-            sources=sources,
-            selected=selected,
-            edits=edits,
-            compaction=compaction,
-            path=path,
-            pi=target,
-            branch_edits=branch_edits,
-        )
-    for position, entry in enumerate(selected):
-        raw = entry.raw
-        if not edits and raw.get("type") == "message":  # the common case, kept lean
-            message = raw.get("message")
-            if newer and message.__class__ is dict and message.get("content") is None:
-                message = _stored_message(message, target)
-            append_message(message)
-            append_source(entry)
-            continue
-        _produce(entry, position, target, edits, messages, sources)
-
+    else:
+        for position, entry in enumerate(selected):
+            raw = entry.raw
+            if not edits and raw.get("type") == "message":  # the common case, kept lean
+                message = raw.get("message")
+                if newer and message.__class__ is dict and message.get("content") is None:
+                    message = _stored_message(message, target)
+                append_message(message)
+                append_source(entry)
+                continue
+            _produce(entry, position, target, edits, messages, sources)
     return SessionContext(
         messages=messages,
         thinking_level=thinking_level,
