@@ -41,7 +41,7 @@ from ..core import (
 )
 from ..core.accounting import ContextUsage, context_usage
 from ..core.entries import Entry
-from ..core.writers import SessionBusyError, SessionHold, describe_process
+from ..core.writers import SessionBusyError, SessionHold, describe_process, hold_current
 from ..errors import PinbError
 from ..llm import ChatModel, get_model
 from ..llm.offline import OFFLINE_MODEL, OfflineDemoModel
@@ -189,14 +189,7 @@ class ChatSession:
     def _hold_current(self) -> None:
         """Hold the linked file (``pinb rm`` refuses to move it), once it exists."""
         path = self.session.path if self.session is not None else None
-        hold = self._hold
-        if hold is not None and hold.path == path:
-            return
-        if hold is not None:
-            hold.release()
-            self._hold = None
-        if path is not None and path.exists():
-            self._hold = SessionHold(path, f"{describe_process()}: {self.who}").acquire()
+        self._hold = hold_current(self._hold, path, f"{describe_process()}: {self.who}")
 
     def require_session(self) -> tuple[Session, str | None]:
         """The linked session; a new one (linked) when the chat has none yet.

@@ -54,6 +54,7 @@ __all__ = [
     "SessionHold",
     "TurnLock",
     "describe_process",
+    "hold_current",
     "holders",
 ]
 
@@ -352,6 +353,18 @@ class SessionHold:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.release()
+
+
+def hold_current(hold: SessionHold | None, path: Path | None, what: str) -> SessionHold | None:
+    """The hold on a writer's current file ``path``: ``hold`` itself when it holds that
+    file, else a new one (``hold`` released); none for a file not written yet."""
+    if hold is not None and hold.path == path:
+        return hold
+    if hold is not None:
+        hold.release()
+    if path is None or not path.exists():
+        return None
+    return SessionHold(path, what).acquire()
 
 
 # -- who holds a file --------------------------------------------------------------------------

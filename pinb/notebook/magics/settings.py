@@ -139,18 +139,10 @@ class MagicsBase(Magics):
     def _hold_current(self) -> None:
         """Mark the current session's file as held by this kernel (``pinb rm`` refuses to
         move it), once the file exists; the mark of the previous one is dropped."""
-        path = self._session.path if self._session is not None else None
-        hold = self._hold
-        if hold is not None and hold.path == path:
-            return
-        if hold is not None:
-            hold.release()
-            self._hold = None
-        if path is not None and path.exists():
-            from ...core.writers import SessionHold, describe_process
+        from ...core.writers import describe_process, hold_current
 
-            self._hold = SessionHold(path, f"{describe_process()} (its current session)")
-            self._hold.acquire()
+        path = self._session.path if self._session is not None else None
+        self._hold = hold_current(self._hold, path, f"{describe_process()} (its current session)")
 
     def _cwd(self) -> Path:
         return Path(os.getcwd())
