@@ -296,33 +296,26 @@ def score_columns(
         if model is not None:
             written = _summarizer_of(model)
             name = f"pi plan, current settings + {written.name} (Pi's prompt)"
+            report: RetentionReport | None = None
+            nothing = None
             try:
                 copy = scratch if scratch is not None else scratch_copy(session)
                 _, report = replay_summary(
                     session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
                 )
             except PinbError as exc:  # the model could not write it: the row says why
-                rows.append(
-                    StrategyRow(
-                        name,
-                        "summary",
-                        written.name,
-                        current.settings,
-                        current.keep_used,
-                        nothing=f"{written.name} wrote no summary: {exc}",
-                    )
+                nothing = f"{written.name} wrote no summary: {exc}"
+            rows.append(
+                StrategyRow(
+                    name,
+                    "summary",
+                    written.name,
+                    current.settings,
+                    current.keep_used,
+                    nothing=nothing,
+                    retention=report,
                 )
-            else:
-                rows.append(
-                    StrategyRow(
-                        name,
-                        "summary",
-                        written.name,
-                        current.settings,
-                        current.keep_used,
-                        retention=report,
-                    )
-                )
+            )
         if masking:
             rows.append(
                 StrategyRow(
