@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.accounting import context_usage, estimated_by_role
 from ..core.compaction import find_turn_start
-from ..core.compaction_span import compaction_cost, compaction_span
+from ..core.compaction_span import CompactionSplit, compaction_cost, compaction_splits
 from ..core.context import SessionContext
 from ..core.entries import Entry
+from ..core.gc import gc_paused
 from ..core.session import Session
 from ..core.target import Pi
 from ..core.tokens import estimate_tokens
@@ -61,9 +62,9 @@ from .calibration import (
     reported_prompt,
     usage_calibration,
 )
-from .facts import FACT_KINDS
+from .facts import FACT_KINDS, FactCache
 from .frames import message_text
-from .retention import RetentionReport, retention_report, session_retention
+from .retention import RetentionReport, split_retention
 from .sources import SessionSources, Skipped, iter_sessions
 from .whatif import WhatIf, WhatIfRow, what_if
 
@@ -280,23 +281,27 @@ def compaction_record(
     entry: Entry,
     active: Sequence[Entry] | None = None,
     retention: RetentionReport | None = None,
+    split: CompactionSplit | None = None,
 ) -> CompactionRecord:
     """The ledger row of one ``compaction`` entry (``active``: the session's active path;
-    ``retention``: its retention report, read when not given)."""
+    ``split``: the entry read back, :func:`~pinb.core.compaction_span.compaction_splits`;
+    ``retention``: its retention report; each read when not given)."""
     if active is None:
         active = _active(session)
+    if split is None:
+        (split,) = compaction_splits(session, (entry,))
     if retention is None:
-        retention = retention_report(session, entry)
+        retention = split_retention(session, split)
     raw = entry.raw
     pi = session.pi
-    before = _context(session, raw.get("parentId"))
-    after = session.build_context(entry.id)
+    before = split.before
+    after = split.after
     pairs = zip(after.messages, after.sources, strict=False)
     kept_messages = [(m, s) for m, s in pairs if s is not entry]
     previous = before.compaction
     summarized: list[tuple[Any, Entry]] = []
     summarized_ids: list[str] = []
-    span = compaction_span(session, entry)  # the core's one count of what it summarized
+    span = split.span  # the core's one count of what it summarized
     chosen = {id(e) for e in span.summarized}
     lost = len(span.lost)
     for projected in before.entries:
@@ -320,7 +325,7 @@ def compaction_record(
     details = details if isinstance(details, dict) else {}
     usage_before = context_usage(before)
     reply = _next_reply(session, entry, active)
-    cost = compaction_cost(session, entry)  # the figure the tree and the context show
+    cost = compaction_cost(session, entry, after)  # the figure the tree and the context show
     return CompactionRecord(
         session_id=session.id,
         session_path=str(session.path) if session.path is not None else None,
@@ -449,9 +454,10 @@ def compaction_ledger(source: SessionSources) -> CompactionLedger:
         if not compactions:
             continue
         active = _active(session)
-        reports = session_retention(session)  # in file order, one per compaction
-        ledger.records.extend(
-            compaction_record(session, e, active, r)
-            for e, r in zip(compactions, reports, strict=True)
-        )
+        cache = FactCache()  # Pi 1.6 summarizes the previous kept range again: read it once
+        with gc_paused():  # many small objects, no garbage cycles
+            for split in compaction_splits(session, compactions):
+                retention = split_retention(session, split, cache)
+                record = compaction_record(session, split.entry, active, retention, split)
+                ledger.records.append(record)
     return ledger

@@ -62,6 +62,7 @@ __all__ = [
     "retention_report",
     "session_retention",
     "span_messages",
+    "split_retention",
 ]
 
 #: The weight of each kind in :attr:`RetentionReport.score` (scaled over the kinds present).
@@ -394,10 +395,14 @@ def retention_report(
     if found.type != "compaction":
         raise UsageError(f"entry {found.id!r} is a {found.type!r} entry, not a compaction")
     (split,) = compaction_splits(session, (found,))
-    return _recorded(session, split, cache)
+    return split_retention(session, split, cache)
 
 
-def _recorded(session: Session, split: CompactionSplit, cache: FactCache | None) -> RetentionReport:
+def split_retention(
+    session: Session, split: CompactionSplit, cache: FactCache | None = None
+) -> RetentionReport:
+    """The retention report of a compaction already read back
+    (:func:`~pinb.core.compaction_span.compaction_splits`), for a caller that walks them."""
     raw = split.entry.raw
     summarized = list(zip(split.span.summarized, split.summarized_messages, strict=True))
     kept = [m for sent in split.kept_messages for m in sent]
@@ -490,7 +495,7 @@ def session_retention(session: Session) -> list[RetentionReport]:
     """
     cache = FactCache()
     with gc_paused():
-        return [_recorded(session, split, cache) for split in compaction_splits(session)]
+        return [split_retention(session, split, cache) for split in compaction_splits(session)]
 
 
 def rules() -> dict[str, str]:

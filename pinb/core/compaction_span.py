@@ -163,12 +163,15 @@ class CompactionCost:
         )
 
 
-def compaction_cost(session: Any, entry: Entry | str) -> CompactionCost:
+def compaction_cost(
+    session: Any, entry: Entry | str, context: SessionContext | None = None
+) -> CompactionCost:
     """What the ``compaction`` entry ``entry`` sends in the context built at it.
 
     The same split of the prompt as every view uses
     (:func:`pinb.core.system_prompt.entry_costs`): the entry costs its checkpoint's share
-    of the prompt as sent plus its summary.
+    of the prompt as sent plus its summary. ``context``: that context, when the caller has
+    it already.
     """
     from .system_prompt import entry_costs
     from .tokens import estimate_tokens
@@ -176,7 +179,8 @@ def compaction_cost(session: Any, entry: Entry | str) -> CompactionCost:
     found: Entry = entry if isinstance(entry, Entry) else session[entry]
     if found.type != "compaction":
         raise ValueError(f"entry {found.id!r} is a {found.type!r} entry, not a compaction")
-    context = session.build_context(found.id)
+    if context is None:
+        context = session.build_context(found.id)
     summary_message = next(
         (
             m
@@ -202,6 +206,8 @@ class CompactionSplit:
         The ``compaction`` entry.
     before:
         The context at its parent (empty for a compaction at the root).
+    after:
+        The context at the compaction itself.
     span:
         What it summarized, kept and (Pi v0.58.3) lost: :func:`split_at_cut` of ``before``.
     summarized_messages / kept_messages:
@@ -214,6 +220,7 @@ class CompactionSplit:
 
     entry: Entry
     before: SessionContext
+    after: SessionContext
     span: CompactionSpan
     summarized_messages: tuple[tuple[Any, ...], ...]
     kept_messages: tuple[tuple[Any, ...], ...]
@@ -243,6 +250,7 @@ def compaction_splits(
         yield CompactionSplit(
             entry=entry,
             before=before,
+            after=after,
             span=span,
             summarized_messages=summarized_messages,
             kept_messages=kept_messages,
