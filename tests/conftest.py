@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,27 @@ import pytest
 
 from tests.pi.loop import PiLoop, configure, engine_env
 from tests.pi.reference import InstallError, PiReference, ensure_installed
+
+# A shell that starts the suite in the background (``pytest &`` in a script) hands it SIGINT
+# ignored, and Python then keeps it ignored; the Ctrl-C tests need it delivered, here and in
+# the processes they start (exec resets a handled signal, not an ignored one).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files marked ``slow`` first, the longest first (``slow(seconds=…)``, a rough
+    figure), so the workers start on them and the short files fill in at the end. Run with
+    ``--no-loadscope-reorder``: xdist otherwise hands out the files with the most tests
+    first, and a long browser file handed out last keeps one worker busy while the other
+    waits."""
+
+    def order(item: pytest.Item) -> tuple[bool, float]:
+        slow = item.get_closest_marker("slow")
+        return slow is None, -float(slow.kwargs.get("seconds", 0) if slow else 0)
+
+    items.sort(key=order)
+
 
 _KEY_VARIABLES = (
     "OPENAI_API_KEY",

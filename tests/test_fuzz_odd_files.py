@@ -26,6 +26,8 @@ from pinb.core.paths import sessions_root
 from pinb.testing.fuzz import odd_session_bytes
 from tests.fuzz_ops import OPERATIONS, run_all
 
+pytestmark = pytest.mark.slow(seconds=45)  # scheduled first: see tests/conftest.py
+
 #: Files in the corpus, and how many of them each operation sees at least.
 FILES = 240
 SHARES = 4

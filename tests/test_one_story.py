@@ -15,7 +15,8 @@ session whose tool set changes (``--no-tools``: a system patch that removes ever
 a prompt larger than the whole window; a fork; the what-if lab (a resumed offline session:
 ``%pi whatif``'s current column is the compaction ``%pi compact`` then carries out, and
 after it no column shows a figure); the user's own Pi as the engine (its threshold, its
-plan). And the shipped notebooks, their saved outputs and a fresh run of each: per
+plan). And the shipped notebooks, their saved outputs and a fresh run of each (the fresh
+run is the one ``tests/views/test_notebook_outputs.py`` reads in the browser): per
 notebook one window, one threshold per engine, one account and one system prompt size per
 leaf, one count of what each compaction summarized and kept, and one size of what it sends.
 """
@@ -40,6 +41,8 @@ from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.notebook import PiMagics
 from pinb.testing.story import prompts, story_model, story_tasks, write_project
 from pinb.views import CompactionView, ContextPathView, TreeView, TreeWidget
+
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
 
 WINDOW = 6_000
 
@@ -948,31 +951,10 @@ def test_a_notebooks_saved_outputs_tell_one_story(notebook: Path) -> None:
     story = read_notebook(notebook.name, _saved(notebook))
     assert story.read, "no output read"
     story.check()
-    _expected(notebook.name, story)
+    expected_story(notebook.name, story)
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
-def test_a_notebooks_fresh_outputs_tell_one_story(notebook: Path, tmp_path: Path) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(notebook, as_version=4)
-    # Run where the notebook lives (07 finds the pinned Pi from there); nothing is saved.
-    NotebookClient(
-        nb,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(notebook.parent)}},
-    ).execute()
-    cells = [dict(cell) for cell in nb.cells]
-    for cell in cells:
-        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), cell
-    story = read_notebook(notebook.name, cells)
-    story.check()
-    _expected(notebook.name, story)
-
-
-def _expected(name: str, story: NotebookStory) -> None:
+def expected_story(name: str, story: NotebookStory) -> None:
     """What each notebook is about: its window and the compactions it shows."""
     windows = {w for _, w, _ in story.windows}
     expected = {

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

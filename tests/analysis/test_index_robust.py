@@ -31,6 +31,8 @@ from pinb.testing.generate import SessionShape, generate_session
 
 from .conftest import CASES, user
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 _QUERIES = ("parser", "parser cache", '"fix the"', "role:user", "tool:bash error", "-parser tree")
 
 

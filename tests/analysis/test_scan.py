@@ -29,6 +29,8 @@ from tests.samples import CASE_FILES, LEGACY, TREES
 
 from .conftest import assistant, build_demo, tool_result, user
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 #: Queries of every kind: words (common, rare, in any case, only in JSON keys), phrases,
 #: prefixes, exclusions, every filter alone and with words, negated filters.
 QUERIES = (

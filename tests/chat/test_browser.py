@@ -38,7 +38,7 @@ from tests.views.test_browser import (
     watchdog,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=60)
 
 HOSTILE = "<img src=x onerror=\"window.__pinb_xss='img'\"> [click](javascript:alert(1))"
 ANSWER = "Streaming **slowly** through the chat. " * 12

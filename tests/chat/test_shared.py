@@ -29,6 +29,8 @@ from tests.chat.conftest import KEY, MODEL, ChatRoom
 from tests.pi.reference import PiReference
 from tests.shells import pi_shell
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 DEADLINE = 240.0
 REPO = Path(__file__).resolve().parents[2]
 

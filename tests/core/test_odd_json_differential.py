@@ -28,6 +28,8 @@ from pinb.testing.conformance import answer
 from pinb.testing.fuzz import odd_session_bytes
 from tests.pi.reference import PiError, PiReference
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 REFUSAL = "Error: Session file is not a valid pi session: <path>"
 
 

@@ -26,6 +26,8 @@ from pinb.testing.fuzz import random_session_bytes
 from tests.pi.reference import PiReference
 from tests.sessions import CASES
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 PRESETS = {
     "default": {"reserve": 16384, "keep": 20000, "window": 200000},
     "small": {"reserve": 2000, "keep": 1000, "window": 8000},

@@ -23,6 +23,8 @@ from pinb.notebook.live import AssistantReply
 from tests.pi.loop import MODEL, PiLoop, confirm_extension
 from tests.pi.reference import PiReference
 
+pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
+
 
 @pytest.fixture()
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:

@@ -46,7 +46,7 @@ ARTIFACTS = REPO / "test-artifacts"
 STEP_MS = 120_000  # any single wait in the browser: a hang guard, generous under load
 BUDGET_S = 900.0  # the whole test: a hang guard (speed is the benchmarks' job)
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=45)
 
 
 class BudgetExceeded(Exception):

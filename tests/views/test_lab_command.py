@@ -33,7 +33,7 @@ from tests.views.test_browser import (
     watchdog,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=60)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Every shipped notebook as a newcomer reads it: nothing clipped, no missing glyph, no label
 drawn over another.
 
-The seven notebooks are run fresh (nbclient, a kernel on this checkout's pinb, the repository's
+The notebooks are run fresh (nbclient, a kernel on this checkout's pinb, the repository's
 pinned Pi for notebook 07), so the outputs checked are the ones the current code writes, the
 ones a re-run saves. Each is then opened untrusted in JupyterLab in Debian's Chromium with its
 scrollbars shown (Playwright hides them by default), and every output is checked:
@@ -41,7 +41,7 @@ from tests.views.test_browser import (
 )
 from tests.views.test_picture_marks import picture_problems, svg_picture
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=110)
 
 NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
 SHOTS = ARTIFACTS / "notebooks"
@@ -131,10 +131,17 @@ def kernels(
     return folder, _notebook_env(root / ".kernels", pi_install)
 
 
+#: Each notebook's fresh run, once for the module: the newcomer's read and the one story.
+_EXECUTED: dict[str, Path] = {}
+
+
 def _execute(name: str, folder: Path, env: dict[str, str]) -> Path:
-    """Run ``notebooks/<name>`` fresh (nbclient); its copy with the outputs saved."""
+    """Run ``notebooks/<name>`` fresh (nbclient), once; its copy with the outputs saved."""
     import nbformat
     from nbclient import NotebookClient
+
+    if name in _EXECUTED:
+        return _EXECUTED[name]
 
     notebook = nbformat.read(REPO / "notebooks" / name, as_version=4)
     client = NotebookClient(
@@ -145,6 +152,7 @@ def _execute(name: str, folder: Path, env: dict[str, str]) -> Path:
     )
     client.execute(env=env)
     nbformat.write(notebook, folder / name)
+    _EXECUTED[name] = folder / name
     return folder / name
 
 
@@ -258,6 +266,21 @@ def test_a_newcomer_reads_every_output_whole(
     problems += _picture_problems(notebook)
     assert problems == [], "\n".join(problems)
     assert time.monotonic() - started < BUDGET_S
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_a_notebooks_fresh_outputs_tell_one_story(
+    name: str, kernels: tuple[Path, dict[str, str]]
+) -> None:
+    """The fresh run the newcomer read tells one story (``tests/test_one_story.py``)."""
+    from tests.test_one_story import expected_story, read_notebook
+
+    cells = json.loads(_execute(name, *kernels).read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), cell
+    story = read_notebook(name, cells)
+    story.check()
+    expected_story(name, story)
 
 
 def test_the_checks_catch_what_the_newcomer_saw(
