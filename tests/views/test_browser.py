@@ -124,8 +124,9 @@ def _lab_env(home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
-    """JupyterLab serving ``root`` on 127.0.0.1; yields ``(base_url, token)``; always stopped."""
+def jupyter_lab(root: Path, *options: str) -> Iterator[tuple[str, str]]:
+    """JupyterLab serving ``root`` on 127.0.0.1 (with ``options`` added to its command line);
+    yields ``(base_url, token)``; always stopped."""
     token = secrets.token_hex(16)
     port = _free_port()
     env = _lab_env(root / ".jupyter-home")
@@ -144,6 +145,7 @@ def jupyter_lab(root: Path) -> Iterator[tuple[str, str]]:
         f"--LabApp.user_settings_dir={home / 'settings'}",
         "--LabApp.extension_manager=readonly",
         "--ServerApp.terminals_enabled=False",
+        *options,
     ]
     if os.geteuid() == 0:  # CI runs as root
         command.append("--allow-root")

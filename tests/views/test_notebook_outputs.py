@@ -24,6 +24,7 @@ import os
 import subprocess
 import time
 import unicodedata
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,11 @@ import pytest
 from tests.views.test_browser import (
     ARTIFACTS,
     BUDGET_S,
+    CHROMIUM,
     REPO,
     _no_injected_markup,
     chromium_page,
-    lab,  # noqa: F401 - the module's JupyterLab (a fixture)
+    jupyter_lab,
     watchdog,
 )
 from tests.views.test_picture_marks import picture_problems, svg_picture
@@ -120,10 +122,27 @@ def _notebook_env(home: Path, pi_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def kernels(
-    lab: tuple[str, str, Path],  # noqa: F811 - the fixture imported above
-    pi_install: Path,
-) -> tuple[Path, dict[str, str]]:
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+    """A JupyterLab that reads notebooks: it has no kernel to start for one it opens (the
+    outputs are the fresh run's, and a kernel per notebook opened is CPU the suite waits
+    for). ``(base_url, token, root)``."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
+    root = tmp_path_factory.mktemp("lab")
+    with jupyter_lab(root, "--KernelSpecManager.allowed_kernelspecs=none") as (base, token):
+        yield base, token, root
+
+
+@pytest.fixture(scope="module")
+def reader() -> Iterator[Any]:
+    """One Chromium page for the module's notebooks, each opened in a workspace of its own:
+    JupyterLab's scripts are fetched and compiled once, not once a notebook."""
+    with chromium_page(1300, 4000, scrollbars=True) as page:
+        yield page
+
+
+@pytest.fixture(scope="module")
+def kernels(lab: tuple[str, str, Path], pi_install: Path) -> tuple[Path, dict[str, str]]:
     """Where the notebooks run (the lab's ``run/`` folder) and their kernels' environment."""
     root = lab[2]
     folder = root / "run"
@@ -227,11 +246,49 @@ def _open(page: Any, base: str, token: str, name: str) -> Any:
     return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output")
 
 
+def test_the_checks_catch_what_the_newcomer_saw(lab: tuple[str, str, Path]) -> None:
+    """Each check fails on what it is for: a clipped header, a table scrolling with no
+    scrollbar, a ditto mark no installed font has, a label run into another. (First in the
+    module: its browser, scrollbars hidden, is closed before the ``reader`` starts; one
+    thread holds one Playwright at a time.)"""
+    from pinb.render.marks import Picture, Text
+
+    base, token, root = lab
+    (root / "run").mkdir(exist_ok=True)
+    wide = "<div style='width:200px;overflow:hidden;white-space:nowrap'>" + "word " * 80 + "</div>"
+    scrolled = (
+        "<div style='max-width:100%;overflow-x:auto'><div style='width:3000px'>far too wide"
+        "</div></div>"
+    )
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "x",
+         "outputs": [{"output_type": "display_data", "metadata": {},
+                      "data": {"text/html": html, "text/plain": "x"}}]}
+        for html in (wide, scrolled, "<div>status: 〃</div>")
+    ]  # fmt: skip
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (root / "run" / "odd.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    # Scrollbars hidden, as Playwright has them by default (and overlay scrollbars are).
+    with watchdog(BUDGET_S), chromium_page(1300, 1000) as page:
+        outputs = _open(page, base, token, "odd.ipynb")
+        found = [outputs.nth(i).evaluate(_CLIPPED_JS) for i in range(outputs.count())]
+        text = "".join(outputs.nth(i).evaluate(_TEXT_JS) for i in range(outputs.count()))
+    assert any("clipped (x" in p for p in found[0]), found[0]
+    assert any("without a visible scrollbar" in p for p in found[1]), found[1]
+    assert _undrawable(text, _drawable()) == ["〃 U+3003"]
+    picture = Picture(width=200, height=50)
+    picture.texts += [
+        Text(10, 20, "a label", "#000"),
+        Text(30, 22, "another", "#000"),
+        Text(150, 40, "too wide", "#000"),
+    ]
+    problems = picture_problems(picture)
+    assert any("runs into" in p for p in problems) and any("leaves" in p for p in problems)
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_a_newcomer_reads_every_output_whole(
-    name: str,
-    kernels: tuple[Path, dict[str, str]],
-    lab: tuple[str, str, Path],  # noqa: F811 - the fixture imported above
+    name: str, kernels: tuple[Path, dict[str, str]], lab: tuple[str, str, Path], reader: Any
 ) -> None:
     base, token, _ = lab
     notebook = _execute(name, *kernels)
@@ -243,7 +300,8 @@ def test_a_newcomer_reads_every_output_whole(
     started = time.monotonic()
     problems: list[str] = []
     text = ""
-    with watchdog(BUDGET_S), chromium_page(1300, 4000, scrollbars=True) as page:
+    page = reader
+    with watchdog(BUDGET_S):
         try:
             outputs = _open(page, base, token, name)
             count = outputs.count()
@@ -281,44 +339,3 @@ def test_a_notebooks_fresh_outputs_tell_one_story(
     story = read_notebook(name, cells)
     story.check()
     expected_story(name, story)
-
-
-def test_the_checks_catch_what_the_newcomer_saw(
-    lab: tuple[str, str, Path],  # noqa: F811 - the fixture imported above
-    tmp_path: Path,
-) -> None:
-    """Each check fails on what it is for: a clipped header, a table scrolling with no
-    scrollbar, a ditto mark no installed font has, a label run into another."""
-    from pinb.render.marks import Picture, Text
-
-    base, token, root = lab
-    (root / "run").mkdir(exist_ok=True)
-    wide = "<div style='width:200px;overflow:hidden;white-space:nowrap'>" + "word " * 80 + "</div>"
-    scrolled = (
-        "<div style='max-width:100%;overflow-x:auto'><div style='width:3000px'>far too wide"
-        "</div></div>"
-    )
-    cells = [
-        {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "x",
-         "outputs": [{"output_type": "display_data", "metadata": {},
-                      "data": {"text/html": html, "text/plain": "x"}}]}
-        for html in (wide, scrolled, "<div>status: 〃</div>")
-    ]  # fmt: skip
-    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (root / "run" / "odd.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    # Scrollbars hidden, as Playwright has them by default (and overlay scrollbars are).
-    with watchdog(BUDGET_S), chromium_page(1300, 1000) as page:
-        outputs = _open(page, base, token, "odd.ipynb")
-        found = [outputs.nth(i).evaluate(_CLIPPED_JS) for i in range(outputs.count())]
-        text = "".join(outputs.nth(i).evaluate(_TEXT_JS) for i in range(outputs.count()))
-    assert any("clipped (x" in p for p in found[0]), found[0]
-    assert any("without a visible scrollbar" in p for p in found[1]), found[1]
-    assert _undrawable(text, _drawable()) == ["〃 U+3003"]
-    picture = Picture(width=200, height=50)
-    picture.texts += [
-        Text(10, 20, "a label", "#000"),
-        Text(30, 22, "another", "#000"),
-        Text(150, 40, "too wide", "#000"),
-    ]
-    problems = picture_problems(picture)
-    assert any("runs into" in p for p in problems) and any("leaves" in p for p in problems)
