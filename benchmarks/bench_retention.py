@@ -1,7 +1,7 @@
 """Benchmark the retention report: every compaction of a 100k-entry session, and a corpus.
 
 Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]
-[--baseline DIR]``.
+[--baseline DIR] [--floor]``.
 
 - **one big session, two shapes**, each of 100,000 entries (main line 60,000 deep, a
   compaction every 5,000 main-line entries, a side branch every 60), opened once; then
@@ -22,6 +22,10 @@ Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]
 - **a corpus**: 2,000 generated sessions (30 to 500 entries, compactions every 150 or 400
   main-line entries or none; made once into ``benchmarks/data/retention-2000``), the frame
   :func:`pinb.analysis.retention_frame.compaction_retention` over the folder.
+
+``--floor`` measures, instead of the parts, single passes of the cheapest readings over the
+spans' conversation text beside the core's walk and the whole scoring: the floor no
+extraction in Python gets under.
 
 ``--baseline DIR`` measures the big sessions again with the ``pinb`` package found in
 ``DIR`` (a copy of the tree before a change), each side in a subprocess of its own, one
@@ -432,12 +436,60 @@ def _rows(name: str, found: dict[str, Any]) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def floor(path: Path, runs: int) -> list[tuple[str, str]]:
+    """Single passes of the cheapest readings over the spans' conversation text (``--floor``).
+
+    The text is what the facts are read from: the user's and the assistant's text and the
+    tool calls' arguments of every message the compactions replaced. Medians of ``runs``
+    CPU seconds, beside the core's walk (``compaction_splits``) and the whole scoring.
+    """
+    import re
+
+    from pinb.analysis import facts, words
+    from pinb.analysis.retention import session_retention
+    from pinb.core import Session
+    from pinb.core.compaction_span import compaction_splits
+    from pinb.core.gc import gc_paused
+
+    session = Session.open(path)
+    session_retention(session)  # decodes the lines the contexts read
+    splits = list(compaction_splits(session))
+    messages = [m for split in splits for sent in split.summarized_messages for m in sent]
+    texts: list[str] = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role in ("user", "assistant"):
+            texts.append(facts._texts(message.get("content")))
+        if role == "assistant":
+            texts += (facts._argument_text(c.get("arguments")) for c in facts._calls(message))
+    text = "\n\n".join(texts)
+    word = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    passes: list[tuple[str, Callable[[], Any]]] = [
+        ("the core alone (`compaction_splits`)", lambda: list(compaction_splits(session))),
+        ("`str.lower`", text.lower),
+        ("cut into words (`translate` + `split`)",
+         lambda: text.lower().translate(words._SEPARATORS).split()),
+        ("one trivial expression (`[A-Za-z_][A-Za-z0-9_]*`, `findall`)",
+         lambda: word.findall(text)),
+        ("the numbers-with-units expression, the whole text at once",
+         lambda: words._NUMBER.findall(text)),
+        ("the whole scoring (`session_retention`)", lambda: session_retention(session)),
+    ]  # fmt: skip
+    rows = [(f"spans' conversation text ({len(messages):,} messages)",
+             f"{len(text) / 1e6:.1f} MB")]  # fmt: skip
+    with gc_paused():
+        for what, fn in passes:
+            rows.append((what, f"{median_time(fn, runs, time.process_time):.2f} s CPU"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--baseline", type=Path, help="a folder holding the pinb to compare")
     parser.add_argument("--only", choices=("synthetic", "realistic"), help="one shape")
+    parser.add_argument("--floor", action="store_true", help="single passes over the text")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
 
@@ -447,7 +499,9 @@ def main() -> None:
         if args.only and name != args.only:
             continue
         path = make()
-        if args.baseline is not None:
+        if args.floor:
+            rows += [(f"{name}: {what}", value) for what, value in floor(path, args.runs)]
+        elif args.baseline is not None:
             before = _measure_elsewhere(args.baseline.resolve(), path, args.runs)
             after = _measure_elsewhere(ROOT, path, args.runs)
             rows += _rows(f"{name}, before", before) + _rows(f"{name}, after", after)
