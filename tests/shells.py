@@ -3,32 +3,40 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from typing import Any
 
 
+def fresh_magics(magics: Any) -> None:
+    """Put ``PiMagics`` back as ``%load_ext pinb`` makes it in a fresh kernel: every setting
+    at its default, no session (its hold dropped), model, observation or server URL."""
+    for name, trait in magics.traits(config=True).items():
+        setattr(magics, name, copy.copy(trait.default()))
+    magics.session = None
+    magics._model = None
+    magics._model_spec = None
+    magics._observe = False
+    magics.base_urls = {}
+    magics.thinking_chosen = False  # after ``thinking``, whose observer sets it
+
+
 @contextlib.contextmanager
-def pi_shell(renderer: str = "auto") -> Iterator[Any]:
-    """``InteractiveShell.instance()`` with pinb loaded and no session, model or Pi engine
-    left from an earlier test; after it, the Pi engine is closed and the magics' state put
-    back (the shell is shared by every test of a worker)."""
+def pi_shell(renderer: str = "auto", **settings: Any) -> Iterator[Any]:
+    """``InteractiveShell.instance()`` with pinb loaded, its magics fresh (:func:`fresh_magics`)
+    and then given ``renderer`` and ``settings``; after it, the Pi engine is closed and the
+    magics fresh again (the shell is shared by every test of a worker)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "pinb")
     magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.engine = "pinb"
-    before, magics.renderer = magics.renderer, renderer
+    fresh_magics(magics)
+    magics.renderer = renderer
+    for name, value in settings.items():
+        setattr(magics, name, value)
     try:
         yield ip
     finally:
         magics.pi_engine.close()
-        magics.session = None
-        magics._model = None
-        magics._model_spec = None
-        magics.engine = "pinb"  # a test may have made Pi the default
-        magics.renderer = before
+        fresh_magics(magics)

@@ -24,6 +24,7 @@ from pinb.llm.discover import forget_discoveries
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 from pinb.testing.llm_wire import prompt_tokens
+from tests.shells import pi_shell
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "local-models.md"
 _VARIABLES = (
@@ -60,13 +61,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     for name in _VARIABLES:
         monkeypatch.delenv(name, raising=False)
     forget_discoveries()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
-    magics.tool_choice, magics.base_urls, magics._observe = "", {}, False
-    yield ip
-    magics.session, magics._model = None, None
+    with pi_shell() as ip:
+        yield ip
     forget_discoveries()
 
 

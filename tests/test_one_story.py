@@ -41,6 +41,7 @@ from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.notebook import PiMagics
 from pinb.testing.story import prompts, story_model, story_tasks, write_project
 from pinb.views import CompactionView, ContextPathView, TreeView, TreeWidget
+from tests.shells import pi_shell
 
 pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
 
@@ -354,22 +355,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 @pytest.fixture()
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = _magics(ip)
-    saved = (magics.model, magics.context_window, magics.sessions_dir, list(magics.tools))
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.context_window = 0
-    magics.sessions_dir = str(tmp_path / "sessions")
-    magics.tools = ["read", "write", "edit", "bash", "ls", "grep", "find"]
-    yield ip
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model, magics.context_window, magics.sessions_dir, magics.tools = saved
+    with pi_shell(sessions_dir=str(tmp_path / "sessions")) as ip:
+        yield ip
 
 
 def _magics(ip: InteractiveShell) -> PiMagics:

@@ -28,6 +28,7 @@ from pinb.notebook.live import AssistantReply
 from pinb.testing import Reply, ScriptedLLM
 from pinb.testing.llm_server import LLMServer
 from pinb.testing.tls import Certificate, self_signed_certificate
+from tests.shells import pi_shell
 
 #: Hang guard of every wait below (never a measure of speed).
 PATIENCE = 30.0
@@ -92,18 +93,8 @@ def tls(
 @pytest.fixture()
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.thinking = "off"
-    magics.context_window = 0
-    yield ip
-    magics.session = None
-    magics._model = None
+    with pi_shell() as ip:
+        yield ip
 
 
 def _settles(condition: Callable[[], bool], what: str) -> None:

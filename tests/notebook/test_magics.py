@@ -19,6 +19,7 @@ from pinb.errors import EntryNotFoundError
 from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply
 from pinb.testing import LLMServer
+from tests.shells import pi_shell
 
 KEY = "sk-test-key-that-must-never-leak-0123456789"
 
@@ -26,20 +27,8 @@ KEY = "sk-test-key-that-must-never-leak-0123456789"
 @pytest.fixture()
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.thinking = "off"
-    magics.tools = ["read", "write", "edit", "bash", "ls", "grep", "find"]
-    magics._observe = False  # another test may have switched observation on
-    magics.context_window = 0
-    yield ip
-    magics.session = None
-    magics._model = None
+    with pi_shell() as ip:
+        yield ip
 
 
 @pytest.fixture()

@@ -17,6 +17,7 @@ from pinb.llm.discover import forget_discoveries
 from pinb.notebook import PiMagics
 from pinb.notebook.live import RunFailedError
 from pinb.testing import LLMServer
+from tests.shells import pi_shell
 
 PASSWORD = "pw-nb-3Kd8-userinfo"
 QUERY_KEY = "qk-nb-7Ws2-query"
@@ -49,17 +50,8 @@ def _session_path(ip: InteractiveShell) -> Path:
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
     forget_discoveries()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics: PiMagics = ip.magics_manager.registry["PiMagics"]
-    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
-    magics.tools = ["read", "write", "edit", "bash", "ls", "grep", "find"]
-    magics.base_urls = {}
-    magics._observe = False  # the shell is shared: another test may have switched it on
-    magics.context_window = 0
-    yield ip
-    magics.session, magics._model, magics._model_spec = None, None, None
-    magics.base_urls = {}
+    with pi_shell() as ip:
+        yield ip
 
 
 @pytest.fixture()

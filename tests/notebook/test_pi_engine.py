@@ -22,6 +22,7 @@ from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply
 from tests.pi.loop import MODEL, PiLoop, confirm_extension
 from tests.pi.reference import PiReference
+from tests.shells import pi_shell
 
 pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
 
@@ -31,22 +32,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics: PiMagics = ip.magics_manager.registry["PiMagics"]
-    magics.session = None
-    magics._model = None
-    magics._model_spec = None
-    magics.model = ""
-    magics.thinking = "off"
-    magics.engine = "pinb"
-    magics.renderer = "auto"
-    magics.thinking_chosen = False  # as in a fresh kernel
-    yield ip
-    magics.pi_engine.close()
-    magics.session = None
-    magics._model = None
-    magics.engine = "pinb"
+    with pi_shell() as ip:
+        yield ip
 
 
 def _magics(shell: InteractiveShell) -> PiMagics:

@@ -23,6 +23,7 @@ from pinb.notebook.live import AssistantReply, LiveRun, RunFailedError
 from pinb.notebook.terminal import TerminalRun
 from pinb.testing import LLMServer
 from pinb.testing.llm_server import ServerReply, ToolCallScript
+from tests.shells import pi_shell
 
 KEY = "sk-loop-key-that-must-never-leak-0123456789"
 
@@ -31,16 +32,8 @@ KEY = "sk-loop-key-that-must-never-leak-0123456789"
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
     forget_discoveries()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics: PiMagics = ip.magics_manager.registry["PiMagics"]
-    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
-    magics.renderer, magics.tool_choice, magics.interpolate_limit = "auto", "", 4000
-    magics.tools = ["read", "write", "edit", "bash", "ls", "grep", "find"]
-    magics.base_urls = {}
-    magics._observe = False  # the shell is shared: another test may have switched it on
-    yield ip
-    magics.session, magics._model, magics.renderer = None, None, "auto"
+    with pi_shell() as ip:
+        yield ip
 
 
 @pytest.fixture()

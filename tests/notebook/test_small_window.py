@@ -13,11 +13,11 @@ from IPython.utils.capture import capture_output
 from pinb.core import Session
 from pinb.core.summarize import SUMMARIZER_SYSTEM_PROMPT
 from pinb.llm.discover import forget_discoveries
-from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing import LLMServer
 from pinb.testing.llm_server import ServerReply
 from pinb.testing.llm_wire import prompt_tokens
+from tests.shells import pi_shell
 
 WINDOW = 4096
 
@@ -26,15 +26,8 @@ WINDOW = 4096
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.chdir(tmp_path)
     forget_discoveries()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics: PiMagics = ip.magics_manager.registry["PiMagics"]
-    magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
-    magics.renderer, magics.tool_choice, magics.auto_compact = "auto", "", True
-    magics.base_urls = {}
-    magics._observe = False
-    yield ip
-    magics.session, magics._model, magics.auto_compact = None, None, True
+    with pi_shell() as ip:
+        yield ip
 
 
 def _session(ip: InteractiveShell) -> Session:
