@@ -177,13 +177,18 @@ def jupyter_lab(root: Path, *options: str) -> Iterator[tuple[str, str]]:
                 f"{base}/api/shutdown?token={token}", method="POST", data=b""
             )
             urllib.request.urlopen(request, timeout=5).close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        wait_or_kill(process)
         log.close()
+
+
+def wait_or_kill(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a server asked to stop; past 10 s, kill its process group."""
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def _start_kernel(base: str, token: str, notebook: str) -> None:

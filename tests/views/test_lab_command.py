@@ -9,7 +9,6 @@ suite's two workers run it beside the other browser tests.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from tests.views.test_browser import (
     _no_injected_markup,
     _stop,
     chromium_page,
+    wait_or_kill,
     watchdog,
 )
 
@@ -77,12 +77,7 @@ def lab_script(checkout: Path) -> Iterator[str]:
     finally:
         _stop(process.pid, signal.SIGINT)
         _stop(process.pid, signal.SIGINT)  # JupyterLab asks to confirm the first one
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        wait_or_kill(process)
         log.close()
 
 
