@@ -291,14 +291,44 @@ def chromium_page(
                 "window.__pinb_xss = undefined;"
                 "window.alert = () => { window.__pinb_xss = 'alert'; };"
             )
-            # Any dialog (kernel choice, …) is accepted whenever it shows up.
-            page.add_locator_handler(
-                page.locator(".jp-Dialog"),
-                lambda dialog: dialog.locator(".jp-mod-accept").click(),
-            )
+            # Any dialog (kernel choice, …) is answered whenever it shows up. Not waiting for
+            # ".jp-Dialog" to hide: a dialog queued behind the answered one would keep it
+            # visible for the whole step, while the next check answers that one too.
+            page.add_locator_handler(page.locator(".jp-Dialog"), _answer, no_wait_after=True)
             yield page
         finally:
             browser.close()
+
+
+def _answer(dialog: Any) -> None:
+    """Accept a JupyterLab dialog (Escape if it has no accept button); its text goes to the
+    test's captured output, so a failure says which dialog stood in the way."""
+    with contextlib.suppress(Exception):
+        print("JupyterLab dialog:", " | ".join(dialog.inner_text(timeout=2_000).split()))
+    accept = dialog.locator(".jp-mod-accept")
+    if accept.count():
+        accept.first.click()
+    else:
+        dialog.press("Escape")
+
+
+def _run_all(page: Any) -> None:
+    """Run all cells from the menu. A kernel dialog racing the first run can swallow it: it
+    is run again only while the first code cell shows neither a count nor "*" (running), so
+    no cell runs twice."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    first_prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
+    for _ in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_function(
+                "el => /[*\\d]/.test(el.textContent)",
+                arg=first_prompt.element_handle(),
+                timeout=20_000,
+            )
+            return
 
 
 def _no_injected_markup(page: Any) -> None:
@@ -330,7 +360,6 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "explorer-failure.png").unlink(missing_ok=True)
     ids = demo.ids
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     with watchdog(BUDGET_S), chromium_page() as page:
         try:
@@ -341,13 +370,8 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
             )
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             widget = page.locator('.pinb-tw[data-ready="1"]')
-            for _ in range(3):  # a kernel dialog racing the first run can swallow it
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-                with contextlib.suppress(PlaywrightTimeout):
-                    widget.wait_for(timeout=15_000)
-                    break
-            widget.wait_for(timeout=1_000)
+            _run_all(page)
+            widget.wait_for()
             page.wait_for_selector(".pinb-view.pinb-session")  # the second cell's views
             # The leaf's row is marked and selected; the entry panel shows it.
             leaf_row = _row(page, ids["a7"])
@@ -636,8 +660,6 @@ def test_explorer_actions_in_the_shipped_notebook(
     import shutil
     import tempfile
 
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
 
     base, token, root = lab
@@ -659,12 +681,8 @@ def test_explorer_actions_in_the_shipped_notebook(
             )
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             widget = page.locator('.pinb-tw[data-ready="1"]')
-            for _ in range(3):  # a kernel dialog racing the first run can swallow it
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-                with contextlib.suppress(PlaywrightTimeout):
-                    widget.wait_for(timeout=20_000)
-                    break
+            _run_all(page)
+            widget.wait_for()
             widget.scroll_into_view_if_needed()
             status = widget.locator(".pinb-status")
 
