@@ -1,14 +1,16 @@
 """A newcomer's first ``bash .ci/lab``: it says what it is doing, and no warning they cannot act on.
 
 The install step runs against a stand-in ``python3`` whose pip talks as pip 26 does (its
-progress, an index warning, a build backend's ``!!`` box), so the script's own account of
-it is checked in a second; the real build backend is checked on its own: an editable
-install of this checkout with today's pip prints no warning box.
+progress, an index warning, a build backend's ``!!`` box) and whose uv as uv 0.13 does, so
+the script's account of either, and its choice between them, is checked in a second. The
+real things are checked on their own: an editable install of this checkout with today's pip
+prints no warning box, and the real first start with uv installs and starts JupyterLab.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,8 +41,35 @@ Successfully installed jupyterlab-4.6.6 pinb-0.1.0
 """
 
 
-def _checkout(tmp_path: Path, pip_fails: bool = False) -> Path:
-    """A copy of the scripts, and a ``python3`` on PATH whose venv holds a talking pip."""
+#: What uv 0.13 writes while installing pinb[all] (cut down).
+_UV_SAYS = """\
+Using Python 3.11.7 environment at: .venv
+Resolved 134 packages in 2.01s
+   Building pinb @ file:///checkout
+      Built pinb @ file:///checkout
+Prepared 41 packages in 6.20s
+Installed 134 packages in 219ms
+Bytecode compiled 11730 files in 9.82s
+ + annotated-types==0.8.0
+ + pinb==0.1.0 (from file:///checkout)
+"""
+
+#: A pip configured by its user (a file or a PIP_* variable), as `pip config list` says it.
+_CONFIGURED = "global.index-url='https://pypi.example.org/simple'\n"
+
+
+def _checkout(
+    tmp_path: Path,
+    pip_fails: bool = False,
+    pip_config: str = _CONFIGURED,
+    uv: str | None = None,
+) -> Path:
+    """A copy of the scripts, and a ``python3`` on PATH whose venv holds a talking pip.
+
+    ``pip_config``: what its ``pip config list`` prints. ``uv``: what ``pip install uv``
+    brings: ``None`` (it fails), ``"works"`` or ``"fails"`` (a uv that talks as uv does and
+    installs, or stops at a resolution error).
+    """
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / ".ci", checkout / ".ci")
     shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
@@ -52,10 +81,25 @@ def _checkout(tmp_path: Path, pip_fails: bool = False) -> Path:
             + "ERROR: No matching distribution found for dask\n"
         )
     (checkout / "pip-says.txt").write_text(said)
+    (checkout / "pip-config.txt").write_text(pip_config)
+    uv_says = (
+        _UV_SAYS if uv == "works" else "error: No solution found when resolving dependencies\n"
+    )
+    (checkout / "uv-says.txt").write_text(uv_says)
+    fake_uv = f'#!/bin/sh\necho "uv $*" >> {checkout / "uv-ran.txt"}\n'
+    fake_uv += f"cat {checkout / 'uv-says.txt'} >&2\nexit {0 if uv == 'works' else 1}\n"
+    (checkout / "fake-uv").write_text(fake_uv)
+    fetch_uv = (
+        f"cp {checkout / 'fake-uv'} .venv/bin/uv; chmod +x .venv/bin/uv; exit 0"
+        if uv
+        else "echo 'ERROR: Could not find a version that satisfies the requirement uv' >&2; exit 1"
+    )
     venv_python = textwrap.dedent(f"""\
         #!/bin/sh
         # pip: talk as pip does; `install --upgrade pip` says nothing with --quiet.
         case "$*" in
+            *"config list"*) cat {checkout / "pip-config.txt"}; exit 0 ;;
+            *"install --quiet --disable-pip-version-check uv"*) {fetch_uv} ;;
             *"--upgrade pip"*) echo "WARNING: Location 'file:///opt/x' is ignored" >&2; exit 0 ;;
         esac
         cat {checkout / "pip-says.txt"}
@@ -92,23 +136,44 @@ def _lab(checkout: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_first_start_says_what_it_does_and_no_warning(tmp_path: Path) -> None:
-    checkout = _checkout(tmp_path)
+#: What the first start says while pip installs (the stand-in's account, told short).
+_PIP_STEPS = [
+    "2/3 updating pip",
+    "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask (pip: a few minutes)",
+    "collecting packages: 1 (package-1>=1.0)",
+    "collecting packages: 21 (package-21>=1.0)",
+    "collecting packages: 41 (package-41>=1.0)",
+    "installing 45 packages (the longest step)...",
+    "done",
+]
+
+
+def _steps(said: str) -> list[str]:
+    lines = said.splitlines()
+    assert lines[0].startswith("First start: installing pinb and JupyterLab into .venv")
+    return [line.strip() for line in lines[1:]]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        _CONFIGURED,
+        ":env:.find-links='/opt/wheels'\n",
+        ":env:.default-timeout='180'\nglobal.cert='/etc/ssl/certs/ca-certificates.crt'\n",
+        "global.constraint='/etc/xdg/pip/constraints.txt'\n",
+    ],
+)
+def test_the_first_start_says_what_it_does_and_no_warning(tmp_path: Path, config: str) -> None:
+    """A pip its user configured installs, as configured: uv is not fetched."""
+    checkout = _checkout(tmp_path, pip_config=config, uv="works")
     done = _lab(checkout, tmp_path)
     assert done.returncode == 0, done.stderr
-    said = done.stderr.splitlines()
-    assert said[0].startswith("First start: installing pinb and JupyterLab into .venv")
-    assert [line.strip() for line in said[1:]] == [
+    assert _steps(done.stderr) == [
         "1/3 creating .venv",
-        "2/3 updating pip",
-        "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask",
-        "collecting packages: 1 (package-1>=1.0)",
-        "collecting packages: 21 (package-21>=1.0)",
-        "collecting packages: 41 (package-41>=1.0)",
-        "installing 45 packages (the longest step)...",
-        "done",
+        *_PIP_STEPS,
         "Installed. Starting JupyterLab...",
     ]
+    assert not (checkout / ".venv" / "bin" / "uv").exists()
     assert done.stdout.startswith("jupyter lab ") and "--no-browser" in done.stdout
     assert (checkout / ".venv" / ".pinb-lab-installed").exists()
     log = (checkout / ".venv" / "pinb-install.log").read_text()
@@ -116,6 +181,53 @@ def test_the_first_start_says_what_it_does_and_no_warning(tmp_path: Path) -> Non
     # The second start installs nothing and says nothing.
     again = _lab(checkout, tmp_path)
     assert again.returncode == 0 and again.stderr == ""
+
+
+@pytest.mark.parametrize("config", ["", ":env:.default-timeout='180'\n:env:.no-cache-dir='1'\n"])
+def test_with_pip_unconfigured_uv_installs_and_says_what_it_did(
+    tmp_path: Path, config: str
+) -> None:
+    """Nothing in pip's configuration says where packages come from: uv installs them."""
+    checkout = _checkout(tmp_path, pip_config=config, uv="works")
+    done = _lab(checkout, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _steps(done.stderr) == [
+        "1/3 creating .venv",
+        "2/3 fetching uv (it installs in seconds where pip takes minutes)",
+        "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask",
+        "resolved 134 packages",
+        "prepared 41 packages",
+        "installed 134 packages",
+        "Installed. Starting JupyterLab...",
+    ]
+    ran = (checkout / "uv-ran.txt").read_text()
+    assert "pip install --compile-bytecode --python .venv/bin/python -e .[all]" in ran
+    assert "Bytecode compiled" in (checkout / ".venv" / "pinb-install-uv.log").read_text()
+    assert done.stdout.startswith("jupyter lab ")
+    again = _lab(checkout, tmp_path)
+    assert again.returncode == 0 and again.stderr == ""
+
+
+@pytest.mark.parametrize("uv", [None, "fails"])
+def test_when_uv_cannot_be_had_or_fails_pip_installs(tmp_path: Path, uv: str | None) -> None:
+    checkout = _checkout(tmp_path, pip_config="", uv=uv)
+    done = _lab(checkout, tmp_path)
+    assert done.returncode == 0, done.stderr
+    if uv is None:
+        why = ["2/3 fetching uv (it installs in seconds where pip takes minutes)",
+               "uv could not be fetched; pip installs instead (a few minutes)"]  # fmt: skip
+    else:
+        why = ["2/3 fetching uv (it installs in seconds where pip takes minutes)",
+               "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask",
+               "uv could not install (its account is in .venv/pinb-install-uv.log);"
+               " pip installs instead"]  # fmt: skip
+    assert _steps(done.stderr) == [
+        "1/3 creating .venv",
+        *why,
+        *_PIP_STEPS,
+        "Installed. Starting JupyterLab...",
+    ]
+    assert (checkout / ".venv" / ".pinb-lab-installed").exists()
 
 
 def test_a_failed_install_shows_pips_error(tmp_path: Path) -> None:
@@ -166,6 +278,51 @@ def test_an_editable_install_of_the_checkout_warns_of_nothing(tmp_path: Path) ->
         text=True,
         check=True,
         timeout=60,
+        cwd=tmp_path,
+        env=env,
+    ).stdout
+    assert Path(where.strip()).is_relative_to(checkout)
+
+
+@pytest.mark.slow(seconds=30)
+def test_the_real_first_start_with_uv(tmp_path: Path) -> None:
+    """The real thing: ``.ci/lab`` in a copy of this checkout, pip without configuration,
+    fetches uv, installs pinb[all] with it and starts JupyterLab (``--version``)."""
+    checkout = tmp_path / "pinb-checkout"
+    checkout.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, checkout / name)
+    for folder in ("pinb", ".ci"):
+        shutil.copytree(
+            REPO / folder, checkout / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
+    env["PIP_CONFIG_FILE"] = os.devnull  # no configuration file is read
+    done = subprocess.run(
+        ["bash", ".ci/lab", "--version"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,  # a hang guard
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    steps = _steps(done.stderr)
+    assert steps[:3] == [
+        "1/3 creating .venv",
+        "2/3 fetching uv (it installs in seconds where pip takes minutes)",
+        "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask",
+    ], done.stderr
+    assert steps[-1] == "Installed. Starting JupyterLab..."
+    assert any(re.fullmatch(r"installed \d+ packages", step) for step in steps), steps
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", done.stdout.strip()), done.stdout
+    where = subprocess.run(
+        [str(checkout / ".venv" / "bin" / "python"), "-c", "import pinb; print(pinb.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
         cwd=tmp_path,
         env=env,
     ).stdout
