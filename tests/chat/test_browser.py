@@ -35,6 +35,7 @@ from tests.views.test_browser import (
     _write_notebook,
     chromium_page,
     jupyter_lab,
+    kernel_ready,
     watchdog,
 )
 
@@ -88,16 +89,16 @@ _PROMPT = (
 
 
 def _run_cell(page: Any, index: int, needle: str = "") -> str:
-    """Run cell ``index`` (Shift+Enter) and wait until it has run; its output's text.
-
-    A kernel dialog racing the first run can swallow the key: the cell is run again only
-    while it shows neither a count nor ``*`` (running).
+    """Run cell ``index`` (Shift+Enter) once the kernel is ready, and wait until it has run;
+    its output's text. A key the editor missed is pressed again, only while the cell shows
+    neither a count nor ``*`` (running).
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    kernel_ready(page)
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
     for _ in range(3):
-        cell.locator(".jp-InputArea-editor").click()  # accepts a dialog that is in the way
+        cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
         with contextlib.suppress(PlaywrightTimeout):
             page.wait_for_function(f"i => /[*\\d]/.test(({_PROMPT})(i))", arg=index, timeout=20_000)

@@ -312,23 +312,30 @@ def _answer(dialog: Any) -> None:
         dialog.press("Escape")
 
 
-def _run_all(page: Any) -> None:
-    """Run all cells from the menu. A kernel dialog racing the first run can swallow it: it
-    is run again only while the first code cell shows neither a count nor "*" (running), so
-    no cell runs twice."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+#: The open notebook's kernel, started and idle, as JupyterLab's status bar says it.
+_KERNEL_IDLE = (
+    "/[(]ipykernel[)] [|] Idle/"
+    ".test(document.querySelector('#jp-main-statusbar')?.textContent || '')"
+)
 
-    first_prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
-    for _ in range(3):
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        with contextlib.suppress(PlaywrightTimeout):
-            page.wait_for_function(
-                "el => /[*\\d]/.test(el.textContent)",
-                arg=first_prompt.element_handle(),
-                timeout=20_000,
-            )
+
+def kernel_ready(page: Any) -> None:
+    """Wait until the open notebook's kernel is started and idle, every dialog answered on
+    the way. JupyterLab asks for a kernel when it looked for the notebook's session before
+    the server had it (under load); a cell run before that answer goes to a kernel that is
+    replaced under it, and the run is lost."""
+    while True:
+        page.wait_for_function(f"() => document.querySelector('.jp-Dialog') || {_KERNEL_IDLE}")
+        if not page.locator(".jp-Dialog").count():
             return
+        page.locator("#jp-main-statusbar").hover()  # an action: the dialog is answered first
+
+
+def _run_all(page: Any) -> None:
+    """Run all cells from the menu, once the kernel is ready."""
+    kernel_ready(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
 def _no_injected_markup(page: Any) -> None:

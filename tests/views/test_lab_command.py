@@ -29,6 +29,7 @@ from tests.views.test_browser import (
     _no_injected_markup,
     _stop,
     chromium_page,
+    kernel_ready,
     wait_or_kill,
     watchdog,
 )
@@ -84,9 +85,7 @@ def lab_script(checkout: Path) -> Iterator[str]:
 def _kernel_idle_and_clean(page: Any) -> list[str]:
     """Wait until the open notebook's kernel is idle; the titles of tabs marked unsaved."""
     page.wait_for_selector(".jp-Notebook .jp-Cell")
-    page.wait_for_function(
-        "() => /[|] Idle/.test(document.querySelector('#jp-main-statusbar')?.textContent || '')"
-    )
+    kernel_ready(page)
     page.wait_for_timeout(500)  # JupyterLab writes the kernel's metadata just after
     return list(
         page.evaluate(
