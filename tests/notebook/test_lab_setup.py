@@ -242,14 +242,36 @@ def test_a_failed_install_shows_pips_error(tmp_path: Path) -> None:
     assert done.stdout == "" and not (checkout / ".venv" / ".pinb-lab-installed").exists()
 
 
-@pytest.mark.slow
-def test_an_editable_install_of_the_checkout_warns_of_nothing(tmp_path: Path) -> None:
-    """Today's pip shows a build backend's warnings; setuptools has none for pinb's layout."""
-    checkout = tmp_path / "pinb-checkout"
+def _copy_checkout(checkout: Path, *folders: str) -> Path:
+    """A copy of what installing pinb reads (and ``folders``), without bytecode caches."""
     checkout.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, checkout / name)
-    shutil.copytree(REPO / "pinb", checkout / "pinb", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("pinb", *folders):
+        shutil.copytree(
+            REPO / folder, checkout / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return checkout
+
+
+def _pinb_imported_by(python: str, env: dict[str, str], cwd: Path) -> Path:
+    """Where ``python`` imports pinb from."""
+    where = subprocess.run(
+        [python, "-c", "import pinb; print(pinb.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    ).stdout
+    return Path(where.strip())
+
+
+@pytest.mark.slow
+def test_an_editable_install_of_the_checkout_warns_of_nothing(tmp_path: Path) -> None:
+    """Today's pip shows a build backend's warnings; setuptools has none for pinb's layout."""
+    checkout = _copy_checkout(tmp_path / "pinb-checkout")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")
@@ -272,30 +294,14 @@ def test_an_editable_install_of_the_checkout_warns_of_nothing(tmp_path: Path) ->
     assert "!!" not in said and "BuildBackendWarning" not in said, said
     assert "Editable installation" not in said, said
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    where = subprocess.run(
-        [python, "-c", "import pinb; print(pinb.__file__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    ).stdout
-    assert Path(where.strip()).is_relative_to(checkout)
+    assert _pinb_imported_by(python, env, tmp_path).is_relative_to(checkout)
 
 
 @pytest.mark.slow(seconds=30)
 def test_the_real_first_start_with_uv(tmp_path: Path) -> None:
     """The real thing: ``.ci/lab`` in a copy of this checkout, pip without configuration,
     fetches uv, installs pinb[all] with it and starts JupyterLab (``--version``)."""
-    checkout = tmp_path / "pinb-checkout"
-    checkout.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, checkout / name)
-    for folder in ("pinb", ".ci"):
-        shutil.copytree(
-            REPO / folder, checkout / folder, ignore=shutil.ignore_patterns("__pycache__")
-        )
+    checkout = _copy_checkout(tmp_path / "pinb-checkout", ".ci")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
     env["PIP_CONFIG_FILE"] = os.devnull  # no configuration file is read
     done = subprocess.run(
@@ -317,13 +323,5 @@ def test_the_real_first_start_with_uv(tmp_path: Path) -> None:
     assert steps[-1] == "Installed. Starting JupyterLab..."
     assert any(re.fullmatch(r"installed \d+ packages", step) for step in steps), steps
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", done.stdout.strip()), done.stdout
-    where = subprocess.run(
-        [str(checkout / ".venv" / "bin" / "python"), "-c", "import pinb; print(pinb.__file__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    ).stdout
-    assert Path(where.strip()).is_relative_to(checkout)
+    python = str(checkout / ".venv" / "bin" / "python")
+    assert _pinb_imported_by(python, env, tmp_path).is_relative_to(checkout)
