@@ -27,6 +27,8 @@ The tree::
     ├── SearchIndexError (pinb.analysis.sidecar)   the search index cannot be used
     │   └── SearchTimeoutError             a search ran past its deadline and was stopped
     ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
+    ├── UserFileError                      Pi's models.json/settings.json cannot be changed (path)
+    │   └── UserFileLockError              another writer (Pi, pinb) held its lock too long
     └── UsageError                         bad command-line or magic arguments
         └── SearchQueryError (pinb.analysis.query)  a query pinb cannot run (too long, a bad filter)
 
@@ -118,6 +120,26 @@ class SummaryCutError(CompactionError):
 
 class NothingToCompactError(CompactionError):
     """The active path holds nothing to summarize (already compacted, or too short)."""
+
+
+class UserFileError(PinbError):
+    """A file of the user's that pinb was asked to change (Pi's ``models.json``,
+    ``settings.json``) cannot be: not valid JSON, read-only, or locked.
+
+    Attributes
+    ----------
+    path:
+        The file concerned.
+    """
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        super().__init__(message)
+
+
+class UserFileLockError(UserFileError):
+    """Another writer (a running Pi, another pinb) held the file's lock for longer than pinb
+    waits."""
 
 
 class UsageError(PinbError, ValueError):

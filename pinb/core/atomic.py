@@ -76,23 +76,32 @@ def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 @overload
-def replace_file(path: str | os.PathLike[str], data: bytes) -> Path: ...
+def replace_file(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path: ...
 
 
 @overload
 def replace_file(
-    path: str | os.PathLike[str], data: bytes, *, unchanged: Callable[[], bool]
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    unchanged: Callable[[], bool],
+    mode: int | None = None,
 ) -> Path | None: ...
 
 
 def replace_file(
-    path: str | os.PathLike[str], data: bytes, *, unchanged: Callable[[], bool] | None = None
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    unchanged: Callable[[], bool] | None = None,
+    mode: int | None = None,
 ) -> Path | None:
     """Write ``data`` to ``path`` atomically; returns the file actually written.
 
     A new file gets the usual ``0666 & ~umask`` mode; an existing one keeps its mode (and
-    its owner, where the process may set it). When ``path`` is a symlink, the file it
-    points to is replaced and the link is left as it is.
+    its owner, where the process may set it). ``mode``, when given, is the file's mode
+    instead (a copy of a private file stays private). When ``path`` is a symlink, the file
+    it points to is replaced and the link is left as it is.
 
     ``unchanged``, when given, is asked right before the rename whether the file is still
     as it was read (another program may append without a lock); if it says no, nothing is
@@ -105,7 +114,8 @@ def replace_file(
         before = None
     if before is not None and not stat.S_ISREG(before.st_mode):
         raise IsADirectoryError(21, "not a regular file; refusing to replace it", str(path))
-    mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
+    if mode is None:
+        mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
     tmp = target.with_name(f".{target.name}.pinb-tmp-{os.getpid()}")
     try:
         # Private while it is being written: the final mode is applied only once it is whole.

@@ -1,9 +1,12 @@
 """Pi's own configuration files, as both engines need them: a ``models.json`` entry that Pi 1.6
 lists, Pi's compaction settings for a small window, and why Pi cannot find a model.
 
-pinb writes these files only when asked (``%pi model --save``, ``%pi model --fit-pi``),
-keeps everything else in them, and replaces them whole (a temporary file, then a rename)
-with the previous version beside them as ``<name>.bak``.
+pinb writes these files only when asked (``%pi model --save``, ``%pi model --fit-pi``), and
+then as Pi writes its settings: under Pi's own lock (``<file>.lock``, proper-lockfile's
+convention), reading the file again inside it and changing only what was asked, so a
+running Pi or a second pinb loses nothing; the file is replaced whole (a temporary file,
+then a rename), the previous version beside it as ``<name>.bak`` when asked
+(:func:`pinb.core.jsonfile.edit_json`).
 
 Pi 1.6.0 uses a ``models.json`` model only when its provider (or the model) names an
 ``api`` and an ``apiKey``: a local server that needs no key still needs a placeholder
@@ -14,16 +17,15 @@ every prompt ("No API key found").
 
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pinb.core.atomic import replace_file
+from pinb.core.jsonfile import Edited, edit_json, read_json_object
 from pinb.core.paths import agent_dir
 from pinb.core.tokens import CompactionSettings
+from pinb.errors import UserFileError
 
 __all__ = [
     "PLACEHOLDER_KEY",
@@ -38,23 +40,12 @@ __all__ = [
 PLACEHOLDER_KEY = "none"
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not JSON pinb can update ({exc}); fix it by hand first") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object; fix it by hand first")
-    return data
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        shutil.copy2(path, path.with_name(path.name + ".bak"))
-    replace_file(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+def _object(path: Path, parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """``parent[key]``, a JSON object (made when missing); one that is not refuses the change."""
+    value = parent.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise UserFileError(f"{path}: {where} is not an object; fix it by hand first", path=path)
+    return value
 
 
 def save_model(
@@ -66,19 +57,33 @@ def save_model(
     api: str = "openai-completions",
     api_key: str | None = None,
     agent: Path | None = None,
-) -> Path:
+    backup: bool = False,
+) -> Edited:
     """Add (or update) ``provider/model`` in ``<agentDir>/models.json`` so both engines use it.
 
     The entry carries what Pi 1.6 needs to list it (``api`` and an ``apiKey``: a
     placeholder when the server needs none) and the window both engines compact by. An
     address without a path gets ``/v1``, as pinb reads one (Pi takes it as written).
-    Other providers, models and fields are kept. Returns the file written.
+    The file is changed under Pi's lock as it is at that moment: other providers, models
+    and fields (the model's own included) are kept, and two saves at once both land.
+
+    Parameters
+    ----------
+    backup:
+        Keep the file as it was in ``models.json.bak`` (one, replaced each time).
+
+    Returns
+    -------
+    Edited
+        The file, whether it changed, and the backup written.
 
     Raises
     ------
     ValueError
-        ``spec`` is not ``provider/model``, the window is not positive, or the file
-        exists but is not JSON pinb can update.
+        ``spec`` is not ``provider/model`` or the window is not positive.
+    UserFileError
+        The file is not JSON pinb can update (naming line and column), or cannot be
+        written (the system's reason), or stayed locked.
     """
     provider, _, model_id = spec.partition("/")
     if not provider or not model_id:
@@ -89,24 +94,28 @@ def save_model(
         # pinb adds /v1 to an address without a path; Pi sends to the URL as written.
         base_url = base_url.rstrip("/") + "/v1"
     path = (agent or agent_dir()) / "models.json"
-    data = _read(path)
-    providers = data.setdefault("providers", {})
-    if not isinstance(providers, dict):
-        raise ValueError(f"{path}: 'providers' is not an object; fix it by hand first")
-    entry = providers.setdefault(provider, {})
-    entry["baseUrl"] = base_url
-    entry.setdefault("api", api)
-    if api_key is not None or not entry.get("apiKey"):
-        entry["apiKey"] = api_key or PLACEHOLDER_KEY
-    models = entry.setdefault("models", [])
-    model = next((m for m in models if isinstance(m, dict) and m.get("id") == model_id), None)
-    if model is None:
-        model = {"id": model_id}
-        models.append(model)
-    model["contextWindow"] = window
-    model["maxTokens"] = max_tokens or max(256, min(window // 4, 8192))
-    _write(path, data)
-    return path
+
+    def add(data: dict[str, Any]) -> None:
+        providers = _object(path, data, "providers", "'providers'")
+        entry = _object(path, providers, provider, f"provider {provider!r}")
+        entry["baseUrl"] = base_url
+        entry.setdefault("api", api)
+        if api_key is not None or not entry.get("apiKey"):
+            entry["apiKey"] = api_key or PLACEHOLDER_KEY
+        models = entry.setdefault("models", [])
+        if not isinstance(models, list):
+            raise UserFileError(
+                f"{path}: the models of provider {provider!r} are not a list; fix it by hand first",
+                path=path,
+            )
+        model = next((m for m in models if isinstance(m, dict) and m.get("id") == model_id), None)
+        if model is None:
+            model = {"id": model_id}
+            models.append(model)
+        model["contextWindow"] = window
+        model["maxTokens"] = max_tokens or max(256, min(window // 4, 8192))
+
+    return edit_json(path, add, backup=backup)
 
 
 def models_json_problem(spec: str, agent: Path | None = None) -> str | None:
@@ -118,8 +127,8 @@ def models_json_problem(spec: str, agent: Path | None = None) -> str | None:
     provider, _, model_id = spec.partition("/")
     path = (agent or agent_dir()) / "models.json"
     try:
-        data = _read(path)
-    except ValueError as exc:
+        data = read_json_object(path)
+    except UserFileError as exc:
         return str(exc)
     providers = data.get("providers") if isinstance(data.get("providers"), dict) else {}
     entry = providers.get(provider) if isinstance(providers, dict) else None
@@ -194,23 +203,30 @@ def pi_small_window(
     return SmallWindow(spec, window, reserve, keep)
 
 
-def fit_pi_compaction(spec: str, window: int, agent: Path | None = None) -> Path:
+def fit_pi_compaction(
+    spec: str, window: int, agent: Path | None = None, *, backup: bool = False
+) -> Edited:
     """Write the small-window values for ``provider/model`` into Pi's ``settings.json``.
 
     A ``compaction.modelOverrides`` entry (Pi 1.6's per-model settings), with pinb's own
-    rule for a small window: reserve and keep each a quarter of the window. Other
-    settings are kept. Returns the file written.
+    rule for a small window: reserve and keep each a quarter of the window. The file is
+    changed under Pi's own lock as it is at that moment (Pi may be saving a setting):
+    other settings, and other fields of the model's entry, are kept. ``backup`` keeps
+    the file as it was in ``settings.json.bak``.
+
+    Raises
+    ------
+    UserFileError
+        The file is not JSON pinb can update, cannot be written, or stayed locked.
     """
     fitted = CompactionSettings().fit_window(window)
     path = (agent or agent_dir()) / "settings.json"
-    data = _read(path)
-    compaction = data.setdefault("compaction", {})
-    if not isinstance(compaction, dict):
-        raise ValueError(f"{path}: 'compaction' is not an object; fix it by hand first")
-    overrides = compaction.setdefault("modelOverrides", {})
-    overrides[spec] = {
-        "reserveTokens": fitted.reserve_tokens,
-        "keepRecentTokens": fitted.keep_recent_tokens,
-    }
-    _write(path, data)
-    return path
+
+    def fit(data: dict[str, Any]) -> None:
+        compaction = _object(path, data, "compaction", "'compaction'")
+        overrides = _object(path, compaction, "modelOverrides", "'compaction.modelOverrides'")
+        entry = _object(path, overrides, spec, f"the override of {spec!r}")
+        entry["reserveTokens"] = fitted.reserve_tokens
+        entry["keepRecentTokens"] = fitted.keep_recent_tokens
+
+    return edit_json(path, fit, backup=backup)

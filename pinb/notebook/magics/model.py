@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...errors import UsageError
 from .settings import MagicsBase, command_parser
 
 __all__ = ["ModelCommands"]
+
+
+def _kept(backup: Path | None) -> str:
+    return f"; the file as it was is {backup.name} beside it" if backup is not None else ""
 
 
 class ModelCommands(MagicsBase):
@@ -64,13 +70,17 @@ class ModelCommands(MagicsBase):
                 "[--max-out TOKENS]"
             )
         try:
-            path = save_model(spec, base_url, window=window, max_tokens=max_out)
+            # Under Pi's lock, merged into the file as it is now; the old one kept as .bak.
+            edited = save_model(spec, base_url, window=window, max_tokens=max_out, backup=True)
         except ValueError as exc:
             raise UsageError(f"%pi model --save: {exc}") from exc
+        if not edited.changed:
+            print(f"{spec} is already in {edited.path} as given (window {window:,}): unchanged")
+            return
         self.pi_engine.close()  # Pi reads models.json when it starts
         print(
-            f"saved {spec} in {path} (window {window:,}; api and apiKey as Pi 1.6 needs them): "
-            "both engines use it"
+            f"saved {spec} in {edited.path} (window {window:,}; api and apiKey as Pi 1.6 needs "
+            f"them): both engines use it{_kept(edited.backup)}"
         )
 
     def _fit_pi(self, spec: str | None) -> None:
@@ -90,13 +100,14 @@ class ModelCommands(MagicsBase):
         if pi_small_window(spec, window, self._settings()) is None:
             print(f"Pi's compaction settings already fit {spec}'s {window:,}-token window")
             return
-        path = fit_pi_compaction(spec, window)
+        edited = fit_pi_compaction(spec, window, backup=True)
         self.pi_engine.close()  # Pi reads its settings when it starts
         fitted = self._settings().for_model(*spec.split("/", 1))
         print(
-            f"wrote Pi's compaction settings for {spec} into {path}: Pi compacts above "
+            f"wrote Pi's compaction settings for {spec} into {edited.path}: Pi compacts above "
             f"{window - fitted.reserve_tokens:,} tokens and keeps "
             f"{fitted.keep_recent_tokens:,} (the next Pi cell starts Pi with them)"
+            + _kept(edited.backup)
         )
 
     def _cmd_thinking(self, args: list[str]) -> None:
