@@ -1,4 +1,5 @@
-"""A newcomer's first ``bash .ci/lab``: it says what it is doing, and no warning they cannot act on.
+"""A newcomer's first ``bash .ci/lab``: it says what it is doing, and no warning they cannot act on;
+two starts at once (or two ``.ci/test`` setups) install once at a time.
 
 The install step runs against a stand-in ``python3`` whose pip talks as pip 26 does (its
 progress, an index warning, a build backend's ``!!`` box) and whose uv as uv 0.13 does, so
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -58,17 +60,35 @@ Bytecode compiled 11730 files in 9.82s
 _CONFIGURED = "global.index-url='https://pypi.example.org/simple'\n"
 
 
+#: What pip 26 says when it breaks mid-install (two installs into one .venv at once).
+_PIP_BREAKS = """\
+ERROR: Exception:
+Traceback (most recent call last):
+  File "/checkout/.venv/lib/python3.11/site-packages/pip/_internal/cli/base_command.py", line 107, in _run_wrapper
+    status = _inner_run()
+  File "/checkout/.venv/lib/python3.11/site-packages/pip/_internal/operations/install/wheel.py", line 640, in _install_wheel
+    os.makedirs(dest)
+FileExistsError: [Errno 17] File exists: '/checkout/.venv/lib/python3.11/site-packages/pip'
+"""
+
+
 def _checkout(
     tmp_path: Path,
     pip_fails: bool = False,
     pip_config: str = _CONFIGURED,
     uv: str | None = None,
+    pip_failure: str = "ERROR: No matching distribution found for dask\n",
+    upgrade_fails: bool = False,
+    delay: float = 0,
 ) -> Path:
     """A copy of the scripts, and a ``python3`` on PATH whose venv holds a talking pip.
 
     ``pip_config``: what its ``pip config list`` prints. ``uv``: what ``pip install uv``
     brings: ``None`` (it fails), ``"works"`` or ``"fails"`` (a uv that talks as uv does and
-    installs, or stops at a resolution error).
+    installs, or stops at a resolution error). ``pip_failure``: what a failing install
+    says at its end; ``upgrade_fails``: ``pip install --upgrade pip`` breaks (saying
+    :data:`_PIP_BREAKS`). ``delay``: seconds the install of pinb takes. Each ``python3 -m
+    venv`` adds a line to ``venv-made.txt``.
     """
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / ".ci", checkout / ".ci")
@@ -76,10 +96,8 @@ def _checkout(
     collecting = "\n".join(f"Collecting package-{i}>=1.0" for i in range(1, 46))
     said = _PIP_SAYS.format(collecting=collecting)
     if pip_fails:
-        said = (
-            said.split("Installing collected")[0]
-            + "ERROR: No matching distribution found for dask\n"
-        )
+        said = said.split("Installing collected")[0] + pip_failure
+    (checkout / "pip-breaks.txt").write_text(_PIP_BREAKS)
     (checkout / "pip-says.txt").write_text(said)
     (checkout / "pip-config.txt").write_text(pip_config)
     uv_says = (
@@ -94,15 +112,21 @@ def _checkout(
         if uv
         else "echo 'ERROR: Could not find a version that satisfies the requirement uv' >&2; exit 1"
     )
+    upgrade = (
+        f"cat {checkout / 'pip-breaks.txt'} >&2; exit 2"
+        if upgrade_fails
+        else "echo \"WARNING: Location 'file:///opt/x' is ignored\" >&2; exit 0"
+    )
     venv_python = textwrap.dedent(f"""\
         #!/bin/sh
         # pip: talk as pip does; `install --upgrade pip` says nothing with --quiet.
         case "$*" in
             *"config list"*) cat {checkout / "pip-config.txt"}; exit 0 ;;
             *"install --quiet --disable-pip-version-check uv"*) {fetch_uv} ;;
-            *"--upgrade pip"*) echo "WARNING: Location 'file:///opt/x' is ignored" >&2; exit 0 ;;
+            *"--upgrade pip"*) {upgrade} ;;
         esac
         cat {checkout / "pip-says.txt"}
+        sleep {delay}
         exit {1 if pip_fails else 0}
         """)
     fake = tmp_path / "bin"
@@ -111,6 +135,7 @@ def _checkout(
         textwrap.dedent(f"""\
         #!/bin/sh
         # python3 -m venv .venv: a venv whose python is the talking pip, with a jupyter.
+        echo "venv $$" >> {checkout / "venv-made.txt"}
         mkdir -p .venv/bin
         cat > .venv/bin/python <<'PY'
         {textwrap.indent(venv_python, "        ").strip()}
@@ -123,17 +148,26 @@ def _checkout(
     return checkout
 
 
-def _lab(checkout: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _start_lab(checkout: Path, tmp_path: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(
+    return subprocess.Popen(
         ["bash", ".ci/lab", "--no-browser"],
         cwd=checkout,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,  # a hang guard
         stdin=subprocess.DEVNULL,
     )
+
+
+def _finished(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    out, err = process.communicate(timeout=120)  # a hang guard
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def _lab(checkout: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return _finished(_start_lab(checkout, tmp_path))
 
 
 #: What the first start says while pip installs (the stand-in's account, told short).
@@ -220,7 +254,8 @@ def test_when_uv_cannot_be_had_or_fails_pip_installs(tmp_path: Path, uv: str | N
         why = ["2/3 fetching uv (it installs in seconds where pip takes minutes)",
                "3/3 installing pinb with JupyterLab, pandas, matplotlib and dask",
                "uv could not install (its account is in .venv/pinb-install-uv.log);"
-               " pip installs instead"]  # fmt: skip
+               " pip installs instead. uv said:",
+               "error: No solution found when resolving dependencies"]  # fmt: skip
     assert _steps(done.stderr) == [
         "1/3 creating .venv",
         *why,
@@ -240,6 +275,125 @@ def test_a_failed_install_shows_pips_error(tmp_path: Path) -> None:
         in (done.stderr)
     )
     assert done.stdout == "" and not (checkout / ".venv" / ".pinb-lab-installed").exists()
+
+
+def test_a_pip_that_breaks_is_shown_in_its_own_words(tmp_path: Path) -> None:
+    """A pip that cannot update itself, then fails the install with a traceback: both
+    accounts are shown, down to the exception's own line, not only ``ERROR: Exception:``."""
+    checkout = _checkout(tmp_path, pip_fails=True, pip_failure=_PIP_BREAKS, upgrade_fails=True)
+    done = _lab(checkout, tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    lines = [line.strip() for line in done.stderr.splitlines()]
+    update = lines.index(
+        "pip could not update itself; the pip there is installs. pip said (all of it is in "
+        ".venv/pinb-pip-update.log):"
+    )
+    broken = [line.strip() for line in _PIP_BREAKS.splitlines()]
+    assert lines[update + 1 : update + 1 + len(broken)] == broken
+    failed = lines.index(
+        "The install failed. pip's last lines (all of its output is in .venv/pinb-install.log):"
+    )
+    assert lines[-len(broken) :] == broken and failed < len(lines) - len(broken)
+    assert not (checkout / ".venv" / ".pinb-lab-installed").exists()
+
+
+def test_two_starts_at_once_install_once_and_both_start(tmp_path: Path) -> None:
+    """The second start waits for the first one's install (a lock beside .venv), then
+    starts JupyterLab on it: one .venv made, both start, no error."""
+    checkout = _checkout(tmp_path, delay=2)
+    first = _start_lab(checkout, tmp_path)
+    made = checkout / "venv-made.txt"
+    deadline = time.monotonic() + 60
+    while not made.exists():  # the first start holds the lock and is installing
+        assert time.monotonic() < deadline and first.poll() is None, _finished(first).stderr
+        time.sleep(0.02)
+    second = _lab(checkout, tmp_path)
+    first_done = _finished(first)
+    assert first_done.returncode == 0, first_done.stderr
+    assert second.returncode == 0, second.stderr
+    assert _steps(first_done.stderr)[0] == "1/3 creating .venv"
+    assert second.stderr.splitlines() == [
+        "Another start is installing pinb into .venv; waiting for it to finish...",
+        "The other start has installed it. Starting JupyterLab...",
+    ]
+    assert len(made.read_text().splitlines()) == 1  # .venv was made once
+    for done in (first_done, second):
+        assert done.stdout.startswith("jupyter lab ") and "--no-browser" in done.stdout
+    assert (checkout / ".venv" / ".pinb-lab-installed").exists()
+
+
+def _test_checkout(tmp_path: Path) -> Path:
+    """A copy of the scripts and stand-ins for what ``.ci/test`` runs: ``python3`` (its venv,
+    the Pi install), the venv's pip, a uv whose install takes a second, pytest; and the
+    Debian tools it looks for, so it asks apt for nothing. Each step adds a line to
+    ``events.txt``."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / ".ci", checkout / ".ci")
+    shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
+    events = checkout / "events.txt"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("chromium", "npm", "openssl"):
+        (fake / tool).write_text("#!/bin/sh\nexit 0\n")
+    uv = f'#!/bin/sh\necho "uv start" >> {events}\nsleep 1\necho "uv end" >> {events}\n'
+    (checkout / "fake-uv").write_text(uv)
+    venv_python = textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$*" in
+            *"install --quiet uv"*) cp {checkout / "fake-uv"} .venv/bin/uv; chmod +x .venv/bin/uv ;;
+            *"-m pytest"*) echo "pytest $*" ;;
+        esac
+        exit 0
+        """)
+    (checkout / "venv-python").write_text(venv_python)
+    (fake / "python3").write_text(
+        textwrap.dedent(f"""\
+        #!/bin/sh
+        # python3 - (the Pi install): nothing to do; python3 -m venv .venv: a stand-in venv.
+        if [ "$1" = "-" ]; then cat >/dev/null; exit 0; fi
+        echo "venv" >> {events}
+        mkdir -p .venv/bin
+        cp {checkout / "venv-python"} .venv/bin/python
+        chmod +x .venv/bin/python
+        """)
+    )
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    return checkout
+
+
+def test_two_test_setups_at_once_take_turns(tmp_path: Path) -> None:
+    """``.ci/test`` makes and fills .venv under the same lock: a second run's setup starts
+    only once the first one's has ended, then both run the tests."""
+    checkout = _test_checkout(tmp_path)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            ["bash", ".ci/test", "-k", "x"],
+            cwd=checkout,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+
+    first = start()
+    events = checkout / "events.txt"
+    deadline = time.monotonic() + 60
+    while not events.exists():
+        assert time.monotonic() < deadline and first.poll() is None, _finished(first).stderr
+        time.sleep(0.02)
+    second = _finished(start())
+    first_done = _finished(first)
+    for done in (first_done, second):
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("pytest -m pytest -q -n ") and done.stdout.rstrip().endswith(
+            "-k x"
+        )
+    assert "Another setup of .venv is running; waiting for it to finish..." in second.stderr
+    assert events.read_text().splitlines() == ["venv", "uv start", "uv end"] * 2
 
 
 def _copy_checkout(checkout: Path, *folders: str) -> Path:
