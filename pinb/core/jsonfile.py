@@ -91,6 +91,17 @@ def _copy(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         ) from None
 
 
+def _text(path: Path, data: dict[str, Any]) -> bytes:
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except (ValueError, RecursionError) as exc:  # 1e400, or nested past Python's limit
+        raise UserFileError(
+            f"{path}: holds a value pinb cannot write back as JSON ({exc}); nothing was changed",
+            path=path,
+        ) from None
+    return text.encode("utf-8")
+
+
 def _cannot_write(path: Path, exc: OSError) -> UserFileError:
     reason = exc.strerror or type(exc).__name__
     where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != str(path) else ""
@@ -167,6 +178,7 @@ def edit_json(
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with locked(target, wait=wait, stale=stale) as lock:
+            # Held for a read and a rename only: Pi's settings writer gives up after 200 ms.
             try:
                 raw: bytes | None = target.read_bytes()
             except FileNotFoundError:
@@ -176,24 +188,14 @@ def edit_json(
             change(data)
             if raw is not None and data == before:
                 return Edited(target, changed=False)
-            saved = None
+            mode = None
             if raw is not None:
                 # Refuse a file marked read-only (a write would only replace it) with the
                 # system's own reason; opening it for writing changes nothing in it.
                 os.close(os.open(target, os.O_WRONLY))
-                if backup:
-                    saved = target.with_name(target.name + ".bak")
-                    mode = stat.S_IMODE(os.stat(target).st_mode)
-                    replace_file(saved, raw, mode=mode)
-            try:
-                text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-            except (ValueError, RecursionError) as exc:  # 1e400, or nested past Python's limit
-                raise UserFileError(
-                    f"{target}: holds a value pinb cannot write back as JSON ({exc}); nothing "
-                    "was changed",
-                    path=target,
-                ) from None
-            if replace_file(target, text.encode("utf-8"), unchanged=lock.held) is None:
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            text = _text(target, data)
+            if replace_file(target, text, unchanged=lock.held) is None:
                 raise UserFileLockError(
                     f"{target}: its lock {lock.path} was taken over while pinb was writing "
                     "(it had looked abandoned); nothing was changed: try again",
@@ -201,4 +203,16 @@ def edit_json(
                 )
     except OSError as exc:
         raise _cannot_write(target, exc) from None
+    if not backup or raw is None:
+        return Edited(target, changed=True)
+    # After the lock: the old bytes are in hand, and a copy of them needs no one's turn.
+    saved = target.with_name(target.name + ".bak")
+    try:
+        replace_file(saved, raw, mode=mode)
+    except OSError as exc:
+        raise UserFileError(
+            f"{target}: changed, but its backup {saved.name} could not be written: "
+            f"{exc.strerror or type(exc).__name__}",
+            path=target,
+        ) from None
     return Edited(target, changed=True, backup=saved)
