@@ -70,7 +70,6 @@ def test_a_long_hold_is_kept_fresh_past_proper_lockfiles_stale_time(
         time.sleep(3.0)
         with PiLockHold(pi_install, path, 10, stale_ms=2000) as pi:
             assert pi.held() == {"error": "ELOCKED"}
-        assert time.time() - lock_path(path).stat().st_mtime < 2.0
     assert not lock_path(path).exists()
 
 
@@ -87,10 +86,10 @@ def test_a_lock_whose_holder_is_gone_is_taken_over_both_ways(
     assert lock.is_dir()
     old = time.time() - 30  # more than proper-lockfile's 10 s without a refresh
     os.utime(lock, (old, old))
-    started = time.monotonic()
-    assert fit_pi_compaction("local/small", 4096, tmp_path).changed
-    assert time.monotonic() - started < 5  # taken over at once, not waited out
+    # Taken over at the first try (no wait at all), and released.
+    assert edit_json(path, lambda data: data.update(quietStartup=True), wait=0).changed
     assert not lock.exists()
+    assert fit_pi_compaction("local/small", 4096, tmp_path).changed
     # pinb killed while it held the lock: Pi takes it over by the same rule.
     holder = subprocess.Popen(
         [

@@ -53,10 +53,10 @@ class PiLockHold:
         return self._line()
 
     def released(self) -> float:
-        """When (epoch ms) it released the lock; waits for it."""
+        """When (epoch ms) it began to release the lock; waits until it has."""
         answer = self._line()
         self.process.wait(timeout=60)
-        return float(answer["released"])
+        return float(answer["releasing"])
 
     def __enter__(self) -> PiLockHold:
         return self

@@ -5,7 +5,7 @@
  *   <node 22> settings_lock.mjs ROOT hold FILE MS [STALE_MS]
  *       proper-lockfile's lockSync(FILE, {realpath: false}) as Pi's settings writer takes
  *       it (STALE_MS: proper-lockfile's `stale`, default its 10 s); prints
- *       {"held": <ms>}, holds for MS, releases, prints {"released": <ms>}. A lock it
+ *       {"held": <ms>}, holds for MS, prints {"releasing": <ms>} and releases. A lock it
  *       cannot take prints {"error": CODE} and exits 3.
  *   <node 22> settings_lock.mjs ROOT theme AGENT_DIR THEME...
  *       Pi's SettingsManager (on AGENT_DIR) saves each theme in turn, as `/settings`
@@ -47,8 +47,8 @@ if (op === "hold") {
     }
     say({ held: Date.now() });
     setTimeout(() => {
+        say({ releasing: Date.now() }); // before: nothing else can have the lock until then
         release();
-        say({ released: Date.now() });
     }, Number(ms));
 } else if (op === "theme") {
     const [agentDir, ...themes] = args;
