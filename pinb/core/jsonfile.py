@@ -10,7 +10,9 @@ which writes ``settings.json`` while it runs. pinb changes one only when asked
    (every field and entry it holds, pinb's or not, stays as it is);
 3. replaces it whole (:func:`pinb.core.atomic.replace_file`: a temporary file, fsync and a
    rename; the file's mode kept), only if the change changed something, and only while
-   the lock is still ours.
+   the lock is still ours;
+4. when asked, keeps the file as it was in ``<name>.bak`` (one, replaced each time, its
+   mode kept), written once the lock is let go: Pi's settings writer waits 200 ms at most.
 
 A file that is not valid JSON is never written: the error names the file, the line and
 the column. A read-only folder or file is one line with the system's reason.
