@@ -19,7 +19,8 @@ link to the user's notebook, and another local user can make the shared temporar
   locks go to ``$XDG_RUNTIME_DIR/pinb-locks`` (when that is a folder of this user's with
   mode 0700), else ``<tempdir>/pinb-locks-<uid>``, and one folder per session file inside
   it (named after the file's device and inode). Each is made with mode 0700 and refused
-  unless it is a real folder owned by this user with no permission for anyone else.
+  unless it is a real folder owned by this user that nobody else may write in (one others
+  may only read, as older pinb made them, is made 0700 first).
 - **Nothing is left beside a user's file.** For a session outside the agent's sessions
   folder the lock file is removed when its lock is released, and the lock folder with its
   last file (see :func:`remove_lock_file` for why that keeps ``flock`` exclusion whole).
@@ -47,7 +48,7 @@ __all__ = [
     "LockFolder",
     "fallback_root",
     "in_sessions_folder",
-    "is_mine",
+    "is_pinbs",
     "lock_folders",
     "open_lock_file",
     "open_lock_folder",
@@ -178,26 +179,31 @@ def _open_folder(path: Path, *, dir_fd: int | None = None, private: bool = False
                 "remove it, then try again",
             )
         if private:
-            _check_private(path, info)
+            _make_private(path, fd, info)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def _check_private(path: Path, info: os.stat_result) -> None:
+def _make_private(path: Path, fd: int, info: os.stat_result) -> None:
+    """Refuse a folder of another user's or one others may write in; one of this user's
+    that others may only read (an older pinb made its folders 0755) is made 0700: nobody
+    else can have put anything in it."""
     if info.st_uid != _euid():
         raise LockFileRefusedError(
             path,
             f"it belongs to another user (uid {info.st_uid}), who could redirect pinb's locks",
             "have it removed, or set XDG_RUNTIME_DIR or TMPDIR to a folder of your own",
         )
-    if info.st_mode & 0o077:
+    if info.st_mode & 0o022:
         raise LockFileRefusedError(
             path,
-            f"other users may use it (mode {stat.S_IMODE(info.st_mode):04o})",
+            f"other users may write in it (mode {stat.S_IMODE(info.st_mode):04o})",
             f"make it private (chmod 700 {path}) or remove it, then try again",
         )
+    if info.st_mode & 0o077:
+        os.fchmod(fd, 0o700)
 
 
 def _make_folder(path: Path, mode: int, *, dir_fd: int | None = None) -> bool:
@@ -438,9 +444,11 @@ def remove_lock_file(folder: LockFolder, name: str, fd: int) -> None:
         folder.remove_if_empty()
 
 
-def is_mine(fd: int) -> bool:
-    """Whether the file open on ``fd`` belongs to this user (only such a mark is tidied)."""
-    return os.fstat(fd).st_uid == _euid()
+def is_pinbs(fd: int) -> bool:
+    """Whether the file open on ``fd`` could be a lock file pinb made: a regular file of this
+    user's with one name (only such a file is tidied away)."""
+    info = os.fstat(fd)
+    return stat.S_ISREG(info.st_mode) and info.st_uid == _euid() and info.st_nlink == 1
 
 
 def read_lock_text(path: Path) -> str:

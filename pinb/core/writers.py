@@ -50,7 +50,7 @@ from .lock_files import (
     LOCK_FOLDER,
     LockFileRefusedError,
     LockFolder,
-    is_mine,
+    is_pinbs,
     lock_folders,
     open_lock_file,
     open_lock_folder,
@@ -447,7 +447,7 @@ def _live(folder: LockFolder, mark: str, kind: str, *, remove: bool) -> Holder |
         return None
     try:
         if _try_flock(fd):
-            if remove and is_mine(fd):
+            if remove and is_pinbs(fd):
                 remove_lock_file(folder, mark, fd)  # under the flock just taken
             return None
     finally:
