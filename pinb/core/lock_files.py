@@ -105,7 +105,7 @@ def _what_it_is(mode: int) -> str:
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return "a file" if stat.S_ISREG(mode) else "something other than a file"
 
 
 # -- folders -----------------------------------------------------------------------------------
@@ -241,7 +241,8 @@ def _beside(session: Path, tidy: bool, *, create: bool) -> LockFolder | None:
         except FileNotFoundError:
             continue  # tidied away by another process just now
         return LockFolder(folder, fd, tidy)
-    return None
+    # Never somewhere else instead: the other writers lock here.
+    raise FileNotFoundError(errno.ENOENT, "the lock folder keeps disappearing", str(folder))
 
 
 def fallback_root() -> Path:

@@ -125,20 +125,26 @@ def test_a_shipped_link_in_place_of_the_turn_lock_leaves_the_notebook_intact(
     assert notebook.read_bytes() == before and path.read_bytes() == session_before
 
 
-def test_a_linked_lock_folder_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["a symbolic link", "a file"])
+def test_a_lock_folder_that_is_not_a_real_folder_is_refused(tmp_path: Path, kind: str) -> None:
     repo = tmp_path / "repo"
     path = _session(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     victim = elsewhere / f"{path.name}.turn"  # what the link would have had pinb truncate
     victim.write_text("someone's data\n")
-    (repo / LOCK_FOLDER).symlink_to(elsewhere)
+    shipped = repo / LOCK_FOLDER
+    if kind == "a symbolic link":
+        shipped.symlink_to(elsewhere)
+    else:
+        shipped.write_text("a file of the repository's\n")
     with pytest.raises(LockFileRefusedError) as caught:
         Session.open(path).append_message(user("again"))
     message = _one_line(caught.value)
-    assert message.startswith(f"{repo / LOCK_FOLDER}: ")
-    assert "a symbolic link, not a folder" in message
+    assert message.startswith(f"{shipped}: ") and f"it is {kind}, not a folder" in message
     assert victim.read_text() == "someone's data\n" and sorted(elsewhere.iterdir()) == [victim]
+    if kind == "a file":
+        assert shipped.read_text() == "a file of the repository's\n"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "hard link", "another user's", "folder"])
