@@ -20,7 +20,6 @@ import pytest
 from pinb.core import Session
 from pinb.core.lock_files import LOCK_FOLDER, LockFileRefusedError
 from pinb.core.writers import SessionHold, TurnLock, holders
-from pinb.memory import remove_session
 
 from .helpers import assistant, user
 
@@ -453,9 +452,9 @@ def test_lock_files_stay_in_the_sessions_folder(tmp_path: Path) -> None:
     session.append_message(user("first"))
     session.append_message(assistant("one"))  # the first write made the file: this one locks
     path = session.require_path()
-    assert (path.parent / LOCK_FOLDER / f"{path.name}.turn").is_file()
-    removed = remove_session(path)
-    assert removed.trash_path.exists()
+    kept = path.parent / LOCK_FOLDER / f"{path.name}.turn"
+    assert kept.is_file()
+    assert [h for h in holders(path) if h.kind == "turn"] == [] and kept.is_file()
 
 
 # -- removing lock files keeps turns exclusive -----------------------------------------------------
