@@ -10,6 +10,7 @@ The tree::
     │   ├── EntryNotFoundError             an id that is not in the session (entry_id)
     │   ├── InvalidEntryError              an entry that does not validate (on append)
     │   ├── SessionLockError               the file lock could not be taken in time
+    │   │   └── LockFileRefusedError (pinb.core.lock_files)  a lock file or folder unsafe to use
     │   └── NotPersistedError              the operation needs a session file on disk
     ├── CompactionError                    compaction was asked for but cannot happen
     │   ├── SummaryCutError                the summary reply hit its output limit

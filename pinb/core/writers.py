@@ -16,7 +16,12 @@ session file:
 Both are ``flock`` locks on files of their own: the kernel drops them when a process dies,
 so a dead holder's lock is simply free (its file is taken over or tidied away). Each file
 holds a line of JSON saying who holds it. Where the session's folder cannot be written, the
-locks live in a folder of the temporary directory named after the file's device and inode.
+locks live in a private folder of this user's (``$XDG_RUNTIME_DIR`` or the temporary
+directory) named after the file's device and inode. How those files and folders are found,
+opened, checked and removed, so that none can be turned against the user (a link to their
+notebook, another user's folder), is :mod:`pinb.core.lock_files`; for a session outside the
+agent's sessions folder they are removed once released, so nothing stays beside the user's
+files.
 
 Pi in a terminal holds nothing pinb can see; :func:`holders` also looks for processes
 whose command line names the file (Linux ``/proc``), which finds ``pi --session FILE``
@@ -32,15 +37,27 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SessionLockError
+from .lock_files import (
+    LOCK_FOLDER,
+    LockFileRefusedError,
+    LockFolder,
+    is_pinbs,
+    lock_folders,
+    open_lock_file,
+    open_lock_folder,
+    read_lock_text,
+    remove_lock_file,
+    still_named,
+)
 
 try:
     import fcntl
@@ -50,6 +67,7 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks; pinb is al
 __all__ = [
     "LOCK_FOLDER",
     "Holder",
+    "LockFileRefusedError",
     "SessionBusyError",
     "SessionHold",
     "TurnLock",
@@ -58,8 +76,6 @@ __all__ = [
     "holders",
 ]
 
-#: The folder beside a session file that holds its lock files.
-LOCK_FOLDER = ".pinb-locks"
 #: How long a writer waits for another pinb writer's turn to end before saying "busy".
 DEFAULT_WAIT = 2.0
 
@@ -112,42 +128,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def _lock_folder(path: Path, *, create: bool) -> Path:
-    """Where ``path``'s lock files live: beside it, or (read-only folder) in the temp dir."""
-    folder = path.parent / LOCK_FOLDER
-    if folder.is_dir() and os.access(folder, os.W_OK):
-        return folder
-    if create:
-        with contextlib.suppress(OSError):
-            folder.mkdir(exist_ok=True)
-            return folder
-    try:
-        st = os.stat(path)
-        key = f"{st.st_dev}-{st.st_ino}"
-    except OSError:
-        key = path.name
-    fallback = (
-        Path(tempfile.gettempdir())
-        / f"pinb-locks-{os.getuid() if hasattr(os, 'getuid') else 0}"
-        / key
-    )
-    if create:
-        fallback.mkdir(parents=True, exist_ok=True)
-    return fallback
-
-
-def _folders(path: Path) -> list[Path]:
-    """Every folder a lock of ``path`` may be in (beside it, and the fallback)."""
-    found = []
-    beside = path.parent / LOCK_FOLDER
-    if beside.is_dir():
-        found.append(beside)
-    fallback = _lock_folder(path, create=False)
-    if fallback != beside and fallback.is_dir():
-        found.append(fallback)
-    return found
-
-
 def _try_flock(fd: int) -> bool:
     if fcntl is None:
         return True
@@ -170,7 +150,7 @@ def _write_note(fd: int, holder: Holder) -> None:
 
 def _read_note(path: Path, kind: str) -> Holder | None:
     try:
-        note = json.loads(path.read_text(encoding="utf-8") or "null")
+        note = json.loads(read_lock_text(path) or "null")
     except (OSError, ValueError):
         return None
     if not isinstance(note, dict):
@@ -193,12 +173,15 @@ def _me(what: str, kind: str) -> Holder:
 
 
 class _Held:
-    """A turn lock this process holds: its descriptor, the owning thread, the depth."""
+    """A turn lock this process holds: its descriptor, the owning thread, the depth, and
+    where its file is (to remove it once released)."""
 
-    def __init__(self, fd: int, thread: int) -> None:
+    def __init__(self, fd: int, thread: int, folder: LockFolder, name: str) -> None:
         self.fd = fd
         self.thread = thread
         self.depth = 1
+        self.folder = folder
+        self.name = name
 
 
 _HELD: dict[str, _Held] = {}
@@ -238,10 +221,10 @@ class TurnLock:
         return self._key is not None
 
     def acquire(self) -> None:
-        """Take the lock (waiting up to ``wait`` seconds), or raise :class:`SessionBusyError`."""
-        folder = _lock_folder(self.path, create=True)
-        lock_path = folder / f"{self.path.name}.turn"
-        key = os.path.normcase(os.path.abspath(lock_path))
+        """Take the lock (waiting up to ``wait`` seconds), or raise :class:`SessionBusyError`
+        (:class:`LockFileRefusedError` when what is at the lock's place is unsafe to use)."""
+        name = f"{self.path.name}.turn"
+        key = os.path.normcase(os.path.abspath(self.path.with_name(name)))
         me = threading.get_ident()
         deadline = time.monotonic() + self.wait
         with _HELD_LOCK:
@@ -257,21 +240,11 @@ class TurnLock:
                 held.depth += 1
                 self._key = key
                 return
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            pause = 0.001
-            while not _try_flock(fd):
-                if time.monotonic() >= deadline:
-                    raise SessionBusyError(self.path, _read_note(lock_path, "turn"))
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
-        except BaseException:
-            os.close(fd)
-            raise
+        folder, fd = _lock_turn_file(self.path, name, deadline)
         what = describe_process() + (f" running {self.what}" if self.what else "")
         _write_note(fd, _me(what, "turn"))
         with _HELD_LOCK:
-            _HELD[key] = _Held(fd, me)
+            _HELD[key] = _Held(fd, me, folder, name)
         self._key = key
 
     def release(self) -> None:
@@ -289,7 +262,51 @@ class TurnLock:
             _HELD_LOCK.notify_all()
         with contextlib.suppress(OSError):
             os.ftruncate(held.fd, 0)
+        if held.folder.tidy:  # beside the user's files: leave nothing (under the flock)
+            remove_lock_file(held.folder, held.name, held.fd)
         os.close(held.fd)  # closing drops the flock
+        held.folder.close()
+
+
+def _lock_turn_file(session: Path, name: str, deadline: float) -> tuple[LockFolder, int]:
+    """``flock`` the turn file ``name`` of ``session``, waiting until ``deadline``: the folder
+    and descriptor of the file locked, which still has the name once locked (its last
+    holder may have removed it meanwhile: :func:`~pinb.core.lock_files.remove_lock_file`)."""
+    folder = open_lock_folder(session)
+    vanished = 0
+    try:
+        while True:
+            try:
+                fd = open_lock_file(folder, name)
+            except FileNotFoundError:  # the folder was tidied away just now: make it again
+                vanished += 1
+                if vanished > 20:
+                    raise
+                folder.close()
+                folder = open_lock_folder(session)
+                continue
+            try:
+                pause = 0.001
+                while not _try_flock(fd):
+                    if time.monotonic() >= deadline:
+                        raise SessionBusyError(session, _read_note(folder.path / name, "turn"))
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+            except BaseException:
+                os.close(fd)
+                raise
+            if still_named(folder, name, fd):
+                return folder, fd
+            # A lock on a file its holder removed (or a folder since moved): lock what has
+            # the name now.
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise SessionBusyError(session, None)
+            folder.close()
+            folder = open_lock_folder(session)
+    except BaseException:
+        folder.close()
+        raise
 
 
 # -- holds -------------------------------------------------------------------------------------
@@ -309,23 +326,25 @@ class SessionHold:
         self.what = what
         self._fd: int | None = None
         self._file: Path | None = None
+        self._folder: LockFolder | None = None
 
     def acquire(self) -> SessionHold:
         if self._fd is not None:
             return self
         try:
-            folder = _lock_folder(self.path, create=True)
+            folder, name, fd = _new_mark(self.path)
+        except LockFileRefusedError as exc:
+            # Best effort, but said: something is in the way pinb will not touch.
+            warnings.warn(
+                f"{exc} (until then `pinb rm` cannot see that this process holds {self.path.name})",
+                stacklevel=2,
+            )
+            return self
         except OSError:
             return self  # nowhere to put a mark: the hold is best effort
-        name = f"{self.path.name}.{os.getpid()}-{next(_HOLD_NUMBERS)}.open"
-        file = folder / name
-        try:
-            fd = os.open(file, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        except OSError:
-            return self
         _try_flock(fd)
         _write_note(fd, _me(self.what, "open"))
-        self._fd, self._file = fd, file
+        self._fd, self._file, self._folder = fd, folder.path / name, folder
         return self
 
     def describe(self, what: str) -> None:
@@ -337,12 +356,14 @@ class SessionHold:
     def release(self) -> None:
         fd, self._fd = self._fd, None
         file, self._file = self._file, None
+        folder, self._folder = self._folder, None
         if fd is None:
             return
-        if file is not None:
-            with contextlib.suppress(OSError):
-                file.unlink()
+        if folder is not None and file is not None:
+            remove_lock_file(folder, file.name, fd)
         os.close(fd)
+        if folder is not None:
+            folder.close()
 
     def __enter__(self) -> SessionHold:
         return self.acquire()
@@ -353,6 +374,23 @@ class SessionHold:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.release()
+
+
+def _new_mark(session: Path) -> tuple[LockFolder, str, int]:
+    """A new ``.open`` mark for ``session``: its folder, name and descriptor. The name is this
+    process's own and the file is made here; anything already there by that name (a dead
+    process's of the same pid, or something planted) is left alone for the next number."""
+    for _ in range(100):
+        folder = open_lock_folder(session)
+        name = f"{session.name}.{os.getpid()}-{next(_HOLD_NUMBERS)}.open"
+        try:
+            return folder, name, open_lock_file(folder, name, new=True)
+        except (FileExistsError, FileNotFoundError):  # taken, or the folder was tidied away
+            folder.close()
+        except BaseException:
+            folder.close()
+            raise
+    raise FileExistsError(errno.EEXIST, "no free name for a mark", str(session))
 
 
 def hold_current(hold: SessionHold | None, path: Path | None, what: str) -> SessionHold | None:
@@ -380,41 +418,41 @@ def holders(path: str | os.PathLike[str], *, include_self: bool = False) -> list
     file = Path(os.path.abspath(os.fspath(path)))
     me = os.getpid()
     found: list[Holder] = []
-    for folder in _folders(file):
-        for mark in sorted(folder.glob(f"{_glob_escape(file.name)}.*")):
-            suffix = mark.name[len(file.name) :]
-            if suffix == ".turn":
-                kind = "turn"
-            elif suffix.endswith(".open"):
-                kind = "open"
-            else:
-                continue
-            holder = _live(mark, kind, remove=kind == "open")
-            if holder is not None and (include_self or holder.pid != me):
-                found.append(holder)
+    for folder in lock_folders(file):
+        try:
+            marks = sorted(n for n in os.listdir(folder.fd) if n.startswith(f"{file.name}."))
+            for mark in marks:
+                suffix = mark[len(file.name) :]
+                if suffix == ".turn":
+                    kind = "turn"
+                elif suffix.endswith(".open"):
+                    kind = "open"
+                else:
+                    continue
+                holder = _live(folder, mark, kind, remove=kind == "open" or folder.tidy)
+                if holder is not None and (include_self or holder.pid != me):
+                    found.append(holder)
+        finally:
+            folder.close()
     found.extend(h for h in _processes_naming(file) if include_self or h.pid != me)
     return found
 
 
-def _glob_escape(name: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
-
-
-def _live(mark: Path, kind: str, *, remove: bool) -> Holder | None:
-    """The holder of lock file ``mark`` if its lock is held; a free one is tidied away."""
+def _live(folder: LockFolder, mark: str, kind: str, *, remove: bool) -> Holder | None:
+    """The holder of lock file ``mark`` if its lock is held; a free one of this user's is
+    tidied away (``remove``). What is not a regular file is nobody's lock, and is left alone."""
     try:
-        fd = os.open(mark, os.O_RDWR)
-    except OSError:
+        fd = open_lock_file(folder, mark, write=False)
+    except (LockFileRefusedError, OSError):
         return None
     try:
         if _try_flock(fd):
-            if remove:
-                with contextlib.suppress(OSError):
-                    mark.unlink()
+            if remove and is_pinbs(fd):
+                remove_lock_file(folder, mark, fd)  # under the flock just taken
             return None
     finally:
         os.close(fd)
-    return _read_note(mark, kind) or Holder("a pinb process", kind=kind)
+    return _read_note(folder.path / mark, kind) or Holder("a pinb process", kind=kind)
 
 
 def _processes_naming(file: Path) -> Iterator[Holder]:
