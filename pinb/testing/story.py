@@ -375,13 +375,17 @@ def write_story_session(
     played = ",".join(task.name if task is not None else "wrong-turn" for task in plan)
     which = f"{drawn}|{cwd}|{model}|{start.isoformat()}|{context_window}|{name}|{played}"
     digest = int.from_bytes(hashlib.sha256(which.encode()).digest()[:16], "big")
-    with story_clock(start, rng) as clock:
+    with contextlib.ExitStack() as stack:
+        clock = stack.enter_context(story_clock(start, rng))
         session = Session.create(
             cwd,
             folder,
             session_id=str(uuid.UUID(int=digest, version=4)),
             id_generator=lambda: f"{rng.getrandbits(32):08x}",
         )
+        # One turn for the whole story, as a run of the agent holds one per prompt: the
+        # lock is taken once, not at every append.
+        stack.enter_context(session.turn("the demo story"))
         provider, model_id = model.split("/", 1)
         session.append_model_change(provider, model_id)
         if thinking:
