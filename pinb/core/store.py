@@ -357,6 +357,9 @@ def _read_whole(path: Path) -> bytes:
         return _read_all(handle, path)
 
 
+_NO_HEADER = 'the first JSON line must be a header {"type":"session","id":...}'
+
+
 def _refusal(text: str) -> str:
     first = next((line for line in text.split("\n") if line.strip(JS_WHITESPACE)), "")
     if first.startswith("\ufeff"):
@@ -366,7 +369,7 @@ def _refusal(text: str) -> str:
         )
     if not text.strip(JS_WHITESPACE):
         return "the file holds only whitespace, and Pi 1.x refuses it"
-    return 'the first JSON line must be a header {"type":"session","id":...}'
+    return _NO_HEADER
 
 
 def split_entries(loaded: LoadedFile) -> None:
@@ -530,15 +533,21 @@ def _checked(loaded: LoadedFile, where: str | Path | None, *, strict: bool) -> L
             "open it with a Pi release that writes it",
             path=where,
             line=first_line,
+            reason="is in Pi's experimental version 4 session layout, which pinb does not read",
         )
     if strict and not loaded.blank and (first is None or not is_valid_header(first)):
-        reason = (
-            loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
-        )
+        reason = loaded.refused or _NO_HEADER
+        if reason != _NO_HEADER:  # a byte-order mark, only whitespace: say which
+            short = reason
+        elif first_line is not None:
+            short = f"no session header on line {first_line}"
+        else:
+            short = "no session header on line 1"  # no line of it is JSON at all
         raise InvalidHeaderError(
             f"not a Pi session: {reason}; the file was left untouched",
             path=where,
             line=first_line,
+            reason=f"not a Pi session file ({short})",
         )
     return loaded
 
