@@ -11,6 +11,7 @@ The tree::
     │   ├── InvalidEntryError              an entry that does not validate (on append)
     │   ├── SessionLockError               the file lock could not be taken in time
     │   │   └── LockFileRefusedError (pinb.core.lock_files)  a lock file or folder unsafe to use
+    │   ├── ChatLinkError (pinb.chat.link) a chat's link names no session file that opens
     │   └── NotPersistedError              the operation needs a session file on disk
     ├── CompactionError                    compaction was asked for but cannot happen
     │   ├── SummaryCutError                the summary reply hit its output limit
@@ -64,11 +65,23 @@ class SessionFileError(SessionError):
         The file concerned.
     line:
         1-based physical line number, when one line is to blame.
+    reason:
+        Why, in words that follow the file's name (``"no such file"``, ``"is a folder, not
+        a session file"``): for a message that names the file its own way (a chat's
+        link). The message itself when not given.
     """
 
-    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        reason: str | None = None,
+    ):
         self.path = Path(path) if path is not None else None
         self.line = line
+        self.reason = reason if reason is not None else message
         where = ""
         if path is not None:
             where = os.fspath(path)  # as given: a URL such as s3://b/k.jsonl stays whole

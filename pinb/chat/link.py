@@ -15,6 +15,11 @@ The newer of the two wins (:func:`read_link`), so a link made in the notebook re
 chat at its next message, and the persona copies it into the chat's metadata. The notebook
 keeps its side in the output of ``%pi chat`` (:data:`LINK_MIMETYPE`, saved with the
 notebook), which :func:`notebook_link` reads back from the ``.ipynb`` file.
+
+A link is data, whoever wrote it: the session it names is taken from the chat's folder
+when relative (``~`` expanded, as ``%pi open`` does), and opened with the one check of a
+named session file (:func:`pinb.core.opening.open_session_file`), so a link to a folder,
+a FIFO or a file that is no session is one line (:class:`ChatLinkError`), never a hang.
 """
 
 from __future__ import annotations
@@ -22,23 +27,32 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.atomic import replace_file, write_new_file
+from ..core.describe import one_line
+from ..core.jsontext import visible
+from ..core.opening import open_session_file, session_path
+from ..errors import SessionError, SessionFileError
+
+if TYPE_CHECKING:
+    from ..core import Session
 
 __all__ = [
     "LINK_FOLDER",
     "LINK_MIMETYPE",
     "METADATA_KEY",
     "ChatLink",
+    "ChatLinkError",
     "default_chat_path",
     "ensure_chat_file",
     "kernel_notebook",
     "link_chat",
     "notebook_link",
+    "open_link",
     "read_link",
     "record_path",
 ]
@@ -73,6 +87,10 @@ class ChatLink:
     linked_by:
         ``"notebook"`` (``%pi chat``) or ``"chat"`` (``/session open``, ``/session new``,
         a chat's first message).
+    named:
+        The session as the metadata names it (relative, or with ``~``), kept so the link is
+        written back as it was and shown as its writer wrote it; ``None`` for a link made
+        here (``session`` is what it names).
     """
 
     chat: Path
@@ -80,6 +98,7 @@ class ChatLink:
     notebook: Path | None = None
     linked_at: str = ""
     linked_by: str = "notebook"
+    named: str | None = field(default=None, compare=False)
 
     def to_metadata(self) -> dict[str, Any]:
         """The link as the chat's metadata holds it: the notebook relative to the chat."""
@@ -87,7 +106,7 @@ class ChatLink:
         if self.notebook is not None:
             notebook = os.path.relpath(self.notebook, self.chat.parent)
         return {
-            "session": str(self.session),
+            "session": self.named if self.named is not None else str(self.session),
             "notebook": notebook,
             "linked_at": self.linked_at,
             "linked_by": self.linked_by,
@@ -95,17 +114,32 @@ class ChatLink:
 
     @classmethod
     def from_metadata(cls, chat: Path, data: Any) -> ChatLink | None:
-        """The link in ``data`` (a chat's ``metadata["pinb"]``), ``None`` if it holds none."""
+        """The link in ``data`` (a chat's ``metadata["pinb"]``), ``None`` if it holds none.
+
+        A relative session is taken from the chat's folder (never the server's working
+        folder), ``~`` expanded: :func:`pinb.core.opening.session_path`.
+        """
         if not isinstance(data, dict) or not isinstance(data.get("session"), str):
             return None
         notebook = data.get("notebook")
+        if isinstance(notebook, str) and "\0" not in notebook:
+            notebook_path: Path | None = Path(os.path.abspath(chat.parent / notebook))
+        else:
+            notebook_path = None
+        named = data["session"]
         return cls(
             chat=chat,
-            session=Path(data["session"]),
-            notebook=(chat.parent / notebook).resolve() if isinstance(notebook, str) else None,
+            session=session_path(named, chat.parent),
+            notebook=notebook_path,
             linked_at=str(data.get("linked_at") or ""),
             linked_by=str(data.get("linked_by") or "notebook"),
+            named=named,
         )
+
+    @property
+    def shown(self) -> str:
+        """The session as the link names it, on one line (for a message about the link)."""
+        return one_line(visible(self.named if self.named is not None else str(self.session)), 200)
 
     def describe(self) -> str:
         """One line: which session, and who linked it."""
@@ -114,6 +148,48 @@ class ChatLink:
         else:
             who = "a notebook" if self.linked_by == "notebook" else "the chat"
         return f"{self.chat.name} continues {self.session.name} (linked by {who})"
+
+
+class ChatLinkError(SessionError):
+    """A chat's link names no session file that can be opened (gone, a folder, a FIFO, ...).
+
+    The message is the one line the chat answers: which session the link names (as it
+    names it), why it cannot be continued, and how to link the chat again.
+
+    Attributes
+    ----------
+    link:
+        The link.
+    reason:
+        Why, in words that follow the file's name (``"no such file"``).
+    """
+
+    def __init__(self, link: ChatLink, reason: str) -> None:
+        self.link = link
+        self.reason = reason
+        notebook = (
+            f"`%pi chat` in {visible(link.notebook.name)}"
+            if link.notebook is not None
+            else "`%pi chat` in the notebook"
+        )
+        super().__init__(
+            f"this chat's link names {link.shown}: {reason}; {notebook} links it again "
+            "(or `/session open PATH` or `/session new` here)"
+        )
+
+
+def open_link(link: ChatLink) -> Session:
+    """Open the session ``link`` names, with the checks of ``%pi open``.
+
+    Raises
+    ------
+    ChatLinkError
+        It names no session file that can be opened; nothing was opened.
+    """
+    try:
+        return open_session_file(link.session)
+    except SessionFileError as exc:
+        raise ChatLinkError(link, exc.reason) from exc
 
 
 def default_chat_path(notebook: str | os.PathLike[str]) -> Path:

@@ -50,8 +50,8 @@ from ..llm.secrets import redact_secrets
 from ..render.html import escape
 from .avatar import avatar_file
 from .commands import COMMANDS, parse_command, run_command
-from .control import RunControl, busy_line
-from .link import METADATA_KEY
+from .control import RunControl, RunOutcome, busy_line
+from .link import METADATA_KEY, ChatLinkError
 from .markdown import clean, literal
 from .transcript import ChatTranscript
 from .turns import DEFAULT_TOOLS, ENGINES, ChatSession, ChatSettings
@@ -147,9 +147,11 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
         """Answer one message: a slash command with a view, anything else with a turn."""
         chat = self._session()
         prompt = self._prompt(message)
-        note = await asyncio.to_thread(chat.follow_link, self._link_metadata())
-        self._adopt_link(chat)
         command = parse_command(prompt)
+        followed, note = await self._follow_link(chat, command)
+        if not followed:
+            return
+        self._adopt_link(chat)
         if command is not None:
             await self._command(chat, *command, note=note)
             return
@@ -160,6 +162,14 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
         if attached:
             prompt = f"{prompt}\n\n{attached}"
         await self._turn(chat, prompt, message, note)
+
+    async def handle_uncaught_exception(self, exc: Exception) -> None:
+        """One line in the chat for an error nothing else caught (a bug): never a traceback.
+
+        The persona manager has logged it with its traceback already; the chat gets what
+        happened and where to look, and no server path.
+        """
+        self._answer_error(_unexpected_line(exc))
 
     async def cancel_response(self) -> None:
         """Stop the running turn: the built-in agent's token, or ``abort`` to the user's Pi."""
@@ -225,6 +235,41 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
     def _link_metadata(self) -> Any:
         return self.chat.get_metadata().get(METADATA_KEY)
 
+    async def _follow_link(
+        self, chat: ChatSession, command: tuple[str, str] | None
+    ) -> tuple[bool, str | None]:
+        """Follow the chat's link: ``(go on, note)``; a link that fails is answered here.
+
+        A link is data (whoever wrote the chat's metadata): one that names no session file
+        that opens is one line in the chat (:class:`~pinb.chat.link.ChatLinkError`), and
+        only what relinks the chat (``/session open PATH``, ``/session new``) or ``/help``
+        goes on.
+        """
+        try:
+            note = await asyncio.to_thread(chat.follow_link, self._link_metadata())
+        except ChatLinkError as exc:
+            self.log.warning("%s: %s", chat.chat.name, exc)
+            if _relinks(command):
+                return True, None
+            self._answer_error(str(exc))
+            return False, None
+        except PinbError as exc:  # already one line (what, why, what to do)
+            self._answer_error(str(exc))
+            return False, None
+        except Exception as exc:  # a bug: the log has its traceback, the chat one line
+            self._answer_error(self._unexpected(exc))
+            return False, None
+        return True, note
+
+    def _unexpected(self, exc: BaseException) -> str:
+        """Log an error nothing expected (with its traceback); the chat's line for it."""
+        self.log.error("pinb's persona failed in %s", self.get_chat_path(), exc_info=exc)
+        return _unexpected_line(exc)
+
+    def _answer_error(self, line: str) -> None:
+        """Answer with one error line (escaped: it may quote what a link names)."""
+        self._send("**error:** " + literal(line))
+
     def _adopt_link(self, chat: ChatSession) -> None:
         """Copy the link into the chat's metadata when the notebook made a newer one."""
         link = chat.link
@@ -272,6 +317,8 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
             body = literal(busy_line(exc))
         except PinbError as exc:
             body = "**error:** " + literal(str(exc))
+        except Exception as exc:  # a bug: logged with its traceback, one line here
+            body = "**error:** " + literal(self._unexpected(exc))
         finally:
             self.clear_status()
         self._adopt_link(chat)
@@ -326,6 +373,8 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
                 show=show,
                 control=control,
             )
+        except Exception as exc:  # a bug: logged with its traceback, one line in the reply
+            outcome = RunOutcome(error=self._unexpected(exc))
         finally:
             self._control = None
             self.clear_status()
@@ -338,6 +387,25 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
             transcript.note(f"error: {outcome.error}")
         transcript.footer = outcome.footer
         flush()
+
+
+def _relinks(command: tuple[str, str] | None) -> bool:
+    """Whether a command works without the chat's link: it relinks the chat, or is /help."""
+    if command is None:
+        return False
+    name, args = command
+    return name == "/help" or (name == "/session" and args.split()[:1] in (["open"], ["new"]))
+
+
+def _unexpected_line(exc: BaseException) -> str:
+    """One line for an error pinb did not expect: its kind, never its text (a path, a repr)."""
+    why = type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        why += f": {exc.strerror}"
+    return (
+        f"pinb's persona could not answer this message ({why}, an unexpected error); "
+        "the Jupyter server's log has the details"
+    )
 
 
 def _safe(body: str) -> str:

@@ -41,13 +41,15 @@ from ..core import (
 )
 from ..core.accounting import ContextUsage, context_usage
 from ..core.entries import Entry
+from ..core.jsontext import visible
+from ..core.opening import open_session_file, session_path
 from ..core.writers import SessionBusyError, SessionHold, describe_process, hold_current
-from ..errors import PinbError
+from ..errors import PinbError, SessionFileError
 from ..llm import ChatModel, get_model
 from ..llm.offline import OFFLINE_MODEL, OfflineDemoModel
 from ..llm.window import ContextWindow, resolve_window
 from .control import RunControl, RunOutcome, busy_line
-from .link import ChatLink, link_chat, read_link
+from .link import ChatLink, ChatLinkError, link_chat, open_link, read_link
 
 __all__ = [
     "CHAT_TYPE",
@@ -167,6 +169,13 @@ class ChatSession:
 
         ``metadata`` is the chat's ``metadata["pinb"]`` as the live chat holds it. Returns a
         line to show when the session changed, else ``None``.
+
+        Raises
+        ------
+        ChatLinkError
+            The link names no session file that can be opened (gone, a folder, a FIFO, a
+            file that is no session): one line saying so. The chat keeps no session then,
+            so nothing is answered on another one until the chat is linked again.
         """
         link = read_link(self.chat, metadata)
         if link is None:
@@ -175,10 +184,25 @@ class ChatSession:
         if current is not None and os.path.abspath(current) == os.path.abspath(link.session):
             self.link = link
             return None
-        if not link.session.exists():
-            return None  # a link to a session never written (a restart before its first turn)
-        self._use(Session.open(link.session), link)
+        if link.linked_by == "chat" and not os.path.lexists(link.session):
+            # The chat's own new session, never written (a restart before its first turn):
+            # the next turn starts one again.
+            return None
+        try:
+            session = open_link(link)
+        except ChatLinkError:
+            self._drop()
+            raise
+        self._use(session, link)
         return "this chat now " + link.describe().split(" ", 1)[1]
+
+    def _drop(self) -> None:
+        """Continue no session (the link names none that opens): nothing held, no Pi."""
+        self._close_pi()
+        self.session, self.link = None, None
+        if self._hold is not None:
+            self._hold.release()
+            self._hold = None
 
     def _use(self, session: Session, link: ChatLink) -> None:
         if self.session is not None and self.session.path != session.path:
@@ -217,16 +241,16 @@ class ChatSession:
         Raises
         ------
         SessionFileError
-            No such session file.
+            ``path`` is no session file that opens (the checks of ``%pi open``).
         """
-        from ..errors import SessionFileError
-
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = self.chat.parent / target
-        if not target.is_file():
-            raise SessionFileError("no such session file", path=target)
-        session = Session.open(target)
+        target = session_path(path, self.chat.parent)
+        try:
+            session = open_session_file(target)
+        except SessionFileError as exc:  # named as typed: the server's folders stay its own
+            raise SessionFileError(
+                f"{visible(os.fspath(path))}: {exc.reason}; `/session new` starts a new session",
+                reason=exc.reason,
+            ) from exc
         link = link_chat(self.chat, target, linked_by="chat")
         self._use(session, link)
         return session

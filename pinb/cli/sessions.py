@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,21 +61,14 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
 def open_session_file(file: str) -> Session:
     """Open a session file for a command, refusing what is not one.
 
-    Only regular files are read (a FIFO or ``/dev/zero`` would block or never end), and an
-    empty file is refused: Pi would write a new session into it, but showing or exporting
-    it would invent an id and a working directory.
+    The one check every opening of a named file makes (:func:`pinb.core.opening.open_session_file`:
+    a regular file, readable, a session header; a FIFO or ``/dev/zero`` refused, never
+    waited on), and an empty file is refused too: Pi would write a new session into it,
+    but showing or exporting it would invent an id and a working directory.
     """
-    from ..core import Session
+    from ..core.opening import open_session_file as open_named
 
-    try:
-        mode = os.stat(file).st_mode
-    except OSError as exc:
-        raise SessionFileError(exc.strerror or str(exc), path=file) from exc
-    if stat.S_ISDIR(mode):
-        raise SessionFileError("is a folder, not a session file", path=file)
-    if not stat.S_ISREG(mode):
-        raise SessionFileError("not a regular file; pinb reads session files only", path=file)
-    session = Session.open(file)
+    session = open_named(file)
     loaded = session.loaded
     if loaded is not None and loaded.blank:
         raise SessionFileError("empty file: no session header, nothing to show", path=file)

@@ -14,6 +14,7 @@ from typing import IO, Any
 from .fieldtypes import content_flaws, text_flaw
 from .lazy import listed_value, listing_reader
 from .paths import sessions_root
+from .special import open_regular
 from .store import is_valid_header, parse_line
 from .tree import Problem
 from .wire import js_date_ms, js_trim, js_truthy
@@ -210,9 +211,9 @@ def read_listing(
     """
     file_path = Path(path)
     try:
-        with open(file_path, "rb") as handle:
+        with open_regular(file_path) as handle:  # a FIFO named *.jsonl is skipped, not waited on
             return _read_listing(handle, file_path, text, since)
-    except OSError:  # gone or unreadable: not listed, as before
+    except OSError:  # gone, unreadable or not a regular file: not listed, as before
         return ListingRead(None, None, 0, False)
 
 
@@ -494,8 +495,8 @@ def list_all_sessions(
 
 def _header_of(path: Path) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(512)
+        with open_regular(path) as handle:
+            head = handle.read(512) or b""  # None: a kernel file with nothing to say
     except OSError:
         return None
     first = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .special import read_regular
+
 __all__ = [
     "AGENT_DIR_ENV",
     "agent_dir",
@@ -115,7 +117,7 @@ def read_settings(cwd: str | os.PathLike[str] | None = None) -> list[dict[str, A
     layers: list[dict[str, Any]] = []
     for file in files:
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(file).decode("utf-8"))  # a FIFO: skipped, not waited on
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as exc:

@@ -166,6 +166,9 @@ class Session(AppendMixin, SharedFileMixin):
         ------
         FileNotFoundError
             The file does not exist (use :meth:`create` for a new session).
+        IsADirectoryError, SpecialFileError
+            It is a folder, or a FIFO, device or socket (refused at once: opening never
+            waits on a FIFO, see :mod:`pinb.core.special`).
         InvalidHeaderError
             The file is not empty but its first JSON line is not a session header.
         UnsupportedVersionError

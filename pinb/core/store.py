@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import itertools
 import os
 import time
@@ -29,6 +30,7 @@ from .jsontext import short_repr
 from .lazy import head_reader, read_chunks, read_lines
 from .migrate import CURRENT_VERSION
 from .readahead import READ_AHEAD_MIN, read_ahead
+from .special import open_regular
 from .target import DEFAULT_PI, Pi, PiLike
 from .tree import Problem
 from .wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
@@ -306,12 +308,12 @@ def _settle_tail(loaded: LoadedFile, size: int, last_newline: int, newlines: int
 def _read_ahead_lazily(path: Path, target: Pi) -> LoadedFile | bytes:
     """A big version 3 file read lazily while a thread reads ahead
     (:mod:`pinb.core.readahead`), or the bytes of any other file, to be parsed whole."""
-    handle = open(path, "rb", buffering=0)  # noqa: SIM115 - the read-ahead thread closes it
+    handle = open_regular(path)  # never waits on a FIFO; the read-ahead thread closes it
     try:
         size = os.fstat(handle.fileno()).st_size
         if size < READ_AHEAD_MIN or head_reader() is None:
             with handle:
-                return handle.readall()
+                return _read_all(handle, path)
     except BaseException:
         handle.close()
         raise
@@ -341,6 +343,23 @@ def _read_ahead_lazily(path: Path, target: Pi) -> LoadedFile | bytes:
     return loaded
 
 
+def _read_all(handle: io.FileIO, path: Path) -> bytes:
+    """The rest of ``handle``; a kernel file that would wait (``/proc/kmsg``) is an error."""
+    data = handle.read()
+    if data is None:  # O_NONBLOCK: nothing to read now
+        raise BlockingIOError(errno.EAGAIN, "nothing to read now (reading would wait)", str(path))
+    return data
+
+
+def _read_whole(path: Path) -> bytes:
+    """The whole file at ``path``, refusing (never waiting on) what is not a regular file."""
+    with open_regular(path) as handle:
+        return _read_all(handle, path)
+
+
+_NO_HEADER = 'the first JSON line must be a header {"type":"session","id":...}'
+
+
 def _refusal(text: str) -> str:
     first = next((line for line in text.split("\n") if line.strip(JS_WHITESPACE)), "")
     if first.startswith("\ufeff"):
@@ -350,7 +369,7 @@ def _refusal(text: str) -> str:
         )
     if not text.strip(JS_WHITESPACE):
         return "the file holds only whitespace, and Pi 1.x refuses it"
-    return 'the first JSON line must be a header {"type":"session","id":...}'
+    return _NO_HEADER
 
 
 def split_entries(loaded: LoadedFile) -> None:
@@ -476,6 +495,9 @@ def read_session_file(
     ------
     FileNotFoundError
         When the file does not exist.
+    IsADirectoryError, SpecialFileError
+        It is a folder, or a FIFO, device or socket (:mod:`pinb.core.special`: refused
+        at once, never waited on).
     """
     file_path = Path(path)
     target = Pi.resolve(pi)
@@ -484,7 +506,7 @@ def read_session_file(
         if isinstance(read, LoadedFile):
             return _checked(read, file_path, strict=strict)
         return load_session_bytes(read, file_path, strict=strict, pi=target, lazy=lazy)
-    return load_session_bytes(file_path.read_bytes(), file_path, strict=strict, pi=pi, lazy=lazy)
+    return load_session_bytes(_read_whole(file_path), file_path, strict=strict, pi=pi, lazy=lazy)
 
 
 def load_session_bytes(
@@ -511,15 +533,21 @@ def _checked(loaded: LoadedFile, where: str | Path | None, *, strict: bool) -> L
             "open it with a Pi release that writes it",
             path=where,
             line=first_line,
+            reason="is in Pi's experimental version 4 session layout, which pinb does not read",
         )
     if strict and not loaded.blank and (first is None or not is_valid_header(first)):
-        reason = (
-            loaded.refused or 'the first JSON line must be a header {"type":"session","id":...}'
-        )
+        reason = loaded.refused or _NO_HEADER
+        if reason != _NO_HEADER:  # a byte-order mark, only whitespace: say which
+            short = reason
+        elif first_line is not None:
+            short = f"no session header on line {first_line}"
+        else:
+            short = "no session header on line 1"  # no line of it is JSON at all
         raise InvalidHeaderError(
             f"not a Pi session: {reason}; the file was left untouched",
             path=where,
             line=first_line,
+            reason=f"not a Pi session file ({short})",
         )
     return loaded
 
@@ -616,6 +644,6 @@ def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = Fals
 
 def read_new_bytes(path: Path, offset: int) -> bytes:
     """The bytes of ``path`` from ``offset`` to its current end."""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(offset)
-        return handle.read()
+        return _read_all(handle, path)

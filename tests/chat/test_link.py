@@ -12,11 +12,13 @@ from pinb.chat.link import (
     LINK_FOLDER,
     METADATA_KEY,
     ChatLink,
+    ChatLinkError,
     default_chat_path,
     ensure_chat_file,
     kernel_notebook,
     link_chat,
     notebook_link,
+    open_link,
     read_link,
     record_path,
 )
@@ -104,3 +106,42 @@ def test_the_notebook_keeps_the_last_link_it_showed(tmp_path: Path) -> None:
     notebook.write_text("not a notebook")
     assert notebook_link(notebook) is None
     assert notebook_link(tmp_path / "missing.ipynb") is None
+
+
+def test_a_relative_link_is_taken_from_the_chats_folder_and_kept_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = tmp_path / "work" / "team.chat"
+    elsewhere = tmp_path / "server-cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the Jupyter server's working folder: never the base
+    data = {"session": "sessions/s.jsonl", "linked_at": "2026-01-01T00:00:00.000000+00:00"}
+    link = ChatLink.from_metadata(chat, data)
+    assert link is not None
+    assert link.session == tmp_path / "work" / "sessions" / "s.jsonl"
+    assert link.to_metadata()["session"] == "sessions/s.jsonl"  # written back as it was
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = ChatLink.from_metadata(chat, {"session": "~/s.jsonl"})
+    assert home is not None and home.session == tmp_path / "home" / "s.jsonl"
+    assert home.shown == "~/s.jsonl"
+
+
+def test_a_link_that_names_no_session_is_one_line_naming_it_as_written(tmp_path: Path) -> None:
+    chat = tmp_path / "team.chat"
+    (tmp_path / "folder").mkdir()
+    cases = {
+        "folder": "is a folder, not a session file",
+        "gone.jsonl": "no such file",
+        "two\nlines.jsonl": "no such file",  # shown on one line
+    }
+    for named, reason in cases.items():
+        link = ChatLink.from_metadata(chat, {"session": named, "notebook": "nb.ipynb"})
+        assert link is not None
+        with pytest.raises(ChatLinkError) as refused:
+            open_link(link)
+        shown = named.replace("\n", "\\n")
+        assert str(refused.value) == (
+            f"this chat's link names {shown}: {reason}; `%pi chat` in nb.ipynb links it again "
+            "(or `/session open PATH` or `/session new` here)"
+        )
+        assert refused.value.reason == reason and refused.value.link is link

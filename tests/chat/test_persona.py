@@ -324,7 +324,10 @@ def test_session_commands_pick_a_session_in_the_chat(project: Path, loop_server:
     assert "1 entry" in shown and "Linked by the chat." in shown
     assert "Started a new session." in new and "written at its first message" in new
     assert "offline" in helped and "/compact" in helped
-    assert missing.startswith("**error:**") and "no such session file" in missing
+    # Named as typed, not as the server's folder: one line.
+    assert missing == (
+        "**error:** nowhere.jsonl: no such file; `/session new` starts a new session"
+    )
 
 
 @pytest.mark.parametrize("mentions", [[PERSONA_ID], []], ids=["listed", "typed"])

@@ -70,7 +70,7 @@ def test_ls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["context", "/no/such/file.jsonl"], "No such file"),
+        (["context", "/no/such/file.jsonl"], "/no/such/file.jsonl: no such file"),
         (["context", str(CASE_FILES["linear"]), "--leaf", "zzz"], "no entry with id"),
     ],
 )

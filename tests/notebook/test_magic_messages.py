@@ -3,6 +3,7 @@ they work on following the current session. A real IPython shell and real files.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -37,6 +38,14 @@ def test_opening_a_missing_file_is_one_clear_line(shell: InteractiveShell, tmp_p
     assert text.endswith(
         "is a folder, not a session file; %pi sessions lists the current folder's sessions"
     )
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # refused at once by the open itself: no thread waits for a writer
+    text = "".join(_cell(shell, f"%pi open {fifo}")).strip()
+    assert text == (
+        f"SessionFileError: {fifo}: is a FIFO (named pipe), not a regular file (reading it "
+        "could wait forever); %pi sessions lists the current folder's sessions"
+    )
+    assert _magics(shell).session is None
 
 
 def test_sessions_search_and_resume_follow_the_current_session(

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...core.special import special_kind
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
-from .special import special_kind
 from .write import write_text_file
 
 __all__ = ["EditTool", "diff_text"]

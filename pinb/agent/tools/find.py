@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ...core.special import read_regular
 from ..tool import ToolContext, ToolResult
 from .paths import (
     ToolInputError,
@@ -21,7 +22,6 @@ from .paths import (
     required_str,
     tool_cwd,
 )
-from .special import read_regular
 from .truncate import DEFAULT_MAX_BYTES, UNLIMITED_LINES, format_size, truncate_head
 
 #: A .gitignore larger than this is read only this far.

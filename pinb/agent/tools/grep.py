@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...core.special import read_regular
 from ..tool import ToolContext, ToolResult
 from .find import WalkAborted, listing_result, path_matches, walk
 from .paths import (
@@ -20,7 +21,6 @@ from .paths import (
     required_str,
     tool_cwd,
 )
-from .special import read_regular
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 
 __all__ = ["GrepTool"]

@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
+from ...core.special import SpecialFileError, open_regular
 from ..tool import ToolContext, ToolResult
 from .paths import (
     ToolInputError,
@@ -20,7 +21,6 @@ from .paths import (
     resolve_read_path,
     tool_cwd,
 )
-from .special import SpecialFileError, open_regular
 from .truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,

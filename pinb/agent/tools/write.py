@@ -10,9 +10,9 @@ from typing import Any
 
 from pinb.core.wire import utf16_len
 
+from ...core.special import special_kind
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
-from .special import special_kind
 
 __all__ = ["WriteTool", "write_text_file"]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from IPython.core.magic import Magics
 from traitlets import Bool, Enum, Int, List, Unicode, observe
 
-from ...errors import EntryNotFoundError, PinbError, SessionFileError, UsageError
+from ...errors import EntryNotFoundError, PinbError, UsageError
 
 # What the commands use is imported where they use it: `%load_ext pinb` loads the magics
 # alone, and the session, the agent and the views come with the first command needing them.
@@ -153,16 +153,10 @@ class MagicsBase(Magics):
         return folder if folder is not None and folder.is_dir() else self._cwd()
 
     def _open(self, path: str | os.PathLike[str]) -> Session:
-        """Open a session file; a missing one is one clear line, not a traceback."""
-        target = Path(path).expanduser()
-        if not target.is_file():
-            what = "is a folder, not a session file" if target.is_dir() else "no such file"
-            raise SessionFileError(
-                f"{what}; %pi sessions lists the current folder's sessions", path=target
-            )
-        from ...core import Session
+        """Open a session file; what is none (missing, a folder, a FIFO) is one clear line."""
+        from ...core.opening import open_session_file
 
-        return Session.open(target)
+        return open_session_file(path, hint="%pi sessions lists the current folder's sessions")
 
     def _sessions_folder(self) -> tuple[Path, Path]:
         """``(folder, cwd)``: where the current session's siblings are, and for what folder.
