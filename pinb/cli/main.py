@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
+from ..core.writers import SessionBusyError
 from ..errors import PinbError
 from . import analysis, memory, sessions
 from .output import quiet_stdout, say
@@ -47,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except SessionBusyError as exc:  # what the command did not do, and who holds the file
+        _error(f"{exc.path}: {exc.line('command')}")
+        return 2
     except PinbError as exc:
         _error(str(exc))
         return 2

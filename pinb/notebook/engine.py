@@ -68,6 +68,8 @@ ENGINES = ("pinb", "pi")
 ROUTED_COMMANDS = ("compact", "model", "thinking", "fork")
 #: Pi 1.x's thinking levels (``max`` is Pi's, beyond pinb's own list).
 PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+#: What a Pi engine's turn runs, for the "busy" answer other writers get.
+PI_TASK = "your Pi (Pi engine)"
 
 
 class PiEngine:
@@ -339,7 +341,7 @@ class PiEngine:
         with its last stderr lines; what it had saved stays in the file, which stays valid.
         """
         end: AgentEnd | None = None
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True) as turn:
             if turn.start_note():
                 show(Notice(str(turn.start_note())))
             process = self.ensure(session, cwd, model, thinking)
@@ -380,7 +382,7 @@ class PiEngine:
         are shown through ``show`` here, in the cell that ran the command, not at the top of
         the next one.
         """
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True) as turn:
             process = self.ensure(session, cwd, None, None)
             since = session.entries[-1].id if session.entries else None
             try:
@@ -412,7 +414,7 @@ class PiEngine:
     ) -> PiProcess:
         """Start Pi on the session (if needed) with ``model`` / ``thinking``, as a turn:
         Pi records a model or thinking change in the file."""
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True) as turn:
             since = session.entries[-1].id if session.entries else None
             try:
                 return self.ensure(session, cwd, model, thinking)
