@@ -71,18 +71,25 @@ class PathChange:
     ----------
     old_leaf:
         Where the session stood: the ``goto`` target that brings the path back.
+    new_leaf:
+        Where the path continues now.
     fork:
         The last entry both paths share (``None``: they share nothing).
     left:
         The entries no longer on the path, root first.
     appended:
         The others' entries now on the path after ``fork``, with who appended them.
+    moved_by:
+        When none of them is new (another writer's ``goto`` moved the file's leaf to an
+        older entry): who appended what moved it.
     """
 
     old_leaf: str
+    new_leaf: str | None
     fork: str | None
     left: tuple[Entry, ...]
     appended: tuple[Appended, ...]
+    moved_by: tuple[Appended, ...] = ()
 
     @property
     def turns(self) -> int:
@@ -92,21 +99,22 @@ class PathChange:
     def line(self, goto: str = "%pi goto") -> str:
         """The one line a cell, the chat or a command shows; ``goto`` moves the leaf."""
         count = sum(len(a.entries) for a in self.appended)
-        who = _writers(self.appended) if self.appended else "another writer"
-        where = f"under {self.fork}" if self.fork else "on a root of their own"
+        if count:
+            where = f"under {self.fork}" if self.fork else "on a root of their own"
+            did = f"{_writers(self.appended)} appended {count} {_entries(count)} {where}"
+        else:
+            who = _writers(self.moved_by) if self.moved_by else "another writer"
+            did = f"{who} moved the path to {self.new_leaf}"
         n, k = len(self.left), self.turns
         gone = (
-            f"{k} of your {_plural(k, 'turn')} ({n} {_entries(n)})"
+            f"{k} of your turns ({n} {_entries(n)})"
             if k
             else f"{n} {_entries(n)} you were on"
         )
         back = f"`{goto} {self.old_leaf}` goes back to them"
         if self.left and (self.left[-1].role == "user" or self.left[-1].type == "custom_message"):
             back += " (to just before that last message, whose text it gives to send again)"
-        return (
-            f"{who} appended {count} {_entries(count)} {where}, leaving {gone} off the path "
-            f"(last: {self.old_leaf}); {back}"
-        )
+        return f"{did}, leaving {gone} off the path (last: {self.old_leaf}); {back}"
 
 
 @dataclass
@@ -181,10 +189,6 @@ class Turn:
 
 def _entries(n: int) -> str:
     return "entry" if n == 1 else "entries"
-
-
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
 
 
 def _writers(groups: list[Appended] | tuple[Appended, ...]) -> str:
@@ -383,7 +387,9 @@ class SharedFileMixin:
         theirs = {id(e) for e in appended}
         after = [e for e in new[shared:] if id(e) in theirs]
         groups = _attribute(after, self._index, records, outsider)
-        return PathChange(stood, fork, tuple(left), tuple(groups))
+        moved = () if after else tuple(_attribute(appended, self._index, records, outsider))
+        leaf = self._leaf_id if isinstance(self._leaf_id, str) else None
+        return PathChange(stood, leaf, fork, tuple(left), tuple(groups), moved)
 
     def _record(self, lock: TurnLock, turn: Turn, start: str | None) -> TurnRecord | None:
         """This turn, for the turn lock's note: the next writer can tell its entries apart."""

@@ -462,6 +462,36 @@ def test_the_turn_lock_keeps_who_wrote_each_turn_for_the_next_writer(tmp_path: P
     assert kept[-1][2] == os.getpid() != kept[-2][2]
 
 
+_GOTO = """
+import sys
+from pathlib import Path
+from pinb.core import Session
+session = Session.open(Path(sys.argv[1]))
+with session.turn("%pi goto", role="cell", who="a notebook cell"):
+    session.navigate(sys.argv[2])
+"""
+
+
+def test_another_writers_goto_that_moves_the_file_back_is_said_too(tmp_path: Path) -> None:
+    """Nothing new on the path, only a navigation marker: who moved it, and where to."""
+    session = _started(tmp_path)
+    path = session.require_path()
+    earlier = str(session.leaf_id)
+    for i in range(2):
+        _turn(session, f"kernel {i}")
+    mine = str(session.leaf_id)
+    done = subprocess.run(
+        [sys.executable, "-c", _GOTO, str(path), earlier], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    turn = _turn(session, "after the move")
+    assert turn.start_note() == (
+        f"a notebook cell moved the path to {earlier}, leaving 2 of your turns (4 entries) off "
+        f"the path (last: {mine}); `%pi goto {mine}` goes back to them"
+    )
+    assert _texts(session) == ["first", "after the move"]
+
+
 def test_a_session_just_opened_is_told_what_left_the_path_pinb_last_stood_on(
     tmp_path: Path,
 ) -> None:
@@ -523,3 +553,18 @@ def test_a_turn_that_waits_on_a_model_is_busy_at_once_a_short_one_is_waited_for(
         # A model turn: no wait (20 s would only delay the same answer); a short one: the
         # whole wait, in case it ends.
         assert waited < 10 if how == "long" else waited >= 20
+
+
+def test_a_goto_target_that_is_your_message_says_what_goto_does_with_it(tmp_path: Path) -> None:
+    """goto on a user message stands before it and gives its text (as Pi's /tree does)."""
+    session = _started(tmp_path)
+    stale = session.leaf_id
+    with session.turn(role="cell", who="a notebook cell"):
+        asked = session.append_message(user("never answered"))
+    _appends_under(session.require_path(), stale, "terminal")
+    line = str(_turn(session, "next").start_note())
+    assert line.endswith(
+        f"(last: {asked.id}); `%pi goto {asked.id}` goes back to them (to just before that "
+        "last message, whose text it gives to send again)"
+    )
+    assert "leaving 1 of your turns (1 entry) off the path" in line
