@@ -106,11 +106,7 @@ class PathChange:
             who = _writers(self.moved_by) if self.moved_by else "another writer"
             did = f"{who} moved the path to {self.new_leaf}"
         n, k = len(self.left), self.turns
-        gone = (
-            f"{k} of your turns ({n} {_entries(n)})"
-            if k
-            else f"{n} {_entries(n)} you were on"
-        )
+        gone = f"{k} of your turns ({n} {_entries(n)})" if k else f"{n} {_entries(n)} you were on"
         back = f"`{goto} {self.old_leaf}` goes back to them"
         if self.left and (self.left[-1].role == "user" or self.left[-1].type == "custom_message"):
             back += " (to just before that last message, whose text it gives to send again)"
