@@ -22,6 +22,7 @@ The rules (docs/design.md, "Who writes a session"):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -150,10 +151,16 @@ class Turn:
     side: list[Entry] = field(default_factory=list)
     goto: str = "%pi goto"
     outsider: Holder | None = None  # who appended ``others`` (found at the turn's end)
+    told: bool = False  # start_note() said the change: a turn nobody shows leaves it to the next
 
     def start_note(self) -> str | None:
-        """What was read at the turn's start, said in one line (``None``: nothing)."""
+        """What was read at the turn's start, said in one line (``None``: nothing).
+
+        Asking for it marks a :class:`PathChange` said; one that a turn nobody shows (a
+        label, ``%pi name``) did not say is said by the next turn that shows its notes.
+        """
         if self.change is not None:
+            self.told = True
             return self.change.line(self.goto)
         if not self.caught_up:
             return None
@@ -254,6 +261,7 @@ class SharedFileMixin:
     _unreported: list[Entry]
     _stood: Any
     _fresh: bool
+    _last_turn: Turn | None
 
     def _upgraded_lines(self, data: bytes) -> list[bytes]:
         raise NotImplementedError
@@ -321,6 +329,7 @@ class SharedFileMixin:
         finally:
             self._turn, self._turn_depth = None, 0
             self._stood, self._fresh = self._leaf_id, False
+            self._last_turn = turn  # its change, if nobody asked for its note, is said next
             if lock is not None:
                 lock.release(self._record(lock, turn, start))
 
@@ -362,6 +371,14 @@ class SharedFileMixin:
             ids = [e.raw.get("id") for e in self._index.entries]
             appended = self._index.entries[ids.index(last.end) + 1 :]
         turn.change = self._path_change(stood, appended, records, outsider)
+        last_turn = self._last_turn  # a change the last turn (a label, say) did not show
+        untold = last_turn.change if last_turn is not None and not last_turn.told else None
+        if untold is not None:
+            again = self._path_change(untold.old_leaf, [], records, outsider)
+            if again is not None:  # still off the path: said now, with who did it
+                turn.change = dataclasses.replace(
+                    again, appended=untold.appended, moved_by=untold.moved_by
+                )
 
     def _path_change(
         self, stood: Any, appended: list[Entry], records: list[TurnRecord], outsider: Any

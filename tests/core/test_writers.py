@@ -404,6 +404,23 @@ def test_a_turn_says_which_of_its_turns_another_writers_entries_left_off_the_pat
     assert texts[-3:] == ["kernel 2 answered", "kernel 4", "kernel 4 answered"]
 
 
+def test_a_change_a_label_did_not_show_is_said_by_the_next_turn(tmp_path: Path) -> None:
+    """A write nobody shows (a label, `%pi name`) catches up too: it leaves the line to the
+    next turn that shows its notes, never swallows it."""
+    session = _started(tmp_path)
+    stale = str(session.leaf_id)
+    _turn(session, "kernel 0")
+    mine = str(session.leaf_id)
+    _appends_under(session.require_path(), stale, "terminal")
+    session.set_name("named meanwhile")  # a turn of its own, whose notes no one asks for
+    assert _turn(session, "next").start_note() == (
+        "another program (not pinb: e.g. pi in a terminal) appended 2 entries under "
+        f"{stale}, leaving 1 of your turns (2 entries) off the path (last: {mine}); "
+        f"`%pi goto {mine}` goes back to them"
+    )
+    assert _turn(session, "and then").start_note() is None  # said once
+
+
 def test_what_others_append_after_the_leaf_is_no_change_of_path(tmp_path: Path) -> None:
     session = _started(tmp_path)
     _appends_under(session.require_path(), session.leaf_id, "after")
