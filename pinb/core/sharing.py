@@ -322,7 +322,7 @@ class SharedFileMixin:
                 turn.caught_up = [*self._unreported, *self._catch_up()]
                 self._unreported = []
                 start = self._last_id()
-                self._tell(turn, lock.turns, stood)
+                self._tell(turn, lock, stood)
             yield turn
             if lock is not None:
                 self._settle(turn)
@@ -340,13 +340,18 @@ class SharedFileMixin:
         value = entries[-1].raw.get("id") if entries else None
         return value if isinstance(value, str) else None
 
-    def _tell(self, turn: Turn, records: list[TurnRecord], stood: Any) -> None:
+    def _tell(self, turn: Turn, lock: TurnLock, stood: Any) -> None:
         """Say who appended what the turn read, and what path it left (Turn.change).
 
         The path is where the session last stood by its own doing; a session that has not
         had a turn since it was opened stood where pinb's last turn left the file, when
         that turn ended before it was opened (the file's leaf may have moved since).
         """
+        last_turn = self._last_turn  # a change the last turn (a label, say) did not show
+        untold = last_turn.change if last_turn is not None and not last_turn.told else None
+        if not turn.caught_up and not self._fresh and stood == self._leaf_id and untold is None:
+            return  # nothing read, nowhere else to have stood: the usual turn costs nothing
+        records = lock.turns
         path = self._path
         cache: list[Holder] = []
 
@@ -371,8 +376,6 @@ class SharedFileMixin:
             ids = [e.raw.get("id") for e in self._index.entries]
             appended = self._index.entries[ids.index(last.end) + 1 :]
         turn.change = self._path_change(stood, appended, records, outsider)
-        last_turn = self._last_turn  # a change the last turn (a label, say) did not show
-        untold = last_turn.change if last_turn is not None and not last_turn.told else None
         if untold is not None:
             again = self._path_change(untold.old_leaf, [], records, outsider)
             if again is not None:  # still off the path: said now, with who did it

@@ -311,8 +311,9 @@ def _holder_of(note: dict[str, Any], kind: str) -> Holder:
     )
 
 
-def _note_fields(holder: Holder | None, turns: list[TurnRecord]) -> dict[str, Any]:
-    """A note's JSON: who holds the lock (none once it is released), the turns kept."""
+def _note_fields(holder: Holder | None, turns: list[Any]) -> dict[str, Any]:
+    """A note's JSON: who holds the lock (none once it is released), the turns kept (as
+    the note holds them: read only by a writer that needs them, :func:`_parse_turns`)."""
     note: dict[str, Any] = {}
     if holder is not None:
         note = {
@@ -321,7 +322,7 @@ def _note_fields(holder: Holder | None, turns: list[TurnRecord]) -> dict[str, An
             "task": holder.task, "process": holder.process, "long": holder.long,
         }  # fmt: skip
     if turns:
-        note["turns"] = [t.to_json() for t in turns[-KEPT_TURNS:]]
+        note["turns"] = turns[-KEPT_TURNS:]
     return note
 
 
@@ -341,19 +342,25 @@ def _read_note(path: Path, kind: str) -> Holder | None:
     return _holder_of(note, kind)
 
 
-def _read_turns(path: Path) -> list[TurnRecord]:
-    """The finished turns the turn lock's note keeps, oldest first."""
+def _read_turns(path: Path) -> list[Any]:
+    """The finished turns the turn lock's note keeps, oldest first, as JSON values."""
     note = _parse_note(path)
     turns = note.get("turns") if note is not None else None
-    found = [TurnRecord.from_json(t) for t in turns] if isinstance(turns, list) else []
+    return [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
+
+
+def _parse_turns(turns: list[Any]) -> list[TurnRecord]:
+    found = [TurnRecord.from_json(t) for t in turns]
     return [t for t in found if t is not None]
 
 
-def _write_note(fd: int, holder: Holder | None, turns: list[TurnRecord] | None = None) -> None:
+def _write_note(fd: int, holder: Holder | None, turns: list[Any] | None = None) -> None:
     data = json.dumps(_note_fields(holder, turns or [])).encode("utf-8") + b"\n"
     with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
+        # Over the old note, then cut to its length: emptying a file whose blocks were
+        # written out frees and allocates them again (a millisecond, on every turn).
         os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
 
 
 def _me(what: str, kind: str) -> Holder:
@@ -440,7 +447,7 @@ class _Held:
     """A turn lock this process holds: its descriptor, the owning thread, the depth, who
     holds it and the finished turns its note keeps."""
 
-    def __init__(self, fd: int, thread: int, holder: Holder, turns: list[TurnRecord]) -> None:
+    def __init__(self, fd: int, thread: int, holder: Holder, turns: list[Any]) -> None:
         self.fd = fd
         self.thread = thread
         self.depth = 1
@@ -511,7 +518,7 @@ class TurnLock:
     def turns(self) -> list[TurnRecord]:
         """The finished turns the lock's note kept when it was taken, oldest first."""
         held = _HELD.get(self._key) if self._key is not None else None
-        return list(held.turns) if held is not None else []
+        return _parse_turns(held.turns) if held is not None else []
 
     def acquire(self) -> None:
         """Take the lock (waiting up to ``wait`` seconds), or raise :class:`SessionBusyError`."""
@@ -563,7 +570,8 @@ class TurnLock:
             del _HELD[key]
             _HELD_LOCK.notify_all()
         # The note says nobody holds it now, and keeps the finished turns for the next one.
-        _write_note(held.fd, None, [*held.turns, *([record] if record is not None else [])])
+        kept = [*held.turns, *([record.to_json()] if record is not None else [])]
+        _write_note(held.fd, None, kept)
         os.close(held.fd)  # closing drops the flock
 
 
