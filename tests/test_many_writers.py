@@ -204,7 +204,19 @@ def test_pi_in_a_terminal_that_appends_under_an_old_leaf_is_said_with_the_turns_
     with capture_output():
         shell.run_line_magic("pi", f"goto {last}")
     pi_loop.server.reply(text="back")
+    reader = Session.open(path)  # another pinb writer on the file (a second kernel, say)
     _cell(shell, f"--engine {engine} --model {MODEL}", "kernel turn 5")
+    with reader.turn() as turn:  # it reads the cell's entries, and says whose they are
+        writer = (
+            "the Pi engine of a cell of an IPython shell"
+            if engine == "pi"
+            else ("a cell of an IPython shell")
+        )
+        assert re.fullmatch(
+            rf"read \d+ entries {writer} appended to this session; this turn continued after "
+            "them",
+            str(turn.start_note()),
+        ), turn.start_note()
     sent = json.dumps(pi_loop.server.requests[-1].body)
     assert all(f"kernel turn {i}" in sent for i in (0, 1, 2, 5))
     assert "the terminal's answer" not in sent and "kernel turn 4" not in sent

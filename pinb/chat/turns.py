@@ -450,6 +450,8 @@ class ChatSession:
                 lambda: self.settings.pi_command,
                 ui=_dialog_in_chat,
                 settings=self.compaction_settings,
+                role="chat",
+                who=self.who,
             )
         return self._pi
 

@@ -59,6 +59,7 @@ __all__ = [
     "TurnLock",
     "TurnRecord",
     "default_role",
+    "default_who",
     "describe_process",
     "hold_current",
     "holders",
@@ -222,7 +223,10 @@ def default_role(process: str | None = None) -> str:
     return "program"
 
 
-def _default_who(role: str, process: str) -> str:
+def default_who(role: str, process: str | None = None) -> str:
+    """How a person names a writer of ``role`` in this process (or ``process``) that does
+    not name itself: "a notebook cell", "the chat panel", "the pinb command"."""
+    process = process if process is not None else describe_process()
     if role == "cell":
         return "a notebook cell" if process == "a Jupyter kernel" else "a cell of an IPython shell"
     if role == "chat":
@@ -236,7 +240,7 @@ def _this_writer(task: str = "", *, role: str = "", who: str = "", long: bool = 
     """This process as the writer of a turn: ``role`` and ``who`` default to its process's."""
     process = describe_process()
     role = role or default_role(process)
-    who = who or _default_who(role, process)
+    who = who or default_who(role, process)
     what = f"{process} running {task}" if task else process  # older pinb versions show this
     return Holder(what, os.getpid(), socket.gethostname(), _now(), "turn", role, who, task,
                   process, long)  # fmt: skip
