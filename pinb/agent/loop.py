@@ -34,7 +34,7 @@ from ..core.operations import compaction_due
 from ..core.reports import CompactionReport
 from ..core.summarize import ModelSummarizer, Summarizer
 from ..core.tokens import CompactionSettings, estimate_tokens
-from ..core.writers import DEFAULT_WAIT, Holder, SessionBusyError
+from ..core.writers import Holder, SessionBusyError, turn_holder
 from ..errors import NothingToCompactError
 from ..llm.limits import OutputLimit, choose_output_limit
 from ..llm.overflow import is_context_overflow, window_from_error
@@ -174,14 +174,15 @@ class Agent:
 
         The run itself (:meth:`arun`) goes on pinb's shared event loop
         (:mod:`pinb.llm.pool`), so every request of every run reuses the process's
-        connections; two runs on one session file from two threads wait for each other,
-        as their turns would on threads of their own.
+        connections; a second run on one session file from another thread is told
+        "busy" at once, as a run in another process is (a run waits on a model: waiting
+        for it would only delay the same answer).
 
         Raises
         ------
         SessionBusyError
-            Another run of this process has held the file's turn for longer than the turn
-            lock waits (``pinb.core.writers.DEFAULT_WAIT``).
+            Another run of this process (the chat panel's, another thread's) holds the
+            file's turn.
         """
         token = cancel or CancelToken()
         with _one_run_per_file(self.session):
@@ -227,7 +228,7 @@ class Agent:
             turn on this session.
         """
         end: AgentEnd | None = None
-        with self.session.turn("pinb's agent") as turn:
+        with self.session.turn("pinb's agent", long=True) as turn:
             if turn.start_note():
                 yield Notice(str(turn.start_note()))
             async for event in self._arun(prompt, cancel):
@@ -674,19 +675,20 @@ def _one_run_per_file(session: Session) -> Iterator[None]:
     The turn lock is re-entrant per thread, and every run now shares the loop's thread:
     without this, a second thread's run on the same file would enter the first's turn
     instead of waiting for it (and waiting on the loop's thread would stall every run).
+    A run waits on a model, so the second is told "busy" at once, naming the first's turn
+    when it holds the lock (the chat panel, a cell), as a run in another process is.
     """
     path = session.path
     if path is None:
         yield
         return
     key = os.path.normcase(os.path.abspath(path))
-    deadline = time.monotonic() + DEFAULT_WAIT
     with _RUNNING_CHANGED:
-        while key in _RUNNING:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise SessionBusyError(path, Holder("another thread of this process", os.getpid()))
-            _RUNNING_CHANGED.wait(left)
+        if key in _RUNNING:
+            holder = turn_holder(path) or Holder(
+                "another thread of this process", os.getpid(), who="another run of this process"
+            )
+            raise SessionBusyError(path, holder)
         _RUNNING.add(key)
     try:
         yield

@@ -6,7 +6,8 @@ tree as its text form (``to_text``) in a fenced block with its picture as a PNG 
 ``data:`` URI); the tables as the view's own HTML (what an untrusted notebook shows), with
 the text form as the message's text. Figures come from the views and the one account
 (:meth:`ChatSession.usage <pinb.chat.turns.ChatSession.usage>`), never computed here. ``/session`` shows or changes
-which session the chat continues; ``/help`` lists the commands.
+which session the chat continues; ``/goto ID`` moves its leaf, as ``%pi goto`` does (back to
+turns a note says another writer left off the path); ``/help`` lists the commands.
 
 Every function here blocks (it reads the session file, may run a compaction): the persona
 calls :func:`run_command` on a worker thread.
@@ -34,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "/tokens": "where the context's tokens go, by role and by tool",
     "/compact": "compact the context now (optional instructions for the summary)",
     "/kept": "what the last compaction kept verbatim, and what it summarized",
+    "/goto": "move the session to entry ID (the turns a note says were left off the path)",
     "/session": "the linked session; /session open PATH or /session new changes it",
     "/help": "what this persona does and its commands",
 }
@@ -207,6 +209,20 @@ def _compact(chat: ChatSession, args: str) -> Answer:
     return _compaction(chat, done)
 
 
+def _goto(chat: ChatSession, args: str) -> str:
+    words = shlex.split(args)
+    if len(words) != 1:
+        raise UsageError("usage: /goto ID (an entry id, or its first characters, as /tree shows)")
+    _require(chat)
+    report = chat.goto(words[0])
+    line = f"Moved the session: leaf {code(str(report.old_leaf_id))} → {code(str(report.new_leaf_id))}."
+    if report.editor_text is not None:
+        line += " That was a message of yours; its text, to send again:\n\n" + literal(
+            report.editor_text
+        )
+    return line
+
+
 _HANDLERS: dict[str, Callable[[ChatSession, str], Answer | str]] = {
     "/help": _help,
     "/session": _session,
@@ -215,4 +231,5 @@ _HANDLERS: dict[str, Callable[[ChatSession, str], Answer | str]] = {
     "/tokens": _tokens,
     "/kept": _kept,
     "/compact": _compact,
+    "/goto": _goto,
 }

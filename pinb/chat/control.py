@@ -71,18 +71,6 @@ class RunControl:
 
 
 def busy_line(exc: SessionBusyError) -> str:
-    """The chat's answer when another writer holds the session's turn."""
-    holder = exc.holder
-    who = holder.describe() if holder is not None else "another pinb writer"
-    # A kernel's turn is a cell's; describe_process() cannot tell a Jupyter server that
-    # imported IPython (the Pi engine does) from a shell, so another chat says so itself.
-    cell = (
-        holder is not None
-        and holder.what.startswith(("a Jupyter kernel", "an IPython shell"))
-        and "chat panel" not in holder.what
-    )
-    kind = "a cell is running" if cell else "another writer is running"
-    return (
-        f"busy: {kind} — {who} is in the middle of a turn on this session; "
-        "send the message again when it has finished"
-    )
+    """The chat's answer when another writer holds the session's turn: who (a notebook
+    cell, another chat, a pinb command), since when, and that the message was not answered."""
+    return exc.line("chat")

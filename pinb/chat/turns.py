@@ -55,6 +55,7 @@ __all__ = [
     "CHAT_TYPE",
     "DEFAULT_TOOLS",
     "ENGINES",
+    "GOTO",
     "ChatSession",
     "ChatSettings",
     "chat_turns",
@@ -62,6 +63,8 @@ __all__ = [
 
 #: ``customType`` of the entry that marks a turn as the chat's (Pi leaves it out of context).
 CHAT_TYPE = "pinb.chat"
+#: The chat's command that moves the session's leaf (``/goto ID``), named in its notes.
+GOTO = "/goto"
 #: The engines a chat can answer with (the persona's ``engine`` setting).
 ENGINES = ("pinb", "pi")
 #: The built-in agent's tools in the chat (``python`` needs a kernel: not here).
@@ -147,7 +150,7 @@ class ChatSession:
     def __init__(self, chat: Path, settings: ChatSettings, who: str = "") -> None:
         self.chat = chat
         self.settings = settings
-        self.who = who or f"the chat panel's Pi persona ({chat.name})"
+        self.who = who or f"the chat panel ({chat.name})"
         self.link: ChatLink | None = None
         self.session: Session | None = None
         self._hold: SessionHold | None = None
@@ -376,8 +379,9 @@ class ChatSession:
         model_label = ""
         start = 0
         try:
-            runner = "the user's Pi" if engine == "pi" else "pinb's agent"
-            with session.turn(f"{self.who} ({runner})") as turn:
+            runner = "your Pi" if engine == "pi" else "pinb's agent"
+            with session.turn(runner, role="chat", who=self.who, long=True) as turn:
+                turn.goto = GOTO  # the notes of this turn say how to go back from the chat
                 start = len(session.entries)  # after what others had appended
                 if engine == "pi":
                     outcome.end, model_label = self._run_pi(session, prompt, show, control)
@@ -470,6 +474,8 @@ class ChatSession:
                 lambda: self.settings.pi_command,
                 ui=_dialog_in_chat,
                 settings=self.compaction_settings,
+                role="chat",
+                who=self.who,
             )
         return self._pi
 
@@ -519,6 +525,20 @@ class ChatSession:
             self.session = fresh
         return fresh
 
+    # -- moving the leaf ----------------------------------------------------------------------
+
+    def goto(self, given: str) -> Any:
+        """Move the session to entry ``given`` (an id or its prefix), as ``%pi goto`` does:
+        back to turns another writer's entries left off the path, say. Returns the
+        :class:`~pinb.core.reports.BranchReport`; raises :class:`SessionBusyError` while
+        another writer holds the session."""
+        from ..core.operations import entry_id, navigate
+
+        session, _ = self.require_session()
+        with session.turn("moving the leaf", role="chat", who=self.who) as turn:
+            turn.goto = GOTO
+            return navigate(session, entry_id(session, given))
+
     # -- compaction -------------------------------------------------------------------------
 
     def compact(self, instructions: str | None) -> Any:
@@ -544,7 +564,7 @@ class ChatSession:
             if isinstance(model, OfflineDemoModel)
             else ModelSummarizer(model)
         )
-        with session.turn(f"{self.who} (compacting)"):
+        with session.turn("compacting", role="chat", who=self.who, long=True):
             return compact_to_fit(
                 session,
                 summarizer,

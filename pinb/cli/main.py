@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except PinbError as exc:
-        _error(str(exc))
+        _error(_message(exc))
         return 2
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename is not None else ""
@@ -62,6 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             " (PINB_DEBUG=1 shows the traceback)"
         )
         return 3
+
+
+def _message(exc: PinbError) -> str:
+    """The error's one line; a busy file's says what the command did not do, and who holds it."""
+    writers = sys.modules.get(
+        "pinb.core.writers"
+    )  # not loaded: not a busy file (parsing stays light)
+    if writers is not None and isinstance(exc, writers.SessionBusyError):
+        return f"{exc.path}: {exc.line('command')}"
+    return str(exc)
 
 
 def _error(message: str) -> None:

@@ -225,9 +225,15 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         raise UsageError(
             "pinb compact needs --plan or --offline (model summaries run from the notebook: %pi compact)"
         )
-    report = compact_to_fit(
-        session, ExtractiveSummarizer(), args.instructions, settings, context_window=window
-    )
+    # One turn: what others appended is read first, and said, before the plan is made.
+    with session.turn("pinb compact") as turn:
+        turn.goto = f"pinb goto {args.file}"
+        note = turn.start_note()
+        if note:
+            say(f"note: {note}")
+        report = compact_to_fit(
+            session, ExtractiveSummarizer(), args.instructions, settings, context_window=window
+        )
     if args.json:
         say(json.dumps(_report_json(report), ensure_ascii=False, indent=1))
         return 0

@@ -289,6 +289,24 @@ def _fallback(session: Path, tidy: bool, *, create: bool) -> LockFolder | None:
         os.close(root_fd)
 
 
+def record_folder(session: Path) -> LockFolder:
+    """The private folder of ``session`` in :func:`fallback_root`, made when missing: where
+    what a :attr:`LockFolder.tidy` lock's note would keep after its release is kept instead
+    (the turns a released turn lock remembers), since beside the user's files nothing stays.
+
+    Raises
+    ------
+    LockFileRefusedError
+        The private folder is not safe to use.
+    OSError
+        It could not be made.
+    """
+    folder = _fallback(session, False, create=True)
+    if folder is None:  # pragma: no cover - _fallback makes its folder or raises
+        raise FileNotFoundError(errno.ENOENT, "no private folder", str(session))
+    return folder
+
+
 def open_lock_folder(session: Path) -> LockFolder:
     """The folder ``session``'s lock files are in, made when missing: ``.pinb-locks`` beside
     it, or (its folder cannot be written) its folder in :func:`fallback_root`.
@@ -462,7 +480,13 @@ def read_lock_text(path: Path) -> str:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return ""
-        return os.read(fd, 1 << 16).decode("utf-8", "replace")
+        # A released turn lock's note keeps the last turns (writers.KEPT_TURNS): read it
+        # whole, to a bound no note of pinb's reaches.
+        data, chunk = b"", b"x"
+        while chunk and len(data) < 1 << 20:
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
+        return data.decode("utf-8", "replace")
     except OSError:
         return ""
     finally:

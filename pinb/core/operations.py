@@ -7,6 +7,7 @@ is passed in (:mod:`pinb.core.summarize`), never imported from the LLM layer.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ __all__ = [
     "CompactionPlan",
     "compact",
     "compaction_due",
+    "entry_id",
     "fit_budget",
     "load_compaction_settings",
     "navigate",
@@ -499,6 +501,28 @@ def compaction_due(
     else:
         tokens = usage_tokens
     return should_compact(tokens, context_window, settings)
+
+
+def entry_id(session: Session, given: str) -> str:
+    """``given``, or the one id it is a prefix of (at least 4 characters, as git takes a
+    short hash): the id ``%pi goto``, the chat's ``/goto`` and the notes name.
+
+    Raises
+    ------
+    EntryNotFoundError
+        No entry has that id (the closest ids are suggested).
+    """
+    if given in session:
+        return given
+    ids = [str(e.id) for e in session.entries]
+    starting = {i for i in ids if i.startswith(given)}
+    if len(starting) == 1 and len(given) >= 4:
+        return starting.pop()
+    close = (
+        difflib.get_close_matches(given, ids, n=3, cutoff=0.5)
+        or [i for i in ids if i.startswith(given[:3])][:3]
+    )
+    raise EntryNotFoundError(given, suggestions=close)
 
 
 def navigate(

@@ -127,6 +127,11 @@ class Session(AppendMixin, SharedFileMixin):
         self._turn: Turn | None = None
         self._turn_depth = 0
         self._unreported: list[Entry] = []  # others' entries read outside a turn
+        # Where the session last stood by its own doing (opened there, its last turn, a
+        # move): the path it was on, which another writer's entries may leave (Turn.change).
+        self._stood: Any = self._leaf_id
+        self._fresh = True  # no turn yet: the file's last pinb turn says where pinb stood
+        self._last_turn: Any = None  # the last turn: a path change it did not say is said next
         #: The context window the session last ran with, ``(tokens, source)``, set by what
         #: runs it (an agent, the magics); in memory only, as Pi's file records no window.
         #: The views read it through `pinb.llm.window.resolve_window`.
@@ -502,6 +507,8 @@ class Session(AppendMixin, SharedFileMixin):
             self._write(marker, parent=target, move_leaf=False)
         self._leaf_id = target
         self._context = None
+        self._stood, self._fresh = target, False  # moved on purpose: this is its path now
+        self._last_turn = None  # and what left the path before is no news any more
 
     # -- writing --------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ The rules (docs/design.md, "Who writes a session"):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -36,15 +37,81 @@ from .persist import FileReplacedError, SessionFile
 from .store import LoadedFile, value_entry
 from .target import Pi
 from .tree import Problem, SessionIndex
-from .writers import DEFAULT_WAIT, TurnLock
+from .writers import DEFAULT_WAIT, UNKNOWN_WRITER, Holder, TurnLock, TurnRecord, outside_writer
 
-__all__ = ["SharedFileMixin", "Turn"]
+__all__ = ["Appended", "PathChange", "SharedFileMixin", "Turn"]
 
 #: Entry types that change nothing the model sees: a leaf past them is the same leaf.
 _INERT = frozenset({"label", "custom"})
+#: Who appended entries when nothing can say (no record, no process naming the file).
+_UNKNOWN = Holder(UNKNOWN_WRITER, kind="process", who=UNKNOWN_WRITER)
 #: How long a torn last line must stay unchanged before it is taken for torn, not in
 #: the middle of another writer's single write.
 _TORN_SETTLE = 0.05
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Entries one writer appended to the session (see :meth:`Turn.appended_by`)."""
+
+    writer: Holder
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """The path a session was on, left behind by entries another writer appended.
+
+    The rule (docs/design.md, "Who writes a session"): the path from the root to where
+    the session last stood by its own doing (its last turn's end, where it was opened or
+    moved to) is compared with the path that continues after what others appended.
+    Entries of the old path that are not on the new one have left it; the last of them is
+    the old leaf, where ``goto`` brings them back. Turns are counted as user messages.
+
+    Attributes
+    ----------
+    old_leaf:
+        Where the session stood: the ``goto`` target that brings the path back.
+    new_leaf:
+        Where the path continues now.
+    fork:
+        The last entry both paths share (``None``: they share nothing).
+    left:
+        The entries no longer on the path, root first.
+    appended:
+        The others' entries now on the path after ``fork``, with who appended them.
+    moved_by:
+        When none of them is new (another writer's ``goto`` moved the file's leaf to an
+        older entry): who appended what moved it.
+    """
+
+    old_leaf: str
+    new_leaf: str | None
+    fork: str | None
+    left: tuple[Entry, ...]
+    appended: tuple[Appended, ...]
+    moved_by: tuple[Appended, ...] = ()
+
+    @property
+    def turns(self) -> int:
+        """The turns (user messages) among the entries that left the path."""
+        return sum(1 for e in self.left if e.role == "user")
+
+    def line(self, goto: str = "%pi goto") -> str:
+        """The one line a cell, the chat or a command shows; ``goto`` moves the leaf."""
+        count = sum(len(a.entries) for a in self.appended)
+        if count:
+            where = f"under {self.fork}" if self.fork else "on a root of their own"
+            did = f"{_writers(self.appended)} appended {count} {_entries(count)} {where}"
+        else:
+            who = _writers(self.moved_by) if self.moved_by else "another writer"
+            did = f"{who} moved the path to {self.new_leaf}"
+        n, k = len(self.left), self.turns
+        gone = f"{k} of your turns ({n} {_entries(n)})" if k else f"{n} {_entries(n)} you were on"
+        back = f"`{goto} {self.old_leaf}` goes back to them"
+        if self.left and (self.left[-1].role == "user" or self.left[-1].type == "custom_message"):
+            back += " (to just before that last message, whose text it gives to send again)"
+        return f"{did}, leaving {gone} off the path (last: {self.old_leaf}); {back}"
 
 
 @dataclass
@@ -56,6 +123,12 @@ class Turn:
     caught_up:
         Entries other writers had appended before the turn, read at its start: the turn
         continued after them.
+    appended_by:
+        Who appended ``caught_up``, by writer (the turn lock's records, else a ``pi``
+        process naming the file, else "another program").
+    change:
+        The path the session was on, when what others appended left part of it
+        (:class:`PathChange`); ``None`` when the path only grew.
     others:
         Entries other writers appended during the turn (Pi in a terminal, say), which the
         turn's own entries did not follow.
@@ -65,45 +138,109 @@ class Turn:
     side:
         Those of ``others`` left on a branch of their own; the file resumes after the
         turn, as pinb does, not after them.
+    goto:
+        The command that moves the leaf where the notes are read (``%pi goto`` in a cell,
+        ``/goto`` in the chat, ``pinb goto FILE`` on the command line).
     """
 
     caught_up: list[Entry] = field(default_factory=list)
+    appended_by: list[Appended] = field(default_factory=list)
+    change: PathChange | None = None
     others: list[Entry] = field(default_factory=list)
     continued: list[Entry] = field(default_factory=list)
     side: list[Entry] = field(default_factory=list)
+    goto: str = "%pi goto"
+    outsider: Holder | None = None  # who appended ``others`` (found at the turn's end)
+    told: bool = False  # start_note() said the change: a turn nobody shows leaves it to the next
 
     def start_note(self) -> str | None:
-        """What was read at the turn's start, said in one line (``None``: nothing)."""
+        """What was read at the turn's start, said in one line (``None``: nothing).
+
+        Asking for it marks a :class:`PathChange` said; one that a turn nobody shows (a
+        label, ``%pi name``) did not say is said by the next turn that shows its notes.
+        """
+        if self.change is not None:
+            self.told = True
+            return self.change.line(self.goto)
         if not self.caught_up:
             return None
         n = len(self.caught_up)
         return (
-            f"read {n} {_entries(n)} another program appended to this session "
-            "(pi in a terminal, another kernel); this turn continued after them"
+            f"read {n} {_entries(n)} {_writers(self.appended_by)} appended to this session; "
+            "this turn continued after them"
         )
 
     def end_note(self) -> str | None:
         """What others appended during the turn, said in one line (``None``: nothing)."""
         notes = []
+        who = self.outsider.name if self.outsider is not None else UNKNOWN_WRITER
         if self.continued:
             n = len(self.continued)
             notes.append(
-                f"another program continued this turn with {n} {_entries(n)}; the session "
-                "continues after them"
+                f"{who} continued this turn with {n} {_entries(n)}; the session continues "
+                "after them"
             )
         if self.side:
             n = len(self.side)
             last = self.side[-1].id
             notes.append(
-                f"another program appended {n} {_entries(n)} to this session during this "
-                f"turn, on a branch of their own ending at {last} "
-                f"(`%pi goto {last}` continues there)"
+                f"{who} appended {n} {_entries(n)} to this session during this turn, on a "
+                f"branch of their own ending at {last} (`{self.goto} {last}` continues there)"
             )
         return "; ".join(notes) or None
 
 
 def _entries(n: int) -> str:
     return "entry" if n == 1 else "entries"
+
+
+def _writers(groups: list[Appended] | tuple[Appended, ...]) -> str:
+    """Who appended, in a few words: one writer's name, or each with its count."""
+    names: dict[str, int] = {}
+    for group in groups:
+        names[group.writer.name] = names.get(group.writer.name, 0) + len(group.entries)
+    if len(names) == 1:
+        return next(iter(names))
+    if not names:
+        return UNKNOWN_WRITER
+    return "others (" + ", ".join(f"{n} by {name}" for name, n in names.items()) + ")"
+
+
+def _attribute(
+    entries: list[Entry], index: SessionIndex, turns: list[TurnRecord], outsider: Any
+) -> list[Appended]:
+    """Who appended each of ``entries``, grouped in file order.
+
+    An entry after a kept turn's ``start`` up to its ``end`` (file order), and not among
+    its ``others``, is that turn's writer's; any other was appended by a program that
+    keeps no record (Pi): ``outsider()`` names it, once.
+    """
+    if not entries:
+        return []
+    position = {e.raw.get("id"): i for i, e in enumerate(index.entries)}
+    spans = []
+    for record in turns:
+        end = position.get(record.end)
+        if end is None:
+            continue
+        start = position.get(record.start, -1) if record.start is not None else -1
+        spans.append((start, end, set(record.others), record.writer))
+    groups: list[tuple[Holder, list[Entry]]] = []
+    outside: Holder | None = None
+    for entry in entries:
+        at = position.get(entry.raw.get("id"), -1)
+        who = next(
+            (w for s, e, others, w in reversed(spans) if s < at <= e and entry.id not in others),
+            None,
+        )
+        if who is None:
+            outside = outside or outsider()
+            who = outside
+        if groups and groups[-1][0] == who:
+            groups[-1][1].append(entry)
+        else:
+            groups.append((who, [entry]))
+    return [Appended(w, tuple(es)) for w, es in groups]
 
 
 class SharedFileMixin:
@@ -122,6 +259,9 @@ class SharedFileMixin:
     _turn_depth: int
     _turn: Turn | None
     _unreported: list[Entry]
+    _stood: Any
+    _fresh: bool
+    _last_turn: Turn | None
 
     def _upgraded_lines(self, data: bytes) -> list[bytes]:
         raise NotImplementedError
@@ -129,20 +269,33 @@ class SharedFileMixin:
     # -- the turn -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def turn(self, what: str = "", *, wait: float = DEFAULT_WAIT) -> Iterator[Turn]:
+    def turn(
+        self,
+        what: str = "",
+        *,
+        wait: float = DEFAULT_WAIT,
+        role: str = "",
+        who: str = "",
+        long: bool = False,
+    ) -> Iterator[Turn]:
         """Hold the session's turn lock for a whole turn, continuing from the file's leaf.
 
         Parameters
         ----------
         what:
-            Who writes (``"pinb's agent"``), for the "busy" answer other writers get.
+            What writes (``"pinb's agent"``), for the "busy" answer other writers get.
         wait:
-            Seconds to wait for another pinb writer's turn before giving up.
+            Seconds to wait for another pinb writer's short turn before giving up.
+        role, who:
+            What the writer is (``"chat"``, ``"cell"``, ``"command"``) and how a person
+            names it; by default this process's (:func:`pinb.core.writers.default_role`).
+        long:
+            The turn waits on a model: other writers are told "busy" at once.
 
         Raises
         ------
         SessionBusyError
-            Another pinb writer (another kernel, the CLI) is running a turn.
+            Another pinb writer (another kernel, the chat panel, the CLI) is running a turn.
         SessionFileError
             The file disappeared, or was replaced without what this session had read.
         """
@@ -155,24 +308,115 @@ class SharedFileMixin:
             return
         lock = None
         if self._path is not None and self._persist and self._flushed:
-            lock = TurnLock(self._path, what, wait=wait)
+            lock = TurnLock(self._path, what, wait=wait, role=role, who=who, long=long)
             try:
                 lock.acquire()
             except OSError as exc:
                 raise file_error(exc, self._path, "take the session's turn lock") from exc
         turn = Turn()
         self._turn, self._turn_depth = turn, 1
+        start: str | None = None
         try:
             if lock is not None:
+                stood = self._stood
                 turn.caught_up = [*self._unreported, *self._catch_up()]
                 self._unreported = []
+                start = self._last_id()
+                self._tell(turn, lock, stood)
             yield turn
             if lock is not None:
                 self._settle(turn)
         finally:
             self._turn, self._turn_depth = None, 0
+            self._stood, self._fresh = self._leaf_id, False
+            self._last_turn = turn  # its change, if nobody asked for its note, is said next
             if lock is not None:
-                lock.release()
+                lock.release(self._record(lock, turn, start))
+
+    # -- who appended what, and the path left behind ---------------------------------------
+
+    def _last_id(self) -> str | None:
+        entries = self._index.entries
+        value = entries[-1].raw.get("id") if entries else None
+        return value if isinstance(value, str) else None
+
+    def _tell(self, turn: Turn, lock: TurnLock, stood: Any) -> None:
+        """Say who appended what the turn read, and what path it left (Turn.change).
+
+        The path is where the session last stood by its own doing; a session that has not
+        had a turn since it was opened stood where pinb's last turn left the file, when
+        that turn ended before it was opened (the file's leaf may have moved since).
+        """
+        last_turn = self._last_turn  # a change the last turn (a label, say) did not show
+        untold = last_turn.change if last_turn is not None and not last_turn.told else None
+        if not turn.caught_up and not self._fresh and stood == self._leaf_id and untold is None:
+            return  # nothing read, nowhere else to have stood: the usual turn costs nothing
+        records = lock.turns
+        path = self._path
+        cache: list[Holder] = []
+
+        def outsider() -> Holder:
+            if not cache:
+                cache.append(outside_writer(path) if path is not None else _UNKNOWN)
+            return cache[0]
+
+        turn.appended_by = _attribute(turn.caught_up, self._index, records, outsider)
+        appended = turn.caught_up
+        last = records[-1] if records else None
+        if (
+            self._fresh
+            and last is not None
+            and last.leaf is not None
+            and last.leaf != self._leaf_id
+            and last.leaf in self._index.by_id
+            and last.end in self._index.by_id
+            and last.end not in {e.id for e in turn.caught_up}
+        ):
+            stood = last.leaf
+            ids = [e.raw.get("id") for e in self._index.entries]
+            appended = self._index.entries[ids.index(last.end) + 1 :]
+        turn.change = self._path_change(stood, appended, records, outsider)
+        if untold is not None:
+            again = self._path_change(untold.old_leaf, [], records, outsider)
+            if again is not None:  # still off the path: said now, with who did it
+                turn.change = dataclasses.replace(
+                    again, appended=untold.appended, moved_by=untold.moved_by
+                )
+
+    def _path_change(
+        self, stood: Any, appended: list[Entry], records: list[TurnRecord], outsider: Any
+    ) -> PathChange | None:
+        """The rule of :class:`PathChange`: the entries of the path to ``stood`` that are
+        not on the path to the leaf now, and ``appended``'s entries that took their place."""
+        if not isinstance(stood, str) or stood == self._leaf_id or stood not in self._index.by_id:
+            return None
+        old = self.path_to(stood)  # type: ignore[attr-defined]
+        new = self.path_to()  # type: ignore[attr-defined]
+        on_new = {e.id for e in new}
+        shared = 0
+        while shared < len(old) and old[shared].id in on_new:
+            shared += 1
+        left = old[shared:]
+        if not left:
+            return None  # the path only grew
+        fork = old[shared - 1].id if shared else None
+        theirs = {id(e) for e in appended}
+        after = [e for e in new[shared:] if id(e) in theirs]
+        groups = _attribute(after, self._index, records, outsider)
+        moved = () if after else tuple(_attribute(appended, self._index, records, outsider))
+        leaf = self._leaf_id if isinstance(self._leaf_id, str) else None
+        return PathChange(stood, leaf, fork, tuple(left), tuple(groups), moved)
+
+    def _record(self, lock: TurnLock, turn: Turn, start: str | None) -> TurnRecord | None:
+        """This turn, for the turn lock's note: the next writer can tell its entries apart."""
+        holder = lock.holder
+        if holder is None:
+            return None
+        leaf = self._leaf_id
+        others = tuple(str(e.id) for e in turn.others if isinstance(e.id, str))
+        return TurnRecord(
+            holder, start, self._last_id(), leaf if isinstance(leaf, str) else None, others
+        )
 
     def _catch_up(self) -> list[Entry]:
         """Read what others appended and follow the file's leaf; close off a torn line."""
@@ -222,6 +466,7 @@ class SharedFileMixin:
         self._absorb(follow=False)
         if not turn.others:
             return
+        turn.outsider = outside_writer(self._path)  # pinb's writers were kept out: not pinb
         if not self._at_file_leaf():
             file_leaf = self._resume_leaf()
             if self._leaf_id in {e.id for e in self.path_to(file_leaf)}:  # type: ignore[attr-defined]

@@ -40,7 +40,7 @@ from ..core.accounting import ContextUsage, context_usage, thousands
 from ..core.paths import agent_dir
 from ..core.sharing import Turn
 from ..core.tokens import CompactionSettings
-from ..core.writers import SessionHold, describe_process
+from ..core.writers import SessionHold, default_who, describe_process
 from ..errors import UsageError
 from ..llm.pi_config import models_json_problem, pi_small_window
 from ..llm.secrets import redact_secrets
@@ -68,6 +68,8 @@ ENGINES = ("pinb", "pi")
 ROUTED_COMMANDS = ("compact", "model", "thinking", "fork")
 #: Pi 1.x's thinking levels (``max`` is Pi's, beyond pinb's own list).
 PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+#: What a Pi engine's turn runs, for the "busy" answer other writers get.
+PI_TASK = "your Pi (Pi engine)"
 
 
 class PiEngine:
@@ -88,6 +90,10 @@ class PiEngine:
     settings:
         The compaction settings Pi reads (its ``settings.json`` files), to say at start-up
         when they do not fit the model's window.
+    role, who:
+        Who runs Pi's turns, for the "busy" answer other writers get and their notes of
+        who appended what (:mod:`pinb.core.writers`); default a notebook cell's Pi engine.
+        The chat panel names itself.
     """
 
     def __init__(
@@ -98,8 +104,12 @@ class PiEngine:
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
         settings: Callable[[], CompactionSettings] | None = None,
+        role: str = "",
+        who: str = "",
     ) -> None:
         self._command = command
+        self.role = role or "cell"
+        self.who = who or f"the Pi engine of {default_who('cell')}"
         self.ui = ui
         self.env = env
         self.extra_args = extra_args
@@ -339,7 +349,7 @@ class PiEngine:
         with its last stderr lines; what it had saved stays in the file, which stays valid.
         """
         end: AgentEnd | None = None
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True, role=self.role, who=self.who) as turn:
             if turn.start_note():
                 show(Notice(str(turn.start_note())))
             process = self.ensure(session, cwd, model, thinking)
@@ -380,7 +390,7 @@ class PiEngine:
         are shown through ``show`` here, in the cell that ran the command, not at the top of
         the next one.
         """
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True, role=self.role, who=self.who) as turn:
             process = self.ensure(session, cwd, None, None)
             since = session.entries[-1].id if session.entries else None
             try:
@@ -412,7 +422,7 @@ class PiEngine:
     ) -> PiProcess:
         """Start Pi on the session (if needed) with ``model`` / ``thinking``, as a turn:
         Pi records a model or thinking change in the file."""
-        with session.turn("the user's Pi (Pi engine)") as turn:
+        with session.turn(PI_TASK, long=True, role=self.role, who=self.who) as turn:
             since = session.entries[-1].id if session.entries else None
             try:
                 return self.ensure(session, cwd, model, thinking)

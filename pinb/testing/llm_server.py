@@ -203,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.stall and owner._stopping.wait(reply.stall):
             return
+        while reply.gate is not None and not reply.gate.wait(0.05):
+            if owner._stopping.is_set():
+                return
         model = body.get("model", "scripted") if isinstance(body, dict) else "scripted"
         if reply.overflow:
             text = _OVERFLOW_OPENAI if wire == "openai" else _OVERFLOW_ANTHROPIC

@@ -53,6 +53,8 @@ class ServerReply:
     ``overflow=True`` answers 400 with the provider's context-overflow wording;
     ``chunk_delay`` sleeps between SSE events; ``pause`` sleeps once after
     ``pause_after`` events (a model thinking mid-stream); ``stall`` sleeps before answering;
+    ``gate`` (a ``threading.Event``) holds the answer until the test sets it (what others do
+    while a request is pending, in the order the test says);
     ``disconnect_after`` drops the connection after that many SSE events;
     ``malformed_after`` sends a broken JSON chunk after that many events (and then
     keeps the connection open, so a client that waited for more would hang);
@@ -82,6 +84,7 @@ class ServerReply:
     pause_after: int | None = None
     pause: float = 0.0
     stall: float = 0.0
+    gate: Any = None
     disconnect_after: int | None = None
     malformed_after: int | None = None
     stream_error: str | None = None

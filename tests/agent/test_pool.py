@@ -162,7 +162,9 @@ def test_cells_reuse_the_connection_and_ctrl_c_closes_only_its_own(
     _settles(lambda: tls.open_connections == 0, "nothing left open after the pool closed")
 
 
-def test_a_second_run_on_the_same_file_waits_for_the_first(tmp_path: Path) -> None:
+def test_a_second_run_on_the_same_file_is_refused_at_once_naming_the_first(
+    tmp_path: Path,
+) -> None:
     first = Session.create(tmp_path, tmp_path / "s")
     Agent(first, ScriptedLLM().reply("ok")).prompt("earlier")  # the file exists now
     assert first.path is not None
@@ -177,8 +179,9 @@ def test_a_second_run_on_the_same_file_waits_for_the_first(tmp_path: Path) -> No
     holder.start()
     assert gate.reached.wait(PATIENCE)
     second = Session.open(first.path)
-    with pytest.raises(SessionBusyError, match="another thread of this process"):
+    with pytest.raises(SessionBusyError, match="another thread of this process") as caught:
         Agent(second, ScriptedLLM().reply("never sent")).prompt("me too")
+    assert caught.value.holder is not None and caught.value.holder.task == "pinb's agent"
     gate.open.set()
     holder.join(PATIENCE)
     assert results["first"].stop_reason == "stop"

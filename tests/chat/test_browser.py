@@ -230,7 +230,7 @@ def _chat_beside_a_notebook(
 
             # Back in the notebook: the next cell continues after the chat's turns.
             shown = _run_cell(page, 2, "this run")
-            assert "another program appended" in shown
+            assert "entries the chat panel (demo.chat) appended to this session" in shown
             _run_cell(page, 3)
             tree = _run_cell(page, 4, "pinb.chat")
             assert tree.count("pinb.chat") == 2

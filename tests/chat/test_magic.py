@@ -98,7 +98,8 @@ def test_pi_chat_links_the_session_and_the_chat_turn_shows_in_the_tree(
     assert "pinb.chat" in text and "and what about tests?" in text
     _, _, outputs = _run(shell, "%%pi\nAnd the README?")
     shown = "\n".join(o.get("text/plain", "") for o in outputs)
-    assert "another program appended" in shown  # the cell continued after the chat's turn
+    # The cell continued after the chat's turn, and says whose turn it was.
+    assert "read 4 entries the chat panel (analysis.chat) appended to this session" in shown
     session = Session.open(path)
     users = [e for e in session.path_to() if e.role == "user"]
     assert [u.message["content"][0]["text"] for u in users] == [

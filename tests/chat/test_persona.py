@@ -280,8 +280,7 @@ def test_the_chat_follows_a_link_the_notebook_made(project: Path, loop_server: L
         own = _session_of(room)
         assert own.exists() and own != notebook_path
         assert any(
-            h.what.endswith("the chat panel's Pi persona (demo.chat)")
-            for h in holders(own, include_self=True)
+            h.what.endswith("the chat panel (demo.chat)") for h in holders(own, include_self=True)
         )
         # `%pi chat` in the notebook: a record beside the chat, while the chat is open.
         link_chat(room.path, notebook_path, notebook=project / "analysis.ipynb")
@@ -297,7 +296,7 @@ def test_the_chat_follows_a_link_the_notebook_made(project: Path, loop_server: L
     texts = [e.message["content"] for e in session.path_to() if e.role == "user"]
     assert texts[0] == "from a cell" and texts[-1][0]["text"] == "and now?"
     assert record_path(room.path).exists()
-    assert not any("Pi persona" in h.what for h in holders(notebook_path, include_self=True))
+    assert not any("the chat panel" in h.what for h in holders(notebook_path, include_self=True))
 
 
 def test_session_commands_pick_a_session_in_the_chat(project: Path, loop_server: LLMServer) -> None:

@@ -125,3 +125,46 @@ def test_goto_with_offline_summary(tmp_path: Path, capsys: pytest.CaptureFixture
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["type"] == "branch_summary" and last["parentId"] == "e0000002"
     assert main(["goto", str(path), "e0000003", "--summarize"]) == 2
+
+
+def test_compact_says_what_another_program_left_off_the_path_and_goto_brings_it_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pinb's last turns ended at a leaf; `pi --session` appended under an older one since:
+    a fresh `pinb compact` reads the turn lock's record and says so, with `pinb goto`."""
+    from pinb.core import Session
+    from pinb.testing.generate import SessionShape, generate_session
+
+    path = generate_session(
+        tmp_path / "g.jsonl", SessionShape(entries=400, main_depth=300, compaction_every=0), seed=2
+    )
+    session = Session.open(path)
+    stale = str(session.leaf_id)
+    for text in ("kernel one", "kernel two"):
+        with session.turn("pinb's agent", role="cell", who="a notebook cell"):
+            session.append_message({"role": "user", "content": text, "timestamp": 1})
+            session.append_message(
+                {"role": "assistant", "content": [{"type": "text", "text": f"{text}!"}],
+                 "api": "openai-completions", "provider": "p", "model": "m",
+                 "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
+                           "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0,
+                                                      "cacheWrite": 0, "total": 0}},
+                 "stopReason": "stop", "timestamp": 2}
+            )  # fmt: skip
+    mine = str(session.leaf_id)
+    line = {"type": "message", "id": "pi000001", "parentId": stale,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "from the terminal", "timestamp": 2}}  # fmt: skip
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+    assert main(["compact", str(path), "--offline"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "note: another program (not pinb: e.g. pi in a terminal) appended 1 entry under "
+        f"{stale}, leaving 2 of your turns (4 entries) off the path (last: {mine}); "
+        f"`pinb goto {path} {mine}` goes back to them"
+    )
+    assert "appended compaction" in out  # of the path that continues: the terminal's
+    assert main(["goto", str(path), mine]) == 0
+    texts = [e.message["content"] for e in Session.open(path).path_to() if e.role == "user"]
+    assert texts[-2:] == ["kernel one", "kernel two"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 from pinb.core import Session
 from pinb.core.lock_files import LOCK_FOLDER, LockFileRefusedError
+from pinb.core.paths import sessions_root
 from pinb.core.writers import SessionHold, TurnLock, holders
 
 from .helpers import assistant, user
@@ -32,11 +34,17 @@ def _env() -> dict[str, str]:
 
 
 def _session(folder: Path) -> Path:
+    """A session file in ``folder`` that no pinb has written there yet: written in the
+    agent's sessions folder (where lock files stay, and no private folder of kept turns is
+    made), then moved, as a user who has not run pinb on it has it."""
     folder.mkdir(parents=True, exist_ok=True)
-    session = Session.create("/proj", folder)
+    scratch = sessions_root() / "--scratch--"
+    scratch.mkdir(parents=True, exist_ok=True)
+    session = Session.create("/proj", scratch)
     session.append_message(user("first"))
     session.append_message(assistant("one"))
-    return session.require_path()
+    written = session.require_path()
+    return Path(shutil.move(written, folder / written.name))
 
 
 def _one_line(error: BaseException) -> str:

@@ -9,12 +9,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pinb.core import Session
+from pinb.core.lock_files import record_folder
 from pinb.core.writers import SessionBusyError, holders
 from pinb.errors import SessionFileError
 from pinb.memory import remove_session
@@ -54,7 +56,9 @@ def test_a_turn_continues_after_what_pi_appended_meanwhile(
         mine = session.append_message(user("from the kernel"))
     assert mine.parent_id == terminal[-1]  # not the kernel's old leaf
     assert [e.id for e in turn.caught_up] == terminal
-    assert "read 2 entries another program appended" in str(turn.start_note())
+    assert "read 2 entries another program (not pinb: e.g. pi in a terminal) appended" in str(
+        turn.start_note()
+    )
     # Pi resumes where pinb does, and both see one unbranched conversation.
     reopened = pi16.open(path)
     assert reopened["leafId"] == mine.id
@@ -190,9 +194,12 @@ def test_another_pinb_writer_mid_turn_is_a_clear_busy_never_a_hang(tmp_path: Pat
         assert other.stdout is not None and other.stdout.readline() == "in\n"
         with pytest.raises(SessionBusyError) as caught, session.turn(wait=0.3):
             pass
-        assert f"pid {other.pid}" in str(caught.value) and "running pinb's agent" in str(
-            caught.value
+        # Who holds it (a plain Python program here), what it runs, its pid, in one line.
+        assert caught.value.line().startswith(
+            "busy: a Python process (-c) using pinb is running a turn on this session "
+            f"(pinb's agent, pid {other.pid}, since "
         )
+        assert "\n" not in str(caught.value)
         # The turn's holder, and (its command line names the file) the process itself.
         assert {h.kind for h in holders(path)} == {"turn", "process"}
         assert other.stdin is not None
@@ -331,3 +338,258 @@ def test_a_full_disk_and_a_read_only_file_system_are_one_clear_line(tmp_path: Pa
     code, stderr = out["cli"]
     assert code != 0 and "Read-only file system" in stderr, stderr
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+
+
+# -- who wrote what, and the path another writer leaves ---------------------------------------
+
+
+def _appends_under(path: Path, parent: Any, *texts: str, prefix: str = "term") -> list[str]:
+    """What ``pi --session FILE`` writes when it loaded the file at ``parent``: its turns
+    under that old leaf, whatever was appended since (Pi keeps its leaf in memory)."""
+    ids = []
+    with open(path, "ab") as handle:
+        for text in texts:
+            for message in (user(f"{text}?"), assistant(f"{text}!")):
+                entry_id = f"{prefix}{len(ids):04d}"
+                entry = {"type": "message", "id": entry_id, "parentId": parent,
+                         "timestamp": "2026-01-01T00:00:00.000Z", "message": message}  # fmt: skip
+                handle.write(json.dumps(entry).encode() + b"\n")
+                ids.append(entry_id)
+                parent = entry_id
+    return ids
+
+
+def _turn(session: Session, text: str) -> Any:
+    with session.turn("pinb's agent", role="cell", who="a notebook cell", long=True) as turn:
+        session.append_message(user(text))
+        session.append_message(assistant(f"{text} answered"))
+    return turn
+
+
+def _texts(session: Session) -> list[str]:
+    return [e.message["content"][0]["text"] for e in session.path_to() if e.role == "user"]
+
+
+def test_a_turn_says_which_of_its_turns_another_writers_entries_left_off_the_path(
+    tmp_path: Path, pi16: PiReference
+) -> None:
+    """The rule: the path to where the session stood, against the path that continues."""
+    session = _started(tmp_path)
+    path = session.require_path()
+    stale = str(session.leaf_id)  # where `pi --session` loaded the file
+    for i in range(3):
+        _turn(session, f"kernel {i}")
+    mine = str(session.leaf_id)
+    gone = [str(e.id) for e in session.path_to()][2:]
+    terminal = _appends_under(path, stale, "terminal")
+    turn = _turn(session, "kernel 3")
+    change = turn.change
+    assert change is not None
+    assert change.old_leaf == mine and change.fork == stale and change.turns == 3
+    assert [str(e.id) for e in change.left] == gone  # all three turns, six entries
+    assert [[str(e.id) for e in a.entries] for a in change.appended] == [terminal]
+    assert turn.start_note() == (
+        "another program (not pinb: e.g. pi in a terminal) appended 2 entries under "
+        f"{stale}, leaving 3 of your turns (6 entries) off the path (last: {mine}); "
+        f"`%pi goto {mine}` goes back to them"
+    )
+    # The file resumes where pinb continued, for Pi as for pinb: the terminal's path.
+    assert _texts(session) == ["first", "terminal?", "kernel 3"]
+    assert pi16.open(path)["leafId"] == session.leaf_id
+    # `%pi goto` the old leaf: the three turns are the context again, and stay so.
+    session.navigate(mine)
+    turn = _turn(session, "kernel 4")
+    assert turn.change is None and turn.start_note() is None
+    assert _texts(session) == ["first", "kernel 0", "kernel 1", "kernel 2", "kernel 4"]
+    texts = [m["content"][0]["text"] for m in pi16.open(path)["context"]["messages"]]
+    assert texts[-3:] == ["kernel 2 answered", "kernel 4", "kernel 4 answered"]
+
+
+def test_a_change_a_label_did_not_show_is_said_by_the_next_turn(tmp_path: Path) -> None:
+    """A write nobody shows (a label, `%pi name`) catches up too: it leaves the line to the
+    next turn that shows its notes, never swallows it."""
+    session = _started(tmp_path)
+    stale = str(session.leaf_id)
+    _turn(session, "kernel 0")
+    mine = str(session.leaf_id)
+    _appends_under(session.require_path(), stale, "terminal")
+    session.set_name("named meanwhile")  # a turn of its own, whose notes no one asks for
+    assert _turn(session, "next").start_note() == (
+        "another program (not pinb: e.g. pi in a terminal) appended 2 entries under "
+        f"{stale}, leaving 1 of your turns (2 entries) off the path (last: {mine}); "
+        f"`%pi goto {mine}` goes back to them"
+    )
+    assert _turn(session, "and then").start_note() is None  # said once
+
+
+def test_what_others_append_after_the_leaf_is_no_change_of_path(tmp_path: Path) -> None:
+    session = _started(tmp_path)
+    _appends_under(session.require_path(), session.leaf_id, "after")
+    turn = _turn(session, "next")
+    assert turn.change is None and len(turn.caught_up) == 2
+    assert "continued after them" in str(turn.start_note())
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from pinb.core import Session
+session = Session.open(Path(sys.argv[1]))
+with session.turn("pinb's agent", role=sys.argv[2], who=sys.argv[3], long=True):
+    session.append_message({"role": "user", "content": sys.argv[4], "timestamp": 5})
+"""
+
+
+def _pinb_turn_elsewhere(path: Path, role: str, who: str, text: str) -> None:
+    """A turn of another pinb writer (the chat panel, a kernel), in a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITER, str(path), role, who, text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_turn_lock_keeps_who_wrote_each_turn_for_the_next_writer(tmp_path: Path) -> None:
+    session = _started(tmp_path)
+    path = session.require_path()
+    _pinb_turn_elsewhere(path, "chat", "the chat panel (analysis.chat)", "from the chat")
+    assert "read 1 entry the chat panel (analysis.chat) appended to this session" in str(
+        _turn(session, "a cell").start_note()
+    )
+    # A pinb turn, then Pi's lines after it: each named, in the order they came.
+    _pinb_turn_elsewhere(path, "chat", "the chat panel (analysis.chat)", "chat again")
+    _appends_under(path, Session.open(path).leaf_id, "terminal")
+    note = str(_turn(session, "another cell").start_note())
+    assert note == (
+        "read 3 entries others (1 by the chat panel (analysis.chat), 2 by another program "
+        "(not pinb: e.g. pi in a terminal)) appended to this session; this turn continued "
+        "after them"
+    )
+    # The last turns are kept, and nobody holds the lock between turns. The session is
+    # among the user's own files (not the sessions folder), so its lock file is gone and
+    # the turns are in its private folder instead.
+    assert not (path.parent / ".pinb-locks").exists()
+    private = record_folder(path)
+    try:
+        lock_note = json.loads((private.path / f"{path.name}.turns").read_text())
+    finally:
+        private.close()
+    assert set(lock_note) == {"turns"}
+    kept = [(t["role"], t["who"], t["pid"]) for t in lock_note["turns"]]
+    assert [k[:2] for k in kept[-4:]] == [
+        ("chat", "the chat panel (analysis.chat)"),
+        ("cell", "a notebook cell"),
+        ("chat", "the chat panel (analysis.chat)"),
+        ("cell", "a notebook cell"),
+    ]
+    assert kept[-1][2] == os.getpid() != kept[-2][2]
+
+
+_GOTO = """
+import sys
+from pathlib import Path
+from pinb.core import Session
+session = Session.open(Path(sys.argv[1]))
+with session.turn("%pi goto", role="cell", who="a notebook cell"):
+    session.navigate(sys.argv[2])
+"""
+
+
+def test_another_writers_goto_that_moves_the_file_back_is_said_too(tmp_path: Path) -> None:
+    """Nothing new on the path, only a navigation marker: who moved it, and where to."""
+    session = _started(tmp_path)
+    path = session.require_path()
+    earlier = str(session.leaf_id)
+    for i in range(2):
+        _turn(session, f"kernel {i}")
+    mine = str(session.leaf_id)
+    done = subprocess.run(
+        [sys.executable, "-c", _GOTO, str(path), earlier], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    turn = _turn(session, "after the move")
+    assert turn.start_note() == (
+        f"a notebook cell moved the path to {earlier}, leaving 2 of your turns (4 entries) off "
+        f"the path (last: {mine}); `%pi goto {mine}` goes back to them"
+    )
+    assert _texts(session) == ["first", "after the move"]
+
+
+def test_a_session_just_opened_is_told_what_left_the_path_pinb_last_stood_on(
+    tmp_path: Path,
+) -> None:
+    """`pinb compact`, `%pi open`: the turn lock's record says where pinb's last turn left
+    the file, and what another program appended after it took the path elsewhere."""
+    session = _started(tmp_path)
+    path = session.require_path()
+    stale = session.leaf_id
+    for i in range(2):
+        _turn(session, f"kernel {i}")
+    mine = str(session.leaf_id)
+    _appends_under(path, stale, "terminal")
+    fresh = Session.open(path)
+    with fresh.turn("pinb compact") as turn:
+        turn.goto = f"pinb goto {path}"
+    assert turn.change is not None and turn.change.old_leaf == mine
+    assert turn.start_note() == (
+        f"another program (not pinb: e.g. pi in a terminal) appended 2 entries under {stale}, "
+        f"leaving 2 of your turns (4 entries) off the path (last: {mine}); "
+        f"`pinb goto {path} {mine}` goes back to them"
+    )
+    with Session.open(path).turn() as again:  # said once: that turn stood on the new path
+        pass
+    assert again.change is None
+
+
+def test_a_turn_that_waits_on_a_model_is_busy_at_once_a_short_one_is_waited_for(
+    tmp_path: Path,
+) -> None:
+    session = _started(tmp_path)
+    path = session.require_path()
+    script = textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from pinb.core import Session
+        s = Session.open(Path(sys.argv[1]))
+        with s.turn("pinb's agent", long=sys.argv[2] == "long"):
+            print("in", flush=True)
+            sys.stdin.readline()
+        """
+    )
+    for how in ("long", "short"):
+        other = subprocess.Popen(
+            [sys.executable, "-c", script, str(path), how],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert other.stdout is not None and other.stdout.readline() == "in\n"
+            started = time.monotonic()
+            with pytest.raises(SessionBusyError), session.turn(wait=20):
+                pass
+            waited = time.monotonic() - started
+        finally:
+            other.kill()
+            other.wait()
+        # A model turn: no wait (20 s would only delay the same answer); a short one: the
+        # whole wait, in case it ends.
+        assert waited < 10 if how == "long" else waited >= 20
+
+
+def test_a_goto_target_that_is_your_message_says_what_goto_does_with_it(tmp_path: Path) -> None:
+    """goto on a user message stands before it and gives its text (as Pi's /tree does)."""
+    session = _started(tmp_path)
+    stale = session.leaf_id
+    with session.turn(role="cell", who="a notebook cell"):
+        asked = session.append_message(user("never answered"))
+    _appends_under(session.require_path(), stale, "terminal")
+    line = str(_turn(session, "next").start_note())
+    assert line.endswith(
+        f"(last: {asked.id}); `%pi goto {asked.id}` goes back to them (to just before that "
+        "last message, whose text it gives to send again)"
+    )
+    assert "leaving 1 of your turns (1 entry) off the path" in line

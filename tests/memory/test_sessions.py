@@ -126,7 +126,7 @@ def test_rm_refuses_a_session_someone_holds_and_says_who(chain: dict[str, Path],
             remove_session(b, timeout=0.2)
         message = str(caught.value)
         assert f"pid {holder.pid}" in message
-        expected = {"hold": "a notebook kernel", "turn": "running pinb's agent",
+        expected = {"hold": "a notebook kernel", "turn": "(pinb's agent, pid",
                     "argv": "a process naming this file"}[how]  # fmt: skip
         assert expected in message
         assert b.exists() and not (agent_dir() / "trash").exists()

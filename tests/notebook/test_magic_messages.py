@@ -167,3 +167,59 @@ def test_totals_rows_name_files_relative_to_the_sessions_folder(
     assert relative in bundle["text/plain"] and str(sessions_root()) not in bundle["text/plain"]
     assert relative in bundle["text/html"] and str(sessions_root()) not in bundle["text/html"]
     assert view.totals["session"].tolist() == [str(story.path)]  # the data keeps whole paths
+
+
+_CHAT_HOLDS = """
+import sys, time
+from pathlib import Path
+from pinb.core import Session
+session = Session.open(Path(sys.argv[1]))
+with session.turn("pinb's agent", role="chat", who="the chat panel (analysis.chat)", long=True):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_cell_while_the_chat_runs_a_turn_is_one_line_before_it_asks_any_server(
+    shell: InteractiveShell, tmp_path: Path
+) -> None:
+    """The chat panel's turn holds the session (another process): the cell says so in one
+    line, naming it, before it resolves its model, so a local server busy with the chat's
+    reply (which may take seconds to answer a window probe) is never asked."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    asked: list[object] = []
+    threading.Thread(target=lambda: asked.append(server.accept()), daemon=True).start()
+    session = Session.create(tmp_path, tmp_path / "s")
+    session.append_message({"role": "user", "content": "begin", "timestamp": 1})
+    path = session.require_path()
+    _cell(shell, f"%pi open {path}")
+    _magics(shell).base_urls = {"ollama": f"http://127.0.0.1:{server.getsockname()[1]}/v1"}
+    chat = subprocess.Popen(
+        [sys.executable, "-c", _CHAT_HOLDS, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert chat.stdout is not None and chat.stdout.readline() == "held\n"
+        stdout, stderr = _cell(shell, "%%pi --model ollama/qwen3:8b\nhello")
+    finally:
+        chat.kill()
+        chat.wait()
+        server.close()
+    text = (stdout + stderr).strip()
+    assert text.startswith(
+        "busy: the chat panel (analysis.chat) is running a turn on this session (pinb's agent, "
+        f"a Python process (-c), pid {chat.pid}, since "
+    ), text
+    assert text.endswith("; the cell was not run — run it again when the chat's turn ends")
+    assert len(text.splitlines()) == 1 and "Traceback" not in text
+    assert asked == []  # the model's server was not asked for its window
+    assert [e.role for e in Session.open(path).entries] == ["user"]  # nothing written

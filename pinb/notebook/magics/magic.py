@@ -97,6 +97,7 @@ class PiMagics(
         if args.session:
             self.session = self._open(args.session)
             self._follow_session()
+        self._refuse_while_busy()
         prompt = cell.strip("\n")
         if not prompt.strip():
             raise UsageError("%%pi: the cell is empty; write the prompt below the magic line")
@@ -125,6 +126,19 @@ class PiMagics(
             tools=[] if args.no_tools else self._tool_objects(),
             tool_choice=args.tool_choice,
         )
+
+    def _refuse_while_busy(self) -> None:
+        """Say "busy" at once, before the cell prepares its run (a model to resolve, Pi to
+        start), when a turn that waits on a model holds the session (the chat's, another
+        kernel's cell): the cell's turn would be refused all the same."""
+        path = self.session.path if self.session is not None else None
+        if path is None or not path.exists():
+            return
+        from ...core.writers import SessionBusyError, turn_holder
+
+        holder = turn_holder(path)
+        if holder is not None and holder.long:
+            raise SessionBusyError(path, holder)
 
     def _terminal(self) -> bool:
         if self.renderer in ("terminal", "jupyter"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from IPython.core.magic import Magics
 from traitlets import Bool, Enum, Int, List, Unicode, observe
 
-from ...errors import EntryNotFoundError, PinbError, UsageError
+from ...errors import PinbError, UsageError
 
 # What the commands use is imported where they use it: `%load_ext pinb` loads the magics
 # alone, and the session, the agent and the views come with the first command needing them.
@@ -356,14 +355,6 @@ class MagicsBase(Magics):
 
     def _entry_id(self, session: Session, entry_id: str) -> str:
         """``entry_id``, or the one id it is a prefix of (as git takes a short hash)."""
-        if entry_id in session:
-            return entry_id
-        ids = [str(e.id) for e in session.entries]
-        starting = {i for i in ids if i.startswith(entry_id)}
-        if len(starting) == 1 and len(entry_id) >= 4:
-            return starting.pop()
-        close = (
-            difflib.get_close_matches(entry_id, ids, n=3, cutoff=0.5)
-            or [i for i in ids if i.startswith(entry_id[:3])][:3]
-        )
-        raise EntryNotFoundError(entry_id, suggestions=close)
+        from ...core.operations import entry_id as resolve
+
+        return resolve(session, entry_id)
