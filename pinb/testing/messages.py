@@ -87,11 +87,11 @@ def usage(
         "cacheWrite": cache_write,
         "totalTokens": total,
         "cost": {
-            "input": spent / 2,
-            "output": spent / 2,
+            "input": round(spent / 2, 12),
+            "output": round(spent / 2, 12),
             "cacheRead": 0,
             "cacheWrite": 0,
-            "total": spent,
+            "total": round(spent, 12),
         },
     }
 
