@@ -88,6 +88,15 @@ class _Part:
     kind: str  # "text", "tools" or "note"
     text: list[str] = field(default_factory=list)
     tools: list[_Tool] = field(default_factory=list)
+    # The text's Markdown and how many pieces it was made of: a text that has stopped
+    # growing (a tool call followed it) is not parsed again on every update.
+    rendered: tuple[int, str] = (0, "")
+
+    def model_markdown(self) -> str:
+        if self.rendered[0] != len(self.text):
+            text = "".join(self.text)
+            self.rendered = (len(self.text), model_markdown(text) if text.strip() else "")
+        return self.rendered[1]
 
 
 class ChatTranscript:
@@ -211,9 +220,9 @@ class ChatTranscript:
         blocks: list[str] = []
         for part in self.parts:
             if part.kind == "text":
-                text = "".join(part.text)
-                if text.strip():
-                    blocks.append(model_markdown(text))
+                text = part.model_markdown()
+                if text:
+                    blocks.append(text)
             elif part.kind == "tools":
                 blocks.append("\n".join(tool.markdown() for tool in part.tools))
             else:
