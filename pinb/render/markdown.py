@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_MARKDOWN_CHARS",
     "MAX_NESTING",
+    "STREAM_PARSE_CHARS",
+    "MarkdownStream",
     "clean",
     "code",
     "fence",
@@ -83,6 +85,9 @@ __all__ = [
 #: run of ``![``) it costs about 15 µs a character: a million would stall a chat for
 #: seconds on every update of a streaming reply (benchmarks/bench_render.py).
 MAX_MARKDOWN_CHARS = 100_000
+#: While a text streams, its last (still open) block is parsed again on every update; one
+#: longer than this is shown literally until the text is whole.
+STREAM_PARSE_CHARS = 20_000
 #: How deep the parser follows nested blocks and link labels (markdown-it's CommonMark
 #: preset). Its cost per ``[`` grows with this depth; blocks nested deeper would be
 #: dropped by the parser, so such a text is shown literally instead.
@@ -556,6 +561,53 @@ def markdown_to_markdown(text: object) -> str:
     if tokens is None:
         return literal(source)
     return _MarkdownWriter().write(tokens)
+
+
+class MarkdownStream:
+    """:func:`markdown_to_markdown` of a text that grows (a reply as it streams): each
+    update parses only what follows the blocks that are complete.
+
+    A top-level block is complete once the parser has begun another after it: nothing
+    that follows can change it, save a reference definition further on, which the final
+    render (``final=True``: the whole text, parsed once) takes into account. Each update
+    is as safe as a whole render; only the last block is parsed again and again, and while
+    it is longer than :data:`STREAM_PARSE_CHARS` it is shown literally (as the notebook's
+    live display shows a long reply's end), so an update costs a bounded parse at most.
+    """
+
+    def __init__(self) -> None:
+        self._text = ""  # the (line-normalised) text of the last update
+        self._done = 0  # where its complete blocks end
+        self._written: list[str] = []  # their Markdown
+
+    def render(self, text: str, *, final: bool = False) -> str:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if (
+            final
+            or len(text) > MAX_MARKDOWN_CHARS
+            or text[: self._done] != self._text[: self._done]
+        ):
+            self._text, self._done, self._written = "", 0, []
+            return markdown_to_markdown(text)
+        self._text = text
+        if len(text) - self._done > STREAM_PARSE_CHARS:  # one block that long: text for now
+            return "\n\n".join([*self._written, literal(clean(text[self._done :]))])
+        tokens = _parse(clean(text[self._done :]))
+        if tokens is None:
+            return markdown_to_markdown(text)
+        starts = [i for i, t in enumerate(tokens) if t.level == 0 and t.nesting >= 0 and t.map]
+        if len(starts) >= 2:
+            last = starts[-1]
+            line = tokens[last].map[0]  # type: ignore[index]
+            tail = text[self._done :]
+            offset = 0
+            for _ in range(line):
+                offset = tail.index("\n", offset) + 1
+            self._written.append(_MarkdownWriter().write(tokens[:last]))
+            self._done += offset
+            tokens = tokens[last:]
+        parts = [*self._written, _MarkdownWriter().write(tokens)]
+        return "\n\n".join(part for part in parts if part)
 
 
 # -- HTML -----------------------------------------------------------------------------------

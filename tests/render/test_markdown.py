@@ -22,6 +22,8 @@ from pinb.render.html import SAFE_TAGS, style
 from pinb.render.markdown import (
     MAX_MARKDOWN_CHARS,
     MAX_NESTING,
+    STREAM_PARSE_CHARS,
+    MarkdownStream,
     code,
     fence,
     literal,
@@ -207,7 +209,7 @@ def test_raw_html_shows_as_the_text_it_is() -> None:
 
 
 BENIGN = [
-    '# Title\n\nA paragraph with **bold**, *it*, _under_, `code`, ~~gone~~ and a [link](https://e.org).',
+    "# Title\n\nA paragraph with **bold**, *it*, _under_, `code`, ~~gone~~ and a [link](https://e.org).",
     "Setext\n======\n\nSub\n---\n\n### ATX ###",
     "- one\n- two\n  - nested `x`\n  - more\n- three",
     "1. first\n\n2. second, loose\n\n   with a paragraph\n3. third",
@@ -394,3 +396,37 @@ def test_a_code_span_and_a_fence_hold_any_other_text() -> None:
     block = fence("```\n<b>\n```")
     assert block.startswith("````") and block.endswith("````")
     assert "<b>" not in commonmark_html(block).replace("&lt;b&gt;", "")
+
+
+def _stream(text: str, step: int) -> tuple[list[tuple[str, str]], str]:
+    """``(prefix, update)`` for every ``step`` characters of ``text``, and the final render."""
+    stream = MarkdownStream()
+    updates = [(text[:n], stream.render(text[:n])) for n in range(1, len(text) + 1, step)]
+    return updates, stream.render(text, final=True)
+
+
+def test_a_streamed_text_renders_as_each_prefix_does() -> None:
+    text = "\n\n".join(BENIGN)
+    updates, final = _stream(text, 7)
+    for prefix, update in updates:
+        assert update == markdown_to_markdown(prefix), prefix
+    assert final == markdown_to_markdown(text)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_streamed_hostile_text_is_inert_at_every_update(text: str) -> None:
+    updates, final = _stream(f"Intro.\n\n{text}\n\n- after\n\n{text}", 5)
+    for _, update in updates:
+        assert live(commonmark_html(update)) == [] and live(mistune_html(update)) == []
+    assert final == markdown_to_markdown(f"Intro.\n\n{text}\n\n- after\n\n{text}")
+
+
+def test_a_block_too_long_to_parse_on_every_update_shows_as_text_until_whole() -> None:
+    stream = MarkdownStream()
+    assert stream.render("# Title\n\nfirst") == "# Title\n\nfirst"
+    long_block = "**a** " * (STREAM_PARSE_CHARS // 6 + 1)
+    shown = stream.render(f"# Title\n\n{long_block}")
+    assert shown == f"# Title\n\n{literal(long_block)}"
+    assert stream.render(f"# Title\n\n{long_block}", final=True) == markdown_to_markdown(
+        f"# Title\n\n{long_block}"
+    )
