@@ -39,13 +39,18 @@ any input depth is safe), and owns every character it writes:
   edge and before ``!`` ahead of a link's ``[``; ``& < >`` become entities (so no tag,
   autolink or entity is made of it under any parser); at a line's start, ``# + - = :`` and
   an ordered marker's ``.``/``)`` get a backslash and indentation becomes entities;
-- code spans and fenced blocks are the only raw text, and their delimiters are chosen so
-  that CommonMark, GitHub and ``marked`` agree where they end: a backtick run longer than
-  any inside, a fence on lines of its own with every container's prefix, an info string of
-  word characters only; in a table, ``|`` inside a code span is ``\\|`` (GitHub and marked
-  split cells before code spans);
+- code spans and fenced blocks are the only raw text, so they are written only where
+  CommonMark, GitHub and ``marked`` agree where they end. A fence: on lines of its own
+  with every container's prefix, longer than any backtick run inside, its info string of
+  word characters only. A code span: one backtick each side, so marked's masking of code
+  while it looks for emphasis, strikethrough and link ends covers it (a span holding a
+  backtick is written as escaped text instead, and one ending in a backslash is padded);
+  in a table ``|`` inside it is ``\\|`` (every parser splits cells before code), and one
+  holding a backslash is escaped text; a bare URL just before it, which marked would
+  autolink through the opening backtick, gets ``\\:`` (``http\\://``);
 - link addresses are percent-encoded by the parser, with ``&`` as an entity and
-  parentheses escaped; an image's alternative text is plain escaped text.
+  parentheses escaped; a link's title is left out (a tooltip, not worth an escape rule of
+  its own); an image's alternative text is plain escaped text.
 
 Rendered by markdown-it (raw HTML on), mistune (raw HTML on) and marked, the output has no
 image, no raw tag and no script link (``tests/render/test_markdown.py``); in JupyterLab
@@ -82,8 +87,9 @@ __all__ = [
 ]
 
 #: Longer model texts are shown literally. The parse is linear, but on hostile input (a
-#: run of ``![``) it costs about 15 µs a character: a million would stall a chat for
-#: seconds on every update of a streaming reply (benchmarks/bench_render.py).
+#: run of ``![``) it costs up to ~30 µs a character on a loaded machine, where ordinary
+#: Markdown costs ~2.5 µs: a million would stall a chat for many seconds
+#: (benchmarks/bench_markdown.py).
 MAX_MARKDOWN_CHARS = 100_000
 #: While a text streams, its last (still open) block is parsed again on every update; one
 #: longer than this is shown literally until the text is whole.

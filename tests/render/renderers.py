@@ -34,7 +34,8 @@ FORMATTING = frozenset(
 )
 #: Attributes that fetch nothing and run nothing (``href`` is checked on its own).
 HARMLESS = frozenset({"title", "class", "start", "align", "alt", "href", "rel", "target"})
-LINK_SCHEMES = ("http://", "https://", "mailto:", "#")
+# (ftp: too: marked links a bare ftp:// address in text itself, a link to click like any)
+LINK_SCHEMES = ("http://", "https://", "mailto:", "#", "ftp://")
 _MISTUNE = mistune.create_markdown(
     escape=False, plugins=["table", "strikethrough", "url"], hard_wrap=False
 )
