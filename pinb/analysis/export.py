@@ -216,7 +216,7 @@ def _html_blocks(message: dict[str, Any]) -> str:
     # Only the model writes Markdown; a prompt or an extension's message is shown as is.
     def text_html(text: object) -> str:
         if message.get("role") == "assistant":
-            return markdown_to_html(text)
+            return markdown_to_html(_str(text))
         return f"<pre>{_esc(text)}</pre>"
 
     content = message.get("content")
@@ -229,7 +229,9 @@ def _html_blocks(message: dict[str, Any]) -> str:
             parts.append(text_html(block.get("text", "")))
         elif kind == "thinking":
             body = "(redacted)" if block.get("redacted") else block.get("thinking", "")
-            parts.append(f"<details><summary>thinking</summary>{markdown_to_html(body)}</details>")
+            parts.append(
+                f"<details><summary>thinking</summary>{markdown_to_html(_str(body))}</details>"
+            )
         elif kind == "toolCall":
             args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(
@@ -276,7 +278,7 @@ def _html_body(entry: Entry) -> str:
             body += f"<p class='error'>{_esc(message['errorMessage'])}</p>"
         return body
     if entry.type in ("compaction", "branch_summary"):
-        return markdown_to_html(raw.get("summary", ""))
+        return markdown_to_html(_str(raw.get("summary", "")))
     if entry.type == "custom_message":
         return _html_blocks({"content": raw.get("content")})
     return ""
@@ -368,7 +370,7 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
 def _md_message(entry: Entry) -> list[str]:
     raw = entry.raw
     if entry.type in ("compaction", "branch_summary"):
-        return [markdown_to_markdown(raw.get("summary", ""))]
+        return [markdown_to_markdown(_str(raw.get("summary", "")))]
     message = _message(entry) if entry.type == "message" else {"content": raw.get("content")}
     if message.get("role") == "bashExecution":
         command, output = _str(message.get("command", "")), _str(message.get("output", ""))
@@ -388,12 +390,12 @@ def _md_message(entry: Entry) -> list[str]:
     prose = markdown_to_markdown if role == "assistant" else literal
     content = message.get("content")
     if not isinstance(content, list):
-        return [prose(content)]
+        return [prose(_str(content))]
     parts: list[str] = []
     for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
-            parts.append(prose(block.get("text", "")))
+            parts.append(prose(_str(block.get("text", ""))))
         elif kind == "thinking":
             body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
             quoted = markdown_to_markdown(body).split("\n")

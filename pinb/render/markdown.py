@@ -117,6 +117,7 @@ _BACKTICKS = re.compile(r"`+")
 _URL_KEEP = re.compile(r"[^A-Za-z0-9;/?:@&=+$,\-_.!~*'()#%]")
 _INFO = re.compile(r"[A-Za-z0-9_+.#-]+")
 _TASK = {"[ ] ": "☐ ", "[x] ": "☑ ", "[X] ": "☑ "}
+_OTHER_MARKER = {"-": "*", "*": "+", "+": "-", ".": ")", ")": "."}
 
 
 @functools.cache
@@ -284,6 +285,7 @@ class _Inline:
         self.one_line, self.in_table = one_line, in_table
         self.pieces: list[tuple[str, str]] = []  # ("text" | "code" | "mark", what is written)
         self.line_start = not in_table
+        self.struck = 0  # open strikethroughs: mistune (nbconvert) ends one at a "~~" in code
 
     def text(self, content: str) -> None:
         if not content:
@@ -296,15 +298,16 @@ class _Inline:
 
     def code(self, content: str) -> None:
         span = _code_span(content, in_table=self.in_table)
-        if span is None:
+        if span is None or (self.struck and "~~" in content):
             self.text(" ".join(content.split("\n")))
         else:
             self.pieces.append(("code", span))
             self.line_start = False
 
-    def mark(self, markup: str) -> None:
+    def mark(self, markup: str, *, strike: int = 0) -> None:
         self.pieces.append(("mark", markup))
         self.line_start = False
+        self.struck += strike
 
     def link_start(self) -> None:
         """A link's ``[``: a ``!`` just before it would make the link an image."""
@@ -374,7 +377,7 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
         elif kind == "code_inline":
             out.code(token.content)
         elif kind in ("em_open", "em_close", "strong_open", "strong_close", "s_open", "s_close"):
-            out.mark(token.markup)
+            out.mark(token.markup, strike={"s_open": 1, "s_close": -1}.get(kind, 0))
         elif kind == "link_open":
             href = safe_href(token.attrs.get("href"))
             links.append((href, token))
@@ -387,11 +390,13 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
             hidden = False
             if href is not None:  # no title: a tooltip is not worth a third escape rule
                 out.mark(f"]({_md_url(href)})")
-            else:
-                if opening.markup != "autolink":
+            elif opening.attrs.get("href"):
+                address = str(opening.attrs["href"])
+                if opening.markup == "autolink":
+                    out.code(address)
+                else:
                     out.text(" (")
-                out.code(str(opening.attrs.get("href", "")))
-                if opening.markup != "autolink":
+                    out.code(address)
                     out.text(")")
         elif kind == "image":
             href = safe_href(token.attrs.get("src"))
@@ -399,10 +404,12 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
                 out.link_start()
                 out.text(_alt(token))
                 out.mark(f"]({_md_url(href)})")
-            else:
+            elif token.attrs.get("src"):
                 out.text(f"{_alt(token)} (")
-                out.code(str(token.attrs.get("src", "")))
+                out.code(str(token.attrs["src"]))
                 out.text(")")
+            else:
+                out.text(_alt(token))
         elif token.content:  # nothing else is made with raw HTML off; anything new is text
             out.text(token.content)
     return out.written()
@@ -411,7 +418,17 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
 class _Box:
     """A container being written: a quote or a list item (its line prefixes), or a list."""
 
-    __slots__ = ("blocks", "first", "marker", "number", "ordered", "rest", "tight", "used")
+    __slots__ = (
+        "blocks",
+        "first",
+        "last_list",
+        "marker",
+        "number",
+        "ordered",
+        "rest",
+        "tight",
+        "used",
+    )
 
     def __init__(self, first: str = "", rest: str = "", tight: bool = False) -> None:
         self.first, self.rest, self.tight = first, rest, tight
@@ -420,6 +437,7 @@ class _Box:
         self.marker = ""  # a list's marker: "-", "*" or "+"; "." or ")" after a number
         self.ordered = False
         self.number = 1  # an ordered list's next number
+        self.last_list = ""  # the marker of the last block inside, if that was a list
 
 
 def _tight_lists(tokens: list[Token]) -> dict[int, bool]:
@@ -460,6 +478,7 @@ class _MarkdownWriter:
         if box.blocks and not box.tight:
             self.line("")
         box.blocks += 1
+        box.last_list = ""
 
     def write(self, tokens: list[Token]) -> str:
         tight = _tight_lists(tokens)
@@ -490,11 +509,16 @@ class _MarkdownWriter:
                 self.begin_block()
                 self.stack.append(_Box("> ", "> "))
             elif kind in ("bullet_list_open", "ordered_list_open"):
+                parent = self.stack[-1] if self.stack else self.root
+                previous = parent.last_list
                 self.begin_block()
                 box = _Box(tight=tight.get(i, True))
                 start = token.attrs.get("start", 1)
                 box.number = start if isinstance(start, int) else 1
                 box.marker, box.ordered = token.markup, kind == "ordered_list_open"
+                if box.marker == previous:  # the same marker again would continue that list
+                    box.marker = _OTHER_MARKER.get(box.marker, box.marker)
+                parent.last_list = box.marker
                 self.stack.append(box)
             elif kind == "list_item_open":
                 owner = self.stack[-1]
@@ -602,9 +626,9 @@ class MarkdownStream:
         if tokens is None:
             return markdown_to_markdown(text)
         starts = [i for i, t in enumerate(tokens) if t.level == 0 and t.nesting >= 0 and t.map]
-        if len(starts) >= 2:
+        line = tokens[starts[-1]].map[0] if len(starts) >= 2 else 0  # type: ignore[index]
+        if line > 0:  # the blocks before the last one's first line are complete
             last = starts[-1]
-            line = tokens[last].map[0]  # type: ignore[index]
             tail = text[self._done :]
             offset = 0
             for _ in range(line):
@@ -671,16 +695,18 @@ def _inline_html(children: Iterable[Token], *, one_line: bool = False) -> str:
             if href is not None:
                 depth -= 1
                 out.append("</a>")
-            else:
-                address = f"<code>{escape(opening.attrs.get('href', ''))}</code>"
+            elif opening.attrs.get("href"):
+                address = f"<code>{escape(opening.attrs['href'])}</code>"
                 out.append(address if opening.markup == "autolink" else f" ({address})")
         elif kind == "image":
             label = escape(_alt(token))
             href = safe_href(token.attrs.get("src"))
             if href is not None and not any(h is not None for h, _ in links):
                 out.append(_a(href, token, label))
+            elif token.attrs.get("src"):
+                out.append(f"{label} (<code>{escape(token.attrs['src'])}</code>)")
             else:
-                out.append(f"{label} (<code>{escape(token.attrs.get('src', ''))}</code>)")
+                out.append(label)
         elif token.content:
             out.append(escape(token.content))
     return "".join(out)

@@ -7,8 +7,9 @@ which keeps ``<img>``), so whatever markup they make of pinb's output is seen:
 
 - :func:`commonmark_html`: markdown-it-py's CommonMark with GitHub's tables and
   strikethrough, raw HTML on;
-- :func:`mistune_html`: mistune (nbconvert's), raw HTML on, with its table,
-  strikethrough and bare-URL plugins;
+- :func:`mistune_html`: nbconvert's own Markdown renderer (mistune with nbconvert's
+  plugins: strikethrough, tables, bare URLs, task lists, definition lists; maths), raw
+  HTML passed through as nbconvert passes it;
 - :func:`marked_html`: marked itself, with GitHub's extensions on (JupyterLab's options),
   run by the Node 22 of the pinned Pi install (``tests/pi``; marked 18 is in its lock,
   pulled in by Pi's terminal UI).
@@ -23,7 +24,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import mistune
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from tests.pi.reference import node_binary
 
@@ -33,12 +34,9 @@ FORMATTING = frozenset(
     | {"s", "table", "thead", "tbody", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6"}
 )
 #: Attributes that fetch nothing and run nothing (``href`` is checked on its own).
-HARMLESS = frozenset({"title", "class", "start", "align", "alt", "href", "rel", "target"})
+HARMLESS = frozenset({"title", "class", "start", "align", "alt", "href", "rel", "target", "id"})
 # (ftp: too: marked links a bare ftp:// address in text itself, a link to click like any)
 LINK_SCHEMES = ("http://", "https://", "mailto:", "#", "ftp://")
-_MISTUNE = mistune.create_markdown(
-    escape=False, plugins=["table", "strikethrough", "url"], hard_wrap=False
-)
 
 
 def commonmark_html(markdown: str) -> str:
@@ -50,8 +48,8 @@ def commonmark_html(markdown: str) -> str:
 
 
 def mistune_html(markdown: str) -> str:
-    """mistune (nbconvert's renderer), raw HTML passed through."""
-    return str(_MISTUNE(markdown))
+    """nbconvert's Markdown renderer (``jupyter nbconvert --to html``, nbviewer)."""
+    return markdown2html_mistune(markdown)
 
 
 _MARKED = """
