@@ -7,6 +7,8 @@ which keeps ``<img>``), so whatever markup they make of pinb's output is seen:
 
 - :func:`commonmark_html`: markdown-it-py's CommonMark with GitHub's tables and
   strikethrough, raw HTML on;
+- :func:`github_html`: GitHub's own renderer, cmark-gfm (its extensions: tables,
+  strikethrough, autolinks, task lists), raw HTML on;
 - :func:`mistune_html`: nbconvert's own Markdown renderer (mistune with nbconvert's
   plugins: strikethrough, tables, bare URLs, task lists, definition lists; maths), raw
   HTML passed through as nbconvert passes it;
@@ -45,6 +47,16 @@ def commonmark_html(markdown: str) -> str:
 
     parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
     return parser.render(markdown)
+
+
+def github_html(markdown: str) -> str:
+    """GitHub's cmark-gfm with its extensions, raw HTML passed through."""
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    return str(
+        cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    )
 
 
 def mistune_html(markdown: str) -> str:

@@ -30,7 +30,7 @@ from pinb.render.markdown import (
     markdown_to_html,
     markdown_to_markdown,
 )
-from tests.render.renderers import commonmark_html, live, marked_html, mistune_html
+from tests.render.renderers import commonmark_html, github_html, live, marked_html, mistune_html
 
 #: Where a fetch would go: an address no test may reach (it is never requested).
 H = "http://203.0.113.7"
@@ -133,9 +133,10 @@ def hang_guard(seconds: int = 120) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-def test_pinbs_markdown_is_inert_under_commonmark_and_mistune(text: str) -> None:
+def test_pinbs_markdown_is_inert_under_commonmark_github_and_nbconvert(text: str) -> None:
     source = markdown_to_markdown(text)
     assert live(commonmark_html(source)) == []
+    assert live(github_html(source)) == []
     assert live(mistune_html(source)) == []
 
 
@@ -159,6 +160,7 @@ def test_pinbs_markdown_is_inert_under_marked(pi_install: Path) -> None:
 def test_any_mix_of_markdowns_punctuation_stays_inert(text: str) -> None:
     source = markdown_to_markdown(text)
     assert live(commonmark_html(source)) == []
+    assert live(github_html(source)) == []
     assert live(mistune_html(source)) == []
     assert _view_live(markdown_to_html(text)) == []
 
@@ -237,6 +239,14 @@ def test_the_models_formatting_renders_as_it_would(text: str) -> None:
     reference = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     expected = reference.render(text).replace("[ ] ", "☐ ").replace("[x] ", "☑ ")
     assert reference.render(markdown_to_markdown(text)) == expected
+
+
+@pytest.mark.parametrize("text", [t for t in BENIGN if "- [" not in t])  # GitHub draws boxes
+def test_the_models_formatting_renders_as_it_would_on_github(text: str) -> None:
+    before = re.sub(
+        r"&(?!lt;|gt;|amp;|quot;|#39;)#?\w+;", lambda m: html.unescape(m[0]), github_html(text)
+    )
+    assert github_html(markdown_to_markdown(text)) == before
 
 
 def test_the_models_formatting_renders_as_it_would_in_marked(pi_install: Path) -> None:
@@ -415,7 +425,8 @@ def test_a_streamed_text_renders_as_each_prefix_does() -> None:
 def test_a_streamed_hostile_text_is_inert_at_every_update(text: str) -> None:
     updates, final = _stream(f"Intro.\n\n{text}\n\n- after\n\n{text}", 5)
     for _, update in updates:
-        assert live(commonmark_html(update)) == [] and live(mistune_html(update)) == []
+        assert live(commonmark_html(update)) == [] and live(github_html(update)) == []
+        assert live(mistune_html(update)) == []
     assert final == markdown_to_markdown(f"Intro.\n\n{text}\n\n- after\n\n{text}")
 
 
