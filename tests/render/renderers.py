@@ -30,13 +30,17 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from tests.pi.reference import node_binary
 
-#: The tags a Markdown renderer makes of formatting alone.
+#: The tags a Markdown renderer makes of formatting alone (``div``/``span``: nbconvert's
+#: syntax highlighting of a fence, classes only; other attributes are checked below).
 FORMATTING = frozenset(
     {"p", "strong", "em", "code", "pre", "ul", "ol", "li", "blockquote", "br", "hr", "a", "del"}
     | {"s", "table", "thead", "tbody", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6"}
+    | {"div", "span"}
 )
-#: Attributes that fetch nothing and run nothing (``href`` is checked on its own).
-HARMLESS = frozenset({"title", "class", "start", "align", "alt", "href", "rel", "target", "id"})
+#: Attributes that fetch nothing and run nothing (``href`` is checked on its own; ``id``:
+#: nbconvert's heading anchors; ``lang``: GitHub's fence language).
+HARMLESS = frozenset({"title", "class", "start", "align", "alt", "href", "rel", "target"})
+HARMLESS |= {"id", "lang"}
 # (ftp: too: marked links a bare ftp:// address in text itself, a link to click like any)
 LINK_SCHEMES = ("http://", "https://", "mailto:", "#", "ftp://")
 
