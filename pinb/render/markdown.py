@@ -44,17 +44,20 @@ any input depth is safe), and owns every character it writes:
   with every container's prefix, longer than any backtick run inside, its info string of
   word characters only. A code span: one backtick each side, so marked's masking of code
   while it looks for emphasis, strikethrough and link ends covers it (a span holding a
-  backtick is written as escaped text instead, and one ending in a backslash is padded);
+  backtick is written as escaped text instead, and so is one holding ``~~`` inside a
+  strikethrough, which nbconvert's mistune ends there; one ending in a backslash is padded);
   in a table ``|`` inside it is ``\\|`` (every parser splits cells before code), and one
   holding a backslash is escaped text; a bare URL just before it, which marked would
-  autolink through the opening backtick, gets ``\\:`` (``http\\://``);
+  autolink through the opening backtick (and so would GitHub's), gets ``\\:``
+  (``http\\://``, ``www\\.``);
 - link addresses are percent-encoded by the parser, with ``&`` as an entity and
   parentheses escaped; a link's title is left out (a tooltip, not worth an escape rule of
   its own); an image's alternative text is plain escaped text.
 
-Rendered by markdown-it (raw HTML on), mistune (raw HTML on) and marked, the output has no
-image, no raw tag and no script link (``tests/render/test_markdown.py``); in JupyterLab
-and Chromium, no request leaves the page's origin (``tests/chat/test_browser.py``).
+Rendered with raw HTML on by markdown-it, GitHub's cmark-gfm, nbconvert's mistune and
+marked, the output has no image, no raw tag and no script link, and the formatting reads
+as the original's (``tests/render/test_markdown.py``); in JupyterLab and Chromium, no
+request leaves the page's origin (``tests/chat/test_browser.py``).
 """
 
 from __future__ import annotations
