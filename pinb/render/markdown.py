@@ -289,6 +289,9 @@ class _Inline:
         self.pieces: list[tuple[str, str]] = []  # ("text" | "code" | "mark", what is written)
         self.line_start = not in_table
         self.struck = 0  # open strikethroughs: mistune (nbconvert) ends one at a "~~" in code
+        # Inside a link's text marked turns \\[ and \\] back into brackets and parses the text
+        # again (so !\\[x\\](u) would be an image there): brackets are entities instead.
+        self.linked = 0
 
     def text(self, content: str) -> None:
         if not content:
@@ -296,6 +299,8 @@ class _Inline:
         text = _escape(content)
         if self.one_line:
             text = text.replace("#", "\\#")
+        if self.linked:
+            text = text.replace("\\[", "&#91;").replace("\\]", "&#93;")
         self.pieces.append(("text", _line_start(text) if self.line_start else text))
         self.line_start = False
 
@@ -321,6 +326,11 @@ class _Inline:
                     self.pieces[i] = (kind, written[:-1] + "\\!")
                 break
         self.mark("[")
+        self.linked += 1
+
+    def link_end(self, href: str) -> None:
+        self.linked -= 1
+        self.mark(f"]({_md_url(href)})")
 
     def line_break(self, hard: bool) -> None:
         if self.one_line or self.in_table:
@@ -392,7 +402,7 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
             href, opening = links.pop()
             hidden = False
             if href is not None:  # no title: a tooltip is not worth a third escape rule
-                out.mark(f"]({_md_url(href)})")
+                out.link_end(href)
             elif opening.attrs.get("href"):
                 address = str(opening.attrs["href"])
                 if opening.markup == "autolink":
@@ -406,7 +416,7 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
             if href is not None and not any(h is not None for h, _ in links):
                 out.link_start()
                 out.text(_alt(token))
-                out.mark(f"]({_md_url(href)})")
+                out.link_end(href)
             elif token.attrs.get("src"):
                 out.text(f"{_alt(token)} (")
                 out.code(str(token.attrs["src"]))

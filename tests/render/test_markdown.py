@@ -43,6 +43,8 @@ HOSTILE = [
     f"[a]: {H}/i.png\n\n![a] ![A] ![ a ]",
     f"![a ![b]({H}/b.png)]({H}/a.png)",
     f"[![x]({H}/i.png)]({H}/)",
+    # marked turns \[ \] in a link's text back into brackets and parses it again
+    f"[a !\\[x\\]({H}/i.png) b]({H}/) ![x !\\[y\\]({H}/j.png)]({H}/a.png)",
     f"[![x][i]][l]\n\n[i]: {H}/i.png\n[l]: {H}/",
     f"&#x21;[x]({H}/i.png) &#33;[y]({H}/j.png) &excl;[z]({H}/k.png) &#X21;[w]({H}/l.png)",
     f"\\![x]({H}/i.png) !\\[y]({H}/j.png) wow![z]({H}/k.png) !*[v]({H}/m.png)*",
