@@ -99,7 +99,7 @@ HOSTILE = [
 PIECES = ["![", "[", "]", "(", ")", f"{H}/i.png", "<img src=x>", "`", "```", "~~~", "\n", "\n\n",
           "> ", "- ", "1. ", "| ", "|-|", "---", "&#x21;", "&#33;", "\\", "*", "_", "<", ">", "!",
           "    ", "[r]: ", "$", ":", "#", "x", " ", "\t", "<!--", "-->", "~~", "www.h.example",
-          "\\`", "``", "**"]  # fmt: skip
+          "\\`", "``", "**", "\\[", "\\]", "[x](http://u)", "ftp://z/", "| a | b |\n|---|---|\n"]  # fmt: skip
 
 
 def _view_live(html: str) -> list[str]:
@@ -151,7 +151,7 @@ def test_pinbs_html_has_only_the_views_tags_and_no_fetch(text: str) -> None:
 
 def test_pinbs_markdown_is_inert_under_marked(pi_install: Path) -> None:
     rng = random.Random(39)
-    fuzz = ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40))) for _ in range(400)]
+    fuzz = ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 60))) for _ in range(1500)]
     sources = [markdown_to_markdown(text) for text in HOSTILE + fuzz]
     for text, page in zip(HOSTILE + fuzz, marked_html(sources, pi_install), strict=True):
         assert live(page) == [], (text, page)
