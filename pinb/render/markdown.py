@@ -44,12 +44,13 @@ any input depth is safe), and owns every character it writes:
   with every container's prefix, longer than any backtick run inside, its info string of
   word characters only. A code span: one backtick each side, so marked's masking of code
   while it looks for emphasis, strikethrough and link ends covers it (a span holding a
-  backtick is written as escaped text instead, and so is one holding ``~~`` inside a
-  strikethrough, which nbconvert's mistune ends there; one ending in a backslash is padded);
+  backtick is written as escaped text instead, and so is one holding ``~~`` in a paragraph
+  with a strikethrough, which nbconvert's mistune may end there; one ending in a backslash
+  is padded);
   in a table ``|`` inside it is ``\\|`` (every parser splits cells before code), and one
-  holding a backslash is escaped text; a bare URL just before it, which marked would
-  autolink through the opening backtick (and so would GitHub's), gets ``\\:``
-  (``http\\://``, ``www\\.``);
+  holding a backslash is escaped text; a bare URL that marked, GitHub or mistune would
+  autolink through markup or a code span's backtick (they take everything up to a space)
+  gets ``\\:`` (``http\\://``, ``www\\.``);
 - link addresses are percent-encoded by the parser, with ``&`` as an entity and
   parentheses escaped; a link's title is left out (a tooltip, not worth an escape rule of
   its own); an image's alternative text is plain escaped text.
@@ -286,9 +287,12 @@ class _Inline:
 
     def __init__(self, one_line: bool, in_table: bool) -> None:
         self.one_line, self.in_table = one_line, in_table
-        self.pieces: list[tuple[str, str]] = []  # ("text" | "code" | "mark", what is written)
+        # ("text" | "linked" (a link's text) | "code" | "mark", what is written)
+        self.pieces: list[tuple[str, str]] = []
         self.line_start = not in_table
-        self.struck = 0  # open strikethroughs: mistune (nbconvert) ends one at a "~~" in code
+        # A strikethrough in the same run: mistune (nbconvert) looks for its end by a plain
+        # search, so a "~~" inside a code span there could end it and free the span's text.
+        self.struck = False
         # Inside a link's text marked turns \\[ and \\] back into brackets and parses the text
         # again (so !\\[x\\](u) would be an image there): brackets are entities instead.
         self.linked = 0
@@ -299,9 +303,11 @@ class _Inline:
         text = _escape(content)
         if self.one_line:
             text = text.replace("#", "\\#")
-        if self.linked:
+        kind = "text"
+        if self.linked:  # (and no renderer autolinks a bare URL inside a link's text)
             text = text.replace("\\[", "&#91;").replace("\\]", "&#93;")
-        self.pieces.append(("text", _line_start(text) if self.line_start else text))
+            kind = "linked"
+        self.pieces.append((kind, _line_start(text) if self.line_start else text))
         self.line_start = False
 
     def code(self, content: str) -> None:
@@ -312,17 +318,16 @@ class _Inline:
             self.pieces.append(("code", span))
             self.line_start = False
 
-    def mark(self, markup: str, *, strike: int = 0) -> None:
+    def mark(self, markup: str) -> None:
         self.pieces.append(("mark", markup))
         self.line_start = False
-        self.struck += strike
 
     def link_start(self) -> None:
         """A link's ``[``: a ``!`` just before it would make the link an image."""
         for i in range(len(self.pieces) - 1, -1, -1):
             kind, written = self.pieces[i]
             if written:
-                if kind == "text" and written.endswith("!"):
+                if kind in ("text", "linked") and written.endswith("!"):
                     self.pieces[i] = (kind, written[:-1] + "\\!")
                 break
         self.mark("[")
@@ -344,19 +349,21 @@ class _Inline:
         self.line_start = True
 
     def written(self) -> str:
-        """The pieces joined, with a bare URL that marked would autolink into a code span
-        broken (``http\\://``): its link would swallow the span's opening backtick."""
+        """The pieces joined, with a bare URL broken (``http\\://``, ``www\\.``) where the
+        run a renderer would autolink reaches markup or code: marked, GitHub and mistune
+        take everything up to a space into such a link, and a backtick or ``~~`` taken there
+        leaves the rest of the line paired otherwise, a code span's text out of its span."""
         full = "".join(written for _, written in self.pieces)
-        if "`" not in full or _URL_START.search(full) is None:
+        if _URL_START.search(full) is None:
             return full
         text_spans: list[tuple[int, int]] = []
-        code_starts: list[int] = []
+        markup_starts: list[int] = []
         at = 0
         for kind, written in self.pieces:
             if kind == "text":
                 text_spans.append((at, at + len(written)))
-            elif kind == "code":
-                code_starts.append(at)
+            elif written and kind != "linked":
+                markup_starts.append(at)
             at += len(written)
         stops = [m.start() for m in _URL_STOP.finditer(full)] + [len(full)]
         breaks = []
@@ -364,10 +371,10 @@ class _Inline:
             start = match.start()
             span = bisect.bisect_right(text_spans, (start, len(full) + 1)) - 1
             if span < 0 or not text_spans[span][0] <= start < text_spans[span][1]:
-                continue  # in code or in a link's address: marked reads those as a whole
+                continue  # in code or in a link's address: every renderer reads those whole
             stop = stops[bisect.bisect_left(stops, start)]
-            code = bisect.bisect_left(code_starts, start)
-            if code < len(code_starts) and code_starts[code] < stop:
+            markup = bisect.bisect_left(markup_starts, start)
+            if markup < len(markup_starts) and markup_starts[markup] < stop:
                 breaks.append(match.end())
         for end in reversed(breaks):
             full = full[:end] + "\\" + full[end:]
@@ -376,7 +383,9 @@ class _Inline:
 
 def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: bool = False) -> str:
     """An inline token list as Markdown (``one_line``: breaks as spaces, ``#`` escaped)."""
+    children = list(children)
     out = _Inline(one_line, in_table)
+    out.struck = any(token.type == "s_open" for token in children)
     links: list[tuple[str | None, Token]] = []
     hidden = False  # inside an autolink shown as code: its text is the address, shown once
     for token in children:
@@ -390,7 +399,7 @@ def _inline_md(children: Iterable[Token], *, one_line: bool = False, in_table: b
         elif kind == "code_inline":
             out.code(token.content)
         elif kind in ("em_open", "em_close", "strong_open", "strong_close", "s_open", "s_close"):
-            out.mark(token.markup, strike={"s_open": 1, "s_close": -1}.get(kind, 0))
+            out.mark(token.markup)
         elif kind == "link_open":
             href = safe_href(token.attrs.get("href"))
             links.append((href, token))

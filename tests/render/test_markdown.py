@@ -43,6 +43,9 @@ HOSTILE = [
     f"[a]: {H}/i.png\n\n![a] ![A] ![ a ]",
     f"![a ![b]({H}/b.png)]({H}/a.png)",
     f"[![x]({H}/i.png)]({H}/)",
+    # nbconvert's mistune ends a strikethrough at a "~~" in code (here the later span's)
+    f"~~`` ~~``~~``~~<img src={H}/i.png>``",
+    f"see {H}/x~~gone~~ and `a~~<img src={H}/i.png>` b",
     # marked turns \[ \] in a link's text back into brackets and parses it again
     f"[a !\\[x\\]({H}/i.png) b]({H}/) ![x !\\[y\\]({H}/j.png)]({H}/a.png)",
     f"[![x][i]][l]\n\n[i]: {H}/i.png\n[l]: {H}/",
@@ -443,9 +446,10 @@ def test_a_block_too_long_to_parse_on_every_update_shows_as_text_until_whole() -
     )
 
 
-@pytest.mark.parametrize("text", HOSTILE + BENIGN)
+# (Not for any mix of punctuation: a run like "***" next to escaped text can pair its
+# emphasis differently once written, and a strikethrough whose code became text can start
+# with a space and no longer be one: a matter of looks, never of what is live.)
+@pytest.mark.parametrize("text", [t for t in HOSTILE if not t.startswith("~~``")] + BENIGN)
 def test_written_once_it_reads_back_the_same(text: str) -> None:
-    # (Not for any mix of punctuation: a run like "***" next to escaped text can pair its
-    # emphasis differently once written, a matter of looks, never of what is live.)
     source = markdown_to_markdown(text)
     assert markdown_to_markdown(source) == source
