@@ -277,7 +277,7 @@ def _md_url(href: str) -> str:
     return href.replace("&", "&amp;").replace("(", "\\(").replace(")", "\\)")
 
 
-#: Where marked's bare-URL autolink begins: it then takes everything up to a space or ``<``.
+#: Where a bare-URL autolink begins (marked, GitHub, mistune): it takes all up to a space or ``<``.
 _URL_START = re.compile(r"(?i)(?:https?|ftp)(?=://)|www(?=\.)")
 _URL_STOP = re.compile(r"[\s<]")
 
