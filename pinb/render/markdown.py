@@ -108,10 +108,15 @@ _CONTAINERS = frozenset(
     {"blockquote_open", "list_item_open", "bullet_list_open", "ordered_list_open"}
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Anywhere in text: a backslash, code, emphasis (``_`` only at a word's edge: CommonMark and
-# marked never emphasise inside a word), links and images, tables, strikethrough and
-# Jupyter's maths. ``& < >`` become entities instead.
-_ANYWHERE = re.compile(r"[\\`*\[\]|~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Anywhere in text: code, emphasis (``_`` only at a word's edge: CommonMark and marked never
+# emphasise inside a word), links and images, tables, strikethrough and Jupyter's maths
+# get a backslash; ``& < >`` and the backslash itself become entities (a written ``\\``
+# would give nbconvert's search for ``\\[``…``\\]`` maths something to find).
+_ANYWHERE = re.compile(r"[\\&<>`*\[\]|~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_ENTITIES = {"\\": "&#92;", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# In code, what nbconvert takes for display maths wherever it stands, across blocks: a pair
+# could run from a code span into a later fence and leave the rest of that line as text.
+_MATHS = re.compile(r"\$\$|\\\\[\[\]()]|\\(?:begin|end)\{")
 # At a line's start: indentation (kept as entities, never a code block), a heading, list
 # item, setext underline or table delimiter (``# + - = :``), an ordered item's marker.
 _INDENT = re.compile(r"^[ \t]+")
@@ -177,8 +182,7 @@ def _mark_tasks(tokens: list[Token]) -> None:
 
 def _escape(text: str) -> str:
     """Text that no parser turns into markup where it stands (not at a line's start)."""
-    text = _ANYWHERE.sub(lambda m: "\\" + m[0], text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _ANYWHERE.sub(lambda m: _ENTITIES.get(m[0]) or "\\" + m[0], text)
 
 
 def _line_start(text: str) -> str:
@@ -203,7 +207,7 @@ def _code_span(text: str, *, in_table: bool = False) -> str | None:
     is not written; the caller writes its text escaped instead.
     """
     text = " ".join(text.replace("\r", "\n").split("\n"))
-    if "`" in text or (in_table and "\\" in text):
+    if "`" in text or (in_table and "\\" in text) or _MATHS.search(text):
         return None
     if text.endswith("\\") or (text.startswith(" ") and text.endswith(" ") and text.strip(" ")):
         text = f" {text} "  # CommonMark and marked take one space off each end
@@ -274,7 +278,9 @@ def _alt(image: Token) -> str:
 def _md_url(href: str) -> str:
     """A link destination every parser reads back as ``href``."""
     href = _URL_KEEP.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode("utf-8")), href)
-    return href.replace("&", "&amp;").replace("(", "\\(").replace(")", "\\)")
+    # ($ as %24: "$$" in an address is display maths to nbconvert, wherever it stands)
+    href = href.replace("&", "&amp;").replace("$", "%24")
+    return href.replace("(", "\\(").replace(")", "\\)")
 
 
 #: Where a bare-URL autolink begins (marked, GitHub, mistune): it takes all up to a space or ``<``.
