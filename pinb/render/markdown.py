@@ -35,25 +35,28 @@ and code spans would all need renderers of our own, and tables a second plugin
 (mdformat-tables). The writer here is small, walks the token list once (no recursion, so
 any input depth is safe), and owns every character it writes:
 
-- text outside code gets a backslash before ``\\ ` * [ ] | ~ $``, before ``_`` at a word's
-  edge and before ``!`` ahead of a link's ``[``; ``& < >`` become entities (so no tag,
-  autolink or entity is made of it under any parser); at a line's start, ``# + - = :`` and
-  an ordered marker's ``.``/``)`` get a backslash and indentation becomes entities;
+- text outside code gets a backslash before `` ` * [ ] | ~ $``, before ``_`` at a word's
+  edge and before ``!`` ahead of a link's ``[``; ``& < >`` and ``\\`` itself become
+  entities (so no tag, autolink, entity or maths delimiter is made of it under any
+  parser); at a line's start, ``# + - = :`` and an ordered marker's ``.``/``)`` get a
+  backslash and indentation becomes entities; in a link's text ``[ ]`` are entities
+  (marked unescapes them there and parses the text again);
 - code spans and fenced blocks are the only raw text, so they are written only where
-  CommonMark, GitHub and ``marked`` agree where they end. A fence: on lines of its own
-  with every container's prefix, longer than any backtick run inside, its info string of
-  word characters only. A code span: one backtick each side, so marked's masking of code
-  while it looks for emphasis, strikethrough and link ends covers it (a span holding a
-  backtick is written as escaped text instead, and so is one holding ``~~`` in a paragraph
-  with a strikethrough, which nbconvert's mistune may end there; one ending in a backslash
-  is padded);
-  in a table ``|`` inside it is ``\\|`` (every parser splits cells before code), and one
-  holding a backslash is escaped text; a bare URL that marked, GitHub or mistune would
-  autolink through markup or a code span's backtick (they take everything up to a space)
-  gets ``\\:`` (``http\\://``, ``www\\.``);
-- link addresses are percent-encoded by the parser, with ``&`` as an entity and
-  parentheses escaped; a link's title is left out (a tooltip, not worth an escape rule of
-  its own); an image's alternative text is plain escaped text.
+  CommonMark, GitHub, nbconvert and ``marked`` agree where they end. A fence: on lines of
+  its own with every container's prefix, longer than any backtick run inside, its info
+  string of word characters only. A code span: one backtick each side, so marked's
+  masking of code while it looks for emphasis, strikethrough and link ends covers it; it
+  is written as escaped text instead when it holds a backtick, ``~~`` in a paragraph with
+  a strikethrough (nbconvert's mistune may end that there), or what nbconvert takes for
+  display maths wherever it stands (``$$``, ``\\\\[``, ``\\begin{``: a pair could run on
+  into a later fence), and in a table a backslash (GitHub and marked count backslashes
+  before ``|`` differently); one ending in a backslash is padded, and in a table ``|``
+  inside it is ``\\|`` (every parser splits cells before code); a bare URL that marked,
+  GitHub or mistune would autolink through markup or a code span's backtick (they take
+  everything up to a space) gets ``\\:`` (``http\\://``, ``www\\.``);
+- link addresses are percent-encoded by the parser, with ``&`` as an entity, ``$`` as
+  ``%24`` and parentheses escaped; a link's title is left out (a tooltip, not worth an
+  escape rule of its own); an image's alternative text is plain escaped text.
 
 Rendered with raw HTML on by markdown-it, GitHub's cmark-gfm, nbconvert's mistune and
 marked, the output has no image, no raw tag and no script link, and the formatting reads
