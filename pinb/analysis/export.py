@@ -1,15 +1,16 @@
 """Export a session branch or its whole tree as standalone HTML, Markdown, or a Jupyter notebook.
 
-One escape policy for the three formats, since session text is untrusted: every string
-from the file reaches HTML only through :func:`_esc`, and Markdown (the ``.md`` export
-and the notebook's Markdown cells) only through :func:`_md_text` / :func:`_md_inline` /
-:func:`_md_literal` / :func:`_md_code` / :func:`_fence`, which leave no live HTML and no
-script link (``javascript:``, ``vbscript:``, ``data:``); images are embedded only as
-well-formed base64 of common image types. What the model wrote as Markdown (its replies,
-thinking and summaries) renders as Markdown; everything else (prompts, tool output,
-names) renders as exactly the text the session holds: tool output fenced, the rest with
-Markdown's punctuation escaped. Values of any JSON type are accepted where text is expected, and lone
-surrogates (valid JSON, unencodable) become U+FFFD.
+Session text is untrusted. What the model wrote as Markdown (its replies, thinking and
+summaries) goes through pinb's one Markdown policy (:mod:`pinb.render.markdown`): its
+formatting renders, in the HTML page (``markdown_to_html``) as in the Markdown file and the
+notebook's Markdown cells (``markdown_to_markdown``), with no raw HTML, no image (a picture
+the model links to becomes a link) and no script link. Everything else (prompts, tool
+output, names) shows as exactly the text the session holds: escaped into HTML by
+:func:`_esc`, in Markdown fenced (tool output) or :func:`~pinb.render.markdown.literal`.
+Images are embedded only from the session's own image blocks, as well-formed base64 of
+common image types, so nothing in an export is fetched from anywhere. Values of any JSON
+type are accepted where text is expected, and lone surrogates (valid JSON, unencodable)
+become U+FFFD.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..core.system_prompt import system_summary
 from ..core.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
+from ..render.markdown import (
+    clean,
+    code,
+    fence,
+    literal,
+    literal_line,
+    markdown_to_html,
+    markdown_to_markdown,
+)
 from .frames import message_text
 
 __all__ = ["default_export_path", "export_html", "export_ipynb", "export_markdown", "write_export"]
@@ -62,17 +72,6 @@ article h3 small{color:#6e7781;font-weight:normal}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;border-radius:4px;
  margin:4px 0;max-height:40em;overflow:auto}img{max-width:100%}
 """
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# A link scheme that runs code or carries a document; the colon is what makes it one.
-_SCRIPT_SCHEME = re.compile(r"(?i)\b(javascript|vbscript)(\s*):")
-_DATA_LINK = re.compile(r"(?i)(\]\(\s*|\]:\s*)(data|file)(\s*):")
-
-
-def _clean(text: str) -> str:
-    """Text every encoder accepts: a lone surrogate becomes U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
 
 
 def _str(value: object) -> str:
@@ -214,17 +213,25 @@ def _system_parts(message: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _html_blocks(message: dict[str, Any]) -> str:
+    # Only the model writes Markdown; a prompt or an extension's message is shown as is.
+    def text_html(text: object) -> str:
+        if message.get("role") == "assistant":
+            return markdown_to_html(_str(text))
+        return f"<pre>{_esc(text)}</pre>"
+
     content = message.get("content")
     if isinstance(content, str):
-        return f"<pre>{_esc(content)}</pre>"
+        return text_html(content)
     parts: list[str] = []
     for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
-            parts.append(f"<pre>{_esc(block.get('text', ''))}</pre>")
+            parts.append(text_html(block.get("text", "")))
         elif kind == "thinking":
             body = "(redacted)" if block.get("redacted") else block.get("thinking", "")
-            parts.append(f"<details><summary>thinking</summary><pre>{_esc(body)}</pre></details>")
+            parts.append(
+                f"<details><summary>thinking</summary>{markdown_to_html(_str(body))}</details>"
+            )
         elif kind == "toolCall":
             args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
             parts.append(
@@ -271,7 +278,7 @@ def _html_body(entry: Entry) -> str:
             body += f"<p class='error'>{_esc(message['errorMessage'])}</p>"
         return body
     if entry.type in ("compaction", "branch_summary"):
-        return f"<pre>{_esc(raw.get('summary', ''))}</pre>"
+        return markdown_to_html(_str(raw.get("summary", "")))
     if entry.type == "custom_message":
         return _html_blocks({"content": raw.get("content")})
     return ""
@@ -345,7 +352,7 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
         f" · leaf {_esc(items[-1].entry.id if items else '-')}"
     )
     heading = "All entries" if whole_tree else "Context path"
-    return _clean(
+    return clean(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -360,81 +367,17 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
 # -- Markdown -------------------------------------------------------------------------------
 
 
-def _md_text(value: object) -> str:
-    """Message text for Markdown: formatting kept, raw HTML and script links neutralised.
-
-    ``&``, ``<`` and ``>`` become entities, so no tag or autolink survives. A
-    ``javascript:`` or ``vbscript:`` scheme (and ``data:``/``file:`` as a link target) gets
-    a zero-width space before its colon: the text reads the same, but a link made of it is
-    a harmless relative one. Entities cannot smuggle the colon back, since ``&`` is escaped.
-    """
-    text = _str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _SCRIPT_SCHEME.sub("\\1\\2\u200b:", text)
-    return _DATA_LINK.sub("\\1\\2\\3\u200b:", text)
-
-
-# What makes Markdown anywhere in a line: a backslash, code, emphasis (``*``; ``_`` only at
-# a word's edge, since CommonMark never emphasises inside a word), links and images
-# (``[``, ``]``), GitHub's tables and strikethrough (``|``, ``~``) and Jupyter's maths
-# (``$``). ``&``, ``<`` and ``>`` become entities instead. Nothing else needs a backslash:
-# ``pinb/offline-demo`` stays as it is.
-_MD_ANYWHERE = re.compile(r"([\\`*\[\]|~$])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# What makes Markdown only at the start of a line: a heading, a list item, a quote, a rule
-# or a setext underline (``#``, ``+``, ``-``, ``=``), an ordered item (``1.`` / ``1)``).
-_MD_LINE_START = re.compile(r"^([ \t]*)([#+\-=])", re.M)
-_MD_ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
-
-
-def _md_escape(text: str) -> str:
-    """A backslash before each character that would make Markdown where it stands."""
-    text = _MD_ANYWHERE.sub(lambda m: "\\" + m[0], text)
-    text = _MD_LINE_START.sub(r"\1\\\2", text)
-    return _MD_ORDERED.sub(r"\1\\\2", text)
-
-
-def _md_literal(value: object) -> str:
-    """Text that renders as itself: no emphasis, heading, list, link or code made of it.
-
-    Only what would make Markdown where it stands gets a backslash (:func:`_md_escape`),
-    ``&``/``<``/``>`` become entities, a line break stays a line break (a hard one) and
-    leading spaces stay spaces rather than making a code block.
-    """
-    escaped = _md_escape(_str(value))
-    escaped = escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    paragraphs = []
-    for paragraph in re.split(r"\n(?:[ \t]*\n)+", escaped.strip("\n")):
-        lines = []
-        for line in paragraph.split("\n"):
-            body = line.lstrip(" \t")
-            indent = line[: len(line) - len(body)]
-            lines.append(indent.replace(" ", "&#32;").replace("\t", "&#9;") + body)
-        paragraphs.append("\\\n".join(lines))
-    return "\n\n".join(paragraphs)
-
-
-def _md_inline(value: object) -> str:
-    """Like :func:`_md_literal`, on one line (for headings, where a newline would end them)."""
-    return _md_literal(" ".join(_str(value).split()))
-
-
-def _fence(text: str, info: str = "") -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    body = text[:-1] if text.endswith("\n") else text  # the block's own line end is enough
-    return f"{ticks}{info}\n{body}\n{ticks}"
-
-
 def _md_message(entry: Entry) -> list[str]:
     raw = entry.raw
     if entry.type in ("compaction", "branch_summary"):
-        return [_md_text(raw.get("summary", ""))]
+        return [markdown_to_markdown(_str(raw.get("summary", "")))]
     message = _message(entry) if entry.type == "message" else {"content": raw.get("content")}
     if message.get("role") == "bashExecution":
         command, output = _str(message.get("command", "")), _str(message.get("output", ""))
-        return [_fence(f"$ {command}\n{output}", "console")]
+        return [fence(f"$ {command}\n{output}", "console")]
     if message.get("role") == "system":  # the prompt and tools, as the text they are
         return [
-            f"**{_md_inline(name)}**\n\n{_fence(text, 'text')}"
+            f"**{literal_line(name)}**\n\n{fence(text, 'text')}"
             for name, text in _system_parts(message)
         ]
     # Only the model writes Markdown; a prompt, a tool's output or an extension's message
@@ -443,32 +386,28 @@ def _md_message(entry: Entry) -> list[str]:
     if role == "toolResult":
         text = message_text(message)
         images = sum(1 for b in _blocks(message.get("content")) if b.get("type") == "image")
-        return ([_fence(text, "text")] if text or not images else []) + ["*[image]*"] * images
-    prose = _md_text if role == "assistant" else _md_literal
+        return ([fence(text, "text")] if text or not images else []) + ["*[image]*"] * images
+    prose = markdown_to_markdown if role == "assistant" else literal
     content = message.get("content")
     if not isinstance(content, list):
-        return [prose(content)]
+        return [prose(_str(content))]
     parts: list[str] = []
     for block in _blocks(content):
         kind = block.get("type")
         if kind == "text":
-            parts.append(prose(block.get("text", "")))
+            parts.append(prose(_str(block.get("text", ""))))
         elif kind == "thinking":
             body = "(redacted)" if block.get("redacted") else _str(block.get("thinking", ""))
-            parts.append("\n".join("> " + line for line in _md_text(body).split("\n")))
+            quoted = markdown_to_markdown(body).split("\n")
+            parts.append("\n".join(f"> {line}" if line else ">" for line in quoted))
         elif kind == "toolCall":
             args = json_text(block.get("arguments"), indent=1, max_depth=SHOWN_DEPTH, default=str)
-            parts.append(f"**Tool call** `{_md_code(block.get('name'))}`\n\n{_fence(args, 'json')}")
+            parts.append(f"**Tool call** {code(_str(block.get('name')))}\n\n{fence(args, 'json')}")
         elif kind == "image":
             parts.append("*[image]*")
     if message.get("errorMessage"):
-        parts.append(f"**Error:** {_md_literal(message['errorMessage'])}")
+        parts.append(f"**Error:** {literal(_str(message['errorMessage']))}")
     return parts
-
-
-def _md_code(value: object) -> str:
-    """Text for inside a one-backtick code span: no backtick, no line break to end it early."""
-    return " ".join(_str(value).replace("`", "'").split())
 
 
 def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False) -> str:
@@ -479,16 +418,16 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     other text render as exactly what the session holds.
     """
     _, items = _select(session, leaf, whole_tree)
-    lines = [f"# {_md_inline(_title(session))}", ""]
-    lines.append(f"- session: `{_md_code(session.id)}`")
-    lines.append(f"- cwd: `{_md_code(session.cwd)}`")
+    lines = [f"# {literal_line(_title(session))}", ""]
+    lines.append(f"- session: {code(_str(session.id))}")
+    lines.append(f"- cwd: {code(_str(session.cwd))}")
     lines.append(f"- entries: {len(session.entries)}, shown: {len(items)}")
     lines.append("")
     previous: Entry | None = None
     for index, item in enumerate(items, start=1):
         entry = item.entry
         if entry.type not in ("message", "custom_message", "compaction", "branch_summary"):
-            lines += [f"*{_md_literal(_short(_preview(entry), 200))}*", ""]
+            lines += [f"*{literal(_short(_preview(entry), 200))}*", ""]
             previous = entry
             continue
         role = entry.role or entry.type
@@ -496,19 +435,20 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
         if item.on_path and not item.in_context and entry.type == "message":
             extra = " · summarized"
         if whole_tree and previous is not None and entry.parent_id != previous.id:
-            extra += f" · ↳ branch from `{_md_code(entry.parent_id)}`"
+            extra += f" · ↳ branch from {code(_str(entry.parent_id))}"
         model = _message(entry).get("model")
         error = " (error)" if _message(entry).get("isError") else ""
-        lines.append(f"## {index}. {_md_inline(role)}{error}")
+        lines.append(f"## {index}. {literal_line(_str(role))}{error}")
         lines.append(
-            f"*{_time(entry)} · `{_md_code(entry.id)}`{' · ' + _md_inline(model) if model else ''}"
+            f"*{_time(entry)} · {code(_str(entry.id))}"
+            f"{' · ' + literal_line(_str(model)) if model else ''}"
             f"{extra}*"
         )
         lines.append("")
         for part in _md_message(entry):
             lines += [part, ""]
         previous = entry
-    return _clean("\n".join(lines).rstrip("\n") + "\n")
+    return clean("\n".join(lines).rstrip("\n") + "\n")
 
 
 # -- Jupyter notebook -----------------------------------------------------------------------
@@ -565,8 +505,8 @@ def export_ipynb(
         )
 
     markdown(
-        f"# {_md_inline(_title(session))}\n\nsession `{_md_code(session.id)}` · "
-        f"cwd `{_md_code(session.cwd)}`"
+        f"# {literal_line(_title(session))}\n\nsession {code(_str(session.id))} · "
+        f"cwd {code(_str(session.cwd))}"
     )
     paired: set[str] = set()
     for item in items:
@@ -581,7 +521,7 @@ def export_ipynb(
         text_parts = [
             p for p in _md_message(entry) if not p.startswith("**Tool call**")
         ]  # tool calls become code cells below
-        markdown(f"**{_md_inline(role)}** · {_time(entry)}\n\n" + "\n\n".join(text_parts))
+        markdown(f"**{literal_line(_str(role))}** · {_time(entry)}\n\n" + "\n\n".join(text_parts))
         for block in _blocks((message or {}).get("content")):
             if block.get("type") != "toolCall":
                 continue
@@ -640,7 +580,7 @@ def write_export(
         text = export_markdown(session, leaf=leaf, whole_tree=whole_tree)
     elif fmt == "ipynb":
         notebook = export_ipynb(session, leaf=leaf, whole_tree=whole_tree)
-        text = _clean(json_text(notebook, indent=1) + "\n")
+        text = clean(json_text(notebook, indent=1) + "\n")
     else:
         raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
     if out is not None:

@@ -2,8 +2,9 @@
 
 Either engine's events (the built-in agent's, or the user's Pi's mapped onto them by
 :mod:`pinb.agent.pi_events`) go into :class:`ChatTranscript`, which gives the message's
-Markdown at any moment. The model's text keeps its Markdown (through
-:func:`pinb.chat.markdown.model_markdown`); tool names, arguments, results, notices and
+Markdown at any moment. The model's text keeps its Markdown through pinb's one policy
+(:mod:`pinb.render.markdown`, parsed as it streams by
+:class:`~pinb.render.markdown.MarkdownStream`); tool names, arguments, results, notices and
 errors are literal text. The footer carries the facts a cell's footer carries: what the
 run was billed, and how full the context is now (:meth:`ContextUsage.describe
 <pinb.core.accounting.ContextUsage.describe>`, with the window and where it came from).
@@ -31,7 +32,8 @@ from ..agent.events import (
 from ..core.accounting import ContextUsage
 from ..core.describe import KEY_ARGUMENTS, one_line
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallEnd, ToolCallStart
-from .markdown import code, literal, model_markdown
+from ..render.markdown import MarkdownStream
+from .markdown import code, literal
 
 __all__ = ["ChatTranscript", "run_footer", "tool_summary"]
 
@@ -88,6 +90,18 @@ class _Part:
     kind: str  # "text", "tools" or "note"
     text: list[str] = field(default_factory=list)
     tools: list[_Tool] = field(default_factory=list)
+    # The text's Markdown as it streams (complete blocks are not parsed again), and what
+    # it was rendered from: a text that stopped growing is not rendered again at all.
+    stream: MarkdownStream = field(default_factory=MarkdownStream)
+    rendered: tuple[int, bool, str] = (0, False, "")
+
+    def model_markdown(self, final: bool) -> str:
+        """The text's Markdown; ``final``: the text is whole (parsed once more, in one)."""
+        if self.rendered[:2] != (len(self.text), final):
+            text = "".join(self.text)
+            body = self.stream.render(text, final=final) if text.strip() else ""
+            self.rendered = (len(self.text), final, body)
+        return self.rendered[2]
 
 
 class ChatTranscript:
@@ -209,11 +223,12 @@ class ChatTranscript:
     def markdown(self) -> str:
         """The message so far (the whole of it once the run has ended)."""
         blocks: list[str] = []
-        for part in self.parts:
+        for i, part in enumerate(self.parts):
             if part.kind == "text":
-                text = "".join(part.text)
-                if text.strip():
-                    blocks.append(model_markdown(text))
+                # Whole once something followed it, or the run ended.
+                text = part.model_markdown(self.end is not None or i < len(self.parts) - 1)
+                if text:
+                    blocks.append(text)
             elif part.kind == "tools":
                 blocks.append("\n".join(tool.markdown() for tool in part.tools))
             else:

@@ -25,7 +25,8 @@ from ..agent.events import (
 from ..core.accounting import ContextUsage
 from ..errors import PinbError
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
-from ..render.html import div, escape, markdown_to_html, mimebundle, pre, style, wrap
+from ..render.html import div, escape, mimebundle, pre, style, wrap
+from ..render.markdown import markdown_to_html
 
 __all__ = [
     "SEGMENT_CHARS",

@@ -22,8 +22,9 @@ from .graph import (
     to_networkx,
     tool_tokens,
 )
-from .html import SAFE_TAGS, clean_text, escape, markdown_to_html, mimebundle, table
+from .html import SAFE_TAGS, clean_text, escape, mimebundle, table
 from .layout import AUTO_COLLAPSE, Item, TreeLayout, collapse_chains, layout_tree, tidy_layout
+from .markdown import markdown_to_html, markdown_to_markdown
 from .picture import Cells, row_cells, tree_picture_svg, tree_text
 from .rows import MAX_ROWS, Edge, Row, RowLayout, row_layout
 from .svg import ROLE_COLORS, bar_chart_svg, color_of, stacked_bars_svg
@@ -57,6 +58,7 @@ __all__ = [
     "kind_name",
     "layout_tree",
     "markdown_to_html",
+    "markdown_to_markdown",
     "mimebundle",
     "node_key",
     "path_regions",

@@ -1,4 +1,4 @@
-"""Escaped HTML building blocks, a safe Markdown subset, tables and the mimebundle helper."""
+"""Escaped HTML building blocks, tables and the mimebundle helper (Markdown: :mod:`.markdown`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ __all__ = [
     "escape",
     "gauge",
     "heading",
-    "markdown_to_html",
     "mimebundle",
     "muted",
     "pre",
@@ -90,6 +89,10 @@ STYLES: dict[str, str] = {
         "margin:2px 0;max-height:30em;overflow:auto"
     ),
     "md": "border-left:3px solid #d0d7de;padding-left:8px",
+    # The model's Markdown (pinb.render.markdown): a quote, a rule, a strikethrough.
+    "quote": "border-left:3px solid #d0d7de;padding-left:8px;color:#57606a;margin:4px 0",
+    "rule": "border-top:1px solid #d0d7de;margin:6px 0",
+    "strike": "text-decoration:line-through",
     "badge": (
         "display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;"
         "background-color:#eaeef2;margin-right:4px"
@@ -288,139 +291,3 @@ def mimebundle(
     if exclude:
         bundle = {k: v for k, v in bundle.items() if k not in exclude}
     return bundle
-
-
-# ---------------------------------------------------------------------------------------
-# Markdown: a small subset, rendered from escaped text so raw HTML can never pass through.
-# ---------------------------------------------------------------------------------------
-
-_SAFE_SCHEMES = ("http://", "https://", "mailto:")
-_LINK = re.compile(r"\[([^\]\n]{1,500})\]\(([^)\s]{1,2000})\)")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
-_ORDERED = re.compile(r"^(\s*)\d{1,9}[.)]\s+(.*)$")
-_TASK = re.compile(r"^\[([ xX])\]\s+(.*)$")
-
-
-def _safe_url(escaped_url: str) -> str | None:
-    """The URL (still escaped) if its scheme is on the allow list, else ``None``."""
-    raw = _html.unescape(escaped_url)
-    probe = "".join(ch for ch in raw if ch > " ").lower()
-    if probe.startswith(_SAFE_SCHEMES) and raw == raw.strip():
-        return escape(raw)
-    return None
-
-
-def _link(match: re.Match[str]) -> str:
-    text, url = match.group(1), match.group(2)
-    safe = _safe_url(url)
-    if safe is None:
-        return match.group(0)  # stays literal (already escaped) text
-    return f'<a href="{safe}" rel="noopener noreferrer nofollow" target="_blank">{text}</a>'
-
-
-def _inline(text: str) -> str:
-    """Inline Markdown of one escaped-on-the-way line: code spans, links, bold, italic."""
-    out: list[str] = []
-    pieces = text.split("`")
-    if len(pieces) % 2 == 0:  # an unmatched backtick: leave the last one literal
-        pieces[-2:] = [pieces[-2] + "`" + pieces[-1]]
-    for i, piece in enumerate(pieces):
-        escaped = escape(piece)
-        if i % 2 == 1:
-            out.append(f"<code>{escaped}</code>")
-            continue
-        escaped = _LINK.sub(_link, escaped)
-        escaped = _BOLD.sub(r"<strong>\1</strong>", escaped)
-        escaped = _ITALIC.sub(r"<em>\1</em>", escaped)
-        out.append(escaped)
-    return "".join(out)
-
-
-def markdown_to_html(text: object) -> str:
-    """Render a safe Markdown subset; any HTML in the input is shown as text.
-
-    Supported: ATX headings, paragraphs, ``-``/``*``/``1.`` lists (with ``[ ]``/``[x]``
-    task markers), fenced code blocks, inline code, ``**bold**``, ``*italic*`` and links
-    whose scheme is ``http``, ``https`` or ``mailto`` (anything else stays literal text).
-
-    Examples
-    --------
-    >>> markdown_to_html("**hi** <script>x</script>")[-60:]
-    '<div><strong>hi</strong> &lt;script&gt;x&lt;/script&gt;</div></div>'
-    """
-    lines = clean_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    out: list[str] = []
-    paragraph: list[str] = []
-    list_kind: str | None = None
-    fence: str | None = None
-    code: list[str] = []
-
-    def close_paragraph() -> None:
-        if paragraph:
-            out.append("".join(f"<div>{_inline(line)}</div>" for line in paragraph))
-            paragraph.clear()
-
-    def close_list() -> None:
-        nonlocal list_kind
-        if list_kind:
-            out.append(f"</{list_kind}>")
-            list_kind = None
-
-    for line in lines:
-        stripped = line.strip()
-        if fence is not None:
-            if stripped.startswith(fence):
-                out.append(
-                    f'<pre class="pinb-pre"{style("pre")}><code>{escape(chr(10).join(code))}</code></pre>'
-                )
-                code.clear()
-                fence = None
-            else:
-                code.append(line)
-            continue
-        if stripped.startswith(("```", "~~~")):
-            close_paragraph()
-            close_list()
-            fence = stripped[:3]
-            continue
-        if not stripped:
-            close_paragraph()
-            close_list()
-            continue
-        heading = _HEADING.match(stripped)
-        if heading:
-            close_paragraph()
-            close_list()
-            out.append(f"<div{style('heading')}><b>{_inline(heading.group(2))}</b></div>")
-            continue
-        item = _BULLET.match(line)
-        kind = "ul"
-        if item is None:
-            item = _ORDERED.match(line)
-            kind = "ol"
-        if item is not None:
-            close_paragraph()
-            if list_kind != kind:
-                close_list()
-                out.append(f"<{kind}>")
-                list_kind = kind
-            body = item.group(2)
-            task = _TASK.match(body)
-            if task:
-                mark = "☑" if task.group(1) in "xX" else "☐"
-                out.append(f"<li>{mark} {_inline(task.group(2))}</li>")
-            else:
-                out.append(f"<li>{_inline(body)}</li>")
-            continue
-        close_list()
-        paragraph.append(stripped)
-    if fence is not None:
-        out.append(
-            f'<pre class="pinb-pre"{style("pre")}><code>{escape(chr(10).join(code))}</code></pre>'
-        )
-    close_paragraph()
-    close_list()
-    return f'<div class="pinb-md"{style("md")}>' + "".join(out) + "</div>"

