@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.listing import Progress, SessionInfo, read_listing, session_info_from_bytes
+from ..core.listing import Progress, SessionInfo, Skipped, read_listing, session_info_from_bytes
 from .catalog import SearchTimeoutError, _dt, _stored_info, _text, _ts
 from .cite import Citation
 from .hits import OnHit, SearchHit, SearchResults, fts_snippets, mark
@@ -152,12 +152,13 @@ _Parts = Iterator[tuple[bytes, int]]
 
 
 def _batch_files(
-    batch: Batch, word: bytes | None, size: int
+    batch: Batch, word: bytes | None, size: int, failed: list[tuple[str, str]]
 ) -> Iterator[tuple[int, str, bytes | None, _Parts, Callable[[], _Parts] | None]]:
     """The files of a batch that may hold a hit: ``(files of the batch searched up to
     this one, path, bytes, pieces, the pieces again)``. When the batch was searched for
     the first word, only those holding it; a large file (or one that grew past its
-    place) is read in pieces."""
+    place) is read in pieces; a file that cannot be read is added to ``failed``."""
+    failed += batch.failed
     view = batch.view()
     files = batch.files
     chosen: Sequence[int] = range(len(files))
@@ -179,7 +180,7 @@ def _batch_files(
             len(files) + n,
             large,
             None,
-            pieces(large, size),
+            pieces(large, size, failed),
             functools.partial(pieces, large, size),
         )
 
@@ -238,10 +239,11 @@ def scan_search(
         finder=(lambda: Finder(word, vectors=vectors)) if word is not None else None,
     )
     read = 0
+    failed: list[tuple[str, str]] = []
     try:
         for read_in in batches:
             covered = len(read_in.files) + len(read_in.alone) + (read_in.large is not None)
-            for upto, path, data, parts, again in _batch_files(read_in, word, batch):
+            for upto, path, data, parts, again in _batch_files(read_in, word, batch, failed):
                 scan.file(path, scan.searcher.file(path, parts, again), data, mtimes[path])
                 scan.flush()
                 if scan.enough:
@@ -263,5 +265,12 @@ def scan_search(
         batches.close()  # the reading thread stops
         scan.close()
     return SearchResults(
-        hits, text, query, root=root, source="scan", scanned=read, complete=read == len(order)
+        hits,
+        text,
+        query,
+        root=root,
+        source="scan",
+        scanned=read,
+        complete=read == len(order),
+        skipped=[Skipped(path, why) for path, why in dict(failed).items()],
     )

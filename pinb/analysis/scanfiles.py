@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BATCH", "Batch", "Finder", "pieces", "read_batches"]
+__all__ = ["BATCH", "Batch", "Finder", "pieces", "read_batches", "read_error"]
 
 #: Bytes of files read into one batch; a larger file is read on its own, in pieces.
 BATCH = 8 << 20
@@ -45,6 +45,8 @@ class Batch:
     large: str | None = None
     found: list[int] | None = None
     alone: tuple[str, ...] = ()
+    #: Files that could not be read, and why (``(path, reason)``).
+    failed: tuple[tuple[str, str], ...] = ()
 
     def view(self) -> memoryview:
         return memoryview(self.buffer)[: self.used]
@@ -52,19 +54,22 @@ class Batch:
 
 def _read_into(path: str, buffer: bytearray, start: int, limit: int) -> int | None:
     """Read the file into ``buffer[start:start + limit]``; its size read (``None``: it
-    could not be read, or holds more than ``limit`` bytes now)."""
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            view = memoryview(buffer)[start : start + limit + 1]
-            got = 0
-            while got < len(view):
-                count = handle.readinto(view[got:])
-                if not count:
-                    break
-                got += count
-    except OSError:
-        return None
+    holds more than ``limit`` bytes now). Raises the ``OSError`` of a file that cannot
+    be read."""
+    with open(path, "rb", buffering=0) as handle:
+        view = memoryview(buffer)[start : start + limit + 1]
+        got = 0
+        while got < len(view):
+            count = handle.readinto(view[got:])
+            if not count:
+                break
+            got += count
     return got if got <= limit else None
+
+
+def read_error(exc: OSError) -> str:
+    """How a file that could not be read is described in a note."""
+    return f"cannot be read ({(exc.strerror or str(exc)).lower()})"
 
 
 def _jobs(files: Sequence[tuple[str, int]], batch: int) -> list[list[tuple[str, int]] | str]:
@@ -183,15 +188,22 @@ def _read_job(job: list[tuple[str, int]] | str, buffer: bytearray, batch: int) -
         return Batch(bytearray(), 0, [], large=job)
     names: list[tuple[str, int, int]] = []
     alone: list[str] = []
+    failed: list[tuple[str, str]] = []
     used = 0
     for path, _ in job:
-        got = _read_into(path, buffer, used, batch - used)
+        try:
+            got = _read_into(path, buffer, used, batch - used)
+        except FileNotFoundError:
+            continue  # gone since it was listed
+        except OSError as exc:
+            failed.append((path, read_error(exc)))
+            continue
         if got is None:
-            alone.append(path)  # it grew past its place (or is gone): read it alone
+            alone.append(path)  # it grew past its place: read it alone
             continue
         names.append((path, used, used + got))
         used += got
-    return Batch(buffer, used, names, alone=tuple(alone))
+    return Batch(buffer, used, names, alone=tuple(alone), failed=tuple(failed))
 
 
 def _numpy() -> Any:
@@ -266,19 +278,28 @@ class Finder:
         return min(range(len(self.word)), key=lambda k: (counts[self.word[k]], k))
 
 
-def pieces(path: str, size: int = BATCH) -> Iterator[tuple[bytes, int]]:
+def pieces(
+    path: str, size: int = BATCH, failed: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[bytes, int]]:
     """``(bytes, first line)`` of a large file, in pieces of whole lines of about
-    ``size`` bytes (a file that cannot be read gives none)."""
+    ``size`` bytes (a file that cannot be read gives none, and ``(path, why)`` is
+    appended to ``failed``)."""
     try:
         handle = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
-    except OSError:
+    except FileNotFoundError:
+        return  # gone since it was listed
+    except OSError as exc:
+        if failed is not None:
+            failed.append((path, read_error(exc)))
         return
     with handle:
         carry, line = b"", 1
         while True:
             try:
                 chunk = handle.read(size)
-            except OSError:
+            except OSError as exc:
+                if failed is not None:
+                    failed.append((path, read_error(exc)))
                 return
             if not chunk:
                 if carry:
