@@ -131,7 +131,10 @@ _TWO_WORD: Final = _word_set(
 #: Programs whose ``run`` runs another program (``uv run pytest`` is pytest).
 _RUNNERS: Final = frozenset({"uv", "poetry", "pixi", "hatch", "pdm", "conda", "pipenv"})
 _WRAPPERS: Final = frozenset({"sudo", "time", "env", "nice", "nohup", "exec", "command"})
-_SPLIT: Final = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+#: The operators that chain commands. Literals only: each part's words come from
+#: ``str.split``, so no space is matched here (``\s*`` around the operators backtracked
+#: over a long run of spaces, quadratic in its length).
+_SPLIT: Final = re.compile(r"&&|\|\||[;|]")
 _ASSIGN: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
