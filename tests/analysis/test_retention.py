@@ -410,3 +410,30 @@ def test_long_whitespace_runs_finish_and_give_the_right_facts(tmp_path: Path) ->
         ("cargo test", "parser"),
         ("grep", "parser"),
     ]
+
+
+def test_a_walk_over_every_compaction_holds_one_span_not_the_file(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from pinb.analysis.retention import iter_session_retention
+    from pinb.testing.generate import SessionShape, generate_session
+
+    peaks = []
+    for entries in (2_000, 8_000):  # spans of about 250 entries either way
+        shape = SessionShape(entries=entries, main_depth=entries, tool_result_chars=200,
+                             compaction_every=250, branch_every=0)  # fmt: skip
+        session = Session.open(generate_session(tmp_path / f"{entries}.jsonl", shape, seed=1))
+        lazy = [e for e in session.entries if not e.decoded]
+        tracemalloc.start()
+        try:
+            held = tracemalloc.get_traced_memory()[0]
+            reports = sum(1 for _ in iter_session_retention(session))
+            peaks.append(tracemalloc.get_traced_memory()[1] - held)
+        finally:
+            tracemalloc.stop()
+        assert reports == sum(e.type == "compaction" for e in session.entries) > entries // 300
+        assert not any(e.decoded for e in lazy)  # the walk leaves the lines as it found them
+    # Four times the file and the compactions; the memory of one span, and the session's
+    # own bookkeeping (a few bytes an entry). Holding every line decoded, or every span's
+    # facts, made it four times too.
+    assert peaks[1] < 2 * peaks[0], peaks

@@ -214,7 +214,7 @@ def _notes(run: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 def test_a_looping_link_in_another_projects_folder_is_a_note(tmp_path: Path) -> None:
-    mine, theirs = _projects(tmp_path)
+    _, theirs = _projects(tmp_path)
     clean = _runs(tmp_path / "mine")
     assert all(run.returncode == 0 and not run.stderr for run in clean)
     assert "parser" in clean[0].stdout and "s1.jsonl" in clean[-1].stdout
