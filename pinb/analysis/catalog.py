@@ -265,6 +265,7 @@ class ListingCatalog:
         self._in_memory = os.fspath(self.index_path) == ":memory:"
         self._warned = False
         self.skipped: list[Skipped] = []
+        self._noted: set[str] = set()
         self._watch = Watch()
         self._db = self._connect()
 
@@ -331,7 +332,8 @@ class ListingCatalog:
 
     def _skip(self, item: Skipped) -> None:
         """Note a file left out: in :attr:`skipped`, and as a warning line (once each)."""
-        if all(s.path != item.path for s in self.skipped):
+        if item.path not in self._noted:
+            self._noted.add(item.path)
             self.skipped.append(item)
             log.warning("note: %s; left out of listings and searches", item)
 
@@ -346,6 +348,7 @@ class ListingCatalog:
     def _begin(self) -> None:
         """A new listing or search: what it leaves out is said again."""
         self.skipped = []
+        self._noted = set()
 
     def _create(self, db: sqlite3.Connection, *, force: bool = False) -> None:
         patiently(lambda: db.execute("BEGIN IMMEDIATE"), self.lock_wait)

@@ -61,8 +61,8 @@ def plan(query: SearchQuery, db: sqlite3.Connection) -> Plan:
     ``db`` asked), and the checks of what it finds."""
     texts = [term.text for term in query.terms if not term.negated]
     found: dict[str, None] = {}
-    for words in word_tokens(db, texts) if texts else []:
-        found.update(dict.fromkeys(words))
+    for tokens in word_tokens(db, texts) if texts else []:
+        found.update(dict.fromkeys(tokens))
     # A word inside another one is found with it (each of its letters is spelled alike).
     kept = [w for w in found if not any(w in other and w != other for other in found)]
     # Plain words first (the batch finder's), the longest first: the fewest false starts.

@@ -219,7 +219,7 @@ def _scripts(root: Path) -> None:
     command and its result), once as Pi writes the file (UTF-8) and once as an ASCII-only
     writer does (every other character a ``\\u`` escape)."""
     s = Session.create("/home/dev/scripts", root / "--scripts--")
-    for n, (name, forms) in enumerate(SCRIPTS.items()):
+    for n, forms in enumerate(SCRIPTS.values()):
         for k, form in enumerate(forms):
             s.append_message(user(f"the word {form} here"))
             call = (f"c{n}-{k}", "bash", {"command": f"grep -r {form} notes/"})
