@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["Spelling", "fold", "preimages", "probe", "spelling", "word_tokens"]
+__all__ = ["DROPPED", "FOLDS", "Spelling", "fold", "preimages", "probe", "spelling", "word_tokens"]
 
 #: FTS5's fold of every character it changes, as runs ``start[-end[/step]]>target`` (hex
 #: code points; a run maps ``start + k*step`` to ``target + k*step``). Made by
