@@ -30,6 +30,15 @@ extraction in Python gets under.
 ``--baseline DIR`` measures the big sessions again with the ``pinb`` package found in
 ``DIR`` (a copy of the tree before a change), each side in a subprocess of its own, one
 after the other in one run: before and after on one machine at one time.
+
+``--memory`` measures what the report holds instead: 100,000 tiny user/assistant pairs
+(:func:`pair_session`, about 72 MB), once with a compaction every 1,000 pairs and once
+with one compaction at the end (its span is the whole file), and the same at 25,000
+pairs. For each, ``pinb compactions FILE --json`` as a process (its wall time and peak
+resident memory, from ``wait4``) and the peak that ``tracemalloc`` traces while
+:func:`~pinb.analysis.retention.iter_session_retention` walks an opened session, above
+what the open session holds (a walk whose memory is one span's stays level from 25,000
+to 100,000 pairs). With ``--baseline DIR``, both sides.
 """
 
 from __future__ import annotations
@@ -436,6 +445,97 @@ def _rows(name: str, found: dict[str, Any]) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def pair_session(pairs: int, every: int) -> Path:
+    """A session of ``pairs`` tiny user/assistant message pairs, a compaction after every
+    ``every`` pairs (``0``: one at the end, whose span is the whole file); made once."""
+    path = DATA / f"pairs-{pairs}-every-{every}.jsonl"
+    if path.exists():
+        return path
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}  # fmt: skip
+    ids: list[str] = []
+    lines = [{"type": "session", "version": 3, "id": "00000000-0000-4000-8000-000000000001",
+              "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/home/dev/pairs"}]  # fmt: skip
+
+    def add(value: dict[str, Any]) -> None:
+        value |= {"id": f"e{len(ids) + 1:08d}", "parentId": ids[-1] if ids else None,
+                  "timestamp": "2025-01-01T00:00:01.000Z"}  # fmt: skip
+        ids.append(value["id"])
+        lines.append(value)
+
+    def text(words: str) -> list[dict[str, str]]:
+        return [{"type": "text", "text": words}]
+
+    for i in range(pairs):
+        asked = text(f"please fix the parser bug number {i} in src/app.py")
+        said = text(f"I fixed parser_bug {i} and ran 3 tests in 340 ms")
+        add({"type": "message", "message": {"role": "user", "timestamp": 1, "content": asked}})
+        reply = {"role": "assistant", "timestamp": 2, "content": said, "api": "x",
+                 "provider": "p", "model": "m", "usage": usage, "stopReason": "stop"}  # fmt: skip
+        add({"type": "message", "message": reply})
+        if (every and (i + 1) % every == 0) or (not every and i == pairs - 1):
+            add({"type": "compaction", "summary": f"## Goal\nfix parser bugs up to {i}",
+                 "firstKeptEntryId": ids[-2], "tokensBefore": 1000})  # fmt: skip
+    scratch = path.with_suffix(".tmp")
+    scratch.write_text("".join(json.dumps(v) + "\n" for v in lines), encoding="utf-8")
+    scratch.rename(path)
+    return path
+
+
+_TRACED = """
+import sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+import pinb
+from pinb.core import Session
+from pinb.analysis import retention
+walk = getattr(retention, "iter_session_retention", None) or retention.session_retention
+session = Session.open(sys.argv[2])
+tracemalloc.start()
+held = tracemalloc.get_traced_memory()[0]
+for report in walk(session):
+    pass
+print(tracemalloc.get_traced_memory()[1] - held, pinb.__file__)
+"""
+
+
+def memory(folder: Path, path: Path) -> dict[str, Any]:
+    """``pinb compactions --json`` of the ``pinb`` in ``folder`` as a process (seconds, peak
+    resident bytes), and the traced peak of a walk above the open session (bytes)."""
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pinb.cli", "compactions", str(path), "--json"],
+        stdout=subprocess.DEVNULL, env=env, cwd=folder,
+    )  # fmt: skip
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    assert status == 0, f"pinb compactions failed ({status})"
+    out = subprocess.run(
+        [sys.executable, "-c", _TRACED, str(folder), str(path)],
+        check=True, capture_output=True, text=True, env=env, cwd=folder,
+    ).stdout.split()  # fmt: skip
+    assert Path(out[1]).resolve().is_relative_to(folder.resolve()), out[1]
+    return {"seconds": seconds, "rss": usage.ru_maxrss * 1024, "traced": int(out[0])}
+
+
+def memory_rows(baseline: Path | None) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    sides = [("before", baseline.resolve()), ("after", ROOT)] if baseline else [("", ROOT)]
+    for every in (1_000, 0):
+        shape = f"a compaction every {every:,} pairs" if every else "one compaction (the file)"
+        for pairs in (25_000, 100_000):
+            path = pair_session(pairs, every)
+            for side, folder in sides:
+                found = memory(folder, path)
+                label = f"{pairs:,} pairs, {shape}" + (f", {side}" if side else "")
+                rows.append((
+                    f"{label}: `pinb compactions --json` ({path.stat().st_size / 1e6:.0f} MB)",
+                    f"{found['seconds']:.1f} s, peak RSS {found['rss'] / 1e6:,.0f} MB; walk's "
+                    f"traced peak above the open session {found['traced'] / 1e6:,.1f} MB",
+                ))  # fmt: skip
+    return rows
+
+
 def floor(path: Path, runs: int) -> list[tuple[str, str]]:
     """Single passes of the cheapest readings over the spans' conversation text (``--floor``).
 
@@ -490,8 +590,14 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a folder holding the pinb to compare")
     parser.add_argument("--only", choices=("synthetic", "realistic"), help="one shape")
     parser.add_argument("--floor", action="store_true", help="single passes over the text")
+    parser.add_argument("--memory", action="store_true", help="peak memory of the report")
     args = parser.parse_args()
     DATA.mkdir(exist_ok=True)
+    if args.memory:
+        print("| what | time and memory |\n|---|---|")
+        for what, value in memory_rows(args.baseline):
+            print(f"| {what} | {value} |")
+        return
 
     shapes = [("synthetic", big_session), ("realistic", realistic_session)]
     rows: list[tuple[str, str]] = []

@@ -18,6 +18,14 @@ as a warm ``search()`` call and as a ``pinb search`` process, beside rg again.
 1,000 story sessions (story sessions of varying seeds, generated branchy sessions, and
 forks and clones of some of them), written once into ``benchmarks/data/search-<n>/``.
 
+**Before and after** (``--baseline DIR``, ``DIR`` a copy of the tree before a change): the
+first search of the 2,000-session corpus (no index: the files scanned), with the ``pinb``
+of ``DIR`` and with this one, in alternating rounds: ``search(..., using="scan")`` in a
+running process (the time to the first hit and to the answer) and the ``pinb search
+--all`` process (to its first line and its exit). Words: the rare one, a common pair, an
+accented word (its plain letters, and every other spelling looked for) and a Cyrillic
+one (nowhere in the corpus: only the bytes that could spell it are looked for).
+
 ``PI_CODING_AGENT_DIR`` points into ``benchmarks/data``; nothing of the real home is
 touched. Prints Markdown tables (medians).
 """
@@ -25,6 +33,7 @@ touched. Prints Markdown tables (medians).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -273,10 +282,12 @@ def _pinb(words: list[str], agent: Path) -> tuple[float, float]:
     return _process(command, {**os.environ, "PI_CODING_AGENT_DIR": str(agent)})
 
 
-def _process(command: list[str], env: dict[str, str] | None) -> tuple[float, float]:
+def _process(
+    command: list[str], env: dict[str, str] | None, cwd: Path = HERE.parent
+) -> tuple[float, float]:
     start = time.perf_counter()
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=HERE.parent
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
     )
     assert process.stdout is not None
     first = process.stdout.readline()
@@ -418,14 +429,89 @@ def _print_first(
     print(f"\nThe index was built in {build:.1f} s (in this process, in the foreground).")
 
 
+_SCAN = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import pinb
+from pinb.analysis.index import SessionCatalog
+text, runs = sys.argv[2], int(sys.argv[3])
+times = []
+with SessionCatalog(":memory:", build=None) as catalog:
+    catalog.search(text, limit=50, using="scan")  # imports and numpy, once, as in a kernel
+    for _ in range(runs):
+        first = []
+        start = time.perf_counter()
+        seen = lambda hit: first or first.append(time.perf_counter() - start)
+        hits = catalog.search(text, limit=50, using="scan", on_hit=seen)
+        total = time.perf_counter() - start
+        times.append([first[0] if first else total, total, len(hits)])
+print(json.dumps({"times": times, "pinb": pinb.__file__}))
+"""
+
+
+def bench_baseline(baseline: Path, rounds: int) -> None:
+    """The first search (a scan of the files) with the ``pinb`` of ``baseline`` and with
+    this one, in alternating rounds (see the module notes)."""
+    agent = planted_corpus()
+    os.environ["PI_CODING_AGENT_DIR"] = str(agent)
+    folder = agent / "sessions"
+    files = sorted(folder.glob("*/*.jsonl"))
+    size = sum(p.stat().st_size for p in files)
+    subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL, check=True)  # cached
+    sides = {"before": baseline.resolve(), "after": HERE.parent}
+    queries = [[RARE], ["parser", "cache"], ["résumé"], ["москва"]]
+    kernel: dict[tuple[str, str], list[list[float]]] = {}
+    cli: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    load = os.getloadavg()[0]
+    for r in range(rounds):
+        for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
+            root = sides[name]
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            for words in queries:
+                text = " ".join(words)
+                out = subprocess.run(
+                    [sys.executable, "-c", _SCAN, str(root), text, "3"],
+                    check=True, capture_output=True, text=True, env=env, cwd=root,
+                ).stdout  # fmt: skip
+                found = json.loads(out)
+                assert Path(found["pinb"]).resolve().is_relative_to(root), found["pinb"]
+                kernel.setdefault((name, text), []).extend(found["times"])
+                _forget_index(agent)
+                command = [sys.executable, "-m", "pinb", "search", *words, "--all", "--limit", "50"]
+                cli.setdefault((name, text), []).append(_process(command, env, root))
+                _forget_index(agent)
+
+    def ms(values: list[Any], at: int) -> float:
+        return statistics.median(v[at] for v in values) * 1000
+
+    print(f"\n### The first search before and after: {len(files):,} sessions "
+          f"({size / 1e6:.0f} MB), {rounds} alternating rounds (medians; load average "
+          f"{load:.1f} before)\n")  # fmt: skip
+    print("| words | hits | `search()` in a process, before → after (first hit / answer, ms) "
+          "| `pinb search` process, before → after (first line / exit, ms) |")  # fmt: skip
+    print("|---|---:|---:|---:|")
+    for words in queries:
+        text = " ".join(words)
+        k_before, k_after = kernel[("before", text)], kernel[("after", text)]
+        c_before, c_after = cli[("before", text)], cli[("after", text)]
+        hits = f"{int(k_before[0][2])} → {int(k_after[0][2])}"
+        print(f"| `{text}` | {hits} | {ms(k_before, 0):.0f} / {ms(k_before, 1):.0f} → "
+              f"{ms(k_after, 0):.0f} / {ms(k_after, 1):.0f} | {ms(c_before, 0):.0f} / "
+              f"{ms(c_before, 1):.0f} → {ms(c_after, 0):.0f} / {ms(c_after, 1):.0f} |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the table beside rg")
     parser.add_argument("--story", action="store_true", help="the older story tables instead")
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, help="a copy of the tree to compare with")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE.parent))  # the checkout's pinb, not an installed one
+    if args.baseline is not None:
+        bench_baseline(args.baseline, args.rounds)
+        return 0
     if not args.story:
         bench_first(args.rounds)
         return 0

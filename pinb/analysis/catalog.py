@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from ..core.listing import (
     ListingRead,
     Progress,
     SessionInfo,
+    Skipped,
     read_listing,
     read_session_info,
 )
@@ -87,36 +90,113 @@ def _text(value: str | None) -> str | None:
     return _SURROGATE.sub("\ufffd", value) if value is not None else None
 
 
-def _scan(folder: Path | str, depth: int) -> dict[str, tuple[int, int]]:
-    """``{path: (size, mtime_ns)}`` of ``*.jsonl`` files ``depth`` folders below ``folder``."""
+def _scan(
+    folder: Path | str, depth: int, skipped: list[Skipped] | None = None
+) -> dict[str, tuple[int, int]]:
+    """``{path: (size, mtime_ns)}`` of the readable ``*.jsonl`` files ``depth`` folders
+    below ``folder``; what is left out and why is appended to ``skipped`` (a looping or
+    broken link, a FIFO or device, a file or folder that cannot be read)."""
     found: dict[str, tuple[int, int]] = {}
-    _walk(os.fspath(folder), depth, found)
+    _walk(os.fspath(folder), depth, found, skipped if skipped is not None else [])
     return found
 
 
-def _walk(folder: str, depth: int, found: dict[str, tuple[int, int]]) -> None:
+def _walk(
+    folder: str, depth: int, found: dict[str, tuple[int, int]], skipped: list[Skipped]
+) -> None:
     try:
         entries = list(os.scandir(folder))
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
+        return  # no sessions yet (or a project folder removed meanwhile)
+    except OSError as exc:
+        skipped.append(Skipped(folder, f"the folder cannot be read ({_why(exc)})"))
         return
     if depth > 0:
         for item in entries:
-            if item.is_dir():
-                _walk(item.path, depth - 1, found)
+            try:
+                is_dir = item.is_dir()  # follows a link; a looping one raises
+            except OSError as exc:
+                skipped.append(Skipped(item.path, _link_trouble(item, exc)))
+                continue
+            if is_dir:
+                if item.is_symlink() and _contains(item.path, folder):
+                    skipped.append(Skipped(item.path, "a link to a folder above it (a loop)"))
+                    continue
+                _walk(item.path, depth - 1, found, skipped)
+            elif item.is_symlink():
+                try:
+                    os.stat(item.path)  # a link to a file here is no project folder
+                except OSError as exc:
+                    skipped.append(Skipped(item.path, _link_trouble(item, exc)))
         return
     for item in entries:
-        if not item.name.endswith(".jsonl") or not item.is_file():
+        if not item.name.endswith(".jsonl"):
             continue
         path = item.path
+        try:
+            regular = item.is_file()  # follows a link; a looping one raises
+        except OSError as exc:
+            skipped.append(Skipped(path, _link_trouble(item, exc)))
+            continue
+        if not regular:
+            # Never opened: a FIFO would block the read, a device never end.
+            skipped.append(Skipped(path, _not_regular(item)))
+            continue
         if not path.isascii() and _SURROGATE.search(path):
             # A name that is not valid UTF-8 cannot be a key of the index; say so, once.
             log.warning("%r: file name is not valid UTF-8; not listed", path)
             continue
         try:
             st = item.stat()
-        except OSError:
+        except OSError as exc:
+            skipped.append(Skipped(path, _why(exc)))
+            continue
+        if not os.access(path, os.R_OK):
+            # Mode bits as the kernel applies them to this process (root reads anything).
+            skipped.append(Skipped(path, "cannot be read (permission denied)"))
             continue
         found[path] = (st.st_size, st.st_mtime_ns)
+
+
+def _why(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()
+
+
+def _link_trouble(item: os.DirEntry[str], exc: OSError) -> str:
+    """What is wrong with a link that leads to nothing usable."""
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link that loops"
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        try:
+            target = os.readlink(item.path)
+        except OSError:
+            return "a broken symbolic link"
+        return f"a broken symbolic link (to {target})"
+    return f"cannot be read ({_why(exc)})"
+
+
+def _not_regular(item: os.DirEntry[str]) -> str:
+    """Why a ``*.jsonl`` name that is no regular file is not a session file."""
+    try:
+        mode = os.stat(item.path).st_mode
+    except OSError as exc:
+        return _link_trouble(item, exc)
+    kind = (
+        "a folder" if stat.S_ISDIR(mode)
+        else "a FIFO" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )  # fmt: skip
+    via = " (through a symbolic link)" if item.is_symlink() else ""
+    return f"{kind}{via}, not a session file"
+
+
+def _contains(link: str, folder: str) -> bool:
+    """Whether the folder ``link`` leads to holds ``folder`` (walking it would loop)."""
+    target = os.path.realpath(link)
+    here = os.path.realpath(folder)
+    return here == target or here.startswith(os.path.join(target, ""))
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -158,6 +238,10 @@ class ListingCatalog:
     ----------
     degraded:
         Why the index file is not used this time (``None``: it is, or none was asked for).
+    skipped:
+        What the last listing or search left out, and why (:class:`~pinb.core.listing.Skipped`:
+        a looping or broken link, a FIFO or device, a file or folder that cannot be read);
+        each is also logged as one warning line.
 
     Notes
     -----
@@ -180,6 +264,8 @@ class ListingCatalog:
         self.degraded: str | None = None
         self._in_memory = os.fspath(self.index_path) == ":memory:"
         self._warned = False
+        self.skipped: list[Skipped] = []
+        self._noted: set[str] = set()
         self._watch = Watch()
         self._db = self._connect()
 
@@ -243,6 +329,26 @@ class ListingCatalog:
         if not self._warned:
             self._warned = True
             log.warning("%s", message)
+
+    def _skip(self, item: Skipped) -> None:
+        """Note a file left out: in :attr:`skipped`, and as a warning line (once each)."""
+        if item.path not in self._noted:
+            self._noted.add(item.path)
+            self.skipped.append(item)
+            log.warning("note: %s; left out of listings and searches", item)
+
+    def _walked(self, folder: str | os.PathLike[str] | None) -> dict[str, tuple[int, int]]:
+        """The session files of a scope (:func:`_scan`), what it left out noted."""
+        left: list[Skipped] = []
+        found = _scan(*self._scope(folder), left)
+        for item in left:
+            self._skip(item)
+        return found
+
+    def _begin(self) -> None:
+        """A new listing or search: what it leaves out is said again."""
+        self.skipped = []
+        self._noted = set()
 
     def _create(self, db: sqlite3.Connection, *, force: bool = False) -> None:
         patiently(lambda: db.execute("BEGIN IMMEDIATE"), self.lock_wait)
@@ -313,6 +419,7 @@ class ListingCatalog:
             self._create(self._db, force=True)
             return self._refresh(None)
 
+        self._begin()
         return self._guarded(work)
 
     # -- refresh --------------------------------------------------------------------------
@@ -328,6 +435,7 @@ class ListingCatalog:
         Files whose size and modification time match the index are not opened; a file
         that only grew is read from where it was read up to.
         """
+        self._begin()
         return self._guarded(lambda: self._refresh(folder))
 
     def _refresh(
@@ -339,7 +447,7 @@ class ListingCatalog:
         found them (else they are looked up)."""
         base, depth = self._scope(folder)
         if scanned is None:
-            scanned = _scan(base, depth)
+            scanned = self._walked(folder)
         prefix = os.path.join(os.fspath(base), "")
         stored = {
             path: (size, mtime, rowid)
@@ -362,6 +470,10 @@ class ListingCatalog:
             marks = self._marks([stored[p][2] for p in paths if p in stored])
             # Files are read before the write transaction, a batch at a time.
             batch = [(p, *scanned[p], read_listing(p, since=marks.get(p))) for p in paths]
+            for path, _, _, listed in batch:
+                if listed.error is not None:
+                    self._skip(Skipped(path, f"cannot be read ({listed.error.lower()})"))
+            batch = [item for item in batch if item[3].error is None]  # tried again next time
             grown += sum(item[3].resumed for item in batch)
             read += sum(item[3].bytes_read for item in batch)
             with self._transaction():
@@ -496,6 +608,7 @@ class ListingCatalog:
         ``all_messages_text`` is filled only with ``with_text=True``, read from the files
         (it is not kept in the index); otherwise it is ``""``.
         """
+        self._begin()
         infos = self._guarded(lambda: self._sessions(folder))
         if with_text:
             infos = [_with_text(info) for info in infos]

@@ -131,7 +131,10 @@ _TWO_WORD: Final = _word_set(
 #: Programs whose ``run`` runs another program (``uv run pytest`` is pytest).
 _RUNNERS: Final = frozenset({"uv", "poetry", "pixi", "hatch", "pdm", "conda", "pipenv"})
 _WRAPPERS: Final = frozenset({"sudo", "time", "env", "nice", "nohup", "exec", "command"})
-_SPLIT: Final = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+#: The operators that chain commands. Literals only: each part's words come from
+#: ``str.split``, so no space is matched here (``\s*`` around the operators backtracked
+#: over a long run of spaces, quadratic in its length).
+_SPLIT: Final = re.compile(r"&&|\|\||[;|]")
 _ASSIGN: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -416,23 +419,42 @@ class FactCache:
     Pi 1.6 summarizes a compaction's kept range again in the next compaction, so those
     messages are in two spans; with one cache they are read once. Keyed by the message
     object, which the cache holds (its identity stays its own).
+
+    A walk over a session's compactions in file order calls :meth:`next_span` after each
+    span: what the spans before the last one said is let go (a later span shares messages
+    with the one before it, not with older ones), so the cache holds at most two spans,
+    whatever the file's length. Without it, it keeps everything (the what-if's columns
+    are cuts of one context).
     """
 
-    __slots__ = ("_said",)
+    __slots__ = ("_current", "_said")
 
     def __init__(self) -> None:
-        self._said: dict[int, tuple[Any, Said]] = {}
+        self._said: dict[int, tuple[Any, Said]] = {}  # the spans before (or all of them)
+        self._current: dict[int, tuple[Any, Said]] = {}  # the span being read
 
     def __len__(self) -> int:
-        return len(self._said)
+        return len(self._said) + sum(1 for key in self._current if key not in self._said)
 
     def said(self, message: Any) -> Said:
-        found = self._said.get(id(message))
-        if found is not None and found[0] is message:
-            return found[1]
-        said = message_said(message)
-        self._said[id(message)] = (message, said)
-        return said
+        key = id(message)
+        found = self._current.get(key)
+        if found is None or found[0] is not message:
+            found = self._said.get(key)
+            if found is None or found[0] is not message:
+                found = (message, message_said(message))
+            self._current[key] = found
+        return found[1]
+
+    def next_span(self) -> None:
+        """The span is read: keep what its messages said, forget the spans before it."""
+        self._said = self._current
+        self._current = {}
+
+    def clear(self) -> None:
+        """Forget everything (no span is read after this one)."""
+        self._said = {}
+        self._current = {}
 
 
 class _Collector:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.describe import one_line as _short
-from ..core.listing import SessionInfo
+from ..core.listing import SessionInfo, Skipped
 from ..display import Displayable
 from .cite import Citation
 from .query import SearchQuery
@@ -124,6 +124,10 @@ class SearchResults(Displayable, list[SearchHit]):
     building:
         The index being built in the background after a scan (an
         :class:`~pinb.analysis.building.IndexBuild`), or ``None``.
+    skipped:
+        Files under the sessions folder left out, and why (a looping or broken link, a
+        FIFO, a file that cannot be read: :class:`~pinb.core.listing.Skipped`); each was
+        also logged as a warning line.
     """
 
     def __init__(
@@ -136,6 +140,7 @@ class SearchResults(Displayable, list[SearchHit]):
         source: str = "index",
         scanned: int = 0,
         complete: bool = True,
+        skipped: Sequence[Skipped] = (),
     ) -> None:
         super().__init__(hits)
         self.query = query
@@ -147,6 +152,7 @@ class SearchResults(Displayable, list[SearchHit]):
         self.scanned = scanned
         self.complete = complete
         self.building: Any = None
+        self.skipped = list(skipped)
 
     @property
     def note(self) -> str:

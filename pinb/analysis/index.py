@@ -24,7 +24,6 @@ from .catalog import (
     _dt,
     _in_scope,
     _info,
-    _scan,
     _text,
     default_index_path,
 )
@@ -171,6 +170,7 @@ class SessionCatalog(ListingCatalog):
         transaction: a build that is interrupted keeps what it finished and goes on from
         there next time.
         """
+        self._begin()
         return self._guarded(lambda: self._refresh_search(folder))
 
     def _scopes(self, folder: str | os.PathLike[str] | None) -> list[Any]:
@@ -244,7 +244,7 @@ class SessionCatalog(ListingCatalog):
         to read, list or forget before the search)."""
         db = self._db
         scopes = self._scopes(folder)
-        walked = [_scan(*self._scope(scope)) for scope in scopes]
+        walked = [self._walked(scope) for scope in scopes]
         # Each file's "size:mtime_ns" when its row and entries are of that version of it
         # (a row that is no session needs no entries), else NULL: one string a file.
         current = dict(
@@ -388,20 +388,25 @@ class SessionCatalog(ListingCatalog):
         query = _parsed(text, raw)
         if (raw and not text.strip()) or (not raw and query.empty):
             return SearchResults([], text, query, root=self.root)
+        self._begin()
         walked: list[dict[str, tuple[int, int]]] | None = None
         fresh = False
         if not raw and using != "index":
             walked, missing, fresh = self._guarded(lambda: self._unindexed(folder))
             if using == "scan" or missing > self.scan_above:
-                return self._scanned(text, query, folder, walked[-1], limit, fold, timeout,
-                                     on_hit, build=using == "auto")  # fmt: skip
+                found = self._scanned(text, query, folder, walked[-1], limit, fold, timeout,
+                                      on_hit, build=using == "auto")  # fmt: skip
+                found.skipped = list(self.skipped)
+                return found
         # Up to date as seen on this connection (after a fall back to memory, it is not).
         checked = self._db if fresh else None
-        return self._guarded(
+        found = self._guarded(
             lambda: self._search(
                 text, query, folder, limit, raw, fold, timeout, walked, checked is self._db
             )
         )
+        found.skipped = list(self.skipped)
+        return found
 
     def _scanned(
         self,
@@ -435,6 +440,8 @@ class SessionCatalog(ListingCatalog):
             on_hit=on_hit,
             progress=self.progress,
         )
+        for item in results.skipped:  # files that could not be read after all
+            self._skip(item)
         if build and self.build is not None and not self._in_memory and self.degraded is None:
             # Only a file keeps the index; one that cannot be written is not built at all.
             outside = folder if len(self._scopes(folder)) > 1 else None

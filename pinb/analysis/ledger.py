@@ -458,6 +458,7 @@ def compaction_ledger(source: SessionSources) -> CompactionLedger:
         with gc_paused():  # many small objects, no garbage cycles
             for split in compaction_splits(session, compactions):
                 retention = split_retention(session, split, cache)
+                cache.next_span()  # later spans share messages with this one, not older ones
                 record = compaction_record(session, split.entry, active, retention, split)
                 ledger.records.append(record)
     return ledger

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..core.compaction_span import CompactionSplit, compaction_splits, split_at_cut
 from ..core.context import UNSET, SessionContext
 from ..core.describe import node_key
-from ..core.entries import Entry
+from ..core.entries import Entry, transient_decoding
 from ..core.gc import gc_paused
 from ..core.reports import CompactionReport
 from ..core.session import Session
@@ -47,6 +47,7 @@ from ..display import Displayable
 from ..errors import UsageError
 from .facts import FACT_KINDS, Fact, FactCache, extract_facts
 from .matching import RULES, Match, TextIndex, judge
+from .words import forget_fact_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +58,7 @@ __all__ = [
     "FactVerdict",
     "RetentionReport",
     "carried_text",
+    "iter_session_retention",
     "plan_retention",
     "retention_of_text",
     "retention_report",
@@ -490,12 +492,40 @@ def session_retention(session: Session) -> list[RetentionReport]:
 
     Each context is walked once (:func:`~pinb.core.compaction_span.compaction_splits`), and
     a message read for one span is not read again for the next (Pi 1.6 summarizes the
-    previous kept range again). The collector is paused meanwhile: the reports are many
-    small objects and no garbage cycles.
+    previous kept range again). :func:`iter_session_retention` gives them one at a time.
+    """
+    return list(iter_session_retention(session))
+
+
+def iter_session_retention(session: Session) -> Iterator[RetentionReport]:
+    """:func:`session_retention`, one report at a time: what is held while it runs is one
+    compaction's span (its context, the facts and what the span's messages said), never
+    the whole file's, so a caller that lets each report go (``pinb compactions``, the
+    frame) needs memory for one span.
+
+    The collector is paused while a report is made: a report is many small objects and
+    no garbage cycles.
     """
     cache = FactCache()
-    with gc_paused():
-        return [split_retention(session, split, cache) for split in compaction_splits(session)]
+    compactions = [e for e in session.entries if e.type == "compaction"]
+    splits = compaction_splits(session, compactions)
+    for left in range(len(compactions) - 1, -1, -1):
+        # The lines a span's contexts decode are let go once its report is made (read
+        # again, if the next span needs them): the file is never held decoded whole.
+        with gc_paused(), transient_decoding() as release:
+            split = next(splits)
+            report = split_retention(session, split, cache)
+            if left:
+                cache.next_span()  # a later span shares messages with this one, not older
+            else:
+                cache.clear()  # the last: nothing of it is needed while the caller reads
+            del split  # its contexts go before the next one is built
+            # The fields of the contexts' entries are checked now, while they are decoded
+            # (the session checks them in bulk later otherwise: every line decoded at once).
+            session.problems  # noqa: B018 - read for its check
+            release()
+            forget_fact_words()  # the words of this span's facts, needed for its judging
+        yield report
 
 
 def rules() -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from ..core.session import Session
 from ..errors import PinbError
 from .facts import FACT_KINDS
-from .retention import KIND_LABELS, RetentionReport, session_retention
+from .retention import KIND_LABELS, RetentionReport, iter_session_retention
 from .sources import Progress, SessionSources, collect_rows, warn_skipped
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _rows(item: Session | Any) -> list[dict[str, Any]] | None:
     from .frames import open_session
 
     session = item if isinstance(item, Session) else open_session(item)
-    return [retention_row(r) for r in session_retention(session)]
+    return [retention_row(r) for r in iter_session_retention(session)]
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -130,7 +130,7 @@ def _group_frame(files: Sequence[SessionFile]) -> pd.DataFrame:
     for file in files:
         try:
             session = open_session_bytes(file.read(), file.name)
-            rows.extend(retention_row(r) for r in session_retention(session))
+            rows.extend(retention_row(r) for r in iter_session_retention(session))
         except (PinbError, OSError, ValueError):
             continue  # the headers were checked before any task ran
     return _frame(rows)

@@ -1,19 +1,18 @@
 """A search answered from the session files themselves, while the index is being built.
 
 The first search of a folder (no index yet, or one missing many sessions) reads the files
-instead of waiting for the index: a byte scan for the query's words, case-insensitive as
-the index is (:mod:`pinb.analysis.scanfiles`), that decodes only the lines holding them;
-each such line is then judged the way the index would judge it
+instead of waiting for the index: a byte scan for the query's words
+(:mod:`pinb.analysis.scanfiles`), that decodes only the lines that may hold them; each
+such line is then judged the way the index would judge it
 (:mod:`pinb.analysis.scanlines`): the same value read from the same bytes, the same text
 extracted, the same FTS5 tokenizer matching the same expression, the same filters,
 folding and snippets. So every hit of a scan is a hit of the index, cited alike
-(``path:line#entry-id``).
-
-What a byte scan cannot see: a word must occur in the line with its ASCII letters and
-digits as typed (any case). The index also folds accents (``résumé`` for ``resume``) and
-reads JSON ``\\u`` escapes of letters; a word written only so is found once the index is
-built. A query word of non-ASCII letters alone (``日本``) is looked for as typed, in lower
-and upper case, and as JSON escapes.
+(``path:line#entry-id``), and the scan misses none of the index's: a word is looked for as
+the index folds it (:mod:`pinb.analysis.folding`, FTS5's own table), in every spelling a
+line can hold (any letter that folds to its letters, accented or of another case or
+script, as UTF-8 or a JSON ``\\u`` escape). Plain ASCII is found in whole batches at C
+speed; only the lines holding bytes that could spell a word otherwise are matched by its
+full expression.
 
 A scan lists hits in the order it finds them, without a relevance score: the sessions
 changed most recently first, and in each session its last lines first (so, about newest
@@ -30,12 +29,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.listing import Progress, SessionInfo, read_listing, session_info_from_bytes
+from ..core.listing import Progress, SessionInfo, Skipped, read_listing, session_info_from_bytes
 from .catalog import SearchTimeoutError, _dt, _stored_info, _text, _ts
 from .cite import Citation
 from .hits import OnHit, SearchHit, SearchResults, fts_snippets, mark
 from .query import SearchQuery
-from .scanfiles import BATCH, Batch, Finder, pieces, read_batches
+from .scanfiles import BATCH, Batch, Finder, Unusual, pieces, read_batches
 from .scanlines import Found, Searcher
 
 __all__ = ["scan_search"]
@@ -44,12 +43,14 @@ __all__ = ["scan_search"]
 class _Scan:
     """The hits found so far, folded as the index folds them."""
 
-    def __init__(self, query: SearchQuery, fold: bool, limit: int, on_hit: OnHit | None) -> None:
+    def __init__(
+        self, query: SearchQuery, fold: bool, limit: int, on_hit: OnHit | None, vectors: bool
+    ) -> None:
         self.query = query
         self.fold = fold
         self.limit = limit
         self.on_hit = on_hit
-        self.searcher = Searcher(query, fold)
+        self.searcher = Searcher(query, fold, vectors=vectors)
         self.groups: dict[Any, list[Found]] = {}
         self.infos: dict[str, SessionInfo | None] = {}
         self.created: dict[str, float | None] = {}
@@ -152,35 +153,49 @@ _Parts = Iterator[tuple[bytes, int]]
 
 
 def _batch_files(
-    batch: Batch, word: bytes | None, size: int
-) -> Iterator[tuple[int, str, bytes | None, _Parts, Callable[[], _Parts] | None]]:
+    batch: Batch, word: bytes | None, size: int, failed: list[tuple[str, str]]
+) -> Iterator[tuple[int, str, bytes | None, _Parts, Callable[[], _Parts] | None, list[int] | None]]:
     """The files of a batch that may hold a hit: ``(files of the batch searched up to
-    this one, path, bytes, pieces, the pieces again)``. When the batch was searched for
-    the first word, only those holding it; a large file (or one that grew past its
-    place) is read in pieces."""
+    this one, path, bytes, pieces, the pieces again, where it holds unusual bytes)``.
+    When the batch was searched for the words, only those holding the first one plainly
+    (``word``) or bytes that may spell a word otherwise; a large file (or one that grew
+    past its place) is read in pieces; a file that cannot be read is added to
+    ``failed``."""
+    failed += batch.failed
     view = batch.view()
     files = batch.files
     chosen: Sequence[int] = range(len(files))
-    if word is not None and batch.found is not None:
-        # The files holding the word, from where it occurs (positions and files in order).
-        chosen = []
+    odd: dict[int, list[int]] = {}
+    if batch.unusual is not None:
         index = 0
-        for at in batch.found:
+        for at in batch.unusual:  # positions and files in order
             while files[index][2] <= at:
                 index += 1
-            if at + len(word) <= files[index][2] and (not chosen or chosen[-1] != index):
-                chosen.append(index)
+            odd.setdefault(index, []).append(at - files[index][1])
+    if batch.unusual is not None:
+        # The files holding the word, from where it occurs (positions and files in order).
+        plain: list[int] = []
+        index = 0
+        for at in batch.found or ():
+            while files[index][2] <= at:
+                index += 1
+            if word is not None and at + len(word) <= files[index][2]:
+                if not plain or plain[-1] != index:
+                    plain.append(index)
+        chosen = sorted(set(plain).union(odd))
     for index in chosen:
         path, start, end = files[index]
         data = bytes(view[start:end])
-        yield index + 1, path, data, iter(((data, 1),)), None
+        unusual = odd.get(index, []) if batch.unusual is not None else None
+        yield index + 1, path, data, iter(((data, 1),)), None, unusual
     for n, large in enumerate([batch.large] if batch.large is not None else batch.alone, 1):
         yield (
             len(files) + n,
             large,
             None,
-            pieces(large, size),
+            pieces(large, size, failed),
             functools.partial(pieces, large, size),
+            None,
         )
 
 
@@ -228,21 +243,25 @@ def scan_search(
     deadline = time.monotonic() + timeout if timeout is not None else None
     order = sorted(files, key=lambda f: (-f[2], f[0]))  # changed most recently first
     mtimes = {path: mtime for path, _, mtime in order}
-    scan = _Scan(query, fold, limit, on_hit)
+    scan = _Scan(query, fold, limit, on_hit, vectors)
     words = scan.searcher.plan.words
-    # The first word, when it is one ASCII form, is found in whole batches at once.
-    word = words[0][0] if words and len(words[0]) == 1 else None
+    # The first word in plain ASCII, and the bytes that may spell a word otherwise, are
+    # found in whole batches at once.
+    word = words[0].plain if words else None
     batches = read_batches(
         [(path, size) for path, size, _ in order],
         batch,
         finder=(lambda: Finder(word, vectors=vectors)) if word is not None else None,
+        unusual=(lambda: Unusual.of(words, vectors=vectors)) if words else None,
     )
     read = 0
+    failed: list[tuple[str, str]] = []
     try:
         for read_in in batches:
             covered = len(read_in.files) + len(read_in.alone) + (read_in.large is not None)
-            for upto, path, data, parts, again in _batch_files(read_in, word, batch):
-                scan.file(path, scan.searcher.file(path, parts, again), data, mtimes[path])
+            for upto, path, data, parts, again, odd in _batch_files(read_in, word, batch, failed):
+                found = scan.searcher.file(path, parts, again, odd)
+                scan.file(path, found, data, mtimes[path])
                 scan.flush()
                 if scan.enough:
                     covered = upto  # the rest of the batch is not looked at
@@ -263,5 +282,12 @@ def scan_search(
         batches.close()  # the reading thread stops
         scan.close()
     return SearchResults(
-        hits, text, query, root=root, source="scan", scanned=read, complete=read == len(order)
+        hits,
+        text,
+        query,
+        root=root,
+        source="scan",
+        scanned=read,
+        complete=read == len(order),
+        skipped=[Skipped(path, why) for path, why in dict(failed).items()],
     )

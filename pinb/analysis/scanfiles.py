@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BATCH", "Batch", "Finder", "pieces", "read_batches"]
+__all__ = ["BATCH", "Batch", "Finder", "Unusual", "pieces", "read_batches", "read_error"]
 
 #: Bytes of files read into one batch; a larger file is read on its own, in pieces.
 BATCH = 8 << 20
@@ -45,6 +45,11 @@ class Batch:
     large: str | None = None
     found: list[int] | None = None
     alone: tuple[str, ...] = ()
+    #: Where an :class:`Unusual` finds bytes that may spell a word otherwise than in plain
+    #: ASCII (when one was given): every other place spells it plainly or not at all.
+    unusual: list[int] | None = None
+    #: Files that could not be read, and why (``(path, reason)``).
+    failed: tuple[tuple[str, str], ...] = ()
 
     def view(self) -> memoryview:
         return memoryview(self.buffer)[: self.used]
@@ -52,19 +57,22 @@ class Batch:
 
 def _read_into(path: str, buffer: bytearray, start: int, limit: int) -> int | None:
     """Read the file into ``buffer[start:start + limit]``; its size read (``None``: it
-    could not be read, or holds more than ``limit`` bytes now)."""
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            view = memoryview(buffer)[start : start + limit + 1]
-            got = 0
-            while got < len(view):
-                count = handle.readinto(view[got:])
-                if not count:
-                    break
-                got += count
-    except OSError:
-        return None
+    holds more than ``limit`` bytes now). Raises the ``OSError`` of a file that cannot
+    be read."""
+    with open(path, "rb", buffering=0) as handle:
+        view = memoryview(buffer)[start : start + limit + 1]
+        got = 0
+        while got < len(view):
+            count = handle.readinto(view[got:])
+            if not count:
+                break
+            got += count
     return got if got <= limit else None
+
+
+def read_error(exc: OSError) -> str:
+    """How a file that could not be read is described in a note."""
+    return f"cannot be read ({(exc.strerror or str(exc)).lower()})"
 
 
 def _jobs(files: Sequence[tuple[str, int]], batch: int) -> list[list[tuple[str, int]] | str]:
@@ -95,10 +103,12 @@ def read_batches(
     batch: int = BATCH,
     *,
     finder: Callable[[], Finder] | None = None,
+    unusual: Callable[[], Unusual] | None = None,
     threads: int = 2,
 ) -> Generator[Batch, None, None]:
     """The files (``(path, size)``) in batches of up to ``batch`` bytes, in order, each
-    read (and searched with a ``finder()`` of its thread's own) by ``threads`` threads.
+    read (and searched with a ``finder()`` and an ``unusual()`` of its thread's own) by
+    ``threads`` threads.
 
     A read and numpy's passes hold no interpreter lock, so the threads work on two
     batches at once while this one judges what they found. A batch's buffer is read
@@ -126,6 +136,7 @@ def read_batches(
 
     def work() -> None:
         search: Finder | None = None
+        odd: Unusual | None = None
         while not stop.is_set():
             buffer = take()  # before the job: the job the reader waits for always has one
             if buffer is None:
@@ -142,6 +153,10 @@ def read_batches(
                     if search is None:
                         search = finder()  # after the first read: it may load numpy
                     result.found = search.positions(result.view())
+                if unusual is not None and result.large is None:
+                    if odd is None:
+                        odd = unusual()
+                    result.unusual = odd.positions(result.view())
             except BaseException as exc:  # handed to the reader, which raises it
                 result = exc
             if isinstance(result, BaseException) or result.large is not None:
@@ -183,15 +198,22 @@ def _read_job(job: list[tuple[str, int]] | str, buffer: bytearray, batch: int) -
         return Batch(bytearray(), 0, [], large=job)
     names: list[tuple[str, int, int]] = []
     alone: list[str] = []
+    failed: list[tuple[str, str]] = []
     used = 0
     for path, _ in job:
-        got = _read_into(path, buffer, used, batch - used)
+        try:
+            got = _read_into(path, buffer, used, batch - used)
+        except FileNotFoundError:
+            continue  # gone since it was listed
+        except OSError as exc:
+            failed.append((path, read_error(exc)))
+            continue
         if got is None:
-            alone.append(path)  # it grew past its place (or is gone): read it alone
+            alone.append(path)  # it grew past its place: read it alone
             continue
         names.append((path, used, used + got))
         used += got
-    return Batch(buffer, used, names, alone=tuple(alone))
+    return Batch(buffer, used, names, alone=tuple(alone), failed=tuple(failed))
 
 
 def _numpy() -> Any:
@@ -266,19 +288,153 @@ class Finder:
         return min(range(len(self.word)), key=lambda k: (counts[self.word[k]], k))
 
 
-def pieces(path: str, size: int = BATCH) -> Iterator[tuple[bytes, int]]:
+class Unusual:
+    """Where bytes may spell a query's words otherwise than in plain ASCII.
+
+    A word's :class:`~pinb.analysis.folding.Spelling` names the first two bytes of every
+    spelling of its letters that is not plain ASCII (an accented letter, the Kelvin sign,
+    a capital of another script, a dropped diacritic) and the code units whose JSON
+    escapes may spell a letter. Where none of these occurs, a line spells a word in plain
+    ASCII (found by case-insensitive bytes) or not at all; so a scan looks at the lines
+    holding one besides those holding the plain word, and misses nothing the index finds.
+    In plain ASCII text (and text whose other characters are no letter of the words: an
+    em dash, box drawing, emoji) it finds nothing, in a few passes of numpy when it is
+    installed (else one regular expression).
+
+    Parameters
+    ----------
+    pairs:
+        ``lead << 8 | next`` of the two first bytes of each unusual spelling.
+    escaped:
+        Code units whose ``\\uXXXX`` escape may spell a letter.
+    vectors:
+        Use numpy when it is installed.
+    """
+
+    def __init__(
+        self, pairs: frozenset[int], escaped: frozenset[int], *, vectors: bool = True
+    ) -> None:
+        self.pairs = pairs
+        self.escaped = escaped
+        self.np: Any = _numpy() if vectors else None
+        self._lead = min((p >> 8 for p in pairs), default=0x100)
+        self._table: Any = None
+        self._units: Any = None
+        self._hex: Any = None
+        self._expression: Any = None
+
+    @classmethod
+    def of(cls, spellings: Sequence[Any], *, vectors: bool = True) -> Unusual:
+        """The unusual bytes of all these words (:class:`~pinb.analysis.folding.Spelling`)."""
+        pairs = frozenset().union(*(s.pairs for s in spellings))
+        escaped = frozenset().union(*(s.escaped for s in spellings))
+        return cls(pairs, escaped, vectors=vectors)
+
+    def positions(self, view: memoryview | bytes) -> list[int]:
+        """Where an unusual spelling may start in ``view``, in order."""
+        if self.np is None:
+            return self._by_expression(bytes(view))
+        return self._by_vectors(view)
+
+    def _by_expression(self, data: bytes) -> list[int]:
+        import re
+
+        if self._expression is None:
+            leads: dict[int, list[int]] = {}
+            for pair in self.pairs:
+                leads.setdefault(pair >> 8, []).append(pair & 0xFF)
+            parts = [
+                re.escape(bytes([lead]))
+                + b"["
+                + b"".join(re.escape(bytes([n])) for n in sorted(nexts))
+                + b"]"
+                for lead, nexts in sorted(leads.items())
+            ]
+            parts.append(rb"\\u([0-9a-fA-F]{4})")
+            self._expression = re.compile(b"|".join(parts))
+        found: list[int] = []
+        for match in self._expression.finditer(data):
+            unit = match.group(1)
+            if unit is None or int(unit, 16) in self.escaped:
+                found.append(match.start())
+        return found
+
+    def _by_vectors(self, view: memoryview | bytes) -> list[int]:
+        np = self.np
+        if self._table is None:
+            self._table = np.zeros(1 << 16, np.bool_)
+            self._table[list(self.pairs)] = True
+            self._units = np.array(sorted(self.escaped), np.int64)
+            hexes = np.full(256, -1, np.int64)
+            for digit in b"0123456789":
+                hexes[digit] = digit - 48
+            for digit in b"abcdef":
+                hexes[digit] = hexes[digit - 32] = digit - 87
+            self._hex = hexes
+        data = np.frombuffer(view, np.uint8)
+        size = len(data)
+        found: list[Any] = []
+        for start in range(0, size, _CHUNK):
+            # The piece and the five bytes after it: a pair or an escape that starts in it.
+            piece = data[start : start + _CHUNK + 5]
+            inside = min(_CHUNK, size - start)
+            if self._lead < 0x100 and piece.max() >= self._lead:
+                at = np.flatnonzero(piece[:inside] >= self._lead)
+                at = at[at + 1 < len(piece)]
+                keys = (piece[at].astype(np.int64) << 8) | piece[at + 1]
+                found.append(at[self._table[keys]] + start)
+            slashes = self._escapes(piece, inside)
+            if len(slashes):
+                slashes = slashes[slashes + 5 < len(piece)]
+                if len(slashes):
+                    digits = self._hex[np.stack([piece[slashes + k] for k in range(2, 6)])]
+                    valid = (digits >= 0).all(axis=0)
+                    units = (digits[0] << 12) | (digits[1] << 8) | (digits[2] << 4) | digits[3]
+                    keep = valid & np.isin(units, self._units)
+                    found.append(slashes[keep] + start)
+        if not found:
+            return []
+        result: list[int] = np.unique(np.concatenate(found)).tolist()
+        return result
+
+    def _escapes(self, piece: Any, inside: int) -> Any:
+        """Where ``\\u`` starts in ``piece[:inside]``, seen as one 16-bit unit (little
+        endian) at even offsets and at odd ones: two compares over half as many units,
+        and nothing more where there is none (a backslash alone is everywhere in JSON)."""
+        np = self.np
+        even = min((inside + 1) // 2, len(piece) // 2)
+        odd = min(inside // 2, (len(piece) - 1) // 2)
+        at_even = piece[: 2 * even].view("<u2") == 0x755C
+        at_odd = piece[1 : 1 + 2 * odd].view("<u2") == 0x755C
+        if not (at_even.any() or at_odd.any()):
+            return np.flatnonzero(at_even[:0])
+        return np.sort(
+            np.concatenate([np.flatnonzero(at_even) * 2, np.flatnonzero(at_odd) * 2 + 1])
+        )
+
+
+def pieces(
+    path: str, size: int = BATCH, failed: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[bytes, int]]:
     """``(bytes, first line)`` of a large file, in pieces of whole lines of about
-    ``size`` bytes (a file that cannot be read gives none)."""
+    ``size`` bytes (a file that cannot be read gives none, and ``(path, why)`` is
+    appended to ``failed``)."""
     try:
         handle = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
-    except OSError:
+    except FileNotFoundError:
+        return  # gone since it was listed
+    except OSError as exc:
+        if failed is not None:
+            failed.append((path, read_error(exc)))
         return
     with handle:
         carry, line = b"", 1
         while True:
             try:
                 chunk = handle.read(size)
-            except OSError:
+            except OSError as exc:
+                if failed is not None:
+                    failed.append((path, read_error(exc)))
                 return
             if not chunk:
                 if carry:

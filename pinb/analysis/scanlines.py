@@ -9,6 +9,7 @@ own tokenizer. A file that is not plain version 3 is read whole, as the index re
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +21,9 @@ from ..core.store import is_valid_header, parse_line
 from ..core.wire import loads_line
 from .catalog import _text
 from .cite import IndexedEntry, index_entries
+from .folding import Spelling, spelling, word_tokens
 from .query import Filter, SearchQuery, parse_time
+from .scanfiles import Unusual
 from .schema import TOKENIZER
 
 __all__ = ["Found", "Plan", "Searcher", "plan"]
@@ -35,16 +38,14 @@ _ROLE_BYTES = {
     "branchSummary": (b'"branchSummary"', b'"branch_summary"'),
     "compactionSummary": (b'"compactionSummary"', b'"compaction"'),
 }
-_ALNUM_RUN = re.compile(r"[^\W_]+")
-_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
 
 
 @dataclass(frozen=True)
 class Plan:
     """What a line must hold to be looked at, and how a looked-at entry is judged."""
 
-    #: Each word: its byte forms (lower case), one of which the line must hold.
-    words: tuple[tuple[bytes, ...], ...]
+    #: Each word of the query as the index folds it, and every way a line can spell it.
+    words: tuple[Spelling, ...]
     #: When not empty, the line holds one of these (a ``role:`` filter).
     roles: tuple[bytes, ...]
     #: A ``tool:`` or ``file:`` filter: a tool result needs the call it answers.
@@ -55,45 +56,25 @@ class Plan:
     filters: tuple[Filter, ...]
 
 
-def _forms(run: str) -> tuple[bytes, ...]:
-    """A run of non-ASCII letters as a line may hold it, lower-cased as the scan reads:
-    as typed, in lower and upper case, and as JSON ``\\u`` escapes of those."""
-    found: dict[bytes, None] = {}
-    for form in (run, run.lower(), run.upper(), run.casefold()):
-        found[form.encode("utf-8", "surrogatepass").lower()] = None
-        escaped = form.encode("utf-16-be", "surrogatepass")
-        found[
-            "".join(
-                f"\\u{escaped[i] << 8 | escaped[i + 1]:04x}" for i in range(0, len(escaped), 2)
-            ).encode("ascii")
-        ] = None
-    return tuple(found)
-
-
-def plan(query: SearchQuery) -> Plan:
-    """The byte forms the scan looks for, and the checks of what it finds."""
-    words: dict[tuple[bytes, ...], None] = {}
-    for term in query.terms:
-        if term.negated:
-            continue
-        for run in _ALNUM_RUN.findall(term.text):
-            ascii_runs = _ASCII_RUN.findall(run)
-            if ascii_runs:
-                for piece in ascii_runs:
-                    words[(piece.lower().encode("ascii"),)] = None
-            else:
-                words[_forms(run)] = None
-    # A word inside another one is found with it.
-    singles = [w[0] for w in words if len(w) == 1]
-    kept = [w for w in words if len(w) > 1 or not any(w[0] in s and w[0] != s for s in singles)]
-    kept.sort(key=lambda w: -min(map(len, w)))  # the longest first: the fewest false starts
+def plan(query: SearchQuery, db: sqlite3.Connection) -> Plan:
+    """The words the scan looks for (the query's own words as FTS5 makes them of it,
+    ``db`` asked), and the checks of what it finds."""
+    texts = [term.text for term in query.terms if not term.negated]
+    found: dict[str, None] = {}
+    for tokens in word_tokens(db, texts) if texts else []:
+        found.update(dict.fromkeys(tokens))
+    # A word inside another one is found with it (each of its letters is spelled alike).
+    kept = [w for w in found if not any(w in other and w != other for other in found)]
+    # Plain words first (the batch finder's), the longest first: the fewest false starts.
+    kept.sort(key=lambda w: (not w.isascii(), -len(w)))
     roles: tuple[bytes, ...] = ()
     positive = [f.value for f in query.filters if f.field == "role" and not f.negated]
     if positive:
         roles = tuple(dict.fromkeys(b for r in positive for b in _ROLE_BYTES[r]))
     calls = any(f.field in ("tool", "file") for f in query.filters)
     excluded = query.excluded()
-    return Plan(tuple(kept), roles, calls, query.match(), excluded, query.filters)
+    words = tuple(spelling(w) for w in kept)
+    return Plan(words, roles, calls, query.match(), excluded, query.filters)
 
 
 # -- filters ---------------------------------------------------------------------------------
@@ -168,11 +149,14 @@ def _outside_keys(low: bytes, needle: bytes, start: int, end: int) -> bool:
 class Searcher:
     """The per-file work of a scan: find the candidate lines, read and judge them."""
 
-    def __init__(self, query: SearchQuery, fold: bool) -> None:
+    def __init__(self, query: SearchQuery, fold: bool, *, vectors: bool = True) -> None:
         self.query = query
-        self.plan = plan(query)
-        self.fold = fold
         self.db = sqlite3.connect(":memory:")
+        self.plan = plan(query, self.db)
+        self.fold = fold
+        #: Where a piece may spell a word otherwise than plainly (for pieces no batch
+        #: finder looked at).
+        self.unusual = Unusual.of(self.plan.words, vectors=vectors)
         #: Every tool call of the file being read, by id, when one was looked for far back.
         self._far_calls: dict[str, list[Entry]] | None = None
         self.db.execute(f"CREATE VIRTUAL TABLE judged USING fts5(body, content='', {TOKENIZER})")
@@ -185,10 +169,12 @@ class Searcher:
         path: str,
         pieces: Iterator[tuple[bytes, int]],
         reread: Callable[[], Iterator[tuple[bytes, int]]] | None = None,
+        unusual: list[int] | None = None,
     ) -> list[Found]:
         """The matching entries of one session file, read as ``(bytes, first line)``
         pieces of whole lines (``reread``: the same pieces again, for a file read in
-        more than one)."""
+        more than one; ``unusual``: where :class:`~pinb.analysis.scanfiles.Unusual`
+        found bytes in a file read in one piece, when a batch finder looked)."""
         self._far_calls = None
         found: list[Found] = []
         header: dict[str, Any] | None = None
@@ -202,80 +188,99 @@ class Searcher:
                     # (Its roles may be renamed by the migration: only its words are looked
                     # for first.)
                     whole = b"".join([data, *(piece for piece, _ in pieces)])
-                    if self._lowered(whole, roles=False) is None:
+                    if self._lowered(whole, None, roles=False) is None:
                         return []
                     return self._whole(path, whole)
-            low = self._lowered(data)
-            if low is not None:
-                lines = self._candidates(low, data, first_line)
+            read = self._lowered(data, unusual if first_line == 1 else None)
+            if read is not None:
+                lines = self._candidates(read[0], data, first_line, read[1])
                 found += self._judge(path, (data, first_line), previous, lines, header, reread)
             previous = (data, first_line)
         return found
 
-    def _lowered(self, data: bytes, *, roles: bool = True) -> bytes | None:
-        """``data`` in lower case (as is when no word is looked for), or ``None`` when it
-        cannot hold a hit (``roles``: nor when it holds none of a role's bytes)."""
+    def _lowered(
+        self, data: bytes, unusual: list[int] | None, *, roles: bool = True
+    ) -> tuple[bytes, list[int]] | None:
+        """``data`` in lower case (as is when no word is looked for) and where it may spell
+        a word unusually (``unusual``, or found now), or ``None`` when it cannot hold a
+        hit (``roles``: nor when it holds none of a role's bytes)."""
         plan = self.plan
         if roles and plan.roles and not any(r in data for r in plan.roles):
             return None
         if not plan.words:
-            return data
+            return data, []
+        if unusual is None:
+            unusual = self.unusual.positions(data)
         low = data.lower()
-        if all(any(f in low for f in forms) for forms in plan.words):
-            return low
+        if unusual or all(w.plain is not None and w.plain in low for w in plan.words):
+            return low, unusual
         return None
 
-    def _candidates(self, low: bytes, data: bytes, first_line: int) -> list[tuple[int, int, int]]:
+    def _candidates(
+        self, low: bytes, data: bytes, first_line: int, unusual: list[int]
+    ) -> list[tuple[int, int, int]]:
         """``(start, end, line)`` of the lines holding every word (and a role's bytes)."""
         find, count = low.find, data.count
         out: list[tuple[int, int, int]] = []
         counted, line = 0, first_line
-        for start in self._starts(low, data):
+        for start in self._starts(low, data, unusual):
             end = find(b"\n", start)
             end = len(data) if end < 0 else end
-            if self._holds_all(low, data, start, end):
+            odd = bisect.bisect_left(unusual, start) < bisect.bisect_left(unusual, end)
+            if self._holds_all(low, data, start, end, odd):
                 line += count(b"\n", counted, start)
                 counted = start
                 out.append((start, end, line))
         return out
 
-    def _starts(self, low: bytes, data: bytes) -> Iterator[int]:
-        """The start of each line holding the first word, else a role's bytes, else of
-        every line."""
+    def _starts(self, low: bytes, data: bytes, unusual: list[int]) -> Iterator[int]:
+        """The start of each line holding the first word (plainly, or where it may be
+        spelled otherwise), else a role's bytes, else of every line; in order."""
         plan = self.plan
         if not plan.words and not plan.roles:
             yield from _line_starts(data)
             return
-        forms, text = (plan.words[0], low) if plan.words else (plan.roles, data)
-        find, rfind = text.find, text.rfind
-        if len(forms) == 1:
-            needle = forms[0]
-            at = find(needle)
-            while at >= 0:
-                yield rfind(b"\n", 0, at) + 1
-                newline = find(b"\n", at)  # no form holds a line break
-                if newline < 0:
+        rfind = data.rfind
+        if not plan.words:
+            pattern = re.compile(b"|".join(re.escape(f) for f in plan.roles))
+            at = 0
+            while (hit := pattern.search(data, at)) is not None:
+                yield rfind(b"\n", 0, hit.start()) + 1
+                at = data.find(b"\n", hit.start())
+                if at < 0:
                     return
-                at = find(needle, newline)
             return
-        pattern = re.compile(b"|".join(re.escape(f) for f in forms))
-        at = 0
-        while (hit := pattern.search(text, at)) is not None:
-            yield rfind(b"\n", 0, hit.start()) + 1
-            at = find(b"\n", hit.start())
-            if at < 0:
-                return
+        starts = self._plain_starts(low, plan.words[0].plain) if plan.words[0].plain else []
+        if unusual:
+            odd = {rfind(b"\n", 0, at) + 1 for at in unusual}
+            starts = sorted(odd.union(starts))
+        yield from starts
 
-    def _holds_all(self, low: bytes, data: bytes, start: int, end: int) -> bool:
+    @staticmethod
+    def _plain_starts(low: bytes, needle: bytes) -> list[int]:
+        find, rfind = low.find, low.rfind
+        starts: list[int] = []
+        at = find(needle)
+        while at >= 0:
+            starts.append(rfind(b"\n", 0, at) + 1)
+            newline = find(b"\n", at)  # a word holds no line break
+            if newline < 0:
+                break
+            at = find(needle, newline)
+        return starts
+
+    def _holds_all(self, low: bytes, data: bytes, start: int, end: int, odd: bool) -> bool:
+        """Whether the line holds every word (``odd``: it holds unusual bytes, so a word
+        may be spelled there otherwise than plainly) and a role's bytes."""
         plan = self.plan
         if plan.roles and not any(data.find(r, start, end) >= 0 for r in plan.roles):
             return False
-        for forms in plan.words:
-            if len(forms) == 1:
-                if not _outside_keys(low, forms[0], start, end):
-                    return False
-            elif not any(low.find(f, start, end) >= 0 for f in forms):
-                return False
+        for word in plan.words:
+            if word.plain is not None and _outside_keys(low, word.plain, start, end):
+                continue
+            if odd and word.pattern.search(data, start, end) is not None:
+                continue
+            return False
         return True
 
     def _judge(

@@ -6,11 +6,11 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import Session
+from ..core.listing import Skipped
 from ..core.paths import sessions_root
 from ..errors import PinbError
 
@@ -108,14 +108,6 @@ def warn_skipped(skipped: list[tuple[str, str]], *, stacklevel: int) -> None:
 
 #: A session, a file, a folder, a glob, or an iterable of those.
 SessionSources = Session | str | os.PathLike[str] | Iterable[Session | str | os.PathLike[str]]
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A source that could not be read, and why."""
-
-    path: str
-    reason: str
 
 
 def iter_sessions(source: SessionSources, skipped: list[Skipped]) -> Iterator[Session]:

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_MEMO",
     "content_words",
     "fact_words",
+    "forget_fact_words",
     "has_content_words",
     "identifiers_in",
     "normal_identifier",
@@ -151,6 +152,12 @@ def remember_fact_words(text: str, words: tuple[str, ...]) -> None:
     if len(_FACT_WORDS) >= MAX_MEMO:
         _FACT_WORDS.clear()
     _FACT_WORDS[text] = words
+
+
+def forget_fact_words() -> None:
+    """Let the kept :func:`fact_words` go: a walk over many spans calls it after each one
+    is judged (a later span's facts are other texts), so they never pile up."""
+    _FACT_WORDS.clear()
 
 
 # -- names and numbers ---------------------------------------------------------------------

@@ -326,17 +326,25 @@ def cmd_frames(args: argparse.Namespace) -> int:
 
 def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
-    from ..analysis.retention import session_retention
+    from ..analysis.retention import iter_session_retention
     from ..core.jsontext import json_text
     from ..views.retention import retention_text
 
     session = open_session_file(args.file)
-    reports = session_retention(session)
+    # Each report printed as it is made and let go: one compaction's span in memory.
+    shown = 0
+    for report in iter_session_retention(session):
+        if args.json:
+            # The list ``json_text(reports, indent=1)`` prints, an item at a time.
+            item = json_text(report.to_dict(), indent=1).replace("\n", "\n ")
+            write(("[\n " if not shown else ",\n ") + item)
+        else:
+            write(("\n\n" if shown else "") + retention_text(report, max(0, args.rows)))
+        shown += 1
     if args.json:
-        say(json_text([r.to_dict() for r in reports], indent=1))
-        return 0
-    if not reports:
+        write("\n]\n" if shown else "[]\n")
+    elif shown:
+        write("\n")
+    else:
         say(f"no compactions in {args.file}")
-        return 0
-    say("\n\n".join(retention_text(r, max(0, args.rows)) for r in reports))
     return 0

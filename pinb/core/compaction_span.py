@@ -237,23 +237,28 @@ def compaction_splits(
     the messages (:func:`split_at_cut`'s own walk); the context at the compaction is built
     for its chars/4 figure.
     """
-    from .accounting import estimated_by_role
-
     chosen = session.entries if entries is None else entries
     for entry in chosen:
-        if entry.type != "compaction":
-            continue
-        parent = entry.raw.get("parentId")
-        before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
-        span, summarized_messages, kept_messages = _split(before, entry.raw.get("firstKeptEntryId"))
-        after = session.build_context(entry.id)
-        yield CompactionSplit(
-            entry=entry,
-            before=before,
-            after=after,
-            span=span,
-            summarized_messages=summarized_messages,
-            kept_messages=kept_messages,
-            estimated_before=sum(estimated_by_role(before).values()),
-            estimated_after=sum(estimated_by_role(after).values()),
-        )
+        if entry.type == "compaction":
+            # Made in a function of its own: while the caller holds a split, this frame
+            # holds none of it, so a split the caller lets go is gone (its contexts too).
+            yield _compaction_split(session, entry)
+
+
+def _compaction_split(session: Any, entry: Entry) -> CompactionSplit:
+    from .accounting import estimated_by_role
+
+    parent = entry.raw.get("parentId")
+    before = session.build_context(parent) if parent else SessionContext(pi=session.pi)
+    span, summarized_messages, kept_messages = _split(before, entry.raw.get("firstKeptEntryId"))
+    after = session.build_context(entry.id)
+    return CompactionSplit(
+        entry=entry,
+        before=before,
+        after=after,
+        span=span,
+        summarized_messages=summarized_messages,
+        kept_messages=kept_messages,
+        estimated_before=sum(estimated_by_role(before).values()),
+        estimated_after=sum(estimated_by_role(after).values()),
+    )

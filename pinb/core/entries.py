@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from .jsontext import short_repr
@@ -10,7 +13,7 @@ from .wire import MISSING, loads_line
 if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
     from .models import EntryModel
 
-__all__ = ["ARCHIVE_TYPE", "MISSING", "NAVIGATE_TYPE", "Entry", "id_key"]
+__all__ = ["ARCHIVE_TYPE", "MISSING", "NAVIGATE_TYPE", "Entry", "id_key", "transient_decoding"]
 
 #: ``customType`` of the inert entry pinb appends to record a move of the leaf.
 NAVIGATE_TYPE = "pinb.navigate"
@@ -20,6 +23,39 @@ ARCHIVE_TYPE = "pinb.archive"
 
 #: ``Entry._value`` of an object line: the value is the line's ``raw`` dict itself.
 _SAME: Any = object()
+#: Lazy lines decoded inside :func:`transient_decoding`, with what makes them lazy again.
+_DECODED: ContextVar[list[tuple[Entry, Any, Any]] | None] = ContextVar(
+    "pinb_transient_decoding", default=None
+)
+
+
+@contextlib.contextmanager
+def transient_decoding() -> Iterator[Callable[[], int]]:
+    """Let lazily opened lines decoded inside the block go back to their lazy state.
+
+    The function it gives (``release()``) returns every line decoded since the block
+    began (or since the last release) to what :meth:`Entry.lazy` made: its bytes and
+    head, its JSON object let go, decoded again when next read (an equal object, not the
+    same one). A walk over a long session (every compaction's report) holds then only the
+    part it is reading, not every line of the file decoded. Only this thread's and this
+    task's decoding is recorded; lines decoded before the block stay decoded.
+    """
+    decoded: list[tuple[Entry, Any, Any]] = []
+    token = _DECODED.set(decoded)
+
+    def release() -> int:
+        count = 0
+        for entry, source, head in decoded:
+            if entry._raw is not None:
+                entry._raw, entry._model, entry._source, entry._head = None, None, source, head
+                count += 1
+        decoded.clear()
+        return count
+
+    try:
+        yield release
+    finally:
+        _DECODED.reset(token)
 
 
 def id_key(value: object) -> object:
@@ -102,6 +138,9 @@ class Entry:
             raise ValueError(f"line {self.line}: the line no longer parses ({exc})") from exc
         if value.__class__ is not dict:  # pragma: no cover - the head was an object's
             raise ValueError(f"line {self.line}: the line is no longer a JSON object")
+        recording = _DECODED.get()
+        if recording is not None:
+            recording.append((self, source, self._head))
         self._raw = value
         self._source = None
         self._head = None

@@ -25,6 +25,7 @@ __all__ = [
     "ListingRead",
     "Progress",
     "SessionInfo",
+    "Skipped",
     "list_all_sessions",
     "list_sessions",
     "most_recent_session",
@@ -121,13 +122,25 @@ class ListingMark:
 @dataclass(frozen=True)
 class ListingRead:
     """What :func:`read_listing` found: the row (``None``: not a Pi session), the mark to
-    go on from next time (``None``: none can be kept), the bytes it read, and whether it
-    went on from an earlier mark."""
+    go on from next time (``None``: none can be kept), the bytes it read, whether it
+    went on from an earlier mark, and why the file could not be read (``None``: it was)."""
 
     info: SessionInfo | None
     mark: ListingMark | None
     bytes_read: int
     resumed: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out of a listing, a search or a report, and why (said, never silent)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
 
 
 def _datetime(ms: int | None) -> datetime | None:
@@ -213,8 +226,10 @@ def read_listing(
     try:
         with open_regular(file_path) as handle:  # a FIFO named *.jsonl is skipped, not waited on
             return _read_listing(handle, file_path, text, since)
-    except OSError:  # gone, unreadable or not a regular file: not listed, as before
+    except FileNotFoundError:  # gone since it was found: not listed
         return ListingRead(None, None, 0, False)
+    except OSError as exc:  # unreadable: not listed, and the caller says why
+        return ListingRead(None, None, 0, False, error=exc.strerror or str(exc))
 
 
 def _read_listing(

@@ -418,3 +418,30 @@ def test_only_damage_is_a_reason_to_remove_the_file(tmp_path: Path) -> None:
     finally:
         holder.close()
     assert is_busy(busy) and not is_damage(busy)
+
+
+def test_a_looping_link_is_left_out_with_a_note_in_the_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _corpus(count=6)
+    other = sessions_root() / "--p2--"
+    (other / "a.jsonl").symlink_to(other / "b.jsonl")
+    (other / "b.jsonl").symlink_to(other / "a.jsonl")
+    loops = {str(other / "a.jsonl"), str(other / "b.jsonl")}
+    with SessionCatalog(build=None) as catalog:
+        rows = catalog.sessions()
+        assert {s.path for s in catalog.skipped} == loops
+        assert {s.reason for s in catalog.skipped} == {"a symbolic link that loops"}
+        for using in ("scan", "index"):
+            hits = catalog.search("parser", sessions_root() / "--p0--", using=using)
+            assert hits and {s.path for s in hits.skipped} == loops
+    assert len(rows) == 6 + len(CASES)
+    assert {s.path for s in search("parser", limit=5).skipped} == loops
+    assert len(list_indexed()) == len(rows)
+    noted = [w for w in _warnings(caplog) if "symbolic link that loops" in w]
+    assert {w.split(": ")[1] for w in noted} == loops  # "note: PATH: why; left out …"
+    # Once the links are gone, nothing is left out.
+    for link in loops:
+        Path(link).unlink()
+    with SessionCatalog(build=None) as catalog:
+        assert catalog.search("parser").skipped == [] and catalog.skipped == []

@@ -356,3 +356,84 @@ def test_the_quick_readings_are_the_regular_expressions() -> None:
         assert words.has_content_words(text, 3) == has_ref(text, 3), text
         assert words.identifiers_in(text) == names_ref(text), text
         assert facts._constraint(text) == bool(facts._CONSTRAINT.search(text)), text
+
+
+#: Commands a reviewer found the fact extraction quadratic on, or would be: long runs of
+#: whitespace around and between the operators that chain commands.
+_LONG_RUNS = {
+    "spaces": "ls" + " " * 16_000 + "src",
+    "40 KB of spaces": " " * 40_000 + "pytest -q tests/test_app.py",
+    "alternating": "&& " * 8_000 + "make test",
+    "operators and runs": ("&&" + " " * 1_000 + "||" + "\t" * 1_000 + ";" + "\n" * 500) * 20
+    + "cargo test parser",
+    "a pipe of spaces": "grep -r parser src |" + " " * 40_000 + "| wc -l",
+}
+
+
+def test_long_whitespace_runs_finish_and_give_the_right_facts(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.analysis.conftest import assistant, tool_result, user
+
+    session = Session.create("/w", tmp_path)
+    session.append_message(user("please" + " " * 40_000 + "never delete the parser tests"))
+    for n, command in enumerate(_LONG_RUNS.values()):
+        session.append_message(assistant("", calls=((f"c{n}", "bash", {"command": command}),)))
+        output = " " * 40_000 + "\n" + "\t" * 40_000 + "\nError: boom " + str(n)
+        session.append_message(tool_result(f"c{n}", "bash", output, error=n == 0))
+    session.append_message(assistant("Fixed" + " " * 40_000 + "3 tests in 340 ms for the parser"))
+    keep = session.append_message(user("and now the docs")).id
+    session.append_compaction("ls src; make test; cargo test parser", keep, 1000)
+    # A process, so a hang is stopped (a regular expression holds the interpreter lock).
+    result = subprocess.run(
+        [sys.executable, "-m", "pinb.cli", "compactions", str(session.require_path()), "--json"],
+        capture_output=True, text=True, timeout=600,  # a hang guard only
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [report] = json.loads(result.stdout)
+    facts = {(f["kind"], f["text"]): f for f in report["facts"]}
+    for command in _LONG_RUNS.values():
+        assert facts[("command", command.strip())]["detail"] in ("failed", "ok")
+    assert facts[("command", _LONG_RUNS["spaces"])]["detail"] == "failed"
+    assert facts[("command", _LONG_RUNS["spaces"])]["summary"] == "verbatim"  # "ls src"
+    assert facts[("command", _LONG_RUNS["alternating"])]["summary"] == "paraphrased"  # make test
+    assert facts[("error", "Error: boom 0")]["detail"] == "bash"
+    assert ("instruction", "please never delete the parser tests") in facts
+    assert ("decision", "Fixed 3 tests in 340 ms for the parser") in facts
+    assert ("number", "340 ms") in facts and ("number", "3 tests") in facts
+    assert [command_parts(c) for c in _LONG_RUNS.values()] == [
+        ("ls", "src"),
+        ("pytest", "tests/test_app.py"),
+        ("make test", None),
+        ("cargo test", "parser"),
+        ("grep", "parser"),
+    ]
+
+
+def test_a_walk_over_every_compaction_holds_one_span_not_the_file(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from pinb.analysis.retention import iter_session_retention
+    from pinb.testing.generate import SessionShape, generate_session
+
+    peaks = []
+    for entries in (2_000, 8_000):  # spans of about 250 entries either way
+        shape = SessionShape(entries=entries, main_depth=entries, tool_result_chars=200,
+                             compaction_every=250, branch_every=0)  # fmt: skip
+        session = Session.open(generate_session(tmp_path / f"{entries}.jsonl", shape, seed=1))
+        lazy = [e for e in session.entries if not e.decoded]
+        tracemalloc.start()
+        try:
+            held = tracemalloc.get_traced_memory()[0]
+            reports = sum(1 for _ in iter_session_retention(session))
+            peaks.append(tracemalloc.get_traced_memory()[1] - held)
+        finally:
+            tracemalloc.stop()
+        assert reports == sum(e.type == "compaction" for e in session.entries) > entries // 300
+        assert not any(e.decoded for e in lazy)  # the walk leaves the lines as it found them
+    # Four times the file and the compactions; the memory of one span, and the session's
+    # own bookkeeping (a few bytes an entry). Holding every line decoded, or every span's
+    # facts, made it four times too.
+    assert peaks[1] < 2 * peaks[0], peaks

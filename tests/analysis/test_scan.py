@@ -188,16 +188,92 @@ def test_a_scan_agrees_with_the_index_on_a_generated_corpus() -> None:
             assert _seen(catalog.search(query, limit=100_000, using="scan")) == _seen(index)
 
 
-def test_what_a_byte_scan_cannot_see_is_found_by_the_index() -> None:
-    # The index folds accents; a scan looks for the letters as typed (documented).
-    s = Session.create("/home/dev/accents", sessions_root() / "--accents--")
-    s.append_message(user("my résumé is ready"))
-    s.append_message(user("the RESUME is ready"))
+#: Each word's forms, as texts of a session write them and as a query may type them: the
+#: capitals and small letters of many scripts, Turkish dotted and dotless i, German sharp s,
+#: a ligature, compatibility characters (the Kelvin and Ångström signs, fullwidth, Roman
+#: numerals, circled and mathematical letters), accents precomposed and combining.
+SCRIPTS = {
+    "cyrillic": ("Москва", "МОСКВА", "москва", "мОсКвА"),
+    "greek": ("Σίσυφος", "ΣΊΣΥΦΟΣ", "σίσυφος", "σίσυφοσ", "ΣΙΣΥΦΟΣ", "σισυφος"),
+    "armenian": ("Երևան", "ԵՐԵՎԱՆ", "երեւան", "երևան"),
+    "georgian": ("თბილისი", "ᲗᲑᲘᲚᲘᲡᲘ", "ႧႡႨႪႨႱႨ", "ⴇⴁⴈⴊⴈⴑⴈ"),
+    "cherokee": ("ᏣᎳᎩ", "ꮳꮃꭹ", "Ꮳꮃꭹ"),
+    "deseret": ("𐐔𐐯𐑅𐐨𐑉𐐯𐐻", "𐐼𐐯𐑅𐐨𐑉𐐯𐐻", "𐐔𐐇𐐝𐐀𐐡𐐇𐐓"),
+    "osage": ("𐒰𐓘𐓂𐓏", "𐓘𐓘𐓂𐓏"),
+    "turkish": ("İstanbul", "ISTANBUL", "istanbul", "ıstanbul", "İSTANBUL", "i\u0307stanbul"),
+    "german": ("Straße", "STRASSE", "strasse", "STRAẞE", "straße"),
+    "ligature": ("ﬁle", "file", "FILE", "ﬁ"),
+    "kelvin": ("\u212aelvin", "Kelvin", "KELVIN", "kelvin"),
+    "angstrom": ("\u212bngström", "Ångström", "angstrom", "ÅNGSTRÖM"),
+    "fullwidth": ("ＰＡＲＳＥＲ", "ｐａｒｓｅｒ", "Ｐａｒｓｅｒ"),
+    "roman": ("Ⅻ", "ⅻ", "XII"),
+    "circled": ("Ⓟⓐⓡⓢⓔⓡ", "ⓟⓐⓡⓢⓔⓡ"),
+    "mathematical": ("𝐩𝐚𝐫𝐬𝐞𝐫", "𝐏𝐀𝐑𝐒𝐄𝐑", "𝑝𝑎𝑟𝑠𝑒𝑟"),
+    "accents": ("résumé", "RÉSUMÉ", "resume", "Re\u0301sume\u0301", "RE\u0301SUME\u0301"),
+    "vietnamese": ("Tiếng Việt", "TIẾNG VIỆT", "tieng viet", "Tie\u0302\u0301ng"),
+}
+
+
+def _scripts(root: Path) -> None:
+    """Each form of each word in a session's messages (user, assistant, a tool call's
+    command and its result), once as Pi writes the file (UTF-8) and once as an ASCII-only
+    writer does (every other character a ``\\u`` escape)."""
+    s = Session.create("/home/dev/scripts", root / "--scripts--")
+    for n, forms in enumerate(SCRIPTS.values()):
+        for k, form in enumerate(forms):
+            s.append_message(user(f"the word {form} here"))
+            call = (f"c{n}-{k}", "bash", {"command": f"grep -r {form} notes/"})
+            s.append_message(assistant(f"{form}: found it", calls=(call,)))
+            s.append_message(tool_result(f"c{n}-{k}", "bash", f"notes/{n}.md: {form}"))
+    lines = s.require_path().read_text(encoding="utf-8").splitlines()
+    escaped = root / "--scripts-escaped--" / "escaped.jsonl"
+    escaped.parent.mkdir()
+    header = json.loads(lines[0]) | {"id": "escaped-" + json.loads(lines[0])["id"]}
+    body = [json.dumps(json.loads(line)) for line in lines[1:]]
+    escaped.write_text("\n".join([json.dumps(header), *body]) + "\n", encoding="ascii")
+
+
+def test_a_scan_folds_every_script_as_the_index_does() -> None:
+    _scripts(sessions_root())
+    queries = {q for forms in SCRIPTS.values() for f in forms for q in (f, f.lower(), f.upper())}
+    queries |= {f"{q[:3]}*" for q in list(queries) if len(q) > 3}
+    queries |= {'"tiếng việt"', '"TIENG VIET"', "parser", "word москва", "kelvin -ångström", "ß"}
+    found = {}
     with SessionCatalog(build=None) as catalog:
-        index = catalog.search("resume", using="index")
-        scan = catalog.search("resume", using="scan")
-    assert {h.snippet for h in index} == {"my «résumé» is ready", "the «RESUME» is ready"}
-    assert [h.snippet for h in scan] == ["the «RESUME» is ready"]
+        catalog.search("word", using="index")  # the whole index, built once
+        for query in sorted(queries):
+            for fold in (True, False):
+                index = catalog.search(query, limit=100_000, fold=fold, using="index")
+                scan = catalog.search(query, limit=100_000, fold=fold, using="scan")
+                assert _seen(scan) == _seen(index), (query, fold)
+            found[query] = {h.snippet for h in index}  # each copy its own (not folded)
+        # Without numpy, and with the files read in small pieces: the same hits.
+        files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns)
+                 for p in sessions_root().glob("*/*.jsonl")]  # fmt: skip
+        for query in ("москва", "kelvin", "résumé", "σίσυφος", "word", "ß", "istanbul"):
+            index = catalog.search(query, limit=100_000, using="index")
+            for vectors, batch in ((False, 8 << 20), (True, 700), (False, 700)):
+                scan = scan_search(query, parse_query(query), files, root=sessions_root(),
+                                   limit=100_000, fold=True, vectors=vectors, batch=batch)  # fmt: skip
+                assert _seen(scan) == _seen(index), (query, vectors, batch)
+    # The rule itself, as the index has it: case by FTS5's own table, Latin diacritics
+    # folded, nothing folded by compatibility or by str.casefold's extra rules.
+    def words(query: str) -> set[str]:
+        return {hit for hit in found[query] if hit.startswith("the word")}
+
+    assert words("москва") == {f"the word «{f}» here" for f in SCRIPTS["cyrillic"]}
+    assert words("kelvin") == {f"the word «{f}» here" for f in SCRIPTS["kelvin"]}
+    assert "the word «Re\u0301sume\u0301» here" in words("résumé")
+    assert words("istanbul") == {
+        f"the word «{f}» here" for f in ("İstanbul", "ISTANBUL", "istanbul", "İSTANBUL",
+                                          "i\u0307stanbul")
+    }  # fmt: skip
+    assert words("straße") == {"the word «Straße» here", "the word «STRAẞE» here",
+                               "the word «straße» here"}  # fmt: skip
+    assert words("σίσυφος") == {f"the word «{f}» here" for f in SCRIPTS["greek"][:4]}
+    assert words("ꮳꮃꭹ") == {"the word «ꮳꮃꭹ» here"}  # FTS5 folds no Cherokee
+    assert not words("parser") and not words("ⓟⓐⓡⓢⓔⓡ")  # no compatibility folding
+    assert sum(map(len, found.values())) > 500
 
 
 def test_hits_come_before_the_index_is_built_which_later_searches_use() -> None:

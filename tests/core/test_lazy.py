@@ -320,3 +320,37 @@ def index_pi(pi: str) -> Any:
     from pinb.core.target import Pi
 
     return Pi.resolve(pi)
+
+
+def test_lines_decoded_for_now_go_back_to_their_bytes(tmp_path: Path) -> None:
+    import threading
+
+    from pinb.core.entries import transient_decoding
+
+    path = generate_session(
+        tmp_path / "s.jsonl", SessionShape(entries=600, main_depth=400, branch_every=40), seed=6
+    )
+    session = Session.open(path)
+    lines = path.read_text().splitlines()
+    before = [e for e in session.entries if e.decoded]
+    lazy_ones = [e for e in session.entries if not e.decoded]
+    elsewhere = lazy_ones[-1]
+    with transient_decoding() as release:
+        seen = [e.raw for e in lazy_ones[:50]]
+        worker = threading.Thread(target=lambda: elsewhere.raw)  # another thread's decoding
+        worker.start()
+        worker.join()
+        assert all(e.decoded for e in lazy_ones[:50]) and session.entries[0].raw
+        assert release() == 50
+        assert not any(e.decoded for e in lazy_ones[:50])
+        assert release() == 0  # each line once
+    assert elsewhere.decoded  # only this thread's decoding was recorded
+    assert all(e.decoded for e in before)  # what was decoded before the block stays so
+    for entry, raw in zip(lazy_ones[:50], seen, strict=True):
+        again = entry.raw  # decoded again: an equal object, not the same one
+        assert again == raw == json.loads(lines[entry.line - 1]) and again is not raw
+        assert entry.role == raw["message"]["role"] and entry.id == raw["id"]
+    assert lazy_ones[60].raw  # decoded outside a block: nothing lets it go
+    with transient_decoding() as release:
+        pass
+    assert lazy_ones[60].decoded and release() == 0
