@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pinb.core import Session, build_session_context, estimate_context_tokens, estimate_tokens
-from pinb.core.models import parse_entry
+from pinb.core.format.models import parse_entry
 from pinb.testing.generate import SessionShape, generate_session
 
 HERE = Path(__file__).resolve().parent

@@ -36,7 +36,7 @@ def _text(rng: random.Random, words: int) -> str:
 
 
 def _session_lines(rng: random.Random, cwd: str, start: datetime) -> list[bytes]:
-    from pinb.core.store import serialize_line
+    from pinb.core.file.read import serialize_line
 
     def iso(t: datetime) -> str:
         return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -76,8 +76,8 @@ def _turn(rng: random.Random, turn: int, now: datetime) -> list[dict[str, Any]]:
 
 def generate(root: Path, count: int, projects: int = 20) -> list[Path]:
     """``count`` sessions spread over ``projects`` project folders under ``root``."""
-    from pinb.core.paths import encode_cwd, session_file_name
-    from pinb.core.store import atomic_write_lines
+    from pinb.core.file.paths import encode_cwd, session_file_name
+    from pinb.core.file.read import atomic_write_lines
 
     rng = random.Random(8)
     base = datetime(2025, 1, 1, tzinfo=UTC)
@@ -105,7 +105,7 @@ def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 def bench_listing(root: Path, count: int, runs: int) -> float:
     from pinb.analysis.index import SessionCatalog, default_index_path, list_indexed, search
-    from pinb.core import listing
+    from pinb.core.file import listing
 
     size = sum(p.stat().st_size for p in root.glob("*/*.jsonl"))
     rows: list[tuple[str, float, str]] = []

@@ -21,7 +21,7 @@ from typing import Any
 
 from pinb.agent.events import AgentEnd, ModelEvent, ToolEnd, ToolStart, TurnStart
 from pinb.agent.tool import ToolResult
-from pinb.core.entries import Entry
+from pinb.core.format.entries import Entry
 from pinb.llm import TextDelta, ToolCallEnd, ToolCallStart
 from pinb.notebook.live import LiveRun
 

@@ -279,7 +279,7 @@ def _summary(rng: random.Random, span: dict[str, deque[str]]) -> str:
 
 def realistic_session(entries: int = 100_000, depth: int = 60_000) -> Path:
     """The big session's tree with realistic text (made once into ``benchmarks/data``)."""
-    from pinb.core.store import serialize_line
+    from pinb.core.file.read import serialize_line
     from pinb.testing.generate import SessionShape
 
     path = DATA / f"realistic-{entries}.jsonl"
@@ -332,8 +332,8 @@ def parts(
     """
     from pinb.analysis import facts as facts_module
     from pinb.analysis.retention import retention_of_text, span_messages
-    from pinb.core import compaction_span
-    from pinb.core.accounting import estimated_by_role
+    from pinb.core.compaction import span as compaction_span
+    from pinb.core.context.accounting import estimated_by_role
 
     start = clock()
     spans = []
@@ -548,7 +548,7 @@ def floor(path: Path, runs: int) -> list[tuple[str, str]]:
     from pinb.analysis import facts, words
     from pinb.analysis.retention import session_retention
     from pinb.core import Session
-    from pinb.core.compaction_span import compaction_splits
+    from pinb.core.compaction.span import compaction_splits
     from pinb.core.gc import gc_paused
 
     session = Session.open(path)

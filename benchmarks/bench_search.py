@@ -66,8 +66,8 @@ def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 def generate(agent: Path, count: int) -> dict[str, int]:
     """``count`` session files: ~60% stories, ~25% generated sessions, ~15% forks of stories."""
+    from pinb.core.file.paths import sessions_dir_for
     from pinb.core.forks import clone_session, fork_session
-    from pinb.core.paths import sessions_dir_for
     from pinb.testing import SessionShape, generate_session
     from pinb.testing.story import write_story_session
 
@@ -129,8 +129,8 @@ def planted_corpus() -> Path:
     texts and a tool call's command, written ``zyzzyva``, ``Zyzzyva`` or ``ZYZZYVA``."""
     import random
 
-    from pinb.core.store import serialize_line
-    from pinb.core.wire import loads_line
+    from pinb.core.file.read import serialize_line
+    from pinb.core.js.wire import loads_line
 
     sys.path.insert(0, str(HERE))
     from bench_vs_pi import listing_corpus

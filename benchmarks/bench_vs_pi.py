@@ -85,8 +85,8 @@ def listing_corpus(count: int = LISTING_SESSIONS, projects: int = LISTING_PROJEC
     Sizes vary from a few dozen entries to about five hundred (mean ≈ 265, so the corpus is
     about 490 MB), each session started at its own time, so the listing's order is real.
     """
-    from pinb.core.paths import encode_cwd, session_file_name
-    from pinb.core.wire import loads_line
+    from pinb.core.file.paths import encode_cwd, session_file_name
+    from pinb.core.js.wire import loads_line
 
     agent = DATA / f"listing-{count}"
     done = agent / ".complete"
@@ -266,7 +266,7 @@ def print_open(rows: list[dict[str, Any]]) -> None:
 
 
 def _forget_index(agent: Path) -> None:
-    from pinb.core import listing
+    from pinb.core.file import listing
 
     shutil.rmtree(agent / "pinb-cache", ignore_errors=True)
     listing._cache.clear()
@@ -283,7 +283,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any, float]:
 
 def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
     from pinb.analysis.index import SessionCatalog, list_indexed, search
-    from pinb.core import listing
+    from pinb.core.file import listing
 
     agent = listing_corpus()
     files = list((agent / "sessions").glob("*/*.jsonl"))
@@ -356,7 +356,7 @@ QUERIES = (
 def _query_times(agent: Path, runs: int = 3) -> list[tuple[str, float, int]]:
     """``(query, median ms, hits)`` of each of :data:`QUERIES` (``True``: one project)."""
     from pinb.analysis.index import search
-    from pinb.core.paths import encode_cwd
+    from pinb.core.file.paths import encode_cwd
 
     project = agent / "sessions" / encode_cwd("/home/dev/project-3")
     rows = []

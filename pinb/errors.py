@@ -10,7 +10,7 @@ The tree::
     │   ├── EntryNotFoundError             an id that is not in the session (entry_id)
     │   ├── InvalidEntryError              an entry that does not validate (on append)
     │   ├── SessionLockError               the file lock could not be taken in time
-    │   │   └── LockFileRefusedError (pinb.core.lock_files)  a lock file or folder unsafe to use
+    │   │   └── LockFileRefusedError (pinb.core.file.lock_files)  a lock file or folder unsafe to use
     │   ├── ChatLinkError (pinb.chat.link) a chat's link names no session file that opens
     │   └── NotPersistedError              the operation needs a session file on disk
     ├── CompactionError                    compaction was asked for but cannot happen

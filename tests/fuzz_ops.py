@@ -98,7 +98,7 @@ def _core(path: Path) -> None:
 
 
 def _views(path: Path) -> None:
-    from pinb.core.listing import read_session_info
+    from pinb.core.file.listing import read_session_info
     from pinb.views import (
         CompactionView,
         ContextBreakdown,

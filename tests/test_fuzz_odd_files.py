@@ -22,7 +22,7 @@ import zlib
 
 import pytest
 
-from pinb.core.paths import sessions_root
+from pinb.core.file.paths import sessions_root
 from pinb.testing.fuzz import odd_session_bytes
 from tests.fuzz_ops import OPERATIONS, run_all
 

@@ -71,7 +71,7 @@ def test_the_command_line_parses_without_session_code(argv: list[str]) -> None:
 def test_a_command_loads_what_it_uses_and_nothing_of_the_other_commands(tmp_path: Path) -> None:
     path = generate_session(tmp_path / "s.jsonl", SessionShape(entries=40, main_depth=30), seed=1)
     modules = _loaded(f"from pinb.cli import main\nmain(['context', {str(path)!r}])")
-    assert "pinb.core.session" in modules and "pinb.core.context" in modules
+    assert "pinb.core.session" in modules and "pinb.core.context.build" in modules
     others = ("pinb.memory.store", "pinb.analysis", "pinb.views", "pinb.llm", "pinb.agent")
     assert [m for m in modules if m.startswith(others)] == []
     assert _heavy(modules) == []

@@ -241,8 +241,8 @@ def test_loads_by_name_are_the_listed_ones() -> None:
 def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
     # The walker on a module that imports the views from inside a function.
     source = tmp_path / "reports.py"
-    source.write_text("def show():\n    from ..views import CompactionView\n")
-    walker = _Walker("pinb.core.reports", False, PKG / "core" / "reports.py")
+    source.write_text("def show():\n    from ...views import CompactionView\n")
+    walker = _Walker("pinb.core.compaction.reports", False, PKG / "core" / "reports.py")
     walker.path = PKG / "core" / "reports.py"
     walker.visit(ast.parse(source.read_text()))
     (imp,) = walker.imports

@@ -26,9 +26,9 @@ import pytest
 
 from pinb.cli import main
 from pinb.core import Session
-from pinb.core.context import current_system_message
-from pinb.core.paths import sessions_root
-from pinb.core.wire import dumps, loads
+from pinb.core.context.build import current_system_message
+from pinb.core.file.paths import sessions_root
+from pinb.core.js.wire import dumps, loads
 from pinb.memory import MemoryStore, memory_prompt_section
 from pinb.memory.records import default_db_path
 from pinb.testing.conformance import answer

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session, compact, navigate
+from pinb.core.file.read import serialize_line
 from pinb.core.forks import fork_from
-from pinb.core.store import serialize_line
 from tests.core.helpers import assistant, tool_result, user
 from tests.core.test_pi_conformance import compare
 from tests.pi.reference import PiReference

@@ -29,7 +29,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 
 from pinb.core import Session
-from pinb.core.trash import trashed_as
+from pinb.core.file.trash import trashed_as
 
 from .pi.loop import MODEL, PiLoop
 from .pi.reference import PiReference

@@ -1,6 +1,6 @@
 """Compaction that works on a small window: a summary request that fits, and a plan that finds work.
 
-Pi's planner (`pinb.core.compaction.prepare_compaction`) and Pi's summary prompts stay as
+Pi's planner (`pinb.core.compaction.plan.prepare_compaction`) and Pi's summary prompts stay as
 they are. Around them, for the agent and ``%pi compact``:
 
 - `FittedSummarizer` makes every summary request fit the model's window. The summary
@@ -10,7 +10,7 @@ they are. Around them, for the agent and ``%pi compact``:
   when even that cannot work (more than `MAX_PASSES` passes, or no room at all) the
   extractive summarizer writes it, saying so in its first line.
 - `compact_to_fit` compacts on the one plan every command and view shows
-  (`pinb.core.operations.plan_to_fit`: Pi's cut, the keep fitted so that beside the system
+  (`pinb.core.compaction.operations.plan_to_fit`: Pi's cut, the keep fitted so that beside the system
   prompt and tools the compaction ends below the threshold, a smaller keep when Pi's own
   keeps everything), with its summary request fitted.
 """
@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import Session
-from ..core.compaction import serialize_conversation
-from ..core.operations import compact, plan_to_fit, summary_cap
-from ..core.reports import CompactionReport
-from ..core.summarize import (
+from ..core.compaction.operations import compact, plan_to_fit, summary_cap
+from ..core.compaction.plan import serialize_conversation
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.summarize import (
     SUMMARIZER_SYSTEM_PROMPT,
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -34,7 +34,7 @@ from ..core.summarize import (
     SummaryKind,
     build_prompt,
 )
-from ..core.tokens import CompactionSettings
+from ..core.context.tokens import CompactionSettings
 from ..errors import NothingToCompactError, SummaryCutError
 from ..llm.limits import limit_margin
 
@@ -242,7 +242,7 @@ def compact_to_fit(
     reason: str = "manual",
     context_window: int | None = None,
 ) -> CompactionReport:
-    """Compact on the one plan (:func:`pinb.core.operations.plan_to_fit`), with summary
+    """Compact on the one plan (:func:`pinb.core.compaction.operations.plan_to_fit`), with summary
     requests that fit the window.
 
     The plan is the one ``%pi whatif`` shows as its "current settings" column and ``%pi

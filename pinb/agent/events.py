@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.entries import Entry
-from ..core.reports import CompactionReport
+from ..core.compaction.reports import CompactionReport
+from ..core.format.entries import Entry
 from .tool import ToolResult
 
 if TYPE_CHECKING:
-    from ..core.accounting import ContextUsage
+    from ..core.context.accounting import ContextUsage
 
 __all__ = [
     "AgentEnd",
@@ -166,7 +166,7 @@ class AgentEnd:
         ``this run (N requests): input · output · cache · cost`` (``~`` marks pinb's
         estimate where the server reported no usage), the output limit when the window cut
         it, and ``context now:`` :meth:`ContextUsage.describe
-        <pinb.core.accounting.ContextUsage.describe>` after the run.
+        <pinb.core.context.accounting.ContextUsage.describe>` after the run.
         """
         usage = self.usage
         mark = "~" if self.usage_estimated else ""

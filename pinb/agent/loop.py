@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Session
-from ..core.compaction import prepare_compaction
-from ..core.context import SessionContext
-from ..core.entries import Entry
-from ..core.operations import compaction_due
-from ..core.reports import CompactionReport
-from ..core.summarize import ModelSummarizer, Summarizer
-from ..core.tokens import CompactionSettings, estimate_tokens
-from ..core.writers import Holder, SessionBusyError, turn_holder
+from ..core.compaction.operations import compaction_due
+from ..core.compaction.plan import prepare_compaction
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.summarize import ModelSummarizer, Summarizer
+from ..core.context.build import SessionContext
+from ..core.context.tokens import CompactionSettings, estimate_tokens
+from ..core.file.writers import Holder, SessionBusyError, turn_holder
+from ..core.format.entries import Entry
 from ..errors import NothingToCompactError
 from ..llm.limits import OutputLimit, choose_output_limit
 from ..llm.overflow import is_context_overflow, window_from_error

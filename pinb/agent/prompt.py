@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.paths import agent_dir
+from ..core.file.paths import agent_dir
 
 __all__ = ["build_system_prompt", "context_files", "prompt_sections"]
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core import Session
-from ..core.entries import Entry
-from ..core.paths import read_settings
-from ..core.target import Pi
+from ..core.file.paths import read_settings
+from ..core.format.entries import Entry
+from ..core.format.target import Pi
 from ..errors import PinbError
 from ..llm.retry import RetryPolicy, is_retryable_error
 from ..llm.types import CancelToken, Done

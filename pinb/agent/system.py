@@ -3,7 +3,7 @@
 The first request of a session stores one system message with every prompt section and
 tool declaration; a later change of prompt or tools stores only what changed (sections
 by name, ``null`` for a removed one; ``toolsAdded`` / ``toolsRemoved``). Replaying the
-branch's system messages (`pinb.core.context.current_system_message`) gives the prompt
+branch's system messages (`pinb.core.context.build.current_system_message`) gives the prompt
 in force, so a resumed session appends nothing when nothing changed.
 """
 
@@ -44,7 +44,7 @@ def system_patch(
     """The system message to append so that the branch's prompt becomes these sections and tools.
 
     ``current`` is the branch's replayed system message
-    (:meth:`~pinb.core.context.SessionContext.system_message`). ``None`` when it already
+    (:meth:`~pinb.core.context.build.SessionContext.system_message`). ``None`` when it already
     matches. Key order is Pi's: ``role``, ``content``, ``sections``, ``timestamp``,
     ``toolsAdded``, ``toolsRemoved``.
     """

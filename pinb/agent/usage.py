@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.context import SessionContext
-from ..core.tokens import estimate_tokens
+from ..core.context.build import SessionContext
+from ..core.context.tokens import estimate_tokens
 from ..llm.types import ModelCost, make_usage
 
 __all__ = ["estimate_usage", "reported_nothing"]

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ..core.entries import Entry, id_key
-from ..core.listing import read_session_info
+from ..core.file.listing import read_session_info
+from ..core.format.entries import Entry, id_key
+from ..core.js.wire import js_truthy
 from ..core.session import Session
-from ..core.wire import js_truthy
 
 __all__ = ["ancestor_files", "file_relation", "shared_prefix"]
 

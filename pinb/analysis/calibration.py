@@ -3,7 +3,7 @@
 Each reply with usage is a point: the prompt it reports (:func:`prompt_tokens_of_usage`)
 against the chars/4 estimate of the context at its parent, the context it was sent,
 accounted as every view does it (``estimated_tokens`` of
-:func:`~pinb.core.accounting.context_usage`). See :class:`CalibrationRow` for what is
+:func:`~pinb.core.context.accounting.context_usage`). See :class:`CalibrationRow` for what is
 honest to conclude from the points.
 """
 
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounting import context_usage
-from ..core.context import SessionContext, extend_context
-from ..core.entries import Entry
+from ..core.context.accounting import context_usage
+from ..core.context.build import SessionContext, extend_context
+from ..core.context.tokens import estimate_tokens
+from ..core.format.entries import Entry
+from ..core.format.tree import TreeNode
 from ..core.session import Session
-from ..core.tokens import estimate_tokens
-from ..core.tree import TreeNode
 from ..display import Displayable
 from ..render.graph import node_key
 from .sources import SessionSources, Skipped, iter_sessions
@@ -257,7 +257,7 @@ def usage_calibration(source: SessionSources) -> Calibration:
 
     Each reply with usage (failed and aborted replies aside) is a point: its reported
     prompt (:func:`prompt_tokens_of_usage`) against the chars/4 estimate of the context at
-    its parent, the context it was sent (:func:`~pinb.core.accounting.context_usage`).
+    its parent, the context it was sent (:func:`~pinb.core.context.accounting.context_usage`).
     """
     calibration = Calibration()
     for session in iter_sessions(source, calibration.skipped):

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from ..core.listing import (
+from ..core.file.listing import (
     ListingMark,
     ListingRead,
     Progress,
@@ -31,7 +31,7 @@ from ..core.listing import (
     read_listing,
     read_session_info,
 )
-from ..core.paths import agent_dir, sessions_root
+from ..core.file.paths import agent_dir, sessions_root
 from .schema import _MARK_COLUMNS, _SESSION_COLUMNS, SCHEMA_VERSION, make_tables
 from .sidecar import (
     BUSY_STEP,
@@ -239,7 +239,7 @@ class ListingCatalog:
     degraded:
         Why the index file is not used this time (``None``: it is, or none was asked for).
     skipped:
-        What the last listing or search left out, and why (:class:`~pinb.core.listing.Skipped`:
+        What the last listing or search left out, and why (:class:`~pinb.core.file.listing.Skipped`:
         a looping or broken link, a FIFO or device, a file or folder that cannot be read);
         each is also logged as one warning line.
 

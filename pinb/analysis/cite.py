@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.context import entry_to_message
-from ..core.entries import Entry
-from ..core.jsontext import value_text
+from ..core.context.build import entry_to_message
+from ..core.format.entries import Entry
+from ..core.js.jsontext import value_text
+from ..core.js.wire import parse_js_date
 from ..core.session import Session
-from ..core.wire import parse_js_date
 from .lineage import entry_key
 
 __all__ = ["BODY_LIMIT", "Citation", "IndexedEntry", "index_entries", "indexed_entries"]

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounting import ContextUsage, context_usage
-from ..core.context import entry_messages
+from ..core.compaction.fileops import FileOperations
+from ..core.context.accounting import ContextUsage, context_usage
+from ..core.context.build import entry_messages
+from ..core.context.tokens import estimate_tokens
 from ..core.describe import KEY_ARGUMENTS
-from ..core.entries import Entry, id_key
-from ..core.fileops import FileOperations
-from ..core.jsontext import value_text
+from ..core.format.entries import Entry, id_key
+from ..core.js.jsontext import value_text
+from ..core.js.wire import js_truthy
 from ..core.session import Session
-from ..core.tokens import estimate_tokens
-from ..core.wire import js_truthy
 from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, entry_tokens, node_key

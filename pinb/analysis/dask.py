@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from ..core.listing import session_info_from_bytes
-from ..core.store import is_valid_header
-from ..core.wire import JS_WHITESPACE, loads
+from ..core.file.listing import session_info_from_bytes
+from ..core.file.read import is_valid_header
+from ..core.js.wire import JS_WHITESPACE, loads
 from ..errors import PinbError, SessionFileError, UsageError
 from .frames import (
     COMPACTION_COLUMNS,

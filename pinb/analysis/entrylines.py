@@ -96,8 +96,8 @@ def entries_of_bytes(path: str, data: bytes, *, quiet: bool = False) -> list[Ind
 def appended_entries(path: str, size: int, lines: int, tail: str) -> Read | None:
     """The entries of the lines appended to a file since ``size`` bytes of it were indexed,
     or ``None`` when it did not just grow (then it is read whole)."""
-    from ..core.entries import Entry
-    from ..core.store import parse_lines
+    from ..core.file.read import parse_lines
+    from ..core.format.entries import Entry
 
     try:
         with open(path, "rb") as handle:
@@ -131,8 +131,8 @@ def appended_entries(path: str, size: int, lines: int, tail: str) -> Read | None
 
 def _current_header(line: bytes) -> bool:
     """A version 3 header: the file's entries are read as they stand (no migration)."""
-    from ..core.store import is_valid_header
-    from ..core.wire import loads_line
+    from ..core.file.read import is_valid_header
+    from ..core.js.wire import loads_line
 
     try:
         header = loads_line(line)
@@ -179,8 +179,8 @@ def texts_at(hits: list[tuple[int, str, int, int | None, str | None]]) -> dict[i
 def _text_at(
     handle: IO[bytes], path: str, line: int, offset: int, entry_id: str | None
 ) -> str | None:
-    from ..core.entries import Entry
-    from ..core.wire import loads_line
+    from ..core.format.entries import Entry
+    from ..core.js.wire import loads_line
 
     try:
         value = loads_line(line_at(handle, offset))

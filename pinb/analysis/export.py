@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Session
-from ..core.atomic import replace_file
-from ..core.context import UNSET
+from ..core.context.build import UNSET
+from ..core.context.system_prompt import system_summary
 from ..core.describe import entry_kind, entry_preview, kind_name
-from ..core.entries import MISSING, Entry
-from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
-from ..core.system_prompt import system_summary
-from ..core.wire import parse_js_date
+from ..core.file.atomic import replace_file
+from ..core.format.entries import MISSING, Entry
+from ..core.js.jsontext import SHOWN_DEPTH, json_text, value_text
+from ..core.js.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
 from ..render.markdown import (
     clean,

@@ -38,9 +38,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..core.compaction.fileops import FileOperations
 from ..core.describe import node_key, one_line
-from ..core.entries import Entry
-from ..core.fileops import FileOperations
+from ..core.format.entries import Entry
 from .words import (
     MAX_FACT_WORDS,
     content_words,

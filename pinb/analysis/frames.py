@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import Session, estimate_context_tokens, estimate_tokens
-from ..core.context import UNSET, entry_to_message
-from ..core.entries import MISSING, Entry
-from ..core.jsontext import json_text, value_text
-from ..core.listing import SessionInfo, read_session_info
-from ..core.tokens import context_tokens_of_usage
-from ..core.wire import parse_js_date
+from ..core.context.build import UNSET, entry_to_message
+from ..core.context.tokens import context_tokens_of_usage
+from ..core.file.listing import SessionInfo, read_session_info
+from ..core.format.entries import MISSING, Entry
+from ..core.js.jsontext import json_text, value_text
+from ..core.js.wire import parse_js_date
 from .lineage import Lineage, session_lineage
 from .sources import Progress, collect_rows, session_paths, warn_skipped
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.describe import one_line as _short
-from ..core.listing import SessionInfo, Skipped
+from ..core.file.listing import SessionInfo, Skipped
 from ..display import Displayable
 from .cite import Citation
 from .query import SearchQuery
@@ -126,7 +126,7 @@ class SearchResults(Displayable, list[SearchHit]):
         :class:`~pinb.analysis.building.IndexBuild`), or ``None``.
     skipped:
         Files under the sessions folder left out, and why (a looping or broken link, a
-        FIFO, a file that cannot be read: :class:`~pinb.core.listing.Skipped`); each was
+        FIFO, a file that cannot be read: :class:`~pinb.core.file.listing.Skipped`); each was
         also logged as a warning line.
     """
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.listing import Progress, SessionInfo
+from ..core.file.listing import Progress, SessionInfo
 from .catalog import (
     ListingCatalog,
     RefreshStats,
@@ -661,7 +661,7 @@ def list_indexed(
     with_text: bool = False,
     progress: Progress | None = None,
 ) -> list[SessionInfo]:
-    """Indexed listing: the same rows as ``pinb.core.listing``, fast once warm.
+    """Indexed listing: the same rows as ``pinb.core.file.listing``, fast once warm.
 
     ``folder`` limits to one project folder; by default every project under the root.
     ``progress`` as for :class:`SessionCatalog`.

@@ -2,7 +2,7 @@
 
 For each ``compaction`` entry (every branch of every session given) the ledger puts Pi's
 recorded ``tokensBefore`` beside figures pinb recomputes with the accounting every view
-uses (:func:`pinb.core.accounting.context_usage`):
+uses (:func:`pinb.core.context.accounting.context_usage`):
 
 - ``before_estimate`` / ``after_estimate``: the chars/4 estimate (``estimated_tokens``) of
   the context built with the compaction's parent as the leaf, and with the compaction
@@ -16,7 +16,7 @@ uses (:func:`pinb.core.accounting.context_usage`):
   ``next_request_estimate`` is chars/4 of the context sent with it, for comparison.
 - ``summary_tokens`` / ``checkpoint_tokens``: what the compaction entry itself sends right
   after it, its summary and (Pi 1.x) its share of the system prompt it replays, by the
-  core's one rule (:func:`pinb.core.compaction_span.compaction_cost`); their sum is the
+  core's one rule (:func:`pinb.core.compaction.span.compaction_cost`); their sum is the
   size the tree and the context views show for the compaction's row.
 
 What a compaction summarized is read from those two contexts: the entries that left the
@@ -42,16 +42,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounting import context_usage, estimated_by_role
-from ..core.compaction import find_turn_start
-from ..core.compaction_span import CompactionSplit, compaction_cost, compaction_splits
-from ..core.context import SessionContext
-from ..core.entries import Entry
+from ..core.compaction.plan import find_turn_start
+from ..core.compaction.span import CompactionSplit, compaction_cost, compaction_splits
+from ..core.context.accounting import context_usage, estimated_by_role
+from ..core.context.build import SessionContext
+from ..core.context.tokens import estimate_tokens
+from ..core.format.entries import Entry
+from ..core.format.target import Pi
 from ..core.gc import gc_paused
+from ..core.js.wire import js_truthy
 from ..core.session import Session
-from ..core.target import Pi
-from ..core.tokens import estimate_tokens
-from ..core.wire import js_truthy
 from ..display import Displayable
 from ..render.graph import node_key
 from .calibration import (
@@ -143,7 +143,7 @@ class CompactionRecord:
 
     Token figures are described in the module docstring. ``summarized_*`` count what
     went into the summary (system messages aside, the previous summary aside; the core's
-    :func:`~pinb.core.compaction_span.compaction_span`), ``summarized_tokens`` is their
+    :func:`~pinb.core.compaction.span.compaction_span`), ``summarized_tokens`` is their
     chars/4. ``lost_entries`` counts entries that left the
     context without reaching the summarizer (Pi v0.58.3 only: it summarizes from the
     previous compaction on, not from its kept entries). ``kept_thinking`` describes the
@@ -284,7 +284,7 @@ def compaction_record(
     split: CompactionSplit | None = None,
 ) -> CompactionRecord:
     """The ledger row of one ``compaction`` entry (``active``: the session's active path;
-    ``split``: the entry read back, :func:`~pinb.core.compaction_span.compaction_splits`;
+    ``split``: the entry read back, :func:`~pinb.core.compaction.span.compaction_splits`;
     ``retention``: its retention report; each read when not given)."""
     if active is None:
         active = _active(session)

@@ -32,11 +32,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..core.entries import MISSING, Entry
-from ..core.jsontext import value_text
+from ..core.file.trash import in_trash, trashed_as
+from ..core.format.entries import MISSING, Entry
+from ..core.js.jsontext import value_text
+from ..core.js.wire import JS_WHITESPACE, loads
 from ..core.session import Session
-from ..core.trash import in_trash, trashed_as
-from ..core.wire import JS_WHITESPACE, loads
 from ..errors import PinbError
 
 __all__ = [

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import Session
-from ..core.context import UNSET
-from ..core.jsontext import value_text
-from ..core.tokens import context_tokens_of_usage
+from ..core.context.build import UNSET
+from ..core.context.tokens import context_tokens_of_usage
+from ..core.js.jsontext import value_text
 from .frames import SessionSource, open_session, tokens_after_compaction
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """What a compaction kept: every fact of the span it replaced, scored against its summary.
 
-The span is the core's one count (:func:`pinb.core.compaction_span.split_at_cut`, read back
-for every compaction of a session by :func:`~pinb.core.compaction_span.compaction_splits`):
+The span is the core's one count (:func:`pinb.core.compaction.span.split_at_cut`, read back
+for every compaction of a session by :func:`~pinb.core.compaction.span.compaction_splits`):
 the entries from the previous compaction's kept start (or the root) to
 ``firstKeptEntryId``, a split turn's prefix included, with the messages the summarizer was
 given. Its facts
@@ -17,7 +17,7 @@ Scores:
 - ``facts_per_1k``: facts the summary keeps per 1,000 summary tokens (chars/4).
 
 Token figures are the project's one measure: chars/4 of the context before (at the
-compaction's parent) and after (at the compaction), :func:`pinb.core.accounting.
+compaction's parent) and after (at the compaction), :func:`pinb.core.context.accounting.
 estimated_by_role`, as :class:`~pinb.views.CompactionView` and the ledger show them;
 ``tokens_before`` is Pi's recorded figure, as recorded.
 
@@ -35,14 +35,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ..core.compaction_span import CompactionSplit, compaction_splits, split_at_cut
-from ..core.context import UNSET, SessionContext
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.span import CompactionSplit, compaction_splits, split_at_cut
+from ..core.context.build import UNSET, SessionContext
+from ..core.context.tokens import estimate_tokens
 from ..core.describe import node_key
-from ..core.entries import Entry, transient_decoding
+from ..core.format.entries import Entry, transient_decoding
 from ..core.gc import gc_paused
-from ..core.reports import CompactionReport
 from ..core.session import Session
-from ..core.tokens import estimate_tokens
 from ..display import Displayable
 from ..errors import UsageError
 from .facts import FACT_KINDS, Fact, FactCache, extract_facts
@@ -313,7 +313,7 @@ def span_messages(
 ) -> tuple[list[tuple[Entry, list[Any]]], list[Any], int]:
     """``(summarized, kept messages, summarized entry count)`` of a cut of ``before``.
 
-    The entries are the core's count (:func:`~pinb.core.compaction_span.split_at_cut`),
+    The entries are the core's count (:func:`~pinb.core.compaction.span.split_at_cut`),
     each with the messages it sent the model (context edits applied, system messages out).
     """
     span = split_at_cut(before, first_kept_id)
@@ -404,7 +404,7 @@ def split_retention(
     session: Session, split: CompactionSplit, cache: FactCache | None = None
 ) -> RetentionReport:
     """The retention report of a compaction already read back
-    (:func:`~pinb.core.compaction_span.compaction_splits`), for a caller that walks them."""
+    (:func:`~pinb.core.compaction.span.compaction_splits`), for a caller that walks them."""
     raw = split.entry.raw
     summarized = list(zip(split.span.summarized, split.summarized_messages, strict=True))
     kept = [m for sent in split.kept_messages for m in sent]
@@ -490,7 +490,7 @@ def plan_retention(
 def session_retention(session: Session) -> list[RetentionReport]:
     """The retention report of every compaction of ``session`` (every branch), in file order.
 
-    Each context is walked once (:func:`~pinb.core.compaction_span.compaction_splits`), and
+    Each context is walked once (:func:`~pinb.core.compaction.span.compaction_splits`), and
     a message read for one span is not read again for the next (Pi 1.6 summarizes the
     previous kept range again). :func:`iter_session_retention` gives them one at a time.
     """

@@ -29,7 +29,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.listing import Progress, SessionInfo, Skipped, read_listing, session_info_from_bytes
+from ..core.file.listing import (
+    Progress,
+    SessionInfo,
+    Skipped,
+    read_listing,
+    session_info_from_bytes,
+)
 from .catalog import SearchTimeoutError, _dt, _stored_info, _text, _ts
 from .cite import Citation
 from .hits import OnHit, SearchHit, SearchResults, fts_snippets, mark

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.entries import Entry
-from ..core.store import is_valid_header, parse_line
-from ..core.wire import loads_line
+from ..core.file.read import is_valid_header, parse_line
+from ..core.format.entries import Entry
+from ..core.js.wire import loads_line
 from .catalog import _text
 from .cite import IndexedEntry, index_entries
 from .folding import Spelling, spelling, word_tokens

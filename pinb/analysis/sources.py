@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Session
-from ..core.listing import Skipped
-from ..core.paths import sessions_root
+from ..core.file.listing import Skipped
+from ..core.file.paths import sessions_root
 from ..errors import PinbError
 
 __all__ = [

@@ -6,7 +6,7 @@ session itself (its citations are the file's lines):
 
 - **Pi's plan** under each keep budget (the current settings, and others given), with
   the offline :class:`~pinb.core.ExtractiveSummarizer` writing the summary: Pi's cut
-  (:func:`pinb.core.operations.plan_to_fit`), a summary that needs no model;
+  (:func:`pinb.core.compaction.operations.plan_to_fit`), a summary that needs no model;
 - **Pi's prompt** (:class:`~pinb.core.ModelSummarizer`) at the current settings' cut,
   when a model is given;
 - **observation masking** at the current settings' cut, as JetBrains measured it ("The
@@ -26,14 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ..core.accounting import estimated_by_role
-from ..core.context import SessionContext
-from ..core.operations import compact
-from ..core.reports import CompactionReport
+from ..core.compaction.operations import compact
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.summarize import ModelSummarizer, Summarizer
+from ..core.context.accounting import estimated_by_role
+from ..core.context.build import SessionContext
+from ..core.context.tokens import CompactionSettings
+from ..core.file.read import serialize_line
 from ..core.session import Session
-from ..core.store import serialize_line
-from ..core.summarize import ModelSummarizer, Summarizer
-from ..core.tokens import CompactionSettings
 from ..errors import PinbError
 from .facts import FactCache, extract_facts
 from .retention import (
@@ -370,7 +370,7 @@ def compare_strategies(
     extractive / masking:
         Include the offline summaries / observation masking.
     fit:
-        As :func:`~pinb.core.operations.plan_to_fit` (``False``: Pi's plan as Pi makes it).
+        As :func:`~pinb.core.compaction.operations.plan_to_fit` (``False``: Pi's plan as Pi makes it).
 
     Raises
     ------

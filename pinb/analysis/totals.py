@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..core.entries import MISSING, Entry
+from ..core.format.entries import MISSING, Entry
+from ..core.js.wire import parse_js_date
 from ..core.session import Session
-from ..core.wire import parse_js_date
 from ..errors import UsageError
 from .frames import (
     Progress,

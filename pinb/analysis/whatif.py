@@ -1,6 +1,6 @@
 """What would a compaction at this leaf cut under other settings? Replayed with the one planner.
 
-Every column comes from :func:`pinb.core.operations.plan_to_fit`, the planner ``%pi
+Every column comes from :func:`pinb.core.compaction.operations.plan_to_fit`, the planner ``%pi
 compact`` uses: Pi's cut (:func:`pinb.core.plan_compaction`) for the settings, with the keep
 fitted to a small window and made smaller when the settings' own keep everything. The first
 column is the **current settings** (what ``%pi compact`` will do, fitted to the window the
@@ -22,17 +22,17 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.accounting import ContextUsage, context_usage
-from ..core.entries import Entry
-from ..core.operations import (
+from ..core.compaction.operations import (
     CompactionPlan,
     load_compaction_settings,
     plan_to_fit,
 )
-from ..core.reports import CompactionReport
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.summarize import ExtractiveSummarizer, Summarizer
+from ..core.context.accounting import ContextUsage, context_usage
+from ..core.context.tokens import CompactionSettings, estimate_tokens, should_compact
+from ..core.format.entries import Entry
 from ..core.session import Session
-from ..core.summarize import ExtractiveSummarizer, Summarizer
-from ..core.tokens import CompactionSettings, estimate_tokens, should_compact
 from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.graph import entry_preview, node_key
@@ -385,9 +385,9 @@ def what_if(
         Where the current settings came from, in words (a default says it).
     plan_window:
         The window the planner fits the keep to (default: ``context_window``), as
-        :func:`~pinb.core.operations.plan_to_fit` is given it by ``%pi compact``.
+        :func:`~pinb.core.compaction.operations.plan_to_fit` is given it by ``%pi compact``.
     reason / fit:
-        As :func:`~pinb.core.operations.plan_to_fit` takes them (``fit=False``: Pi's plan
+        As :func:`~pinb.core.compaction.operations.plan_to_fit` takes them (``fit=False``: Pi's plan
         with the settings as they are, the way the user's own Pi compacts).
     compact_summarizer:
         The summarizer ``%pi compact`` would use, to name it beside the one used here.

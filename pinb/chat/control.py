@@ -9,7 +9,7 @@ from typing import Any
 
 from ..agent import AgentEnd
 from ..agent.events import AgentEvent
-from ..core.writers import SessionBusyError
+from ..core.file.writers import SessionBusyError
 from ..errors import PinbError
 from ..llm import CancelToken
 

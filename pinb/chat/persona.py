@@ -44,7 +44,7 @@ from jupyter_ai_persona_manager import (
 from jupyterlab_chat.models import ChatMessageAction, Message, MimeModel, NewMessage
 from traitlets import Bool, Enum, Int, List, Unicode
 
-from ..core.writers import SessionBusyError
+from ..core.file.writers import SessionBusyError
 from ..errors import PinbError
 from ..llm.secrets import redact_secrets
 from ..render.html import escape

@@ -7,7 +7,7 @@ Markdown at any moment. The model's text keeps its Markdown through pinb's one p
 :class:`~pinb.render.markdown.MarkdownStream`); tool names, arguments, results, notices and
 errors are literal text. The footer carries the facts a cell's footer carries: what the
 run was billed, and how full the context is now (:meth:`ContextUsage.describe
-<pinb.core.accounting.ContextUsage.describe>`, with the window and where it came from).
+<pinb.core.context.accounting.ContextUsage.describe>`, with the window and where it came from).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..agent.events import (
     TurnStart,
     retry_line,
 )
-from ..core.accounting import ContextUsage
+from ..core.context.accounting import ContextUsage
 from ..core.describe import KEY_ARGUMENTS, one_line
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallEnd, ToolCallStart
 from ..render.markdown import MarkdownStream

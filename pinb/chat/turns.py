@@ -39,11 +39,11 @@ from ..core import (
     Session,
     load_compaction_settings,
 )
-from ..core.accounting import ContextUsage, context_usage
-from ..core.entries import Entry
-from ..core.jsontext import visible
-from ..core.opening import open_session_file, session_path
-from ..core.writers import SessionBusyError, SessionHold, describe_process, hold_current
+from ..core.context.accounting import ContextUsage, context_usage
+from ..core.file.opening import open_session_file, session_path
+from ..core.file.writers import SessionBusyError, SessionHold, describe_process, hold_current
+from ..core.format.entries import Entry
+from ..core.js.jsontext import visible
 from ..errors import PinbError, SessionFileError
 from ..llm import ChatModel, get_model
 from ..llm.offline import OFFLINE_MODEL, OfflineDemoModel
@@ -530,9 +530,9 @@ class ChatSession:
     def goto(self, given: str) -> Any:
         """Move the session to entry ``given`` (an id or its prefix), as ``%pi goto`` does:
         back to turns another writer's entries left off the path, say. Returns the
-        :class:`~pinb.core.reports.BranchReport`; raises :class:`SessionBusyError` while
+        :class:`~pinb.core.compaction.reports.BranchReport`; raises :class:`SessionBusyError` while
         another writer holds the session."""
-        from ..core.operations import entry_id, navigate
+        from ..core.compaction.operations import entry_id, navigate
 
         session, _ = self.require_session()
         with session.turn("moving the leaf", role="chat", who=self.who) as turn:

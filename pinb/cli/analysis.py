@@ -129,7 +129,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     """
     from ..analysis.hits import SearchHit, SearchResults
     from ..analysis.index import SEARCH_TIMEOUT, search
-    from ..core.paths import sessions_dir_for
+    from ..core.file.paths import sessions_dir_for
 
     text = " ".join(args.text)
     folder = None if args.all else sessions_dir_for(os.getcwd())
@@ -239,7 +239,7 @@ class _Progress:
 def cmd_export(args: argparse.Namespace) -> int:
     """``pinb export FILE --html|--md|--ipynb [-o OUT] [--leaf ID] [--tree]``."""
     from ..analysis.export import write_export
-    from ..core.context import UNSET
+    from ..core.context.build import UNSET
 
     leaf = args.leaf if args.leaf is not None else UNSET
     session = open_session_file(args.file)
@@ -300,7 +300,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_frames(args: argparse.Namespace) -> int:
     """``pinb frames KIND [SOURCE...] [--all] --parquet OUT [--dask]``."""
-    from ..core.paths import sessions_dir_for, sessions_root
+    from ..core.file.paths import sessions_dir_for, sessions_root
 
     source: Any = list(args.source) or (
         sessions_root() if args.all else sessions_dir_for(os.getcwd())
@@ -327,7 +327,7 @@ def cmd_frames(args: argparse.Namespace) -> int:
 def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
     from ..analysis.retention import iter_session_retention
-    from ..core.jsontext import json_text
+    from ..core.js.jsontext import json_text
     from ..views.retention import retention_text
 
     session = open_session_file(args.file)

@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _message(exc: PinbError) -> str:
     """The error's one line; a busy file's says what the command did not do, and who holds it."""
     writers = sys.modules.get(
-        "pinb.core.writers"
+        "pinb.core.file.writers"
     )  # not loaded: not a busy file (parsing stays light)
     if writers is not None and isinstance(exc, writers.SessionBusyError):
         return f"{exc.path}: {exc.line('command')}"

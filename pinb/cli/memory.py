@@ -221,7 +221,7 @@ def _store(args: argparse.Namespace) -> MemoryStore:
 
 
 def _rm(args: argparse.Namespace, out: IO[str]) -> int:
-    from ..core.writers import holders
+    from ..core.file.writers import holders
     from ..memory.sessions import find_forks, remove_session
 
     store = _store(args) if getattr(args, "db", None) else None

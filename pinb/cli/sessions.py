@@ -13,7 +13,7 @@ from .output import say
 
 if TYPE_CHECKING:
     from ..core import Session
-    from ..core.listing import SessionInfo
+    from ..core.file.listing import SessionInfo
 
 __all__ = ["add_parser", "open_session_file"]
 
@@ -28,7 +28,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     # thousands of sessions fast once warm.
     from ..analysis.index import list_indexed
     from ..core.describe import one_line
-    from ..core.paths import sessions_dir_for
+    from ..core.file.paths import sessions_dir_for
     from ..render.progress import progress_for
 
     infos: list[SessionInfo] = list_indexed(
@@ -61,12 +61,12 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
 def open_session_file(file: str) -> Session:
     """Open a session file for a command, refusing what is not one.
 
-    The one check every opening of a named file makes (:func:`pinb.core.opening.open_session_file`:
+    The one check every opening of a named file makes (:func:`pinb.core.file.opening.open_session_file`:
     a regular file, readable, a session header; a FIFO or ``/dev/zero`` refused, never
     waited on), and an empty file is refused too: Pi would write a new session into it,
     but showing or exporting it would invent an id and a working directory.
     """
-    from ..core.opening import open_session_file as open_named
+    from ..core.file.opening import open_session_file as open_named
 
     session = open_named(file)
     loaded = session.loaded
@@ -81,7 +81,7 @@ def _open(args: argparse.Namespace) -> Session:
 
 def _legacy_notice(session: Session) -> None:
     """Say (on stderr) when the file predates version 3: its ids are pinb's, not the file's."""
-    from ..core.entries import MISSING
+    from ..core.format.entries import MISSING
 
     loaded = session.loaded
     before = loaded.version_before if loaded is not None else None
@@ -123,7 +123,7 @@ def _print_problems(session: Session) -> None:
 def _cmd_context(args: argparse.Namespace) -> int:
     from ..core import convert_to_llm
     from ..core.describe import message_preview
-    from ..core.jsontext import json_text, value_text
+    from ..core.js.jsontext import json_text, value_text
 
     session = _open(args)
     _legacy_notice(session)
@@ -156,7 +156,7 @@ def _window(args: argparse.Namespace, context: Any) -> tuple[int | None, str]:
 
 def _cmd_tokens(args: argparse.Namespace) -> int:
     from ..core import load_compaction_settings
-    from ..core.accounting import context_usage
+    from ..core.context.accounting import context_usage
 
     session = _open(args)
     context = session.build_context(_leaf(args, session))
@@ -181,7 +181,7 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
 def _cmd_compact(args: argparse.Namespace) -> int:
     from ..agent.compact import compact_to_fit
     from ..core import UNSET, ExtractiveSummarizer, load_compaction_settings
-    from ..core.operations import plan_to_fit
+    from ..core.compaction.operations import plan_to_fit
     from ..llm.limits import limit_margin
 
     session = _open(args)
@@ -265,7 +265,7 @@ def _report_json(report: Any) -> dict[str, Any]:
 
 
 def _print_files(read_files: list[Any], modified_files: list[Any]) -> None:
-    from ..core.jsontext import value_text
+    from ..core.js.jsontext import value_text
 
     # Pi's file tracking keeps a tool's path argument as it was, whatever its type.
     if read_files:

@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
-    from .branching import (
+    from .compaction.branch import (
         BRANCH_SUMMARY_PREAMBLE,
         NO_CONTENT_SUMMARY,
         BranchCollection,
@@ -18,7 +18,15 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
         collect_entries_for_branch_summary,
         prepare_branch_entries,
     )
-    from .compaction import (
+    from .compaction.fileops import FileOperations, format_file_operations
+    from .compaction.operations import (
+        compact,
+        compaction_due,
+        load_compaction_settings,
+        navigate,
+        plan_compaction,
+    )
+    from .compaction.plan import (
         CompactionPreparation,
         CutPoint,
         PlannedMessage,
@@ -28,7 +36,9 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
         serialize_conversation,
         valid_cut_points,
     )
-    from .context import (
+    from .compaction.reports import BranchReport, CompactionReport
+    from .compaction.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
+    from .context.build import (
         BRANCH_SUMMARY_PREFIX,
         BRANCH_SUMMARY_SUFFIX,
         COMPACTION_SUMMARY_PREFIX,
@@ -38,22 +48,7 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
         build_session_context,
         convert_to_llm,
     )
-    from .entries import Entry
-    from .fileops import FileOperations, format_file_operations
-    from .migrate import migrate_values
-    from .operations import (
-        compact,
-        compaction_due,
-        load_compaction_settings,
-        navigate,
-        plan_compaction,
-    )
-    from .paths import agent_dir, encode_cwd, session_file_name, sessions_dir_for, sessions_root
-    from .reports import BranchReport, CompactionReport
-    from .session import Session
-    from .summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
-    from .target import DEFAULT_PI, Pi, PiLike
-    from .tokens import (
+    from .context.tokens import (
         CompactionSettings,
         ContextEstimate,
         estimate_context_tokens,
@@ -62,7 +57,18 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
         should_compact,
         tokens_by_role,
     )
-    from .tree import Problem, SessionIndex, TreeNode
+    from .file.paths import (
+        agent_dir,
+        encode_cwd,
+        session_file_name,
+        sessions_dir_for,
+        sessions_root,
+    )
+    from .format.entries import Entry
+    from .format.migrate import migrate_values
+    from .format.target import DEFAULT_PI, Pi, PiLike
+    from .format.tree import Problem, SessionIndex, TreeNode
+    from .session import Session
 
 __all__ = [
     "BRANCH_SUMMARY_PREAMBLE",
@@ -127,61 +133,61 @@ __all__ = [
 #: runs this file first) stays cheap, and a command that needs two functions loads two
 #: modules, not the whole core.
 _HOMES: dict[str, str] = {
-    "BRANCH_SUMMARY_PREAMBLE": "branching",
-    "BRANCH_SUMMARY_PREFIX": "context",
-    "BRANCH_SUMMARY_SUFFIX": "context",
-    "BranchCollection": "branching",
-    "BranchPreparation": "branching",
-    "BranchReport": "reports",
-    "COMPACTION_SUMMARY_PREFIX": "context",
-    "COMPACTION_SUMMARY_SUFFIX": "context",
-    "CompactionPreparation": "compaction",
-    "CompactionReport": "reports",
-    "CompactionSettings": "tokens",
-    "ContextEstimate": "tokens",
-    "CutPoint": "compaction",
-    "DEFAULT_PI": "target",
-    "Entry": "entries",
-    "ExtractiveSummarizer": "summarize",
-    "FileOperations": "fileops",
-    "ModelSummarizer": "summarize",
-    "NO_CONTENT_SUMMARY": "branching",
-    "Pi": "target",
-    "PiLike": "target",
-    "PlannedMessage": "compaction",
-    "Problem": "tree",
+    "BRANCH_SUMMARY_PREAMBLE": "compaction.branch",
+    "BRANCH_SUMMARY_PREFIX": "context.build",
+    "BRANCH_SUMMARY_SUFFIX": "context.build",
+    "BranchCollection": "compaction.branch",
+    "BranchPreparation": "compaction.branch",
+    "BranchReport": "compaction.reports",
+    "COMPACTION_SUMMARY_PREFIX": "context.build",
+    "COMPACTION_SUMMARY_SUFFIX": "context.build",
+    "CompactionPreparation": "compaction.plan",
+    "CompactionReport": "compaction.reports",
+    "CompactionSettings": "context.tokens",
+    "ContextEstimate": "context.tokens",
+    "CutPoint": "compaction.plan",
+    "DEFAULT_PI": "format.target",
+    "Entry": "format.entries",
+    "ExtractiveSummarizer": "compaction.summarize",
+    "FileOperations": "compaction.fileops",
+    "ModelSummarizer": "compaction.summarize",
+    "NO_CONTENT_SUMMARY": "compaction.branch",
+    "Pi": "format.target",
+    "PiLike": "format.target",
+    "PlannedMessage": "compaction.plan",
+    "Problem": "format.tree",
     "Session": "session",
-    "SessionContext": "context",
-    "SessionIndex": "tree",
-    "Summarizer": "summarize",
-    "TreeNode": "tree",
-    "UNSET": "context",
-    "agent_dir": "paths",
-    "build_session_context": "context",
-    "collect_entries_for_branch_summary": "branching",
-    "compact": "operations",
-    "compaction_due": "operations",
-    "convert_to_llm": "context",
-    "encode_cwd": "paths",
-    "estimate_context_tokens": "tokens",
-    "estimate_projected_tokens": "tokens",
-    "estimate_tokens": "tokens",
-    "find_cut_point": "compaction",
-    "find_turn_start": "compaction",
-    "format_file_operations": "fileops",
-    "load_compaction_settings": "operations",
-    "migrate_values": "migrate",
-    "navigate": "operations",
-    "plan_compaction": "operations",
-    "prepare_branch_entries": "branching",
-    "prepare_compaction": "compaction",
-    "serialize_conversation": "compaction",
-    "session_file_name": "paths",
-    "sessions_dir_for": "paths",
-    "sessions_root": "paths",
-    "should_compact": "tokens",
-    "tokens_by_role": "tokens",
-    "valid_cut_points": "compaction",
+    "SessionContext": "context.build",
+    "SessionIndex": "format.tree",
+    "Summarizer": "compaction.summarize",
+    "TreeNode": "format.tree",
+    "UNSET": "context.build",
+    "agent_dir": "file.paths",
+    "build_session_context": "context.build",
+    "collect_entries_for_branch_summary": "compaction.branch",
+    "compact": "compaction.operations",
+    "compaction_due": "compaction.operations",
+    "convert_to_llm": "context.build",
+    "encode_cwd": "file.paths",
+    "estimate_context_tokens": "context.tokens",
+    "estimate_projected_tokens": "context.tokens",
+    "estimate_tokens": "context.tokens",
+    "find_cut_point": "compaction.plan",
+    "find_turn_start": "compaction.plan",
+    "format_file_operations": "compaction.fileops",
+    "load_compaction_settings": "compaction.operations",
+    "migrate_values": "format.migrate",
+    "navigate": "compaction.operations",
+    "plan_compaction": "compaction.operations",
+    "prepare_branch_entries": "compaction.branch",
+    "prepare_compaction": "compaction.plan",
+    "serialize_conversation": "compaction.plan",
+    "session_file_name": "file.paths",
+    "sessions_dir_for": "file.paths",
+    "sessions_root": "file.paths",
+    "should_compact": "context.tokens",
+    "tokens_by_role": "context.tokens",
+    "valid_cut_points": "compaction.plan",
 }
 
 

@@ -6,16 +6,16 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, UsageError
-from .context import UNSET, SessionContext, current_system_message
-from .entries import ARCHIVE_TYPE, Entry
-from .migrate import new_entry_id
-from .paths import iso_now
-from .target import Pi
-from .tree import SessionIndex
-from .wire import js_date_ms, js_trim
+from .context.build import UNSET, SessionContext, current_system_message
+from .file.paths import iso_now
+from .format.entries import ARCHIVE_TYPE, Entry
+from .format.migrate import new_entry_id
+from .format.target import Pi
+from .format.tree import SessionIndex
+from .js.wire import js_date_ms, js_trim
 
 if TYPE_CHECKING:
-    from .models import WireModel
+    from .format.models import WireModel
 
 __all__ = ["AppendMixin"]
 
@@ -60,7 +60,7 @@ class AppendMixin:
         if not isinstance(message, dict):
             return self._write({"type": "message", "message": message.to_wire()})
         if validate:
-            from .models import parse_message  # pydantic loads on the first typed check
+            from .format.models import parse_message  # pydantic loads on the first typed check
 
             try:
                 parse_message(message)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .context import entry_to_message
-from .entries import ARCHIVE_TYPE, MISSING, Entry
-from .jsontext import short_repr, value_text, visible
-from .system_prompt import system_summary
-from .target import Pi
-from .tokens import estimate_tokens
+from .context.build import entry_to_message
+from .context.system_prompt import system_summary
+from .context.tokens import estimate_tokens
+from .format.entries import ARCHIVE_TYPE, MISSING, Entry
+from .format.target import Pi
+from .js.jsontext import short_repr, value_text, visible
 
 __all__ = [
     "BOOKKEEPING",

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, SessionFileError
-from .entries import MISSING, Entry, id_key
-from .migrate import new_entry_id
-from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
+from .file.paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
+from .file.read import atomic_write_lines, serialize_line
+from .format.entries import MISSING, Entry, id_key
+from .format.migrate import new_entry_id
+from .format.target import Pi, PiLike
 from .session import Session, _new_header
-from .store import atomic_write_lines, serialize_line
-from .target import Pi, PiLike
 
 __all__ = ["clone_session", "create_branched_session", "fork_from", "fork_session", "user_text"]
 

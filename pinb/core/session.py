@@ -1,6 +1,6 @@
 """``Session``: one Pi session file — its entries, the current leaf, appends, navigation.
 
-A session is read with the rules of one Pi release (:class:`~pinb.core.target.Pi`, today's
+A session is read with the rules of one Pi release (:class:`~pinb.core.format.target.Pi`, today's
 Pi by default), migrated in memory, and appended to one line at a time under a file lock.
 A new session is written once it holds a conversation (a user or assistant message in Pi
 1.x, an assistant message in v0.58.3), without Pi's old duplicate-line defect (§12.2). As
@@ -23,28 +23,15 @@ from ..errors import (
     SessionFileError,
 )
 from .appends import AppendMixin
-from .context import (
+from .context.build import (
     UNSET,
     SessionContext,
     build_session_context,
     context_entries,
     extend_context,
 )
-from .entries import MISSING, NAVIGATE_TYPE, Entry, id_key
-from .gc import gc_paused
-from .jsontext import short_repr
-from .migrate import (
-    CURRENT_VERSION,
-    IdGenerator,
-    check_session_id,
-    migrate_values,
-    new_entry_id,
-    new_session_id,
-)
-from .paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
-from .persist import SessionFile
-from .sharing import SharedFileMixin, Turn, file_error
-from .store import (
+from .file.paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
+from .file.read import (
     LoadedFile,
     is_valid_header,
     load_session_bytes,
@@ -53,8 +40,21 @@ from .store import (
     split_entries,
     upgraded_lines,
 )
-from .target import Pi, PiLike
-from .tree import Problem, SessionIndex, TreeNode
+from .file.sharing import SharedFileMixin, Turn, file_error
+from .file.write import SessionFile
+from .format.entries import MISSING, NAVIGATE_TYPE, Entry, id_key
+from .format.migrate import (
+    CURRENT_VERSION,
+    IdGenerator,
+    check_session_id,
+    migrate_values,
+    new_entry_id,
+    new_session_id,
+)
+from .format.target import Pi, PiLike
+from .format.tree import Problem, SessionIndex, TreeNode
+from .gc import gc_paused
+from .js.jsontext import short_repr
 
 __all__ = ["NAVIGATE_TYPE", "Session"]
 
@@ -159,7 +159,7 @@ class Session(AppendMixin, SharedFileMixin):
             The ``.jsonl`` file.
         pi:
             The Pi release whose rules apply to everything done with the session: ``None``
-            (today's Pi, 1.6), ``"1.6"`` or ``"0.58"`` (see :class:`~pinb.core.target.Pi`).
+            (today's Pi, 1.6), ``"1.6"`` or ``"0.58"`` (see :class:`~pinb.core.format.target.Pi`).
         id_generator:
             Draws ids for entries of version 1 files (and for new entries); random by default.
         strict:
@@ -173,7 +173,7 @@ class Session(AppendMixin, SharedFileMixin):
             The file does not exist (use :meth:`create` for a new session).
         IsADirectoryError, SpecialFileError
             It is a folder, or a FIFO, device or socket (refused at once: opening never
-            waits on a FIFO, see :mod:`pinb.core.special`).
+            waits on a FIFO, see :mod:`pinb.core.file.special`).
         InvalidHeaderError
             The file is not empty but its first JSON line is not a session header.
         UnsupportedVersionError
@@ -311,7 +311,7 @@ class Session(AppendMixin, SharedFileMixin):
         pi: PiLike | None = None,
     ) -> Session:
         """Open the most recently modified session of ``cwd`` (or create a new one)."""
-        from .listing import most_recent_session
+        from .file.listing import most_recent_session
 
         cwd_text = resolve_cwd(cwd)
         folder = Path(sessions_dir) if sessions_dir is not None else sessions_dir_for(cwd_text)
@@ -455,7 +455,7 @@ class Session(AppendMixin, SharedFileMixin):
         """The context the model sees from ``leaf_id`` (default: the current leaf).
 
         ``None`` means "before the first entry" (empty). Options are passed to
-        :func:`~pinb.core.context.build_session_context`.
+        :func:`~pinb.core.context.build.build_session_context`.
         """
         leaf = self._leaf_id if leaf_id is UNSET else leaf_id
         own = leaf is self._leaf_id or (leaf == self._leaf_id and leaf is not None)
@@ -570,7 +570,7 @@ class Session(AppendMixin, SharedFileMixin):
         else:
             raw = {"type": kind, **base, **{k: v for k, v in fields.items() if k != "type"}}
         if kind != "message":
-            from .models import parse_entry  # pydantic loads on the first typed check
+            from .format.models import parse_entry  # pydantic loads on the first typed check
 
             try:
                 parse_entry(raw)
@@ -636,7 +636,7 @@ class Session(AppendMixin, SharedFileMixin):
                 )
             )
 
-    # -- conveniences over pinb.core.forks / pinb.core.operations -------------------------------
+    # -- conveniences over pinb.core.forks / pinb.core.compaction.operations -------------------------------
 
     def fork(
         self, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
@@ -657,8 +657,8 @@ class Session(AppendMixin, SharedFileMixin):
     def compact(
         self, summarizer: Any, instructions: str | None = None, settings: Any = None
     ) -> Any:
-        """Compact the active path; see :func:`pinb.core.operations.compact`."""
-        from .operations import compact
+        """Compact the active path; see :func:`pinb.core.compaction.operations.compact`."""
+        from .compaction.operations import compact
 
         return compact(self, summarizer, instructions, settings)
 
@@ -686,8 +686,8 @@ class Session(AppendMixin, SharedFileMixin):
         return compare_branches(self, a, b, other=other)
 
     def navigate(self, target_id: str, **options: Any) -> Any:
-        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.operations.navigate`."""
-        from .operations import navigate
+        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.compaction.operations.navigate`."""
+        from .compaction.operations import navigate
 
         return navigate(self, target_id, **options)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pinb.core.paths import agent_dir
+from pinb.core.file.paths import agent_dir
 from pinb.llm.errors import InvalidCredentialsError
 
 __all__ = [

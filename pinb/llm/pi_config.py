@@ -6,7 +6,7 @@ then as Pi writes its settings: under Pi's own lock (``<file>.lock``, proper-loc
 convention), reading the file again inside it and changing only what was asked, so a
 running Pi or a second pinb loses nothing; the file is replaced whole (a temporary file,
 then a rename), the previous version beside it as ``<name>.bak`` when asked
-(:func:`pinb.core.jsonfile.edit_json`).
+(:func:`pinb.core.file.jsonfile.edit_json`).
 
 Pi 1.6.0 uses a ``models.json`` model only when its provider (or the model) names an
 ``api`` and an ``apiKey``: a local server that needs no key still needs a placeholder
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pinb.core.jsonfile import Edited, edit_json, read_json_object
-from pinb.core.paths import agent_dir
-from pinb.core.tokens import CompactionSettings
+from pinb.core.context.tokens import CompactionSettings
+from pinb.core.file.jsonfile import Edited, edit_json, read_json_object
+from pinb.core.file.paths import agent_dir
 from pinb.errors import UserFileError
 
 __all__ = [

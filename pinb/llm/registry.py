@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pinb.core.paths import agent_dir
+from pinb.core.file.paths import agent_dir
 from pinb.errors import PinbError
 from pinb.llm.catalog import (
     BUILTIN_MODELS,

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pinb.core.paths import agent_dir
+from pinb.core.file.paths import agent_dir
 from pinb.llm.catalog import BUILTIN_PROVIDERS
 from pinb.llm.credentials import ENV_API_KEYS, Redactor, Secret, resolve_config_value
 from pinb.llm.urls import display_url, mask_urls, query_secrets, userinfo_secrets

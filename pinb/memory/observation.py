@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..core.compaction import serialize_conversation
-from ..core.context import convert_to_llm
+from ..core.compaction.plan import serialize_conversation
+from ..core.context.build import convert_to_llm
 from .records import SAVE_KINDS, MemoryRecord, normal_text
 from .store import MemoryStore
 

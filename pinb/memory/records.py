@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..core.paths import agent_dir
+from ..core.file.paths import agent_dir
 from ..errors import PinbError
 
 __all__ = [

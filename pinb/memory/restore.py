@@ -1,7 +1,7 @@
 """Bringing a removed session back from the trash: the file, its backup, memory's citations.
 
 ``pinb rm`` leaves a ``<file>.removed.json`` note beside each file it moves to the trash
-(:mod:`pinb.core.trash`): where it came from, its parent, which sessions were forked from
+(:mod:`pinb.core.file.trash`): where it came from, its parent, which sessions were forked from
 it. Forks are never rewritten, so restoring is moving the file back. A Pi that pinb could
 not see kept writing to the old path after the removal leaves a file there without a
 header; its lines are the conversation's continuation, so they are added to the restored
@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.jsontext import value_text
-from ..core.paths import sessions_root
-from ..core.store import is_valid_header
-from ..core.trash import NOTE_SUFFIX, Removal, removals
-from ..core.wire import JS_WHITESPACE, loads
-from ..core.writers import holders
+from ..core.file.paths import sessions_root
+from ..core.file.read import is_valid_header
+from ..core.file.trash import NOTE_SUFFIX, Removal, removals
+from ..core.file.writers import holders
+from ..core.js.jsontext import value_text
+from ..core.js.wire import JS_WHITESPACE, loads
 from .records import default_db_path
 from .sessions import SessionHeldError, SessionRemovalError, first_value, inside
 
 __all__ = ["RemovedEntry", "RestoredSession", "removed_sessions", "restore_session"]
 
-#: A removed session as its note describes it (:class:`pinb.core.trash.Removal`).
+#: A removed session as its note describes it (:class:`pinb.core.file.trash.Removal`).
 RemovedEntry = Removal
 
 log = logging.getLogger("pinb.memory")
@@ -119,7 +119,7 @@ def restore_session(
         The file's original path, its path in the trash, or a unique part of its name
         (the session id, say).
     trash:
-        Trash folder; default :func:`~pinb.core.trash.trash_dir`.
+        Trash folder; default :func:`~pinb.core.file.trash.trash_dir`.
     store:
         The memory store whose records citing the session are unflagged; default the
         standard database when it exists. Memory problems are reported, never raised.

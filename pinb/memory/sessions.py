@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.paths import iso_now, sessions_root
-from ..core.store import is_valid_header, read_session_file
-from ..core.trash import NOTE_SUFFIX, trash_dir
-from ..core.wire import JS_WHITESPACE, loads
-from ..core.writers import SessionBusyError, TurnLock, holders
+from ..core.file.paths import iso_now, sessions_root
+from ..core.file.read import is_valid_header, read_session_file
+from ..core.file.trash import NOTE_SUFFIX, trash_dir
+from ..core.file.writers import SessionBusyError, TurnLock, holders
+from ..core.js.wire import JS_WHITESPACE, loads
 from ..errors import SessionFileError
 from .records import default_db_path
 
@@ -219,7 +219,7 @@ def remove_session(
        ``<agentDir>/trash/<project folder>/``, with a ``.removed.json`` note saying where
        it came from, when, and which sessions were forked from it. The forks are not
        touched: their ``parentSession`` still names the removed file, and lineage finds it
-       through the note (:func:`pinb.core.trash.trashed_as`).
+       through the note (:func:`pinb.core.file.trash.trashed_as`).
     3. Memory records citing it keep their text and are flagged ``source_deleted``.
 
     Parameters

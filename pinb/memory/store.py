@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core.paths import iso_now
+from ..core.file.paths import iso_now
 from .records import (
     COLUMNS,
     SAVE_KINDS,

@@ -36,11 +36,11 @@ from ..agent.pi_rpc import (
 )
 from ..agent.usage import estimate_usage, reported_nothing
 from ..core import Session
-from ..core.accounting import ContextUsage, context_usage, thousands
-from ..core.paths import agent_dir
-from ..core.sharing import Turn
-from ..core.tokens import CompactionSettings
-from ..core.writers import SessionHold, default_who, describe_process
+from ..core.context.accounting import ContextUsage, context_usage, thousands
+from ..core.context.tokens import CompactionSettings
+from ..core.file.paths import agent_dir
+from ..core.file.sharing import Turn
+from ..core.file.writers import SessionHold, default_who, describe_process
 from ..errors import UsageError
 from ..llm.pi_config import models_json_problem, pi_small_window
 from ..llm.secrets import redact_secrets
@@ -92,7 +92,7 @@ class PiEngine:
         when they do not fit the model's window.
     role, who:
         Who runs Pi's turns, for the "busy" answer other writers get and their notes of
-        who appended what (:mod:`pinb.core.writers`); default a notebook cell's Pi engine.
+        who appended what (:mod:`pinb.core.file.writers`); default a notebook cell's Pi engine.
         The chat panel names itself.
     """
 
@@ -644,8 +644,8 @@ def _next_built_in_cell(magics: PiMagics, session: Session, usage: ContextUsage)
     if magics.engine != "pinb":
         return ""
     from ..agent import Agent, AgentConfig
-    from ..core.context import current_system_message
-    from ..core.tokens import estimate_tokens
+    from ..core.context.build import current_system_message
+    from ..core.context.tokens import estimate_tokens
     from ..llm.offline import OfflineDemoModel
 
     # The prompt and tools depend on the folder and the tools, not on the model: no model

@@ -22,7 +22,7 @@ from ..agent.events import (
     TurnStart,
     retry_line,
 )
-from ..core.accounting import ContextUsage
+from ..core.context.accounting import ContextUsage
 from ..errors import PinbError
 from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..render.html import div, escape, mimebundle, pre, style, wrap

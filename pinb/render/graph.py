@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import Entry, Session, SessionContext
-from ..core.compaction_span import CompactionSpan, compaction_span
-from ..core.context import UNSET
+from ..core.compaction.span import CompactionSpan, compaction_span
+from ..core.context.build import UNSET
+from ..core.context.system_prompt import entry_costs
 from ..core.describe import (
     BOOKKEEPING,
     KIND_NAMES,
@@ -20,11 +21,10 @@ from ..core.describe import (
     plural,
     tool_tokens,
 )
-from ..core.entries import id_key
+from ..core.format.entries import id_key
+from ..core.format.target import Pi
 from ..core.gc import gc_paused
-from ..core.jsontext import value_text
-from ..core.system_prompt import entry_costs
-from ..core.target import Pi
+from ..core.js.jsontext import value_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -124,7 +124,7 @@ class SessionGraph:
         The last compaction on the active path and its ``firstKeptEntryId``, if any.
     compaction_counts:
         ``(summarized, kept)`` entries of that compaction (the core's
-        :func:`~pinb.core.compaction_span.compaction_span`), or ``None``.
+        :func:`~pinb.core.compaction.span.compaction_span`), or ``None``.
     path_keys:
         Keys of the active path, root first (hidden entries left out).
     hidden:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..core.jsontext import SHOWN_DEPTH, value_text, visible
+from ..core.js.jsontext import SHOWN_DEPTH, value_text, visible
 
 __all__ = [
     "CSS",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.jsontext import visible
+from ..core.js.jsontext import visible
 from .graph import NodeInfo, SessionGraph, kind_name, plural
 from .html import escape, shorten
 from .rows import Row, RowLayout

@@ -1,6 +1,6 @@
 """A progress bar for work over many files, shown only once it has taken more than a second.
 
-One callable, ``progress(what, done, total)`` (:data:`pinb.core.listing.Progress`). Here it
+One callable, ``progress(what, done, total)`` (:data:`pinb.core.file.listing.Progress`). Here it
 is drawn on a terminal as one line rewritten in place on standard error;
 :func:`html_bar` is the same bar as HTML, which the notebook draws in place
 (``pinb.notebook.progress``). Work that finishes within the delay shows nothing.

@@ -30,8 +30,8 @@ from pinb.core import (
     serialize_conversation,
     should_compact,
 )
-from pinb.core.entries import id_key
-from pinb.core.wire import MISSING
+from pinb.core.format.entries import id_key
+from pinb.core.js.wire import MISSING
 
 __all__ = ["answer", "positional_ids"]
 

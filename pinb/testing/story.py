@@ -33,12 +33,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..core import paths
-from ..core.entries import Entry
-from ..core.operations import compact, compaction_due, navigate
+from ..core.compaction.operations import compact, compaction_due, navigate
+from ..core.compaction.summarize import ExtractiveSummarizer
+from ..core.context.tokens import CompactionSettings, estimate_tokens
+from ..core.file import paths
+from ..core.format.entries import Entry
 from ..core.session import Session
-from ..core.summarize import ExtractiveSummarizer
-from ..core.tokens import CompactionSettings, estimate_tokens
 from ..errors import NothingToCompactError
 from .story_script import (
     EXTRA_TASKS,

@@ -1,6 +1,6 @@
 """One token account for every view: the window, where it came from, and how to show it.
 
-The numbers come from :func:`pinb.core.accounting.context_usage`; this module only finds
+The numbers come from :func:`pinb.core.context.accounting.context_usage`; this module only finds
 the context window (given, or looked up for the session's model in the model registry,
 never assumed) and writes the account the same way in every view, each figure labelled
 with how it was made.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import CompactionSettings, Session, SessionContext
-from ..core.accounting import ContextUsage, context_usage, thousands
+from ..core.context.accounting import ContextUsage, context_usage, thousands
 from ..render.html import escape, gauge, style
 
 __all__ = ["account", "resolve_window", "usage_html", "usage_rows"]
@@ -47,7 +47,7 @@ def account(
     session: Session | None = None,
     fit: bool = True,
 ) -> ContextUsage:
-    """:func:`~pinb.core.accounting.context_usage` with the window resolved as above (and
+    """:func:`~pinb.core.context.accounting.context_usage` with the window resolved as above (and
     the note when the session's own compactions contradict the window it assumes)."""
     from ..llm.window import resolve_window as resolve
 

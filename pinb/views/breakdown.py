@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core import Session, SessionContext, estimate_tokens
-from ..core.accounting import ContextUsage, estimated_by_role
-from ..core.context import UNSET
-from ..core.jsontext import value_text
+from ..core.context.accounting import ContextUsage, estimated_by_role
+from ..core.context.build import UNSET
+from ..core.js.jsontext import value_text
 from ..render.graph import kind_name, plural, tool_tokens
 from ..render.html import div, escape, gauge, heading, mimebundle, muted, style, table, title, wrap
 

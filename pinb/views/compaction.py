@@ -8,11 +8,11 @@ from typing import Any
 from ..analysis.facts import FactCache
 from ..analysis.retention import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
-from ..core.accounting import estimated_by_role, thousands
-from ..core.compaction_span import CompactionCost, compaction_cost, split_at_cut
-from ..core.context import UNSET
-from ..core.jsontext import value_text
-from ..core.reports import CompactionReport
+from ..core.compaction.reports import CompactionReport
+from ..core.compaction.span import CompactionCost, compaction_cost, split_at_cut
+from ..core.context.accounting import estimated_by_role, thousands
+from ..core.context.build import UNSET
+from ..core.js.jsontext import value_text
 from ..errors import PinbError
 from ..render.graph import (
     entry_kind,
@@ -100,7 +100,7 @@ class CompactionView:
     Parameters
     ----------
     source:
-        A :class:`~pinb.core.reports.CompactionReport`, or a ``compaction`` entry (or its
+        A :class:`~pinb.core.compaction.reports.CompactionReport`, or a ``compaction`` entry (or its
         id) of ``session``.
     session:
         Needed for an entry or id, and to show previews of the summarized/kept entries.

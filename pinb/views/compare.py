@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Final
 
-from ..core.accounting import thousands
+from ..core.context.accounting import thousands
 from ..render.html import escape, shorten, table, wrap
 from ..render.plain import plain_cell, text_table
 

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_tokens
-from ..core.accounting import ContextUsage, thousands
-from ..core.compaction_span import CompactionSpan, compaction_span
-from ..core.context import UNSET
+from ..core.compaction.span import CompactionSpan, compaction_span
+from ..core.context.accounting import ContextUsage, thousands
+from ..core.context.build import UNSET
+from ..core.context.system_prompt import SystemShare, message_costs, system_shares
+from ..core.format.target import Pi
 from ..core.gc import gc_paused
-from ..core.jsontext import value_text
-from ..core.system_prompt import SystemShare, message_costs, system_shares
-from ..core.target import Pi
+from ..core.js.jsontext import value_text
 from ..render.graph import (
     entry_kind,
     entry_preview,
@@ -94,7 +94,7 @@ def _message_text(message: Any) -> str:
 class ContextPathView:
     """The active path from root to leaf, as the model will see it.
 
-    One token account (:func:`pinb.core.accounting.context_usage`): the context's size as
+    One token account (:func:`pinb.core.context.accounting.context_usage`): the context's size as
     Pi judges it, the chars/4 estimate of every message, the share of the window in use
     and the compaction threshold, each labelled with how it was made. The window is the
     one given, else the model registry's for the session's model, else unknown (never

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import Entry, Session
-from ..core.jsontext import SHOWN_DEPTH, json_text, value_text
+from ..core.js.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
 from ..render.html import escape, heading, mimebundle, pre, style, table, wrap
 from ..render.html import title as title_html

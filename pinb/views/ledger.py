@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ..core.accounting import thousands
+from ..core.context.accounting import thousands
 from ..render.graph import plural
 from ..render.html import escape, shorten, table
 from ..render.plain import text_table

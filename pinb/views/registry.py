@@ -102,7 +102,7 @@ def _retention_html(value: Any) -> str:
 def register_views() -> None:
     """Register every result type's renderer (run once, when :mod:`pinb.views` loads)."""
     register("pinb.core.session.Session", bundle=_session)
-    register("pinb.core.reports.CompactionReport", bundle=_compaction_report)
+    register("pinb.core.compaction.reports.CompactionReport", bundle=_compaction_report)
     register("pinb.analysis.compare.BranchComparison", text=_comparison_text, html=_comparison_html)
     register("pinb.analysis.ledger.CompactionLedger", text=_ledger_text, html=_ledger_html)
     register(

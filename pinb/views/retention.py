@@ -11,7 +11,7 @@ from urllib.parse import quote
 from ..analysis.facts import FACT_KINDS
 from ..analysis.matching import RULES
 from ..analysis.retention import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
-from ..core.accounting import thousands
+from ..core.context.accounting import thousands
 from ..core.describe import one_line, plural
 from ..render.html import div, escape, heading, mimebundle, muted, table, title, wrap
 

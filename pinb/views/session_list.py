@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.jsontext import value_text
+from ..core.js.jsontext import value_text
 from ..render.graph import plural
 from ..render.html import escape, mimebundle, shorten, style, table, title, wrap
 
@@ -35,7 +35,7 @@ _CAMEL = {
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One listed session (fields of ``pinb.core.listing.SessionInfo``)."""
+    """One listed session (fields of ``pinb.core.file.listing.SessionInfo``)."""
 
     path: str
     id: str

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.totals import SUM_COLUMNS as _SUMS
-from ..core.accounting import thousands
-from ..core.jsontext import value_text
+from ..core.context.accounting import thousands
+from ..core.js.jsontext import value_text
 from ..render.html import escape, mimebundle, table, wrap
 
 if TYPE_CHECKING:

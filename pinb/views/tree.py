@@ -12,7 +12,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import Session
-from ..core.context import UNSET
+from ..core.context.build import UNSET
 from ..render.graph import SessionGraph, build_graph, to_networkx
 from ..render.html import escape, mimebundle, muted, style, table, title, wrap
 from ..render.picture import (

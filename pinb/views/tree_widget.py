@@ -30,7 +30,7 @@ import traitlets
 
 from ..analysis.facts import FactCache
 from ..core import CompactionSettings, Session
-from ..core.accounting import thousands
+from ..core.context.accounting import thousands
 from ..errors import PinbError
 from ..render.graph import SessionGraph, build_graph, node_key, plural, to_networkx
 from ..render.html import escape, muted, style, wrap
@@ -328,7 +328,7 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
                 )
                 + recorded.to_html()
             )
-        from ..core.operations import plan_to_fit
+        from ..core.compaction.operations import plan_to_fit
         from ..llm.limits import limit_margin
 
         settings = (self.settings or CompactionSettings()).fit_window(window)

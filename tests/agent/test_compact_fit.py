@@ -10,7 +10,7 @@ import pytest
 
 from pinb.agent.compact import FittedSummarizer, compact_to_fit
 from pinb.core import CompactionSettings, ExtractiveSummarizer, ModelSummarizer, Session
-from pinb.core.operations import compact
+from pinb.core.compaction.operations import compact
 from pinb.errors import NothingToCompactError
 from pinb.llm.limits import limit_margin
 from pinb.testing import ScriptedLLM
@@ -129,8 +129,8 @@ def _system_message(tokens: int) -> dict[str, Any]:
 def test_on_a_small_window_the_compaction_ends_below_the_threshold_beside_the_system_prompt(
     tmp_path: Path,
 ) -> None:
-    from pinb.core.operations import fit_budget
-    from pinb.core.tokens import estimate_tokens
+    from pinb.core.compaction.operations import fit_budget
+    from pinb.core.context.tokens import estimate_tokens
 
     session = Session.create(tmp_path, tmp_path / "s")
     session.append_message(_system_message(1800))  # a system prompt and tools of ~1,800

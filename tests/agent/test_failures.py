@@ -363,8 +363,8 @@ def test_an_estimate_counts_the_tool_schemas_only_when_they_were_sent(tmp_path: 
     # no tools". The estimate of a reply without usage, and the context's own estimate,
     # count the prompt as sent: with the schemas while the tools go along, without after.
     from pinb.agent.tools import default_tools
-    from pinb.core.accounting import context_usage
-    from pinb.core.system_prompt import system_prompt_tokens
+    from pinb.core.context.accounting import context_usage
+    from pinb.core.context.system_prompt import system_prompt_tokens
 
     with LLMServer() as server:
         session = Session.create(tmp_path, tmp_path / "s")
@@ -407,7 +407,7 @@ def test_a_small_model_that_writes_to_its_limit_on_4096_tokens_never_gets_stuck(
 ) -> None:
     # SmolLM2-135M on llama-cpp-python --n_ctx 4096, by hand: every reply and every summary
     # ran to its limit; the system prompt and seven tools take about half the window.
-    from pinb.core.summarize import ModelSummarizer
+    from pinb.core.compaction.summarize import ModelSummarizer
 
     with LLMServer(
         context_window=4096,

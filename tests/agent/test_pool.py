@@ -22,7 +22,7 @@ from IPython.utils.capture import capture_output
 
 from pinb.agent import Agent, ToolContext, ToolResult
 from pinb.core import Session
-from pinb.core.writers import SessionBusyError
+from pinb.core.file.writers import SessionBusyError
 from pinb.llm import get_model, pool
 from pinb.notebook.live import AssistantReply
 from pinb.testing import Reply, ScriptedLLM

@@ -11,8 +11,8 @@ import pytest
 from pinb.analysis.index import SearchHit, SessionCatalog, default_index_path, search
 from pinb.analysis.query import SearchQueryError
 from pinb.core import Session
+from pinb.core.file.paths import sessions_root
 from pinb.core.forks import clone_session
-from pinb.core.paths import sessions_root
 from pinb.memory import MemoryStore
 from pinb.testing import SessionShape, generate_session
 from pinb.testing.story import write_story_session

@@ -13,7 +13,7 @@ import pytest
 
 from pinb.analysis.compare import BranchComparison, compare_branches
 from pinb.core import Session, estimate_tokens
-from pinb.core.accounting import context_usage
+from pinb.core.context.accounting import context_usage
 from pinb.core.forks import clone_session, fork_session
 from pinb.errors import EntryNotFoundError
 from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session

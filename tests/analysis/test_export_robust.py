@@ -246,7 +246,7 @@ def test_a_failed_write_leaves_the_old_output_whole(
     def disk_full(src: Any, dst: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pinb.core.atomic.os.replace", disk_full)
+    monkeypatch.setattr("pinb.core.file.atomic.os.replace", disk_full)
     with pytest.raises(OSError, match="No space"):
         write_export(session, "md", keep)
     assert keep.read_text() == "old export\n"

@@ -10,8 +10,8 @@ import pytest
 
 from pinb.analysis.importers import ImportFormatError, import_claude, import_codex
 from pinb.core import Session, convert_to_llm
-from pinb.core.models import parse_message
-from pinb.core.paths import sessions_dir_for
+from pinb.core.file.paths import sessions_dir_for
+from pinb.core.format.models import parse_message
 
 
 def _write(path: Path, records: list[dict[str, Any]]) -> Path:

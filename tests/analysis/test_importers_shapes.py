@@ -17,7 +17,7 @@ import pytest
 
 from pinb.analysis.importers import ImportFormatError, import_claude, import_codex
 from pinb.core import Session
-from pinb.core.models import parse_message
+from pinb.core.format.models import parse_message
 
 SID = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 CWD = "/home/dev/shapes"

@@ -17,8 +17,8 @@ from pinb.analysis.index import (
     search,
 )
 from pinb.core import Session
-from pinb.core.listing import list_all_sessions, list_sessions
-from pinb.core.paths import sessions_root
+from pinb.core.file.listing import list_all_sessions, list_sessions
+from pinb.core.file.paths import sessions_root
 
 from .conftest import CASES, assistant, build_demo, user
 

@@ -11,7 +11,7 @@ import pytest
 
 from pinb.analysis.index import SessionCatalog, default_index_path, list_indexed, search
 from pinb.core import Session
-from pinb.core.paths import sessions_root
+from pinb.core.file.paths import sessions_root
 
 from .conftest import assistant, user
 

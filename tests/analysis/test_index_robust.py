@@ -26,7 +26,7 @@ from pinb.analysis.index import (
 )
 from pinb.analysis.query import MAX_FILTERS, MAX_WORDS, SearchQueryError
 from pinb.core import Session
-from pinb.core.paths import sessions_root
+from pinb.core.file.paths import sessions_root
 from pinb.testing.generate import SessionShape, generate_session
 
 from .conftest import CASES, user

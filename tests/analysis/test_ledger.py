@@ -28,8 +28,8 @@ from pinb.core import (
     estimate_tokens,
     prepare_compaction,
 )
-from pinb.core.accounting import context_usage
-from pinb.core.reports import CompactionReport
+from pinb.core.compaction.reports import CompactionReport
+from pinb.core.context.accounting import context_usage
 from pinb.display import to_text
 from pinb.testing.story import EXTRA_TASKS, SYSTEM_TOKENS, story_tasks, write_story_session
 from tests.samples import CASE_FILES, LEGACY, READABLE_CASES, TREES

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from pinb.analysis.index import SessionCatalog, search
-from pinb.core import listing
-from pinb.core.listing import read_listing, read_session_info, session_info_from_bytes
-from pinb.core.paths import sessions_root
-from tests.core.test_listing import _corpus
+from pinb.core.file import listing
+from pinb.core.file.listing import read_listing, read_session_info, session_info_from_bytes
+from pinb.core.file.paths import sessions_root
+from tests.core.file.test_listing import _corpus
 
 _MB = 1 << 20
 

@@ -17,8 +17,8 @@ from pinb.analysis.retention import (
     span_messages,
 )
 from pinb.core import Session, plan_compaction
-from pinb.core.compaction_span import compaction_span
-from pinb.core.tokens import CompactionSettings
+from pinb.core.compaction.span import compaction_span
+from pinb.core.context.tokens import CompactionSettings
 from pinb.errors import UsageError
 from pinb.views.compaction import report_from_entry
 from tests.analysis.conftest import PI_FIXTURES

@@ -21,8 +21,8 @@ from pinb.analysis.scan import scan_search
 from pinb.analysis.scanfiles import Finder
 from pinb.cli.main import main
 from pinb.core import Session
+from pinb.core.file.paths import sessions_root
 from pinb.core.forks import clone_session, fork_session
-from pinb.core.paths import sessions_root
 from pinb.testing import SessionShape, generate_session
 from pinb.testing.story import write_story_session
 from tests.samples import CASE_FILES, LEGACY, TREES

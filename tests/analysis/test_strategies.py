@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinb.analysis.strategies import MASK, compare_strategies, mask_message
-from pinb.core.tokens import CompactionSettings
+from pinb.core.context.tokens import CompactionSettings
 from pinb.testing import ScriptedLLM
 from tests.analysis.retention_story import write_story
 

@@ -1,6 +1,6 @@
 """The what-if's "current settings" column is the compaction pinb carries out: one planner.
 
-``%pi compact`` and the what-if plan with :func:`pinb.core.operations.plan_to_fit`; the
+``%pi compact`` and the what-if plan with :func:`pinb.core.compaction.operations.plan_to_fit`; the
 agent's own compactions go through :func:`pinb.agent.compact.compact_to_fit`. For the same
 session, settings and window, all three must cut at the same entry with the same keep.
 """
@@ -16,7 +16,7 @@ import pytest
 from pinb.agent.compact import compact_to_fit
 from pinb.analysis.whatif import scratch_copy, what_if
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
-from pinb.core.operations import compact, plan_to_fit
+from pinb.core.compaction.operations import compact, plan_to_fit
 from pinb.errors import NothingToCompactError
 from pinb.llm.limits import limit_margin
 

@@ -16,8 +16,8 @@ import pytest
 from pinb.chat.link import METADATA_KEY, link_chat, read_link, record_path
 from pinb.chat.turns import CHAT_TYPE, chat_turns
 from pinb.core import Session
-from pinb.core.accounting import context_usage
-from pinb.core.writers import holders
+from pinb.core.context.accounting import context_usage
+from pinb.core.file.writers import holders
 from pinb.llm.window import resolve_window
 from pinb.testing.llm_server import LLMServer
 from tests.chat.conftest import KEY, MODEL, PERSONA_ID, ChatRoom

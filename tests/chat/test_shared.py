@@ -24,7 +24,7 @@ from IPython.utils.capture import capture_output
 from pinb.chat.link import link_chat
 from pinb.chat.turns import chat_turns
 from pinb.core import Session
-from pinb.core.writers import DEFAULT_WAIT, SessionBusyError
+from pinb.core.file.writers import DEFAULT_WAIT, SessionBusyError
 from pinb.testing.llm_server import LLMServer, ServerReply
 from tests.chat.conftest import KEY, MODEL, ChatRoom
 from tests.pi.reference import PiReference

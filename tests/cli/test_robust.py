@@ -157,7 +157,7 @@ def test_an_unexpected_error_is_one_line(
 
 def _projects(tmp_path: Path) -> tuple[Path, Path]:
     """Two projects with sessions that hold "parser"; their session folders."""
-    from pinb.core.paths import sessions_dir_for
+    from pinb.core.file.paths import sessions_dir_for
     from pinb.testing.generate import SessionShape, generate_session
 
     folders = []

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from pinb.core import Session
-from pinb.core.forks import clone_session, create_branched_session, fork_from, fork_session
-from pinb.core.listing import (
+from pinb.core.file.listing import (
     list_all_sessions,
     list_sessions,
     most_recent_session,
     read_session_info,
 )
+from pinb.core.forks import clone_session, create_branched_session, fork_from, fork_session
 from pinb.errors import InvalidEntryError
 from tests.core.helpers import assistant, user
 from tests.samples import CASE_FILES, LEGACY

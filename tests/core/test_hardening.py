@@ -183,7 +183,7 @@ def test_reading_never_writes_even_without_a_final_newline(tmp_path: Path) -> No
     ],
 )
 def test_the_fast_line_parser_reads_as_json_parse(line: str) -> None:
-    from pinb.core.wire import dumps, loads, loads_line
+    from pinb.core.js.wire import dumps, loads, loads_line
 
     try:
         exact = dumps(loads(line))
@@ -243,7 +243,7 @@ def test_the_kept_context_of_the_leaf_always_equals_a_fresh_build(seed: int) -> 
 
 
 def test_the_kept_context_follows_system_messages() -> None:
-    from pinb.core.context import current_system_message
+    from pinb.core.context.build import current_system_message
 
     session = Session.in_memory("/p")
     session.append_message(user("hi"))

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from pinb.core import Session
-from pinb.core.wire import dumps, loads, loads_line
+from pinb.core.js.wire import dumps, loads, loads_line
 from pinb.testing.conformance import answer
 from pinb.testing.fuzz import odd_session_bytes
 from tests.pi.reference import PiError, PiReference

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pinb.core import Session
-from pinb.core.wire import JS_WHITESPACE
+from pinb.core.js.wire import JS_WHITESPACE
 
 HEADER = (
     '{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}\n'

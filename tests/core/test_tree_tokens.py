@@ -12,8 +12,8 @@ from pinb.core import (
     estimate_tokens,
     should_compact,
 )
-from pinb.core.entries import Entry
-from pinb.core.tree import SessionIndex, TreeNode
+from pinb.core.format.entries import Entry
+from pinb.core.format.tree import SessionIndex, TreeNode
 
 
 def _t(seconds: int) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pinb.cli.memory import add_parser
-from pinb.core.paths import sessions_root
+from pinb.core.file.paths import sessions_root
 from pinb.core.session import Session
 from pinb.memory import MemoryStore, remove_session
 from pinb.memory.restore import removed_sessions, restore_session

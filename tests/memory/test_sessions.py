@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pinb.analysis.lineage import FORK, LINKED, session_lineage
-from pinb.core.paths import agent_dir
+from pinb.core.file.paths import agent_dir
 from pinb.core.session import Session
 from pinb.memory import (
     MemoryStore,
@@ -100,7 +100,7 @@ def test_removing_the_same_name_twice_keeps_both(chain: dict[str, Path], write_s
 _HOLD = """
 import sys, time
 from pathlib import Path
-from pinb.core.writers import SessionHold, TurnLock
+from pinb.core.file.writers import SessionHold, TurnLock
 what, path = sys.argv[1], Path(sys.argv[2])
 if what == "hold":
     SessionHold(path, "a notebook kernel (its current session)").acquire()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pinb.core.paths import agent_dir
+from pinb.core.file.paths import agent_dir
 from pinb.memory import (
     InvalidMemoryError,
     MemoryCorruptError,

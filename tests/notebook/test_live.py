@@ -24,8 +24,8 @@ from pinb.agent.events import (
     TurnStart,
 )
 from pinb.agent.tool import ToolResult
-from pinb.core.entries import Entry
-from pinb.core.reports import CompactionReport
+from pinb.core.compaction.reports import CompactionReport
+from pinb.core.format.entries import Entry
 from pinb.llm import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from pinb.notebook import live as live_module
 from pinb.notebook import terminal as terminal_module

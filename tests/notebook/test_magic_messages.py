@@ -10,7 +10,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from pinb.core import Session
-from pinb.core.paths import sessions_dir_for
+from pinb.core.file.paths import sessions_dir_for
 from pinb.testing.story import MAIN_TASKS, write_story_session
 from tests.notebook import test_magics
 
@@ -158,7 +158,7 @@ def test_a_context_left_above_the_threshold_is_warned_about(shell: InteractiveSh
 def test_totals_rows_name_files_relative_to_the_sessions_folder(
     shell: InteractiveShell, isolated_agent_dir: Path, tmp_path: Path
 ) -> None:
-    from pinb.core.paths import sessions_root
+    from pinb.core.file.paths import sessions_root
 
     story = write_story_session(sessions_dir_for(tmp_path / "proj"), tasks=MAIN_TASKS[:2])
     view = shell.run_line_magic("pi", "totals session")

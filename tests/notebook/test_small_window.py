@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from pinb.core import Session
-from pinb.core.summarize import SUMMARIZER_SYSTEM_PROMPT
+from pinb.core.compaction.summarize import SUMMARIZER_SYSTEM_PROMPT
 from pinb.llm.discover import forget_discoveries
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing import LLMServer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from pinb.core.wire import parse_js_date
+from pinb.core.js.wire import parse_js_date
 from tests.pi.reference import PiReference
 
 DATES = ["2025-03-01", "2025-3-1", "2025-02-30", "+002025-03-01", "-000001-12-31", "2025/03/01"]

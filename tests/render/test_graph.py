@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from pinb.core import Session, estimate_tokens
-from pinb.core.context import entry_to_message
+from pinb.core.context.build import entry_to_message
 from pinb.render.graph import build_graph, node_key, to_networkx
 from pinb.render.picture import row_cells, tree_picture_svg, tree_text
 from pinb.render.rows import row_layout

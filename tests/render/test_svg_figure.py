@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pinb.core import Session
-from pinb.core.compaction_span import compaction_span
+from pinb.core.compaction.span import compaction_span
 from pinb.render.figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from pinb.render.graph import build_graph
 from pinb.render.picture import row_cells, tree_picture_svg, tree_text

@@ -11,7 +11,7 @@ import pytest
 from pinb.agent import Agent
 from pinb.agent.tools import default_tools
 from pinb.core import Session
-from pinb.core.accounting import context_usage
+from pinb.core.context.accounting import context_usage
 from pinb.testing.story import (
     EXTRA_TASKS,
     MAIN_TASKS,

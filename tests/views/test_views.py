@@ -12,8 +12,8 @@ import pytest
 
 import pinb.views
 from pinb.core import CompactionSettings, Session, build_session_context, estimate_tokens
-from pinb.core.accounting import context_usage, estimated_by_role
-from pinb.core.reports import CompactionReport
+from pinb.core.compaction.reports import CompactionReport
+from pinb.core.context.accounting import context_usage, estimated_by_role
 from pinb.llm.registry import default_registry
 from pinb.views import (
     CompactionView,
@@ -357,7 +357,7 @@ def test_lazy_exports() -> None:
 
 
 def test_session_list_view_of_a_real_listing(tmp_path: Path) -> None:
-    from pinb.core.listing import list_sessions
+    from pinb.core.file.listing import list_sessions
 
     first = demo_session(tmp_path / "s").session
     second = demo_session(tmp_path / "s", text="again").session

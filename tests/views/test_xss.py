@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pinb.core import Session
-from pinb.core.reports import CompactionReport
+from pinb.core.compaction.reports import CompactionReport
 from pinb.render.figure import draw_tree
 from pinb.views import (
     CompactionView,

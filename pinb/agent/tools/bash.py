@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pinb.core.wire import js_number
+from pinb.core.js.wire import js_number
 
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, is_cancelled, optional_number, required_str, tool_cwd

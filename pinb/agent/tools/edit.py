@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...core.special import special_kind
+from ...core.file.special import special_kind
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
 from .write import write_text_file

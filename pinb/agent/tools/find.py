@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...core.special import read_regular
+from ...core.file.special import read_regular
 from ..tool import ToolContext, ToolResult
 from .paths import (
     ToolInputError,

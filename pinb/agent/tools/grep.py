@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...core.special import read_regular
+from ...core.file.special import read_regular
 from ..tool import ToolContext, ToolResult
 from .find import WalkAborted, listing_result, path_matches, walk
 from .paths import (

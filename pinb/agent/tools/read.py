@@ -11,7 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from ...core.special import SpecialFileError, open_regular
+from ...core.file.special import SpecialFileError, open_regular
 from ..tool import ToolContext, ToolResult
 from .paths import (
     ToolInputError,

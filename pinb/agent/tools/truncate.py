@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
-from pinb.core.wire import utf16_len, utf16_truncate
+from pinb.core.js.wire import utf16_len, utf16_truncate
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

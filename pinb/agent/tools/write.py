@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pinb.core.wire import utf16_len
+from pinb.core.js.wire import utf16_len
 
-from ...core.special import special_kind
+from ...core.file.special import special_kind
 from ..tool import ToolContext, ToolResult
 from .paths import ToolInputError, expand_path, required_str, tool_cwd
 

@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ...core.atomic import write_new_file
-from ...core.entries import NAVIGATE_TYPE
-from ...core.migrate import new_entry_id
-from ...core.paths import session_file_name, sessions_dir_for
-from ...core.store import serialize_line
-from ...core.wire import parse_js_date
+from ...core.file.atomic import write_new_file
+from ...core.file.paths import session_file_name, sessions_dir_for
+from ...core.file.read import serialize_line
+from ...core.format.entries import NAVIGATE_TYPE
+from ...core.format.migrate import new_entry_id
+from ...core.js.wire import parse_js_date
 from ...errors import PinbError
 
 _NAMESPACE = uuid.UUID("5b1f3c1e-7d0a-4c55-9a53-2f6e8a1d0b42")

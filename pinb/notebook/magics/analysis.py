@@ -24,7 +24,7 @@ class AnalysisCommands(MagicsBase):
         parser.add_argument("--no-dedupe", action="store_true")
         opts = parser.parse_args(args)
         totals = usage_totals(opts.source, opts.by, dedupe=not opts.no_dedupe, progress=False)
-        from ...core.paths import sessions_root
+        from ...core.file.paths import sessions_root
 
         source = Path(opts.source).expanduser() if opts.source else None
         root = source if source is not None and source.is_dir() else sessions_root()

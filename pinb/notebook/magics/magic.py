@@ -134,7 +134,7 @@ class PiMagics(
         path = self.session.path if self.session is not None else None
         if path is None or not path.exists():
             return
-        from ...core.writers import SessionBusyError, turn_holder
+        from ...core.file.writers import SessionBusyError, turn_holder
 
         holder = turn_holder(path)
         if holder is not None and holder.long:
@@ -162,7 +162,7 @@ class PiMagics(
         """
         from ...agent import Agent, AgentConfig, AgentEnd
         from ...agent.recovery import load_retry_policy
-        from ...core.accounting import thousands
+        from ...core.context.accounting import thousands
         from ...memory import default_db_path, memory_prompt_section
         from ..live import AssistantReply, LiveRun, RunFailedError
         from ..terminal import TerminalRun

@@ -49,7 +49,7 @@ class SessionCommands(MagicsBase):
 
     def _cmd_resume(self, args: list[str]) -> None:
         from ...core.describe import plural
-        from ...core.listing import most_recent_session
+        from ...core.file.listing import most_recent_session
 
         if args:
             raise UsageError("usage: %pi resume (then %pi open PATH for another session)")
@@ -77,7 +77,7 @@ class SessionCommands(MagicsBase):
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--search")
         opts = parser.parse_args(args)
-        from ...core.listing import list_all_sessions, list_sessions
+        from ...core.file.listing import list_all_sessions, list_sessions
         from ..progress import NotebookProgress
 
         folder, _ = self._sessions_folder()  # the current session's, as resume uses

@@ -20,8 +20,8 @@ from ...errors import PinbError, UsageError
 # alone, and the session, the agent and the views come with the first command needing them.
 if TYPE_CHECKING:
     from ...core import CompactionSettings, Session
-    from ...core.accounting import ContextUsage
-    from ...core.writers import SessionHold
+    from ...core.context.accounting import ContextUsage
+    from ...core.file.writers import SessionHold
     from ...llm import ChatModel
     from ..engine import PiEngine
 
@@ -138,7 +138,7 @@ class MagicsBase(Magics):
     def _hold_current(self) -> None:
         """Mark the current session's file as held by this kernel (``pinb rm`` refuses to
         move it), once the file exists; the mark of the previous one is dropped."""
-        from ...core.writers import describe_process, hold_current
+        from ...core.file.writers import describe_process, hold_current
 
         path = self._session.path if self._session is not None else None
         self._hold = hold_current(self._hold, path, f"{describe_process()} (its current session)")
@@ -153,7 +153,7 @@ class MagicsBase(Magics):
 
     def _open(self, path: str | os.PathLike[str]) -> Session:
         """Open a session file; what is none (missing, a folder, a FIFO) is one clear line."""
-        from ...core.opening import open_session_file
+        from ...core.file.opening import open_session_file
 
         return open_session_file(path, hint="%pi sessions lists the current folder's sessions")
 
@@ -163,7 +163,7 @@ class MagicsBase(Magics):
         The current session's folder (after ``%pi new --cwd proj``, proj's), else
         ``PiMagics.sessions_dir``, else Pi's folder for the kernel's cwd.
         """
-        from ...core.paths import sessions_dir_for
+        from ...core.file.paths import sessions_dir_for
 
         session = self.session
         if session is not None:
@@ -284,7 +284,7 @@ class MagicsBase(Magics):
         """The context's size by Pi's measure, with the window and threshold in force
         (``fit=False``: Pi's settings as they are, the Pi engine's threshold)."""
         window, source = self._window(session, model)
-        from ...core.accounting import context_usage
+        from ...core.context.accounting import context_usage
 
         return context_usage(
             session.current_context(),  # read only: no copy of a long path per cell
@@ -355,6 +355,6 @@ class MagicsBase(Magics):
 
     def _entry_id(self, session: Session, entry_id: str) -> str:
         """``entry_id``, or the one id it is a prefix of (as git takes a short hash)."""
-        from ...core.operations import entry_id as resolve
+        from ...core.compaction.operations import entry_id as resolve
 
         return resolve(session, entry_id)

@@ -58,7 +58,7 @@ class ViewCommands(MagicsBase):
         )
 
     def _cmd_tokens(self, args: list[str]) -> Any:
-        from ...core.accounting import context_usage
+        from ...core.context.accounting import context_usage
         from ...views import ContextBreakdown
 
         session = self.current_session()

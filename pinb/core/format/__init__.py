@@ -1,0 +1,1 @@
+"""Pi's session format: the Pi release, typed entries, migration, field types, the tree."""

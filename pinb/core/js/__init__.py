@@ -1,0 +1,1 @@
+"""JavaScript's semantics where they change results: JSON text, lengths and dates."""
