@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pinb.analysis.compaction.ledger import compaction_ledger, usage_calibration, what_if
 from pinb.analysis.compare import compare_branches
 from pinb.analysis.frames import open_session
-from pinb.analysis.ledger import compaction_ledger, usage_calibration, what_if
 from pinb.core import Session
 from pinb.testing.generate import SessionShape, generate_session
 from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session

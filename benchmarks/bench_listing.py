@@ -104,7 +104,12 @@ def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 
 def bench_listing(root: Path, count: int, runs: int) -> float:
-    from pinb.analysis.index import SessionCatalog, default_index_path, list_indexed, search
+    from pinb.analysis.searching.index import (
+        SessionCatalog,
+        default_index_path,
+        list_indexed,
+        search,
+    )
     from pinb.core.file import listing
 
     size = sum(p.stat().st_size for p in root.glob("*/*.jsonl"))

@@ -5,7 +5,7 @@ Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]
 
 - **one big session, two shapes**, each of 100,000 entries (main line 60,000 deep, a
   compaction every 5,000 main-line entries, a side branch every 60), opened once; then
-  :func:`pinb.analysis.retention.session_retention` (every compaction scored), split into
+  :func:`pinb.analysis.retention.report.session_retention` (every compaction scored), split into
   the core's part (the context before and after each compaction, the span, the chars/4
   figures), extracting the facts, and judging them. Medians of ``--runs``; "cold" is the
   first run after the open, which also decodes the lines the contexts read.
@@ -21,7 +21,7 @@ Run: ``.venv/bin/python benchmarks/bench_retention.py [--runs 3] [--skip-corpus]
 
 - **a corpus**: 2,000 generated sessions (30 to 500 entries, compactions every 150 or 400
   main-line entries or none; made once into ``benchmarks/data/retention-2000``), the frame
-  :func:`pinb.analysis.retention_frame.compaction_retention` over the folder.
+  :func:`pinb.analysis.retention.frame.compaction_retention` over the folder.
 
 ``--floor`` measures, instead of the parts, single passes of the cheapest readings over the
 spans' conversation text beside the core's walk and the whole scoring: the floor no
@@ -36,7 +36,7 @@ after the other in one run: before and after on one machine at one time.
 with one compaction at the end (its span is the whole file), and the same at 25,000
 pairs. For each, ``pinb compactions FILE --json`` as a process (its wall time and peak
 resident memory, from ``wait4``) and the peak that ``tracemalloc`` traces while
-:func:`~pinb.analysis.retention.iter_session_retention` walks an opened session, above
+:func:`~pinb.analysis.retention.report.iter_session_retention` walks an opened session, above
 what the open session holds (a walk whose memory is one span's stays level from 25,000
 to 100,000 pairs). With ``--baseline DIR``, both sides.
 """
@@ -326,12 +326,12 @@ def parts(
 ) -> tuple[float, float, float, int]:
     """Seconds in the core, in extracting facts, in judging them; and the facts found.
 
-    The steps :func:`~pinb.analysis.retention.session_retention` takes, timed apart: with
+    The steps :func:`~pinb.analysis.retention.report.session_retention` takes, timed apart: with
     this tree's own steps (a tree before ``compaction_splits`` builds and splits each
     context as its retention did).
     """
-    from pinb.analysis import facts as facts_module
-    from pinb.analysis.retention import retention_of_text, span_messages
+    from pinb.analysis.retention import facts as facts_module
+    from pinb.analysis.retention.report import retention_of_text, span_messages
     from pinb.core.compaction import span as compaction_span
     from pinb.core.context.accounting import estimated_by_role
 
@@ -372,7 +372,7 @@ def measure(path: Path, runs: int) -> dict[str, Any]:
     """
     import gc
 
-    from pinb.analysis.retention import session_retention
+    from pinb.analysis.retention.report import session_retention
     from pinb.core import Session
 
     session = Session.open(path)
@@ -382,7 +382,7 @@ def measure(path: Path, runs: int) -> dict[str, Any]:
     cold = time.perf_counter() - start
     total = median_time(lambda: session_retention(session), runs)
     cpu = median_time(lambda: session_retention(session), runs, time.process_time)
-    paused = getattr(sys.modules["pinb.analysis.retention"], "gc_paused", None)
+    paused = getattr(sys.modules["pinb.analysis.retention.report"], "gc_paused", None)
     split = []
     for _ in range(runs):
         if paused is None:
@@ -545,8 +545,8 @@ def floor(path: Path, runs: int) -> list[tuple[str, str]]:
     """
     import re
 
-    from pinb.analysis import facts, words
-    from pinb.analysis.retention import session_retention
+    from pinb.analysis.retention import facts, words
+    from pinb.analysis.retention.report import session_retention
     from pinb.core import Session
     from pinb.core.compaction.span import compaction_splits
     from pinb.core.gc import gc_paused
@@ -619,7 +619,7 @@ def main() -> None:
         else:
             rows += _rows(name, measure(path, args.runs))
     if not args.skip_corpus:
-        from pinb.analysis.retention_frame import compaction_retention
+        from pinb.analysis.retention.frame import compaction_retention
 
         folder = corpus()
         files = sum(1 for _ in folder.rglob("*.jsonl"))

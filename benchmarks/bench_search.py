@@ -181,7 +181,7 @@ def planted_corpus() -> Path:
 
 
 def bench_search(agent: Path, runs: int) -> None:
-    from pinb.analysis.index import SessionCatalog, default_index_path, search
+    from pinb.analysis.searching.index import SessionCatalog, default_index_path, search
 
     root = agent / "sessions"
     files = sorted(root.glob("*/*.jsonl"))
@@ -229,7 +229,7 @@ def bench_search(agent: Path, runs: int) -> None:
 def _count(sql: str) -> int:
     import sqlite3
 
-    from pinb.analysis.index import default_index_path
+    from pinb.analysis.searching.index import default_index_path
 
     db = sqlite3.connect(default_index_path())
     try:
@@ -301,7 +301,7 @@ def _process(
 def _forget_index(agent: Path) -> None:
     """Stop the index builder a first search left behind (it named itself in the lock
     file), and remove the index."""
-    from pinb.analysis.building import is_building, lock_path
+    from pinb.analysis.searching.building import is_building, lock_path
 
     cache = agent / "pinb-cache"
     lock = lock_path(cache / "index.sqlite")
@@ -321,7 +321,7 @@ def _forget_index(agent: Path) -> None:
 def _in_process(text: str, *, index: bool) -> tuple[float, float, int]:
     """A ``search()`` in this process: seconds to the first hit and to the answer, hits.
     ``index=False``: with no index (the first search), and no builder left behind."""
-    from pinb.analysis.index import SessionCatalog, search
+    from pinb.analysis.searching.index import SessionCatalog, search
 
     first: list[float] = []
     start = time.perf_counter()
@@ -341,7 +341,7 @@ def _in_process(text: str, *, index: bool) -> tuple[float, float, int]:
 
 def bench_first(rounds: int) -> None:
     """The table of the first search (and a search of the built index) beside rg."""
-    from pinb.analysis.index import SessionCatalog
+    from pinb.analysis.searching.index import SessionCatalog
 
     agent = planted_corpus()
     os.environ["PI_CODING_AGENT_DIR"] = str(agent)
@@ -433,7 +433,7 @@ _SCAN = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import pinb
-from pinb.analysis.index import SessionCatalog
+from pinb.analysis.searching.index import SessionCatalog
 text, runs = sys.argv[2], int(sys.argv[3])
 times = []
 with SessionCatalog(":memory:", build=None) as catalog:

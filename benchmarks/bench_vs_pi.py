@@ -282,7 +282,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any, float]:
 
 
 def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
-    from pinb.analysis.index import SessionCatalog, list_indexed, search
+    from pinb.analysis.searching.index import SessionCatalog, list_indexed, search
     from pinb.core.file import listing
 
     agent = listing_corpus()
@@ -331,7 +331,7 @@ def bench_listing(pi: PiReference, rounds: int) -> dict[str, Any]:
     listing._cache.clear()
     result["peak_cold"] = peak_rss_mb(
         "list_indexed()",
-        prepare="import shutil; from pinb.analysis.index import list_indexed\n"
+        prepare="import shutil; from pinb.analysis.searching.index import list_indexed\n"
         f"shutil.rmtree({str(agent / 'pinb-cache')!r}, ignore_errors=True)",
         env={"PI_CODING_AGENT_DIR": str(agent)},
     )
@@ -355,7 +355,7 @@ QUERIES = (
 
 def _query_times(agent: Path, runs: int = 3) -> list[tuple[str, float, int]]:
     """``(query, median ms, hits)`` of each of :data:`QUERIES` (``True``: one project)."""
-    from pinb.analysis.index import search
+    from pinb.analysis.searching.index import search
     from pinb.core.file.paths import encode_cwd
 
     project = agent / "sessions" / encode_cwd("/home/dev/project-3")
@@ -370,7 +370,7 @@ def _query_times(agent: Path, runs: int = 3) -> list[tuple[str, float, int]]:
 
 def _text_mb(files: list[Path]) -> float:
     """What the index holds: the searchable text of every entry (MB of UTF-8)."""
-    from pinb.analysis.cite import indexed_entries
+    from pinb.analysis.searching.cite import indexed_entries
 
     total = 0
     for path in files:

@@ -26,13 +26,13 @@ The tree::
     │   └── UnsupportedApiError            a wire protocol pinb does not speak
     ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
     ├── MissingExtraError (pinb.analysis.parquet)  an optional package is missing (names the extra)
-    ├── SearchIndexError (pinb.analysis.sidecar)   the search index cannot be used
+    ├── SearchIndexError (pinb.analysis.searching.sidecar)   the search index cannot be used
     │   └── SearchTimeoutError             a search ran past its deadline and was stopped
     ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
     ├── UserFileError                      Pi's models.json/settings.json cannot be changed (path)
     │   └── UserFileLockError              another writer (Pi, pinb) held its lock too long
     └── UsageError                         bad command-line or magic arguments
-        └── SearchQueryError (pinb.analysis.query)  a query pinb cannot run (too long, a bad filter)
+        └── SearchQueryError (pinb.analysis.searching.query)  a query pinb cannot run (too long, a bad filter)
 
 In a notebook a ``PinbError`` renders as one clear line instead of a traceback
 (``_render_traceback_``), because the message already says what, why and what to do.

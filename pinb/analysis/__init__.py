@@ -53,15 +53,15 @@ _HOMES = {
     "export_ipynb": "export",
     "export_markdown": "export",
     "write_export": "export",
-    "SessionCatalog": "index",
-    "list_indexed": "index",
-    "search": "index",
+    "SessionCatalog": "searching.index",
+    "list_indexed": "searching.index",
+    "search": "searching.index",
     "import_claude": "importers",
     "import_codex": "importers",
     "compare_branches": "compare",
-    "compaction_ledger": "ledger",
-    "usage_calibration": "ledger",
-    "what_if": "ledger",
+    "compaction_ledger": "compaction.ledger",
+    "usage_calibration": "compaction.ledger",
+    "what_if": "compaction.ledger",
 }
 
 

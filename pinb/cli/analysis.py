@@ -127,8 +127,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     The first search of a folder reads the session files while the index is built in the
     background: its hits are printed as they are found (``--json``: all at the end).
     """
-    from ..analysis.hits import SearchHit, SearchResults
-    from ..analysis.index import SEARCH_TIMEOUT, search
+    from ..analysis.searching.hits import SearchHit, SearchResults
+    from ..analysis.searching.index import SEARCH_TIMEOUT, search
     from ..core.file.paths import sessions_dir_for
 
     text = " ".join(args.text)
@@ -326,7 +326,7 @@ def cmd_frames(args: argparse.Namespace) -> int:
 
 def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
-    from ..analysis.retention import iter_session_retention
+    from ..analysis.retention.report import iter_session_retention
     from ..core.js.jsontext import json_text
     from ..views.retention import retention_text
 

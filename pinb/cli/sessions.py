@@ -26,7 +26,7 @@ _PREVIEW = 72
 def _cmd_ls(args: argparse.Namespace) -> int:
     # The sidecar index (pinb's own cache; session files are never touched) makes listing
     # thousands of sessions fast once warm.
-    from ..analysis.index import list_indexed
+    from ..analysis.searching.index import list_indexed
     from ..core.describe import one_line
     from ..core.file.paths import sessions_dir_for
     from ..render.progress import progress_for

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.facts import FactCache
-from ..analysis.retention import RetentionReport, plan_retention, retention_report
+from ..analysis.retention.facts import FactCache
+from ..analysis.retention.report import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
 from ..core.compaction.reports import CompactionReport
 from ..core.compaction.span import CompactionCost, compaction_cost, split_at_cut
@@ -113,9 +113,9 @@ class CompactionView:
     leaf_id:
         Where a dry run was planned (default: the session's leaf), for what it would keep.
     retention:
-        What the summary kept (:class:`~pinb.analysis.retention.RetentionReport`); by
-        default read from the session: :func:`~pinb.analysis.retention.retention_report`
-        of the compaction entry, or :func:`~pinb.analysis.retention.plan_retention` of a
+        What the summary kept (:class:`~pinb.analysis.retention.report.RetentionReport`); by
+        default read from the session: :func:`~pinb.analysis.retention.report.retention_report`
+        of the compaction entry, or :func:`~pinb.analysis.retention.report.plan_retention` of a
         dry run. Without a session there is none.
     max_lost:
         Lost facts listed (the rest are counted; ``%pi compactions --id ID`` has them all).

@@ -20,10 +20,10 @@ from .retention import score_text
 CURRENT_LABEL: Final = "current settings"
 
 if TYPE_CHECKING:
-    from ..analysis.ledger import Calibration, CompactionLedger, CompactionRecord
-    from ..analysis.retention import RetentionReport
-    from ..analysis.strategies import StrategyComparison
-    from ..analysis.whatif import WhatIf
+    from ..analysis.compaction.ledger import Calibration, CompactionLedger, CompactionRecord
+    from ..analysis.compaction.strategies import StrategyComparison
+    from ..analysis.compaction.whatif import WhatIf
+    from ..analysis.retention.report import RetentionReport
 
 __all__ = [
     "calibration_html",
@@ -315,7 +315,7 @@ _STRATEGIES_TITLE: Final = "Strategies at this cut: tokens and what each kept of
 
 
 def _strategy_rows(c: StrategyComparison, *, recall: bool) -> list[tuple[object, ...]]:
-    from ..analysis.facts import FACT_KINDS
+    from ..analysis.retention.facts import FACT_KINDS
 
     rows: list[tuple[object, ...]] = []
     for row in c.rows:
@@ -400,8 +400,8 @@ def what_if_html(w: WhatIf) -> str:
     ]
     c = w.strategies
     if c is not None and c.rows:
-        from ..analysis.facts import FACT_KINDS
-        from ..analysis.retention import KIND_LABELS
+        from ..analysis.retention.facts import FACT_KINDS
+        from ..analysis.retention.report import KIND_LABELS
 
         recall = [f"recall: {KIND_LABELS[k]}" for k in FACT_KINDS]
         body += [

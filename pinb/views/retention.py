@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..analysis.facts import FACT_KINDS
-from ..analysis.matching import RULES
-from ..analysis.retention import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
+from ..analysis.retention.facts import FACT_KINDS
+from ..analysis.retention.matching import RULES
+from ..analysis.retention.report import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
 from ..core.context.accounting import thousands
 from ..core.describe import one_line, plural
 from ..render.html import div, escape, heading, mimebundle, muted, table, title, wrap
@@ -340,7 +340,7 @@ def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
 
 
 class RetentionView:
-    """One or more retention reports (:class:`~pinb.analysis.retention.RetentionReport`).
+    """One or more retention reports (:class:`~pinb.analysis.retention.report.RetentionReport`).
 
     Lost facts come first, each linking to its session file and naming its entry
     (``path:line#entry-id`` in the link's title); then the kept facts with the summary's

@@ -1,16 +1,16 @@
-"""Search hits (:class:`pinb.analysis.hits.SearchResults`) as an HTML table, every string escaped."""
+"""Search hits (:class:`pinb.analysis.searching.hits.SearchResults`) as an HTML table, every string escaped."""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-from ..analysis.hits import MARK_END, MARK_START
+from ..analysis.searching.hits import MARK_END, MARK_START
 from ..core.describe import one_line as _short
 from ..render.html import div, escape, table, wrap
 
 if TYPE_CHECKING:
-    from ..analysis.hits import SearchResults
+    from ..analysis.searching.hits import SearchResults
 
 __all__ = ["search_html"]
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import anywidget
 import traitlets
 
-from ..analysis.facts import FactCache
+from ..analysis.retention.facts import FactCache
 from ..core import CompactionSettings, Session
 from ..core.context.accounting import thousands
 from ..errors import PinbError

@@ -124,7 +124,7 @@ def test_import_claude_prints_what_it_did(
 
 def test_cli_module_imports_no_heavy_packages() -> None:
     code = (
-        "import sys, pinb.analysis, pinb.cli.analysis, pinb.analysis.index,"
+        "import sys, pinb.analysis, pinb.cli.analysis, pinb.analysis.searching.index,"
         " pinb.analysis.export, pinb.analysis.importers\n"
         "heavy = {'pandas', 'matplotlib', 'dask', 'distributed', 'IPython'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pinb.analysis.index import default_index_path
+from pinb.analysis.searching.index import default_index_path
 from pinb.core.file.paths import sessions_root
 from pinb.testing.generate import SessionShape, generate_session
 

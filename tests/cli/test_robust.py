@@ -193,8 +193,8 @@ def _forget_index() -> None:
     import shutil
     import time
 
-    from pinb.analysis.building import is_building
-    from pinb.analysis.index import default_index_path
+    from pinb.analysis.searching.building import is_building
+    from pinb.analysis.searching.index import default_index_path
 
     index = default_index_path()
     deadline = time.monotonic() + 60

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pinb.analysis.retention import session_retention
+from pinb.analysis.retention.report import session_retention
 from pinb.core import Session
 from pinb.display import to_html, to_text
 from pinb.views import RetentionView
@@ -72,7 +72,7 @@ def test_lost_first_with_links_to_the_entries(tmp_path: Path) -> None:
 def test_the_compaction_view_shows_what_the_summary_kept(tmp_path: Path) -> None:
     # The one report (retention_report), shown in the compaction's own view: the score line,
     # recall by kind, the first lost facts linked to their entries, and where all of them are.
-    from pinb.analysis.retention import retention_report
+    from pinb.analysis.retention.report import retention_report
     from pinb.views import CompactionView
     from pinb.views.retention import recall_text, score_text
 
@@ -142,7 +142,7 @@ def test_a_dry_run_says_what_its_summary_must_keep(tmp_path: Path) -> None:
 def test_the_explorer_shows_a_compactions_score_and_selects_a_lost_facts_entry(
     tmp_path: Path, comms: list[Any]
 ) -> None:
-    from pinb.analysis.retention import retention_report
+    from pinb.analysis.retention.report import retention_report
     from pinb.views import TreeWidget
     from pinb.views.retention import score_text
     from tests.views.builders import frontend_update
@@ -180,7 +180,7 @@ def test_the_explorer_shows_a_compactions_score_and_selects_a_lost_facts_entry(
 def test_hostile_facts_stay_text_in_the_compaction_view_the_explorer_and_the_lab(
     tmp_path: Path, comms: list[Any]
 ) -> None:
-    from pinb.analysis.ledger import compaction_ledger, what_if
+    from pinb.analysis.compaction.ledger import compaction_ledger, what_if
     from pinb.views import CompactionView, TreeWidget
     from tests.views.builders import frontend_update
     from tests.views.test_xss import check_html

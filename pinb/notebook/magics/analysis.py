@@ -46,7 +46,7 @@ class AnalysisCommands(MagicsBase):
         return compare_branches(session, a, b, other=other)
 
     def _cmd_ledger(self, args: list[str]) -> Any:
-        from ...analysis.ledger import compaction_ledger
+        from ...analysis.compaction.ledger import compaction_ledger
 
         return compaction_ledger(" ".join(args) if args else self.current_session())
 
@@ -56,7 +56,7 @@ class AnalysisCommands(MagicsBase):
         Each column's offline summary is scored (what it kept of the span), beside
         observation masking and, with ``--model``, the configured model's summary (Pi's
         prompt) at the current cut: a request, so only when asked."""
-        from ...analysis.ledger import what_if
+        from ...analysis.compaction.ledger import what_if
         from ...core import ExtractiveSummarizer
         from ...errors import PinbError
 
@@ -115,7 +115,7 @@ class AnalysisCommands(MagicsBase):
     def _pi_what_if(self, session: Any, leaf: str | None, opts: Any) -> Any:
         """With the Pi engine ``%pi compact`` is Pi's: its settings as they are, its window,
         its plan (no fitting of pinb's), its own model writing the summary."""
-        from ...analysis.ledger import what_if
+        from ...analysis.compaction.ledger import what_if
         from ...core import ExtractiveSummarizer
 
         process = self.pi_engine.process

@@ -10,12 +10,12 @@ __all__ = ["CompactionsCommands"]
 
 
 class CompactionsCommands(MagicsBase):
-    """Retention of compactions (:mod:`pinb.analysis.retention`)."""
+    """Retention of compactions (:mod:`pinb.analysis.retention.report`)."""
 
     def _cmd_compactions(self, args: list[str]) -> Any:
         """``%pi compactions [PATH] [--id ID] [--rows N]``: a :class:`RetentionView` of every
         compaction of the current session (or of the file ``PATH``), or of one (``--id``)."""
-        from ...analysis.retention import retention_report, session_retention
+        from ...analysis.retention.report import retention_report, session_retention
         from ...views.retention import RetentionView
 
         parser = command_parser("%pi compactions")

@@ -82,7 +82,7 @@ class SessionCommands(MagicsBase):
 
         folder, _ = self._sessions_folder()  # the current session's, as resume uses
         if opts.search:
-            from ...analysis.index import search
+            from ...analysis.searching.index import search
 
             return search(opts.search, None if opts.all else folder, progress=NotebookProgress())
         infos = (

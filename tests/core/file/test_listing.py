@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import pinb.core.file.lazy as lazy
-from pinb.analysis.index import list_indexed
+from pinb.analysis.searching.index import list_indexed
 from pinb.core.file import listing
 from pinb.core.file.listing import list_all_sessions, session_info_from_bytes
 from pinb.core.file.paths import encode_cwd

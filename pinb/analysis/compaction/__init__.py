@@ -1,0 +1,1 @@
+"""Compactions as data: the ledger, chars/4 calibration, what-if replays, strategies, probes."""

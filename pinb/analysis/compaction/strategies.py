@@ -1,0 +1,397 @@
+"""Compaction strategies side by side at one leaf: tokens after, and what each kept.
+
+Each strategy is replayed on an in-memory copy of the session (nothing is written) and
+scored with the same retention report (:mod:`pinb.analysis.retention.report`), read from the
+session itself (its citations are the file's lines):
+
+- **Pi's plan** under each keep budget (the current settings, and others given), with
+  the offline :class:`~pinb.core.ExtractiveSummarizer` writing the summary: Pi's cut
+  (:func:`pinb.core.compaction.operations.plan_to_fit`), a summary that needs no model;
+- **Pi's prompt** (:class:`~pinb.core.ModelSummarizer`) at the current settings' cut,
+  when a model is given;
+- **observation masking** at the current settings' cut, as JetBrains measured it ("The
+  Complexity Trap", arXiv 2508.21433): no summary; the span stays, every tool result in
+  it replaced by a one-line placeholder (:data:`MASK`). Its "summary" is the masked span.
+
+The what-if lab (:func:`pinb.analysis.compaction.whatif.what_if`) plans the columns once and scores
+them with :func:`score_columns`; :func:`compare_strategies` is that lab's comparison alone.
+Data only (a :class:`StrategyComparison`); the what-if view shows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from ...core.compaction.operations import compact
+from ...core.compaction.reports import CompactionReport
+from ...core.compaction.summarize import ModelSummarizer, Summarizer
+from ...core.context.accounting import estimated_by_role
+from ...core.context.build import SessionContext
+from ...core.context.tokens import CompactionSettings
+from ...core.file.read import serialize_line
+from ...core.session import Session
+from ...errors import PinbError
+from ..retention.facts import FactCache, extract_facts
+from ..retention.report import (
+    RetentionReport,
+    carried_text,
+    plan_retention,
+    retention_of_text,
+    span_messages,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .whatif import WhatIfRow
+
+__all__ = [
+    "MASK",
+    "StrategyComparison",
+    "StrategyRow",
+    "compare_strategies",
+    "mask_message",
+    "masked_retention",
+    "replay_summary",
+    "score_columns",
+    "scratch_copy",
+]
+
+#: What observation masking leaves of a tool result ({tool}, {chars}: its name and size).
+MASK: Final = "[tool output hidden to save context: {tool}, {chars:,} characters]"
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One strategy replayed at the leaf.
+
+    Attributes
+    ----------
+    name:
+        ``"pi plan, keep 20,000 + offline-extractive"``, ``"observation masking"``, …
+    method:
+        ``"summary"`` (a summary replaces the span) or ``"masking"`` (the span stays,
+        its tool results hidden).
+    summarizer:
+        Who wrote the summary (``""`` for masking).
+    settings:
+        The settings asked for; ``keep_used`` the keep the planner used.
+    nothing:
+        Why nothing would be compacted, or why the summary could not be written (then
+        ``retention`` is ``None``).
+    retention:
+        The retention report: tokens before/after (chars/4), recall by kind, score.
+    """
+
+    name: str
+    method: str
+    summarizer: str
+    settings: CompactionSettings
+    keep_used: int | None = None
+    nothing: str | None = None
+    retention: RetentionReport | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.retention
+        return {
+            "name": self.name,
+            "method": self.method,
+            "summarizer": self.summarizer,
+            "keep_recent_tokens": self.settings.keep_recent_tokens,
+            "reserve_tokens": self.settings.reserve_tokens,
+            "keep_used": self.keep_used,
+            "nothing": self.nothing,
+            "first_kept_entry_id": r.first_kept_entry_id if r else None,
+            "estimated_before": r.estimated_before if r else None,
+            "estimated_after": r.estimated_after if r else None,
+            "summary_tokens": r.summary_tokens if r else None,
+            "facts": len(r.verdicts) if r else None,
+            "kept": r.kept_count if r else None,
+            "score": r.score if r else None,
+            "facts_per_1k": r.facts_per_1k if r else None,
+            **{f"recall_{k}": v for k, v in (r.recall.items() if r else ())},
+        }
+
+
+@dataclass
+class StrategyComparison:
+    """Strategies replayed at one leaf (one :class:`StrategyRow` each)."""
+
+    session_id: str
+    leaf_id: str
+    rows: list[StrategyRow]
+    window: int | None = None
+
+    def scored(self) -> list[StrategyRow]:
+        """The rows with a retention report (a summary written, or a span masked)."""
+        return [r for r in self.rows if r.retention is not None]
+
+    def best(self, what: str) -> StrategyRow | None:
+        """The first strategy with the most ``"facts_per_1k"`` or ``"score"``, or the smallest
+        ``"estimated_after"`` (``None`` when no strategy has the figure)."""
+
+        def figure(row: StrategyRow) -> float | None:
+            value = getattr(row.retention, what)
+            return None if value is None else float(-value if what == "estimated_after" else value)
+
+        found = [(f, i, r) for i, r in enumerate(self.scored()) if (f := figure(r)) is not None]
+        return max(found, key=lambda item: (item[0], -item[1]))[2] if found else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "leaf_id": self.leaf_id,
+            "window": self.window,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per strategy (:meth:`StrategyRow.to_dict`; recall columns per kind)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+    def __repr__(self) -> str:
+        return f"<StrategyComparison leaf={self.leaf_id} strategies={len(self.rows)}>"
+
+
+def mask_message(message: Any) -> Any:
+    """A tool result with its content replaced by :data:`MASK`; other messages unchanged."""
+    if not isinstance(message, dict) or message.get("role") != "toolResult":
+        return message
+    content = message.get("content")
+    chars = 0
+    if isinstance(content, list):
+        chars = sum(
+            len(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    elif isinstance(content, str):
+        chars = len(content)
+    tool = message.get("toolName")
+    text = MASK.format(tool=tool if isinstance(tool, str) else "tool", chars=chars)
+    return {**message, "content": [{"type": "text", "text": text}]}
+
+
+def scratch_copy(session: Session) -> Session:
+    """An in-memory copy of ``session`` (same header, ids and entries) to compact freely."""
+    lines = [serialize_line(session.header), *(serialize_line(e.value) for e in session.entries)]
+    return Session.from_bytes(b"".join(lines), pi=session.pi)
+
+
+def replay_summary(
+    session: Session,
+    scratch: Session,
+    leaf_id: str,
+    settings: CompactionSettings,
+    summarizer: Summarizer,
+    kind: str,
+    cache: FactCache | None = None,
+) -> tuple[CompactionReport, RetentionReport]:
+    """Compact ``scratch`` (a copy of ``session``) at ``leaf_id`` with ``settings``, and what
+    the summary kept: the retention is read from ``session`` (its file's lines), for the
+    cut and summary the copy got (:func:`~pinb.analysis.retention.report.plan_retention`)."""
+    scratch.branch(leaf_id, persist=False)
+    done = compact(scratch, summarizer, settings=settings)
+    report = plan_retention(
+        session, done, leaf_id=leaf_id, summary=done.summary, kind=kind, cache=cache
+    )
+    return done, dataclasses.replace(report, compaction_id=None)
+
+
+def masked_retention(
+    session: Session, leaf_id: str, first_kept_id: str, cache: FactCache | None = None
+) -> RetentionReport:
+    """Observation masking at ``first_kept_id``: the span stays, its tool results hidden."""
+    before = session.build_context(leaf_id)
+    summarized, kept, count = span_messages(before, first_kept_id)
+    masked = [mask_message(m) for _, messages in summarized for m in messages]
+    system = [m for m in before.messages if isinstance(m, dict) and m.get("role") == "system"]
+    after = SessionContext(messages=[*system, *masked, *kept], pi=session.pi)
+    span = SessionContext(messages=masked, pi=session.pi)
+    text = "\n\n".join(carried_text(m) for m in masked)
+    cwd = session.cwd or None
+    return RetentionReport(
+        compaction_id=None,
+        kind="observation masking",
+        first_kept_entry_id=first_kept_id,
+        tokens_before=None,
+        estimated_before=sum(estimated_by_role(before).values()),
+        estimated_after=sum(estimated_by_role(after).values()),
+        summary_tokens=sum(estimated_by_role(span).values()),
+        summarized_entries=count,
+        summary=text,
+        verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
+        session_id=session.id,
+        session_path=os.fspath(session.path) if session.path is not None else None,
+        cwd=cwd,
+        note="no summary: the span stays with its tool results hidden; its 'summary' is the "
+        "masked span (summary tokens: its chars/4)",
+    )
+
+
+def _summarizer_of(model: Any) -> Summarizer:
+    """A summarizer given as is, or a chat model's with Pi's prompt."""
+    if hasattr(model, "summarize") and hasattr(model, "name"):
+        found: Summarizer = model
+        return found
+    return ModelSummarizer(model)
+
+
+def score_columns(
+    session: Session,
+    leaf_id: str,
+    columns: Sequence[WhatIfRow],
+    *,
+    summarizer: str | None,
+    scratch: Session | None = None,
+    model: Any = None,
+    masking: bool = True,
+    window: int | None = None,
+    cache: FactCache | None = None,
+) -> StrategyComparison:
+    """The strategies of a what-if's columns, scored.
+
+    ``columns`` are the what-if's (:class:`~pinb.analysis.compaction.whatif.WhatIfRow`): each with a
+    summary written by ``summarizer`` carries its retention, a column with nothing to
+    compact says why. At the current settings' cut (the column labelled "current
+    settings", else the first planned one): ``model``'s summary with Pi's prompt (a chat
+    model, or the summarizer ``%pi compact`` uses with it) and observation masking.
+    """
+    one_reserve = len({c.settings.reserve_tokens for c in columns}) == 1
+    rows: list[StrategyRow] = []
+    for column in columns:
+        label = column.label or (
+            f"keep {column.settings.keep_recent_tokens:,}" if one_reserve else column.name
+        )
+        if column.nothing is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    nothing=column.nothing,
+                )
+            )
+        elif column.retention is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label} + {summarizer}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    column.keep_used,
+                    retention=column.retention,
+                )
+            )
+    planned = [c for c in columns if c.nothing is None and c.plan is not None]
+    current = next((c for c in planned if c.label), planned[0] if planned else None)
+    if current is not None and current.plan is not None and current.first_kept_entry_id:
+        if model is not None:
+            written = _summarizer_of(model)
+            name = f"pi plan, current settings + {written.name} (Pi's prompt)"
+            report: RetentionReport | None = None
+            nothing = None
+            try:
+                copy = scratch if scratch is not None else scratch_copy(session)
+                _, report = replay_summary(
+                    session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
+                )
+            except PinbError as exc:  # the model could not write it: the row says why
+                nothing = f"{written.name} wrote no summary: {exc}"
+            rows.append(
+                StrategyRow(
+                    name,
+                    "summary",
+                    written.name,
+                    current.settings,
+                    current.keep_used,
+                    nothing=nothing,
+                    retention=report,
+                )
+            )
+        if masking:
+            rows.append(
+                StrategyRow(
+                    "observation masking (current cut)",
+                    "masking",
+                    "",
+                    current.settings,
+                    current.keep_used,
+                    retention=masked_retention(
+                        session, leaf_id, current.first_kept_entry_id, cache
+                    ),
+                )
+            )
+    return StrategyComparison(session.id, leaf_id, rows, window)
+
+
+def compare_strategies(
+    session: Session | str | os.PathLike[str],
+    leaf: str | None = None,
+    *,
+    settings: Iterable[CompactionSettings] = (),
+    keep_recent_tokens: Sequence[int] = (),
+    current: CompactionSettings | None = None,
+    context_window: int | None = None,
+    model: Any = None,
+    extractive: bool = True,
+    masking: bool = True,
+    fit: bool = True,
+) -> StrategyComparison:
+    """Replay compaction strategies at ``leaf`` and score each (tokens and retention).
+
+    The what-if lab's comparison (:func:`~pinb.analysis.compaction.whatif.what_if`: the same plans).
+
+    Parameters
+    ----------
+    session:
+        A session or a session file (never written to).
+    leaf:
+        Where to compact (default: the session's leaf; for a recorded compaction, its
+        parent).
+    settings / keep_recent_tokens:
+        Other budgets for Pi's plan, beside the current settings (default: half and twice
+        the current keep).
+    current:
+        The settings in force (default: Pi's settings files for the session's folder,
+        fitted to the window).
+    context_window:
+        The window the planner fits the keep to, as ``%pi compact`` does.
+    model:
+        A chat model: adds Pi's summary prompt (:class:`~pinb.core.ModelSummarizer`) at
+        the current cut. ``None``: no model is asked anything.
+    extractive / masking:
+        Include the offline summaries / observation masking.
+    fit:
+        As :func:`~pinb.core.compaction.operations.plan_to_fit` (``False``: Pi's plan as Pi makes it).
+
+    Raises
+    ------
+    EntryNotFoundError
+        ``leaf`` is not an entry of the session.
+    """
+    from .whatif import what_if  # the lab plans the columns; its comparison is this
+
+    found = what_if(
+        session,
+        leaf,
+        list(settings),
+        keep_recent_tokens=keep_recent_tokens,
+        current=current,
+        context_window=context_window,
+        window_source="setting" if context_window else None,
+        plan_window=context_window,
+        fit=fit,
+        score=extractive,
+        masking=masking,
+        model=model,
+    )
+    assert found.strategies is not None
+    return found.strategies

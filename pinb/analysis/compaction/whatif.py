@@ -1,0 +1,503 @@
+"""What would a compaction at this leaf cut under other settings? Replayed with the one planner.
+
+Every column comes from :func:`pinb.core.compaction.operations.plan_to_fit`, the planner ``%pi
+compact`` uses: Pi's cut (:func:`pinb.core.plan_compaction`) for the settings, with the keep
+fitted to a small window and made smaller when the settings' own keep everything. The first
+column is the **current settings** (what ``%pi compact`` will do, fitted to the window the
+same way); each column says the ``keepRecentTokens`` it used. Nothing is written to the
+session. Each compaction is also carried out on an in-memory copy of the session
+(:meth:`~pinb.core.Session.from_bytes`, whose appends never touch a disk) with a summary
+(pinb's offline one unless another summarizer is given), so the summary's own size counts
+in the size after, and what the summary kept of the span is scored (the one retention
+report). Beside the columns, observation masking at the current cut and, with a model, Pi's
+own summary prompt are scored the same way (:mod:`pinb.analysis.compaction.strategies`): which keeps
+most per token.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import product
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...core.compaction.operations import (
+    CompactionPlan,
+    load_compaction_settings,
+    plan_to_fit,
+)
+from ...core.compaction.reports import CompactionReport
+from ...core.compaction.summarize import ExtractiveSummarizer, Summarizer
+from ...core.context.accounting import ContextUsage, context_usage
+from ...core.context.tokens import CompactionSettings, estimate_tokens, should_compact
+from ...core.format.entries import Entry
+from ...core.session import Session
+from ...display import Displayable
+from ...errors import EntryNotFoundError
+from ...render.graph import entry_preview, node_key
+from ..frames import open_session
+from ..retention.facts import FactCache
+from ..retention.report import RetentionReport
+from .strategies import StrategyComparison, replay_summary, score_columns, scratch_copy
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CURRENT", "WhatIf", "WhatIfRow", "default_settings", "scratch_copy", "what_if"]
+# ``scratch_copy`` lives in :mod:`pinb.analysis.compaction.strategies`; it is named here for callers.
+
+#: The label of the column that replays the settings in force.
+CURRENT = "current settings"
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    """One setting replayed at the leaf.
+
+    Attributes
+    ----------
+    settings:
+        The settings the column asks about.
+    label:
+        ``"current settings"`` for the settings in force, else ``""``.
+    nothing:
+        Why nothing would be compacted (then every figure of the cut is ``None``), else
+        ``None``.
+    keep_used / keep_note:
+        The ``keepRecentTokens`` the planner used, and why it is not the setting's own
+        (``""`` when it is).
+    first_kept_entry_id / first_kept_preview:
+        Where the kept part would start.
+    split_turn:
+        The cut falls inside a turn (its start would be summarized apart).
+    entries_kept / messages_kept / kept_tokens:
+        What stays verbatim; ``kept_tokens`` is chars/4 of the kept messages.
+    entries_summarized / messages_summarized:
+        What the summarizer would be given.
+    summarized_tokens:
+        chars/4 leaving the context (``estimated_before - kept_tokens``; it includes the
+        previous summary, which the new one replaces).
+    summary_tokens / after_tokens:
+        With a summary written: the summary's chars/4, and the context right after (kept
+        plus summary, as :func:`~pinb.core.compact` reports it). ``None`` otherwise.
+    retention:
+        With a summary written: what it kept of the span
+        (:class:`~pinb.analysis.retention.report.RetentionReport`: score, recall by kind).
+    replays:
+        The compaction recorded at this leaf that the column writes again (the same cut
+        and the same summary), if any: its retention is that compaction's.
+    threshold / would_trigger:
+        With a context window: the compaction threshold under these settings and whether
+        the context at the leaf is above it.
+    report:
+        The planner's :class:`~pinb.core.CompactionReport` (the dry run).
+    """
+
+    settings: CompactionSettings
+    label: str = ""
+    nothing: str | None = None
+    keep_used: int | None = None
+    keep_note: str = ""
+    first_kept_entry_id: str | None = None
+    first_kept_preview: str = ""
+    split_turn: bool | None = None
+    entries_kept: int | None = None
+    messages_kept: int | None = None
+    kept_tokens: int | None = None
+    entries_summarized: int | None = None
+    messages_summarized: int | None = None
+    summarized_tokens: int | None = None
+    summary: str | None = None
+    summary_tokens: int | None = None
+    after_tokens: int | None = None
+    threshold: int | None = None
+    would_trigger: bool | None = None
+    report: CompactionReport | None = field(default=None, repr=False, compare=False)
+    plan: CompactionPlan | None = field(default=None, repr=False, compare=False)
+    retention: RetentionReport | None = field(default=None, repr=False, compare=False)
+    replays: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``keep 20,000 / reserve 16,384``, or ``current settings`` for the settings in force."""
+        s = self.settings
+        return self.label or f"keep {s.keep_recent_tokens:,} / reserve {s.reserve_tokens:,}"
+
+    @property
+    def settings_text(self) -> str:
+        """``keep 20,000 / reserve 16,384``."""
+        s = self.settings
+        return f"keep {s.keep_recent_tokens:,} / reserve {s.reserve_tokens:,}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "keep_recent_tokens": self.settings.keep_recent_tokens,
+            "reserve_tokens": self.settings.reserve_tokens,
+            "keep_used": self.keep_used,
+            "keep_note": self.keep_note,
+            "nothing": self.nothing,
+            "first_kept_entry_id": self.first_kept_entry_id,
+            "first_kept_preview": self.first_kept_preview,
+            "split_turn": self.split_turn,
+            "entries_kept": self.entries_kept,
+            "messages_kept": self.messages_kept,
+            "kept_tokens": self.kept_tokens,
+            "entries_summarized": self.entries_summarized,
+            "messages_summarized": self.messages_summarized,
+            "summarized_tokens": self.summarized_tokens,
+            "summary_tokens": self.summary_tokens,
+            "after_tokens": self.after_tokens,
+            "threshold": self.threshold,
+            "would_trigger": self.would_trigger,
+            "facts": len(self.retention.verdicts) if self.retention else None,
+            "facts_kept": self.retention.kept_count if self.retention else None,
+            "score": self.retention.score if self.retention else None,
+            "facts_per_1k": self.retention.facts_per_1k if self.retention else None,
+            "replays": self.replays,
+        }
+
+
+@dataclass
+class WhatIf(Displayable):
+    """The replay of one leaf under several settings (one :class:`WhatIfRow` each).
+
+    ``context`` is the context at the leaf as every view accounts it; ``summarizer`` names
+    the summarizer that wrote the summaries shown, if any, and ``compact_summarizer`` the
+    one ``%pi compact`` would use (when the caller knows it). ``current_note`` says where
+    the current settings came from and how they were fitted; ``leaf_is_compaction`` that
+    the leaf is a compaction (nothing to compact until the next message; replay the
+    compaction at its parent instead, ``parent_id``). ``strategies`` scores each column's
+    summary, observation masking and a model's summary side by side (``None`` when the
+    replay was asked for tokens only).
+    """
+
+    session_id: str
+    leaf_id: str
+    context: ContextUsage
+    rows: list[WhatIfRow]
+    summarizer: str | None = None
+    compact_summarizer: str | None = None
+    current_note: str = ""
+    leaf_is_compaction: bool = False
+    parent_id: str | None = None
+    strategies: StrategyComparison | None = field(default=None, repr=False)
+
+    @property
+    def current(self) -> WhatIfRow | None:
+        """The column of the settings in force (what ``%pi compact`` will do), if any."""
+        return next((r for r in self.rows if r.label == CURRENT), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "leaf_id": self.leaf_id,
+            "tokens_before": self.context.tokens,
+            "measure": self.context.measure,
+            "estimated_before": self.context.estimated_tokens,
+            "window": self.context.window,
+            "window_source": self.context.window_source,
+            "summarizer": self.summarizer,
+            "compact_summarizer": self.compact_summarizer,
+            "current_note": self.current_note,
+            "rows": [r.to_dict() for r in self.rows],
+            "strategies": self.strategies.to_dict() if self.strategies is not None else None,
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per setting (the :meth:`WhatIfRow.to_dict` columns)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows])
+
+    def __repr__(self) -> str:
+        return f"<WhatIf leaf={self.leaf_id} settings={len(self.rows)}>"
+
+
+def default_settings(current: CompactionSettings) -> list[CompactionSettings]:
+    """Half and twice the current settings' kept tokens (the columns beside the current one)."""
+    keep = current.keep_recent_tokens
+    return [replace(current, keep_recent_tokens=k) for k in (max(1, keep // 2), keep * 2)]
+
+
+def _candidates(
+    settings: Iterable[CompactionSettings] | None,
+    keep_recent_tokens: Sequence[int],
+    reserve_tokens: Sequence[int],
+    base: CompactionSettings,
+) -> list[CompactionSettings]:
+    chosen = list(settings or ())
+    if keep_recent_tokens or reserve_tokens:
+        keeps = list(keep_recent_tokens) or [base.keep_recent_tokens]
+        reserves = list(reserve_tokens) or [base.reserve_tokens]
+        chosen += [
+            replace(base, reserve_tokens=r, keep_recent_tokens=k)
+            for k, r in product(keeps, reserves)
+        ]
+    return chosen
+
+
+def _row(
+    session: Session,
+    leaf_id: str,
+    settings: CompactionSettings,
+    usage: ContextUsage,
+    *,
+    label: str,
+    plan_window: int | None,
+    margin: int,
+    reason: str,
+    fit: bool,
+) -> WhatIfRow:
+    window = usage.window
+    threshold = int(settings.threshold(window)) if window else None
+    trigger = should_compact(usage.tokens, window, settings) if window else None
+    plan = plan_to_fit(
+        session,
+        settings,
+        context_window=plan_window,
+        margin=margin,
+        leaf_id=leaf_id,
+        reason=reason,
+        fit=fit,
+    )
+    report = plan.report
+    if report is None:
+        return WhatIfRow(
+            settings,
+            label,
+            plan.nothing,
+            threshold=threshold,
+            would_trigger=trigger,
+            plan=plan,
+        )
+    kept_ids = set(report.kept_ids)
+    context = session.build_context(leaf_id)
+    messages_kept = sum(
+        1
+        for source in context.sources
+        if source.type != "compaction" and node_key(source.id) in kept_ids
+    )
+    first = session.get(report.first_kept_entry_id)
+    return WhatIfRow(
+        settings=settings,
+        label=label,
+        keep_used=plan.keep_recent_tokens,
+        keep_note=plan.keep_note,
+        first_kept_entry_id=report.first_kept_entry_id,
+        first_kept_preview=entry_preview(first, 100) if first is not None else "",
+        split_turn=report.is_split_turn,
+        entries_kept=len(report.kept_ids),
+        messages_kept=messages_kept,
+        kept_tokens=report.estimated_after,
+        entries_summarized=len(set(report.summarized_ids)),
+        messages_summarized=len(report.summarized_ids),
+        summarized_tokens=report.estimated_before - report.estimated_after,
+        threshold=threshold,
+        would_trigger=trigger,
+        report=report,
+        plan=plan,
+    )
+
+
+def _summarized(
+    session: Session,
+    scratch: Session,
+    leaf_id: str,
+    row: WhatIfRow,
+    summarizer: Summarizer,
+    cache: FactCache,
+) -> WhatIfRow:
+    assert row.plan is not None
+    done, retention = replay_summary(
+        session, scratch, leaf_id, row.plan.used, summarizer, f"what-if, {row.name}", cache
+    )
+    summary = {"role": "compactionSummary", "summary": done.summary}
+    return replace(
+        row,
+        summary=done.summary,
+        summary_tokens=estimate_tokens(summary, pi=scratch.pi),
+        after_tokens=done.estimated_after,
+        retention=retention,
+    )
+
+
+def _replays(row: WhatIfRow, recorded: Sequence[Entry]) -> WhatIfRow:
+    """``row`` naming the recorded compaction it writes again (same cut, same summary)."""
+    for entry in recorded:
+        raw = entry.raw
+        if row.summary and (raw.get("firstKeptEntryId"), raw.get("summary")) == (
+            row.first_kept_entry_id,
+            row.summary,
+        ):
+            return replace(row, replays=node_key(entry.id))
+    return row
+
+
+def what_if(
+    session: Session | str | os.PathLike[str],
+    leaf: str | None = None,
+    settings: Iterable[CompactionSettings] | None = None,
+    *,
+    keep_recent_tokens: Sequence[int] = (),
+    reserve_tokens: Sequence[int] = (),
+    summarizer: Summarizer | None = None,
+    context_window: int | None = None,
+    window_source: str | None = None,
+    current: CompactionSettings | Literal[False] | None = None,
+    current_note: str | None = None,
+    plan_window: int | Literal[False] | None = False,
+    reason: str = "manual",
+    fit: bool = True,
+    compact_summarizer: str | None = None,
+    score: bool = True,
+    masking: bool | None = None,
+    model: Any = None,
+) -> WhatIf:
+    """Replay the compaction cut at ``leaf`` under other settings, side by side.
+
+    Parameters
+    ----------
+    session:
+        A session or a session file (never written to).
+    leaf:
+        Where to compact (default: the session's leaf). To ask what a recorded compaction
+        would have done under other settings, pass its parent.
+    settings:
+        Settings to try, used as given.
+    keep_recent_tokens / reserve_tokens:
+        Values to try on top, each pair of the two (the current settings' for the one not
+        given). With neither, nor ``settings``: half and twice the current keep.
+    summarizer:
+        Writes a summary for each setting, on an in-memory copy; ``None``: pinb's offline
+        :class:`~pinb.core.ExtractiveSummarizer` when scoring, else no summary.
+    context_window / window_source:
+        The window (fits the current settings to it, and adds each setting's threshold);
+        default: the one every view shows for the session
+        (:func:`pinb.llm.window.resolve_window`: the window it ran with, else its recorded
+        model's).
+    current:
+        The settings in force, as the caller runs them (already fitted); default: Pi's
+        settings files for the session's folder (:func:`~pinb.core.load_compaction_settings`)
+        fitted to the window; ``False``: no column for them.
+    current_note:
+        Where the current settings came from, in words (a default says it).
+    plan_window:
+        The window the planner fits the keep to (default: ``context_window``), as
+        :func:`~pinb.core.compaction.operations.plan_to_fit` is given it by ``%pi compact``.
+    reason / fit:
+        As :func:`~pinb.core.compaction.operations.plan_to_fit` takes them (``fit=False``: Pi's plan
+        with the settings as they are, the way the user's own Pi compacts).
+    compact_summarizer:
+        The summarizer ``%pi compact`` would use, to name it beside the one used here.
+    score:
+        Write a summary for each column and score what it kept (``False``: tokens only,
+        unless ``summarizer`` is given).
+    masking:
+        Score observation masking at the current cut too (default: ``score``).
+    model:
+        A chat model (or the summarizer ``%pi compact`` uses with it): its summary with Pi's
+        prompt at the current cut is scored too (a request to the model). ``None``: no
+        model is asked anything.
+
+    Returns
+    -------
+    WhatIf
+
+    Raises
+    ------
+    EntryNotFoundError
+        ``leaf`` is not an entry of the session.
+    """
+    from ...llm.limits import limit_margin
+
+    session = open_session(session)
+    leaf_id = leaf if leaf is not None else session.leaf_id
+    if leaf_id is None or leaf_id not in session:
+        raise EntryNotFoundError(leaf_id)
+    window_note = ""
+    if not context_window:
+        from ...llm.window import resolve_window
+
+        found = resolve_window(session=session, context=session.build_context(leaf_id))
+        context_window, window_source, window_note = found.tokens, found.source, found.note
+    note = current_note
+    if current is None:
+        loaded = load_compaction_settings(session.cwd or None)
+        current = loaded.fit_window(context_window) if fit else loaded
+        if note is None:
+            note = "Pi's settings for the session's folder" + (
+                ", fitted to the window" if context_window and current != loaded else ""
+            )
+    base = current if current is not False else CompactionSettings().fit_window(context_window)
+    usage = context_usage(
+        session.build_context(leaf_id),
+        window=context_window,
+        window_source=window_source,
+        settings=base,
+        fit=False,
+        window_note=window_note,
+    )
+    window = context_window if plan_window is False else plan_window
+    margin = limit_margin(window) if window else 0
+    chosen = _candidates(settings, keep_recent_tokens, reserve_tokens, base)
+    if not chosen and current is not False:
+        chosen = default_settings(current)
+    if current is not False:  # the current settings asked again are their own column
+        chosen = [s for s in chosen if s != current]
+    columns = ([(CURRENT, current)] if current is not False else []) + [("", s) for s in chosen]
+    rows = [
+        _row(
+            session,
+            leaf_id,
+            s,
+            usage,
+            label=label,
+            plan_window=window,
+            margin=margin,
+            reason=reason,
+            fit=fit,
+        )
+        for label, s in columns
+    ]
+    written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
+    name = getattr(written, "name", type(written).__name__) if written is not None else None
+    scratch = scratch_copy(session) if written is not None or model is not None else None
+    cache = FactCache()  # the columns' spans share their start: each message read once
+    if written is not None:
+        assert scratch is not None
+        rows = [
+            r if r.nothing else _summarized(session, scratch, leaf_id, r, written, cache)
+            for r in rows
+        ]
+        recorded = [e for e in session.children(leaf_id) if e.type == "compaction"]
+        rows = [_replays(r, recorded) for r in rows]
+    masking = score if masking is None else masking
+    strategies = None
+    if written is not None or masking or model is not None:
+        strategies = score_columns(
+            session,
+            leaf_id,
+            rows,
+            summarizer=name,
+            scratch=scratch,
+            model=model,
+            masking=masking,
+            window=context_window,
+            cache=cache,
+        )
+    entry = session[leaf_id]
+    parent = entry.raw.get("parentId") if entry.type == "compaction" else None
+    return WhatIf(
+        session_id=session.id,
+        leaf_id=node_key(leaf_id),
+        context=usage,
+        rows=rows,
+        summarizer=name,
+        compact_summarizer=compact_summarizer,
+        current_note=note or "",
+        leaf_is_compaction=entry.type == "compaction",
+        parent_id=node_key(parent) if isinstance(parent, str) else None,
+        strategies=strategies,
+    )
