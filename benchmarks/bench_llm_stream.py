@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from pinb.llm import Done, ModelRegistry, get_model
-from pinb.llm.sse import SSEParser
+from pinb.llm.providers.sse import SSEParser
 from pinb.testing.llm_server import LLMServer
 
 MESSAGES = [{"role": "user", "content": "benchmark", "timestamp": 0}]

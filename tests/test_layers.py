@@ -253,7 +253,7 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
 
 
 def test_the_testing_package_hands_out_the_llm_layers_scripted_model() -> None:
-    from pinb.llm.scripted import ScriptedLLM
+    from pinb.llm.providers.scripted import ScriptedLLM
     from pinb.testing import ScriptedLLM as TestingScriptedLLM
 
     assert TestingScriptedLLM is ScriptedLLM

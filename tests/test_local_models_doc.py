@@ -19,8 +19,8 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from pinb.llm.catalog import BUILTIN_PROVIDERS
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.catalog import BUILTIN_PROVIDERS
+from pinb.llm.config.discover import forget_discoveries
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 from pinb.testing.llm_wire import prompt_tokens

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..core import Session
-from ..llm.assemble import INVALID_ARGUMENTS_KEY
+from ..llm.providers.assemble import INVALID_ARGUMENTS_KEY
 from ..llm.types import CancelToken
 from .events import AgentEvent, ToolEnd, ToolStart
 from .recovery import ABORTED_TEXT

@@ -37,9 +37,9 @@ from ..core.file.writers import Holder, SessionBusyError, turn_holder
 from ..core.format.entries import Entry
 from ..errors import NothingToCompactError
 from ..llm.limits import OutputLimit, choose_output_limit
-from ..llm.overflow import is_context_overflow, window_from_error
 from ..llm.pool import LoopFeed
-from ..llm.retry import RetryPolicy
+from ..llm.providers.overflow import is_context_overflow, window_from_error
+from ..llm.providers.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, ToolSpec
 from .batch import run_tool_calls
 from .compact import compact_to_fit

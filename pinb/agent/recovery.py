@@ -20,7 +20,7 @@ from ..core.file.paths import read_settings
 from ..core.format.entries import Entry
 from ..core.format.target import Pi
 from ..errors import PinbError
-from ..llm.retry import RetryPolicy, is_retryable_error
+from ..llm.providers.retry import RetryPolicy, is_retryable_error
 from ..llm.types import CancelToken, Done
 
 __all__ = [

@@ -46,7 +46,7 @@ from traitlets import Bool, Enum, Int, List, Unicode
 
 from ..core.file.writers import SessionBusyError
 from ..errors import PinbError
-from ..llm.secrets import redact_secrets
+from ..llm.config.secrets import redact_secrets
 from ..render.html import escape
 from .avatar import avatar_file
 from .commands import COMMANDS, parse_command, run_command

@@ -46,7 +46,7 @@ from ..core.format.entries import Entry
 from ..core.js.jsontext import visible
 from ..errors import PinbError, SessionFileError
 from ..llm import ChatModel, get_model
-from ..llm.offline import OFFLINE_MODEL, OfflineDemoModel
+from ..llm.providers.offline import OFFLINE_MODEL, OfflineDemoModel
 from ..llm.window import ContextWindow, resolve_window
 from .control import RunControl, RunOutcome, busy_line
 from .link import ChatLink, ChatLinkError, link_chat, open_link, read_link

@@ -13,12 +13,17 @@ Every model follows `ChatModel`: ``astream`` / ``stream`` yield events ending wi
 
 from __future__ import annotations
 
-from pinb.llm.anthropic import AnthropicChatModel
-from pinb.llm.assemble import MessageBuilder, parse_partial_json
 from pinb.llm.base import ChatModelBase, ThreadedStream
-from pinb.llm.client import DEFAULT_TIMEOUT, HTTPChatModel
-from pinb.llm.credentials import ENV_API_KEYS, Redactor, Secret, find_api_key, sanitize_key
-from pinb.llm.discover import clean_model_id, discover_context_window
+from pinb.llm.config.credentials import ENV_API_KEYS, Redactor, Secret, find_api_key, sanitize_key
+from pinb.llm.config.discover import clean_model_id, discover_context_window
+from pinb.llm.config.registry import (
+    ModelRegistry,
+    OpenAICompat,
+    ProviderConfig,
+    default_registry,
+    split_spec,
+)
+from pinb.llm.config.secrets import redact_secrets
 from pinb.llm.errors import (
     ContextOverflowError,
     InvalidCredentialsError,
@@ -31,20 +36,15 @@ from pinb.llm.errors import (
 )
 from pinb.llm.limits import OutputLimit, choose_output_limit
 from pinb.llm.local import LocalServer, configured_local_servers, discover_local_servers
-from pinb.llm.openai import OpenAIChatModel
-from pinb.llm.overflow import OVERFLOW_PATTERNS, is_context_overflow, window_from_error
-from pinb.llm.registry import (
-    ModelRegistry,
-    OpenAICompat,
-    ProviderConfig,
-    default_registry,
-    split_spec,
-)
+from pinb.llm.providers.anthropic import AnthropicChatModel
+from pinb.llm.providers.assemble import MessageBuilder, parse_partial_json
+from pinb.llm.providers.client import DEFAULT_TIMEOUT, HTTPChatModel
+from pinb.llm.providers.openai import OpenAIChatModel
+from pinb.llm.providers.overflow import OVERFLOW_PATTERNS, is_context_overflow, window_from_error
+from pinb.llm.providers.retry import RetryPolicy, is_retryable_error, parse_retry_after
+from pinb.llm.providers.sse import SSEEvent, SSEParser, parse_sse
+from pinb.llm.providers.transform import NO_RESULT_TEXT, transform_messages
 from pinb.llm.resolve import base_url_variable, get_model, provider_base_url, resolve_model
-from pinb.llm.retry import RetryPolicy, is_retryable_error, parse_retry_after
-from pinb.llm.secrets import redact_secrets
-from pinb.llm.sse import SSEEvent, SSEParser, parse_sse
-from pinb.llm.transform import NO_RESULT_TEXT, transform_messages
 from pinb.llm.types import (
     API_ANTHROPIC,
     API_OPENAI,

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pinb.llm.catalog import BUILTIN_PROVIDERS
-from pinb.llm.discover import clean_model_id, discover_window, probe_client, server_root
-from pinb.llm.registry import ModelRegistry, default_registry
+from pinb.llm.config.catalog import BUILTIN_PROVIDERS
+from pinb.llm.config.discover import clean_model_id, discover_window, probe_client, server_root
+from pinb.llm.config.registry import ModelRegistry, default_registry
 from pinb.llm.resolve import base_url_variable, provider_base_url
 from pinb.llm.urls import display_url, join_url
 

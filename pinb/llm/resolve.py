@@ -11,14 +11,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pinb.llm.anthropic import AnthropicChatModel
-from pinb.llm.client import HTTPChatModel
-from pinb.llm.credentials import Secret, auth_json_path, find_api_key, resolve_config_value
-from pinb.llm.discover import discover_window
+from pinb.llm.config.credentials import Secret, auth_json_path, find_api_key, resolve_config_value
+from pinb.llm.config.discover import discover_window
+from pinb.llm.config.registry import ModelRegistry, ProviderConfig, default_registry
 from pinb.llm.errors import MissingCredentialsError, UnknownProviderError, UnsupportedApiError
-from pinb.llm.openai import OpenAIChatModel
-from pinb.llm.registry import ModelRegistry, ProviderConfig, default_registry
-from pinb.llm.retry import RetryPolicy
+from pinb.llm.providers.anthropic import AnthropicChatModel
+from pinb.llm.providers.client import HTTPChatModel
+from pinb.llm.providers.openai import OpenAIChatModel
+from pinb.llm.providers.retry import RetryPolicy
 from pinb.llm.types import API_ANTHROPIC, API_OPENAI, ModelCost, ModelInfo
 from pinb.llm.urls import join_url, split_query
 
@@ -116,7 +116,7 @@ def resolve_model(
         Environment to read keys and URLs from (default ``os.environ``).
     discover:
         Ask the server at the resolved base URL (and no other) for the context window
-        (`pinb.llm.discover.discover_window`). Default: for keyless (local) providers
+        (`pinb.llm.config.discover.discover_window`). Default: for keyless (local) providers
         when the id is not in the registry or models.json and no ``context_window`` is
         given; the answer replaces pinb's 128,000 guess, and ``info.window_source`` says
         where it came from (``server: /props n_ctx``).

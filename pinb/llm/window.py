@@ -150,8 +150,8 @@ def resolve_window(
     recorded = _recorded_model(session, context)
     if recorded is None:
         return ContextWindow(None, UNKNOWN)
-    from pinb.llm.offline import OFFLINE_MODEL, OFFLINE_WINDOW
-    from pinb.llm.registry import window_of
+    from pinb.llm.config.registry import window_of
+    from pinb.llm.providers.offline import OFFLINE_MODEL, OFFLINE_WINDOW
 
     if (recorded.get("provider"), recorded.get("modelId")) == OFFLINE_MODEL:
         found = ContextWindow(OFFLINE_WINDOW, "model")  # the demo model, which no registry lists

@@ -42,8 +42,8 @@ from ..core.file.paths import agent_dir
 from ..core.file.sharing import Turn
 from ..core.file.writers import SessionHold, default_who, describe_process
 from ..errors import UsageError
-from ..llm.pi_config import models_json_problem, pi_small_window
-from ..llm.secrets import redact_secrets
+from ..llm.config.pi_config import models_json_problem, pi_small_window
+from ..llm.config.secrets import redact_secrets
 from .live import AssistantReply, LiveRun, RunFailedError
 from .models import OFFLINE_SPECS
 from .terminal import TerminalRun
@@ -646,7 +646,7 @@ def _next_built_in_cell(magics: PiMagics, session: Session, usage: ContextUsage)
     from ..agent import Agent, AgentConfig
     from ..core.context.build import current_system_message
     from ..core.context.tokens import estimate_tokens
-    from ..llm.offline import OfflineDemoModel
+    from ..llm.providers.offline import OfflineDemoModel
 
     # The prompt and tools depend on the folder and the tools, not on the model: no model
     # is chosen (or asked for its window) to say this.

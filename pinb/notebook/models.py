@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import PinbError
 from ..llm import ChatModel, get_model
-from ..llm.credentials import ENV_API_KEYS, find_api_key
-from ..llm.discover import server_root
+from ..llm.config.credentials import ENV_API_KEYS, find_api_key
+from ..llm.config.discover import server_root
 from ..llm.local import (
     LOCAL_PROVIDERS,
     LocalServer,
@@ -110,7 +110,7 @@ def choose_model(
         ``spec`` names a provider whose key is missing (the message names the variable).
     """
     if spec in OFFLINE_SPECS:
-        from ..llm.offline import OfflineDemoModel
+        from ..llm.providers.offline import OfflineDemoModel
 
         return OfflineDemoModel()
     urls = dict(base_urls or {})

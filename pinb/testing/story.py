@@ -450,7 +450,7 @@ def story_model(tasks: Sequence[Task | None] | None = None, **options: Any) -> A
     ``read``, ``edit`` and ``bash`` tools working in :func:`write_project`'s folder.
     ``options`` go to ``ScriptedLLM`` (``context_window`` for instance).
     """
-    from ..llm.scripted import Reply, ScriptedLLM
+    from ..llm.providers.scripted import Reply, ScriptedLLM
 
     plan = story_tasks(wrong_turn=False) if tasks is None else list(tasks)
     replies: list[Reply] = []

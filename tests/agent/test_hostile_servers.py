@@ -14,7 +14,7 @@ from pinb.agent import Agent, AgentConfig, ToolContext, ToolResult
 from pinb.agent.events import AgentEnd
 from pinb.core import ExtractiveSummarizer, Session
 from pinb.llm import ModelRegistry, RetryPolicy, get_model
-from pinb.llm.client import ERROR_KEEP
+from pinb.llm.providers.client import ERROR_KEEP
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 
 

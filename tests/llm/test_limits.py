@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pinb.llm import ModelRegistry, RetryPolicy, get_model
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.discover import forget_discoveries
 from pinb.llm.limits import choose_output_limit
 from pinb.llm.types import ModelInfo
 from pinb.testing.llm_server import LLMServer
@@ -72,7 +72,7 @@ def test_every_request_fits_a_server_that_checks_the_sum(spec: str) -> None:
 
 def test_without_the_fit_vllm_would_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
     """The server mode is real: the model's whole maxTokens on a full window is refused."""
-    import pinb.llm.client as client
+    import pinb.llm.providers.client as client
 
     monkeypatch.setattr(
         client,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pinb.llm import ModelRegistry, get_model
-from pinb.llm.catalog import BUILTIN_PROVIDERS
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.catalog import BUILTIN_PROVIDERS
+from pinb.llm.config.discover import forget_discoveries
 from pinb.llm.local import configured_local_servers, discover_local_servers
 from pinb.notebook.models import NoModelConfiguredError, choose_model
 from pinb.testing.llm_server import LLMServer, ServerReply

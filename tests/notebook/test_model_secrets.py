@@ -13,7 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import CapturedIO, capture_output
 
 from pinb.core import Session
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.discover import forget_discoveries
 from pinb.notebook import PiMagics
 from pinb.notebook.live import RunFailedError
 from pinb.testing import LLMServer

@@ -17,7 +17,7 @@ from IPython.utils.capture import capture_output
 from pinb.agent.events import AgentEnd, ModelEvent, TurnStart
 from pinb.core import Session
 from pinb.llm import TextDelta
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.discover import forget_discoveries
 from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply, LiveRun, RunFailedError
 from pinb.notebook.terminal import TerminalRun
@@ -325,7 +325,7 @@ def test_without_a_spec_a_local_server_is_found_with_a_short_model_id(shell, mon
 def test_discover_lists_servers_and_chooses_none(shell, monkeypatch) -> None:
     import dataclasses
 
-    from pinb.llm.catalog import BUILTIN_PROVIDERS
+    from pinb.llm.config.catalog import BUILTIN_PROVIDERS
 
     for name in ("OLLAMA_HOST", "OLLAMA_BASE_URL", "LMSTUDIO_BASE_URL", "VLLM_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

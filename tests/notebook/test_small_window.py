@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 
 from pinb.core import Session
 from pinb.core.compaction.summarize import SUMMARIZER_SYSTEM_PROMPT
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.discover import forget_discoveries
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing import LLMServer
 from pinb.testing.llm_server import ServerReply

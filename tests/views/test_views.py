@@ -14,7 +14,7 @@ import pinb.views
 from pinb.core import CompactionSettings, Session, build_session_context, estimate_tokens
 from pinb.core.compaction.reports import CompactionReport
 from pinb.core.context.accounting import context_usage, estimated_by_role
-from pinb.llm.registry import default_registry
+from pinb.llm.config.registry import default_registry
 from pinb.views import (
     CompactionView,
     ContextBreakdown,

@@ -62,7 +62,7 @@ class ModelCommands(MagicsBase):
     ) -> None:
         """``%pi model provider/model --save --base-url URL --window N``: one models.json entry
         both engines accept."""
-        from ...llm.pi_config import save_model
+        from ...llm.config.pi_config import save_model
 
         if not spec or not base_url or not window:
             raise UsageError(
@@ -86,7 +86,7 @@ class ModelCommands(MagicsBase):
     def _fit_pi(self, spec: str | None) -> None:
         """``%pi model --fit-pi``: Pi's compaction settings for a small window, in its
         settings.json, for the model Pi runs (or ``spec``)."""
-        from ...llm.pi_config import fit_pi_compaction, pi_small_window
+        from ...llm.config.pi_config import fit_pi_compaction, pi_small_window
 
         process = self.pi_engine.process
         info = (process.state.get("model") if process is not None else None) or {}

@@ -322,7 +322,7 @@ class MagicsBase(Magics):
         self, model: ChatModel, settings: CompactionSettings, offline: bool = False
     ) -> Any:
         from ...core import ExtractiveSummarizer, ModelSummarizer
-        from ...llm.offline import OfflineDemoModel
+        from ...llm.providers.offline import OfflineDemoModel
         from ..models import choose_model
 
         if offline or isinstance(model, OfflineDemoModel):

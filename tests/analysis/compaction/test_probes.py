@@ -7,7 +7,7 @@ from pathlib import Path
 from pinb.analysis.compaction.probes import PROBE_KINDS, make_probes, run_probes
 from pinb.analysis.retention.report import retention_report, span_messages
 from pinb.llm import get_model
-from pinb.llm.registry import ModelRegistry
+from pinb.llm.config.registry import ModelRegistry
 from pinb.testing import ScriptedLLM
 from pinb.testing.llm_server import LLMServer
 from tests.analysis.retention_story import write_story

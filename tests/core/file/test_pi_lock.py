@@ -18,7 +18,7 @@ import pytest
 from pinb.core.file.jsonfile import edit_json
 from pinb.core.file.pi_lock import lock_path, locked
 from pinb.errors import UserFileLockError
-from pinb.llm.pi_config import fit_pi_compaction
+from pinb.llm.config.pi_config import fit_pi_compaction
 from tests.pi.settings import PiLockHold, pi_compaction, pi_save_themes
 
 

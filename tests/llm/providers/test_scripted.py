@@ -15,9 +15,9 @@ from pinb.llm import (
     ToolCallEnd,
     ToolSpec,
 )
-from pinb.llm.scripted import Reply, ScriptedLLM, ScriptExhaustedError
+from pinb.llm.providers.scripted import Reply, ScriptedLLM, ScriptExhaustedError
 
-from .conftest import arun, user
+from ..conftest import arun, user
 
 
 def test_protocol_and_recording():

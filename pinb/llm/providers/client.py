@@ -16,27 +16,27 @@ from typing import Any, ClassVar, TypeVar
 import httpx
 
 from pinb._version import __version__
-from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
-from pinb.llm.catalog import OpenAICompat
-from pinb.llm.credentials import Secret, sanitize_key
-from pinb.llm.errorbody import (
+from pinb.llm.config.catalog import OpenAICompat
+from pinb.llm.config.credentials import Secret, sanitize_key
+from pinb.llm.config.secrets import connection_redactor, guard_logs, redact_secrets
+from pinb.llm.errors import StreamProtocolError
+from pinb.llm.guard import Guard as _Guard
+from pinb.llm.guard import GuardAborted as _Aborted
+from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
+from pinb.llm.pool import async_client, send
+from pinb.llm.providers.assemble import MessageBuilder
+from pinb.llm.providers.errorbody import (
     ERROR_BODY_READ,
     ERROR_KEEP,
     TOOL_CHOICE_HINT,
     empty_server_error,
     error_detail,
 )
-from pinb.llm.errors import StreamProtocolError
-from pinb.llm.guard import Guard as _Guard
-from pinb.llm.guard import GuardAborted as _Aborted
-from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
-from pinb.llm.overflow import is_context_overflow
-from pinb.llm.pool import async_client, send
-from pinb.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
-from pinb.llm.secrets import connection_redactor, guard_logs, redact_secrets
-from pinb.llm.sse import SSEEvent, SSEParser
-from pinb.llm.transform import transform_messages
+from pinb.llm.providers.overflow import is_context_overflow
+from pinb.llm.providers.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from pinb.llm.providers.sse import SSEEvent, SSEParser
+from pinb.llm.providers.transform import transform_messages
 from pinb.llm.types import (
     THINKING_LEVELS,
     CancelToken,

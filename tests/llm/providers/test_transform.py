@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from pinb.llm import ModelInfo, transform_messages
-from pinb.llm.transform import NO_RESULT_TEXT, anthropic_tool_id
+from pinb.llm.providers.transform import NO_RESULT_TEXT, anthropic_tool_id
 
 TARGET = ModelInfo("anthropic", "claude-sonnet-4-5", "anthropic-messages")
 

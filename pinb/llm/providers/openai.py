@@ -7,17 +7,17 @@ import logging
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from pinb.llm.assemble import MessageBuilder
-from pinb.llm.client import (
+from pinb.llm.errors import StreamProtocolError
+from pinb.llm.providers.assemble import MessageBuilder
+from pinb.llm.providers.client import (
     HTTPChatModel,
     ProviderStreamError,
     StreamDecoder,
     _load_json,
     error_detail,
 )
-from pinb.llm.errors import StreamProtocolError
-from pinb.llm.retry import RETRYABLE_STATUS
-from pinb.llm.sse import SSEEvent
+from pinb.llm.providers.retry import RETRYABLE_STATUS
+from pinb.llm.providers.sse import SSEEvent
 from pinb.llm.types import API_OPENAI, StreamEvent, ToolSpec
 from pinb.llm.urls import join_url
 

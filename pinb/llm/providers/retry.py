@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pinb.llm.overflow import is_context_overflow
+from pinb.llm.providers.overflow import is_context_overflow
 
 __all__ = [
     "RETRYABLE_STATUS",

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pinb.core.file.paths import agent_dir
-from pinb.llm.catalog import BUILTIN_PROVIDERS
-from pinb.llm.credentials import ENV_API_KEYS, Redactor, Secret, resolve_config_value
+from pinb.llm.config.catalog import BUILTIN_PROVIDERS
+from pinb.llm.config.credentials import ENV_API_KEYS, Redactor, Secret, resolve_config_value
 from pinb.llm.urls import display_url, mask_urls, query_secrets, userinfo_secrets
 
 __all__ = [
@@ -309,7 +309,7 @@ def redact_secrets(
     Every key of ``models.json`` (literal, ``$NAME``/``${NAME}`` resolved, header values),
     ``auth.json``, the providers' key variables, and the passwords (with their user
     names) and key-like query values of configured base URLs are replaced by ``***``, in
-    every escaped and encoded form (`pinb.llm.credentials.Redactor`). With ``urls``, the
+    every escaped and encoded form (`pinb.llm.config.credentials.Redactor`). With ``urls``, the
     userinfo and key-like query values of any URL left in the text are masked as
     `display_url` does.
 

@@ -18,7 +18,7 @@ from pinb.llm import (
 )
 from pinb.testing.llm_server import ToolCallScript
 
-from .conftest import arun, user
+from ..conftest import arun, user
 
 READ = ToolSpec(
     "read",

@@ -11,7 +11,7 @@ import pytest
 
 from pinb.llm import MissingCredentialsError, ModelRegistry, RetryPolicy, Secret, get_model
 
-from .conftest import user
+from ..conftest import user
 
 KEY = "sk-FAKE-7c1d9e2b4a-DO-NOT-LEAK"
 
@@ -112,7 +112,7 @@ def test_a_key_no_header_can_carry_is_refused_naming_the_variable(server, monkey
 
 def test_a_key_in_auth_json_or_models_json_is_checked_too(tmp_path, monkeypatch):
     from pinb.llm import InvalidCredentialsError
-    from pinb.llm.credentials import find_api_key
+    from pinb.llm.config.credentials import find_api_key
 
     path = tmp_path / "auth.json"
     path.write_text(json.dumps({"openai": {"type": "api_key", "key": KEY + "\n"}}))
@@ -137,7 +137,7 @@ def test_a_key_in_auth_json_or_models_json_is_checked_too(tmp_path, monkeypatch)
     ],
 )
 def test_redaction_catches_escaped_and_encoded_forms(form):
-    from pinb.llm.credentials import redact
+    from pinb.llm.config.credentials import redact
 
     for secret in (KEY, KEY + "\n", KEY + "é"):
         out = redact(f"error: {form} (while sending)", [Secret(secret)])
@@ -147,7 +147,7 @@ def test_redaction_catches_escaped_and_encoded_forms(form):
 
 def test_models_json_values_resolve_as_pi_1x_does() -> None:
     """Pi 1.6's resolve-config-value.js: templates, escapes, and an unset variable."""
-    from pinb.llm.credentials import resolve_config_value
+    from pinb.llm.config.credentials import resolve_config_value
 
     env = {"A": "alpha", "B": "beta"}
     assert resolve_config_value("$A", env) == "alpha"
@@ -162,7 +162,7 @@ def test_models_json_values_resolve_as_pi_1x_does() -> None:
 
 def test_a_models_json_key_comes_before_the_providers_variable(tmp_path: pathlib.Path) -> None:
     """Pi 1.x's order (docs/models.md): auth.json, then models.json's apiKey, then variables."""
-    from pinb.llm.credentials import find_api_key
+    from pinb.llm.config.credentials import find_api_key
 
     found = find_api_key(
         "openai",

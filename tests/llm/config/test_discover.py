@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from pinb.llm import ModelRegistry, RetryPolicy, get_model
-from pinb.llm.discover import forget_discoveries
+from pinb.llm.config.discover import forget_discoveries
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 
-from .conftest import arun, user
+from ..conftest import arun, user
 
 
 @pytest.fixture(autouse=True)

@@ -7,12 +7,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pinb.llm.assemble import MessageBuilder
-from pinb.llm.client import HTTPChatModel, ProviderStreamError, StreamDecoder, _load_json
 from pinb.llm.errors import StreamProtocolError
 from pinb.llm.limits import OutputLimit
-from pinb.llm.sse import SSEEvent
-from pinb.llm.transform import anthropic_tool_id
+from pinb.llm.providers.assemble import MessageBuilder
+from pinb.llm.providers.client import HTTPChatModel, ProviderStreamError, StreamDecoder, _load_json
+from pinb.llm.providers.sse import SSEEvent
+from pinb.llm.providers.transform import anthropic_tool_id
 from pinb.llm.types import API_ANTHROPIC, StreamEvent, ToolSpec
 from pinb.llm.urls import join_url, split_query
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from pinb.errors import UserFileError
-from pinb.llm.pi_config import fit_pi_compaction, save_model
+from pinb.llm.config.pi_config import fit_pi_compaction, save_model
 from tests.pi.settings import pi_compaction, pi_save_themes
 
 #: One writer process: waits for the start file, then makes its ``count`` calls at once.
 _WRITER = textwrap.dedent("""\
     import os, sys, time
     from pathlib import Path
-    from pinb.llm.pi_config import fit_pi_compaction, save_model
+    from pinb.llm.config.pi_config import fit_pi_compaction, save_model
     what, agent, name, count, go = sys.argv[1:]
     print("ready", flush=True)
     while not os.path.exists(go):

@@ -1,6 +1,6 @@
 """`ScriptedLLM`: a model that plays queued replies and records what it was sent (no HTTP).
 
-The offline demo model (:mod:`pinb.llm.offline`) is one; tests use it at the agent seam
+The offline demo model (:mod:`pinb.llm.providers.offline`) is one; tests use it at the agent seam
 (re-exported as :mod:`pinb.testing.scripted`).
 
 It follows the same `pinb.llm.ChatModel` protocol as the HTTP models, so agent and
@@ -25,11 +25,11 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pinb.llm.assemble import MessageBuilder
 from pinb.llm.base import ChatModelBase
-from pinb.llm.client import ABORTED_MESSAGE
 from pinb.llm.errors import LLMError
-from pinb.llm.overflow import is_context_overflow
+from pinb.llm.providers.assemble import MessageBuilder
+from pinb.llm.providers.client import ABORTED_MESSAGE
+from pinb.llm.providers.overflow import is_context_overflow
 from pinb.llm.types import (
     API_OPENAI,
     CancelToken,

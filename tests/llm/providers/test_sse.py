@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pinb.llm.sse import SSEEvent, SSEParser, parse_sse
+from pinb.llm.providers.sse import SSEEvent, SSEParser, parse_sse
 
 STREAM = (
     b": keep-alive comment\n"

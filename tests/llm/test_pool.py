@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from pinb.llm import HTTPChatModel, ModelRegistry, RetryPolicy, TextDelta, get_model, pool
-from pinb.llm.discover import discover_window, forget_discoveries
+from pinb.llm.config.discover import discover_window, forget_discoveries
 from pinb.llm.local import list_models
 from pinb.testing.llm_server import LLMServer
 from pinb.testing.tls import Certificate, self_signed_certificate

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pinb.core.file.paths import agent_dir
 from pinb.errors import PinbError
-from pinb.llm.catalog import (
+from pinb.llm.config.catalog import (
     BUILTIN_MODELS,
     BUILTIN_PROVIDERS,
     LOCAL_COMPAT,

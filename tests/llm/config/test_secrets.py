@@ -21,12 +21,12 @@ from pinb.llm import (
     get_model,
     redact_secrets,
 )
+from pinb.llm.config.secrets import configured_redactor, connection_redactor
 from pinb.llm.local import LocalServer
-from pinb.llm.secrets import configured_redactor, connection_redactor
 from pinb.llm.urls import join_url, mask_urls, url_secrets
 from pinb.testing.llm_server import LLMServer
 
-from .conftest import user
+from ..conftest import user
 
 PASSWORD = "pw-7Hq2-userinfo-SECRET"
 QUERY_KEY = "qk-93Jd-query-SECRET"

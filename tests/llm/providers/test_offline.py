@@ -8,7 +8,7 @@ from pathlib import Path
 from pinb.agent import Agent
 from pinb.agent.tools import all_tools
 from pinb.core import Session
-from pinb.llm.offline import DEMO_LABEL, OfflineDemoModel
+from pinb.llm.providers.offline import DEMO_LABEL, OfflineDemoModel
 from pinb.testing.story import PROJECT, write_project
 
 

@@ -161,7 +161,7 @@ def redact(text: str, secrets: Iterable[Secret | str | None]) -> str:
     Escaped and encoded forms count too (``\\n``, ``\\xe9``, ``%0A``, base64), and so
     does a long enough start of a key followed by anything that is not a blank: an error
     that quotes a key with a mangled tail still shows none of it. (`Redactor` does the
-    same for many texts with the work done once; `pinb.llm.secrets.redact_secrets` adds
+    same for many texts with the work done once; `pinb.llm.config.secrets.redact_secrets` adds
     every secret the user configured.)
     """
     return Redactor(secrets)(text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pinb.llm.assemble import parse_partial_json
+from pinb.llm.providers.assemble import parse_partial_json
 
 __all__ = [
     "ERROR_BODY_READ",

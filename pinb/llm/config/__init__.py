@@ -1,0 +1,1 @@
+"""What the user configured: providers and models, keys, Pi's config files, local servers' windows."""

@@ -1,0 +1,1 @@
+"""The model adapters and the HTTP machinery they share: requests, SSE, assembly, retries."""
