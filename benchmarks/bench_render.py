@@ -20,9 +20,9 @@ from typing import Any
 
 from pinb.core import Session
 from pinb.render.figure import tree_png
-from pinb.render.graph import build_graph
-from pinb.render.picture import tree_picture_svg
-from pinb.render.rows import row_layout
+from pinb.render.tree.graph import build_graph
+from pinb.render.tree.picture import tree_picture_svg
+from pinb.render.tree.rows import row_layout
 from pinb.views import ContextPathView, TreeView, TreeWidget
 
 WORDS = (

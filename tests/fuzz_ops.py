@@ -125,7 +125,7 @@ def _views(path: Path) -> None:
 
 def _pictures(path: Path) -> None:
     from pinb.render import build_graph, row_layout, tree_picture_svg, tree_text
-    from pinb.render.raster import tree_png_pillow
+    from pinb.render.tree.raster import tree_png_pillow
 
     session = _open(path)
     layout = row_layout(build_graph(session), collapse=False)

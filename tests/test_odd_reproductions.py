@@ -133,7 +133,7 @@ def test_every_picture_draws_an_odd_id(odd: str, tmp_path: Path) -> None:
     from matplotlib.figure import Figure
 
     from pinb.render import build_graph, draw_tree, row_layout, tree_picture_svg, tree_text
-    from pinb.render.raster import tree_png_pillow
+    from pinb.render.tree.raster import tree_png_pillow
     from pinb.views import TreeView
 
     path = tmp_path / "s.jsonl"

@@ -30,7 +30,7 @@ from ..core.js.wire import js_truthy
 from ..core.session import Session
 from ..display import Displayable
 from ..errors import EntryNotFoundError
-from ..render.graph import entry_preview, entry_tokens, node_key
+from ..render.tree.graph import entry_preview, entry_tokens, node_key
 from .ancestry import file_relation, shared_prefix
 from .frames import open_session
 

@@ -7,7 +7,10 @@ the functions that need them (a test checks this).
 from __future__ import annotations
 
 from .figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
-from .graph import (
+from .html import SAFE_TAGS, clean_text, escape, mimebundle, table
+from .markdown import markdown_to_html, markdown_to_markdown
+from .svg import ROLE_COLORS, bar_chart_svg, color_of, stacked_bars_svg
+from .tree.graph import (
     KIND_NAMES,
     NodeInfo,
     SessionGraph,
@@ -22,12 +25,9 @@ from .graph import (
     to_networkx,
     tool_tokens,
 )
-from .html import SAFE_TAGS, clean_text, escape, mimebundle, table
-from .layout import AUTO_COLLAPSE, Item, TreeLayout, collapse_chains, layout_tree, tidy_layout
-from .markdown import markdown_to_html, markdown_to_markdown
-from .picture import Cells, row_cells, tree_picture_svg, tree_text
-from .rows import MAX_ROWS, Edge, Row, RowLayout, row_layout
-from .svg import ROLE_COLORS, bar_chart_svg, color_of, stacked_bars_svg
+from .tree.layout import AUTO_COLLAPSE, Item, TreeLayout, collapse_chains, layout_tree, tidy_layout
+from .tree.picture import Cells, row_cells, tree_picture_svg, tree_text
+from .tree.rows import MAX_ROWS, Edge, Row, RowLayout, row_layout
 
 __all__ = [
     "AUTO_COLLAPSE",

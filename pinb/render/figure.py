@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .graph import SessionGraph, build_graph
 from .html import shorten
-from .marks import picture_marks
-from .picture import EDGE_COLOR, PATH_COLOR
-from .rows import MAX_ROWS, RowLayout, row_layout
 from .svg import ROLE_COLORS, color_of
+from .tree.graph import SessionGraph, build_graph
+from .tree.marks import picture_marks
+from .tree.picture import EDGE_COLOR, PATH_COLOR
+from .tree.rows import MAX_ROWS, RowLayout, row_layout
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,18 +62,18 @@ def draw_tree(
 ) -> Figure:
     """Draw the tree picture (rows beside the lane graph) with matplotlib.
 
-    The same rows, marks and words as :func:`~pinb.render.picture.tree_picture_svg`, at the
+    The same rows, marks and words as :func:`~pinb.render.tree.picture.tree_picture_svg`, at the
     same pixel positions. With ``ax=None`` a new ``Figure`` sized to the picture is made
     (nothing global, no pyplot); given ``ax``, the picture fills that axes.
 
     Parameters
     ----------
     source:
-        A session, an annotated graph or a ready :class:`~pinb.render.rows.RowLayout`.
+        A session, an annotated graph or a ready :class:`~pinb.render.tree.rows.RowLayout`.
     ax:
         Axes to draw on, or ``None``.
     collapse / max_rows:
-        As in :func:`~pinb.render.rows.row_layout` (when ``source`` is not a layout).
+        As in :func:`~pinb.render.tree.rows.row_layout` (when ``source`` is not a layout).
     selected:
         Key of an entry whose row is highlighted.
     header / legend:
@@ -235,9 +235,9 @@ def tree_png(
     ``width``/``height`` are the picture's size in CSS pixels (for the output metadata, so a
     notebook shows it at that size); it is drawn ``scale`` times larger (default: 2 for up
     to 80 rows, sharp on high-density screens, else 1), with Pillow from the same cells and
-    positions as the SVG (:mod:`pinb.render.raster`).
+    positions as the SVG (:mod:`pinb.render.tree.raster`).
     """
-    from .raster import tree_png_pillow
+    from .tree.raster import tree_png_pillow
 
     layout = _layout_of(source, "auto", MAX_ROWS)
     if scale is None:

@@ -1,6 +1,6 @@
 """Fast SVG strings of token bar charts; every piece of text is escaped.
 
-The tree picture is :mod:`pinb.render.picture`.
+The tree picture is :mod:`pinb.render.tree.picture`.
 """
 
 from __future__ import annotations

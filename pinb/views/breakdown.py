@@ -11,8 +11,8 @@ from ..core import Session, SessionContext, estimate_tokens
 from ..core.context.accounting import ContextUsage, estimated_by_role
 from ..core.context.build import UNSET
 from ..core.js.jsontext import value_text
-from ..render.graph import kind_name, plural, tool_tokens
 from ..render.html import div, escape, gauge, heading, mimebundle, muted, style, table, title, wrap
+from ..render.tree.graph import kind_name, plural, tool_tokens
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

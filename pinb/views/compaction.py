@@ -14,14 +14,6 @@ from ..core.context.accounting import estimated_by_role, thousands
 from ..core.context.build import UNSET
 from ..core.js.jsontext import value_text
 from ..errors import PinbError
-from ..render.graph import (
-    entry_kind,
-    entry_preview,
-    entry_tokens,
-    kind_name,
-    node_key,
-    plural,
-)
 from ..render.html import (
     escape,
     gauge,
@@ -33,6 +25,14 @@ from ..render.html import (
     wrap,
 )
 from ..render.markdown import markdown_to_html
+from ..render.tree.graph import (
+    entry_kind,
+    entry_preview,
+    entry_tokens,
+    kind_name,
+    node_key,
+    plural,
+)
 from .retention import retention_brief_html, score_text
 
 __all__ = ["CompactionView", "report_from_entry"]

@@ -13,16 +13,6 @@ from ..core.context.system_prompt import SystemShare, message_costs, system_shar
 from ..core.format.target import Pi
 from ..core.gc import gc_paused
 from ..core.js.jsontext import value_text
-from ..render.graph import (
-    entry_kind,
-    entry_preview,
-    entry_tokens,
-    is_hidden_marker,
-    kind_name,
-    node_key,
-    path_regions,
-    plural,
-)
 from ..render.html import (
     escape,
     gauge,
@@ -34,6 +24,16 @@ from ..render.html import (
     table,
     title,
     wrap,
+)
+from ..render.tree.graph import (
+    entry_kind,
+    entry_preview,
+    entry_tokens,
+    is_hidden_marker,
+    kind_name,
+    node_key,
+    path_regions,
+    plural,
 )
 from .accounting import account, usage_html
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from ..core import Entry, Session
 from ..core.js.jsontext import SHOWN_DEPTH, json_text, value_text
-from ..render.graph import entry_kind, entry_preview, entry_tokens, node_key
 from ..render.html import escape, heading, mimebundle, pre, style, table, wrap
 from ..render.html import title as title_html
 from ..render.markdown import markdown_to_html
+from ..render.tree.graph import entry_kind, entry_preview, entry_tokens, node_key
 
 __all__ = ["EntryView", "entry_html"]
 

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ..core.context.accounting import thousands
-from ..render.graph import plural
 from ..render.html import escape, shorten, table
 from ..render.plain import text_table
+from ..render.tree.graph import plural
 from .compare import container
 from .retention import score_text
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import Session
-from ..render.graph import plural
 from ..render.html import mimebundle, muted, table, title, wrap
+from ..render.tree.graph import plural
 from .accounting import account, usage_html
 from .tree import TreeView, tree_table_html
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.js.jsontext import value_text
-from ..render.graph import plural
 from ..render.html import escape, mimebundle, shorten, style, table, title, wrap
+from ..render.tree.graph import plural
 
 __all__ = ["COLUMNS", "SessionListView", "SessionRow"]
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import Session
 from ..core.context.build import UNSET
-from ..render.graph import SessionGraph, build_graph, to_networkx
 from ..render.html import escape, mimebundle, muted, style, table, title, wrap
-from ..render.picture import (
+from ..render.tree.graph import SessionGraph, build_graph, to_networkx
+from ..render.tree.picture import (
     Cells,
     lane_strings,
     row_cells,
@@ -23,7 +23,7 @@ from ..render.picture import (
     tree_picture_svg,
     tree_text,
 )
-from ..render.rows import MAX_ROWS, RowLayout, row_layout
+from ..render.tree.rows import MAX_ROWS, RowLayout, row_layout
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..render.graph import plural
 from ..render.html import shorten
+from ..render.tree.graph import plural
 from .accounting import resolve_window
 
 if TYPE_CHECKING:
     from ..core import Session
-    from ..render.graph import SessionGraph
+    from ..render.tree.graph import SessionGraph
 
 __all__ = ["TreeActions"]
 

@@ -1,4 +1,4 @@
-// pinb tree widget: draws the rows of pinb.render.rows.RowLayout (sent by the kernel),
+// pinb tree widget: draws the rows of pinb.render.tree.rows.RowLayout (sent by the kernel),
 // keeps only the visible rows in the page, and sends selections, searches and actions back.
 // Session text is only ever set with textContent; the panels' HTML comes from pinb's views,
 // which escape every piece of session text.

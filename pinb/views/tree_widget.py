@@ -2,7 +2,7 @@
 
 Two files make the widget: this model (traitlets synced with the browser) and one ES module
 (``tree_widget.js``, with ``tree_widget.css``). The browser draws the rows of the render
-layer's :class:`~pinb.render.rows.RowLayout` — the same layout the static picture draws —
+layer's :class:`~pinb.render.tree.rows.RowLayout` — the same layout the static picture draws —
 keeping only the visible rows in the page, so 10,000 entries scroll, zoom and pan smoothly.
 Clicking a row selects the entry: the panels show the entry, the context path as the model
 would see it from there, and what a compaction there would summarize (for a compaction
@@ -32,10 +32,10 @@ from ..analysis.retention.facts import FactCache
 from ..core import CompactionSettings, Session
 from ..core.context.accounting import thousands
 from ..errors import PinbError
-from ..render.graph import SessionGraph, build_graph, node_key, plural, to_networkx
 from ..render.html import escape, muted, style, wrap
-from ..render.picture import legend_items, row_cells, title_lines, tree_picture_svg, tree_text
-from ..render.rows import RowLayout, row_layout
+from ..render.tree.graph import SessionGraph, build_graph, node_key, plural, to_networkx
+from ..render.tree.picture import legend_items, row_cells, title_lines, tree_picture_svg, tree_text
+from ..render.tree.rows import RowLayout, row_layout
 from .compaction import CompactionView
 from .context_path import ContextPathView
 from .entry import entry_html

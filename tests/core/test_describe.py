@@ -8,7 +8,7 @@ import pytest
 
 from pinb.core import Session
 from pinb.core.describe import _short_args, entry_preview, message_preview, tool_tokens
-from pinb.render import graph
+from pinb.render.tree import graph
 from tests.samples import CASE_FILES
 
 

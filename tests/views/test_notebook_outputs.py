@@ -212,7 +212,7 @@ def _picture_problems(notebook: Path) -> list[str]:
     import nbformat
     from fontTools.ttLib import TTFont
 
-    from pinb.render.raster import font_for
+    from pinb.render.tree.raster import font_for
 
     problems: list[str] = []
     cells = nbformat.read(notebook, as_version=4).cells
@@ -251,7 +251,7 @@ def test_the_checks_catch_what_the_newcomer_saw(lab: tuple[str, str, Path]) -> N
     scrollbar, a ditto mark no installed font has, a label run into another. (First in the
     module: its browser, scrollbars hidden, is closed before the ``reader`` starts; one
     thread holds one Playwright at a time.)"""
-    from pinb.render.marks import Picture, Text
+    from pinb.render.tree.marks import Picture, Text
 
     base, token, root = lab
     (root / "run").mkdir(exist_ok=True)

@@ -1,6 +1,6 @@
 """The tree picture's layout data: no label leaves the picture, runs into another, or is crossed.
 
-:func:`pinb.render.marks.picture_marks` places every text, stroke and glyph; the SVG, the
+:func:`pinb.render.tree.marks.picture_marks` places every text, stroke and glyph; the SVG, the
 PNG (Pillow) and matplotlib draw those marks. These tests check the marks of awkward trees
 (long titles and summaries, a compaction boundary, folded and elided rows, wide text), that
 the SVG carries exactly them, and that Pillow and matplotlib draw each text inside its box.
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from pinb.core import ExtractiveSummarizer, Session, navigate
-from pinb.render.graph import build_graph
-from pinb.render.marks import Box, Line, Picture, Text, picture_marks
-from pinb.render.picture import tree_picture_svg
-from pinb.render.rows import row_layout
+from pinb.render.tree.graph import build_graph
+from pinb.render.tree.marks import Box, Line, Picture, Text, picture_marks
+from pinb.render.tree.picture import tree_picture_svg
+from pinb.render.tree.rows import row_layout
 from pinb.testing.story import (
     EXTRA_TASKS,
     MAIN_TASKS,
@@ -264,7 +264,7 @@ def test_pillow_and_matplotlib_draw_each_text_inside_its_box(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from pinb.render.figure import draw_tree
-    from pinb.render.raster import font_for
+    from pinb.render.tree.raster import font_for
 
     for name in ("demo (script text)", "story (compactions, small window)"):
         layout, picture = pictures[name]
@@ -294,7 +294,7 @@ def test_every_character_of_the_pictures_is_in_the_face_that_draws_it(
     characters DejaVu has (a session's own text is the session's)."""
     from fontTools.ttLib import TTFont
 
-    from pinb.render.raster import font_for
+    from pinb.render.tree.raster import font_for
 
     for name in ("demo (script text)", "story (compactions, small window)", "elided"):
         _, picture = pictures[name]

@@ -21,7 +21,7 @@ from ...core.format.entries import Entry
 from ...core.format.tree import TreeNode
 from ...core.session import Session
 from ...display import Displayable
-from ...render.graph import node_key
+from ...render.tree.graph import node_key
 from ..sources import SessionSources, Skipped, iter_sessions
 
 if TYPE_CHECKING:

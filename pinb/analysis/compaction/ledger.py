@@ -53,7 +53,7 @@ from ...core.gc import gc_paused
 from ...core.js.wire import js_truthy
 from ...core.session import Session
 from ...display import Displayable
-from ...render.graph import node_key
+from ...render.tree.graph import node_key
 from ..frames import message_text
 from ..retention.facts import FACT_KINDS, FactCache
 from ..retention.report import RetentionReport, split_retention

@@ -35,7 +35,7 @@ from ...core.format.entries import Entry
 from ...core.session import Session
 from ...display import Displayable
 from ...errors import EntryNotFoundError
-from ...render.graph import entry_preview, node_key
+from ...render.tree.graph import entry_preview, node_key
 from ..frames import open_session
 from ..retention.facts import FactCache
 from ..retention.report import RetentionReport

@@ -1,9 +1,9 @@
 """Where every piece of the tree picture goes: positioned marks that SVG, PNG and matplotlib draw.
 
-:func:`picture_marks` turns a :class:`~pinb.render.rows.RowLayout` and its
-:class:`~pinb.render.picture.Cells` into a :class:`Picture`: row bands, lane links, node
+:func:`picture_marks` turns a :class:`~pinb.render.tree.rows.RowLayout` and its
+:class:`~pinb.render.tree.picture.Cells` into a :class:`Picture`: row bands, lane links, node
 glyphs, dashed lines and texts, each at its pixel position (top-left origin), every text
-with the box its glyphs take (:mod:`pinb.render.metrics`). The drawers only draw what is
+with the box its glyphs take (:mod:`pinb.render.tree.metrics`). The drawers only draw what is
 here, so a test of the marks is a test of every picture: no text leaves the picture, runs
 into another or is crossed by a line.
 
@@ -260,9 +260,9 @@ def picture_marks(
     Parameters
     ----------
     layout:
-        From :func:`~pinb.render.rows.row_layout`.
+        From :func:`~pinb.render.tree.rows.row_layout`.
     cells:
-        Precomputed :func:`~pinb.render.picture.row_cells` (computed when omitted).
+        Precomputed :func:`~pinb.render.tree.picture.row_cells` (computed when omitted).
     selected:
         Key of an entry whose row is highlighted.
     header / legend:

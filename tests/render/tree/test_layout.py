@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinb.render.graph import build_graph
-from pinb.render.layout import AUTO_COLLAPSE, collapse_chains, layout_tree, tidy_layout
+from pinb.render.tree.graph import build_graph
+from pinb.render.tree.layout import AUTO_COLLAPSE, collapse_chains, layout_tree, tidy_layout
 from tests.views.builders import demo_session, long_chain_session
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.gc import gc_paused
+from ...core.gc import gc_paused
 from .graph import SessionGraph
 
 __all__ = ["AUTO_COLLAPSE", "Item", "TreeLayout", "collapse_chains", "layout_tree", "tidy_layout"]
@@ -311,7 +311,7 @@ def layout_tree(
     Parameters
     ----------
     graph:
-        From :func:`~pinb.render.graph.build_graph`.
+        From :func:`~pinb.render.tree.graph.build_graph`.
     collapse:
         ``True``/``False``, or ``"auto"``: collapse when the graph has more than
         :data:`AUTO_COLLAPSE` nodes.

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core import Entry, Session, SessionContext
-from ..core.compaction.span import CompactionSpan, compaction_span
-from ..core.context.build import UNSET
-from ..core.context.system_prompt import entry_costs
-from ..core.describe import (
+from ...core import Entry, Session, SessionContext
+from ...core.compaction.span import CompactionSpan, compaction_span
+from ...core.context.build import UNSET
+from ...core.context.system_prompt import entry_costs
+from ...core.describe import (
     BOOKKEEPING,
     KIND_NAMES,
     entry_kind,
@@ -21,10 +21,10 @@ from ..core.describe import (
     plural,
     tool_tokens,
 )
-from ..core.format.entries import id_key
-from ..core.format.target import Pi
-from ..core.gc import gc_paused
-from ..core.js.jsontext import value_text
+from ...core.format.entries import id_key
+from ...core.format.target import Pi
+from ...core.gc import gc_paused
+from ...core.js.jsontext import value_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -487,7 +487,7 @@ def to_networkx(
     ``"compaction"``, ``"after"`` or ``"active"`` on the active path, else ``None``),
     ``summarized`` / ``kept`` (by the last compaction), ``is_compaction``,
     ``is_branch_summary``, ``cycle``, ``orphan``, ``edit`` and ``archived``; with a
-    ``layout`` (:func:`~pinb.render.rows.row_layout`) also ``row``, ``lane`` and ``pos``
+    ``layout`` (:func:`~pinb.render.tree.rows.row_layout`) also ``row``, ``lane`` and ``pos``
     (``(lane, -row)``, for ``networkx.draw``). Graph attributes: ``leaf``, ``compaction``,
     ``first_kept``, ``archived`` (target key → entries hidden).
 

@@ -1,8 +1,8 @@
 """What each row of the tree picture says and how it looks, drawn as SVG and as plain text.
 
-:func:`row_cells` turns a :class:`~pinb.render.rows.RowLayout` into the words, marks and
-colours of every row (pure data); :mod:`pinb.render.marks` places them, and
-:func:`tree_picture_svg` (SVG), :mod:`pinb.render.raster` (PNG) and
+:func:`row_cells` turns a :class:`~pinb.render.tree.rows.RowLayout` into the words, marks and
+colours of every row (pure data); :mod:`pinb.render.tree.marks` places them, and
+:func:`tree_picture_svg` (SVG), :mod:`pinb.render.tree.raster` (PNG) and
 :func:`~pinb.render.figure.draw_tree` (matplotlib) draw those marks; :func:`tree_text`
 writes the cells as text. The widget's ES module receives the same cells. Every piece of
 session text is escaped.
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.js.jsontext import visible
+from ...core.js.jsontext import visible
+from ..html import escape, shorten
 from .graph import NodeInfo, SessionGraph, kind_name, plural
-from .html import escape, shorten
 from .rows import Row, RowLayout
 
 if TYPE_CHECKING:
@@ -436,12 +436,12 @@ def tree_picture_svg(
 ) -> str:
     """Draw the rows as one standalone SVG document (valid XML, no script, no links).
 
-    Everything is drawn where :func:`~pinb.render.marks.picture_marks` puts it.
+    Everything is drawn where :func:`~pinb.render.tree.marks.picture_marks` puts it.
 
     Parameters
     ----------
     layout:
-        From :func:`~pinb.render.rows.row_layout`.
+        From :func:`~pinb.render.tree.rows.row_layout`.
     cells:
         Precomputed :func:`row_cells` (computed when omitted).
     selected:

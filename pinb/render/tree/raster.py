@@ -3,7 +3,7 @@
 Matplotlib's text drawing costs about a millisecond per piece of text, which made a
 300-row picture take seconds; Pillow draws the same rows in a few hundred milliseconds.
 The fonts are the DejaVu faces matplotlib ships (Pillow's own font otherwise), the faces
-:mod:`pinb.render.metrics` measures.
+:mod:`pinb.render.tree.metrics` measures.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def tree_png_pillow(
 
 
 def draw_png(picture: Picture, *, scale: float = 2.0) -> tuple[bytes, int, int]:
-    """Draw a :class:`~pinb.render.marks.Picture`: ``(png, width, height)`` in CSS pixels."""
+    """Draw a :class:`~pinb.render.tree.marks.Picture`: ``(png, width, height)`` in CSS pixels."""
     from PIL import Image, ImageDraw
 
     k = scale

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.gc import gc_paused
+from ...core.gc import gc_paused
 from .graph import SessionGraph, kind_name, plural
 from .layout import AUTO_COLLAPSE, collapse_chains
 
@@ -188,10 +188,10 @@ def row_layout(
     Parameters
     ----------
     graph:
-        From :func:`~pinb.render.graph.build_graph`.
+        From :func:`~pinb.render.tree.graph.build_graph`.
     collapse:
         Collapse runs of plain single-child entries into one row: ``True``, ``False`` or
-        ``"auto"`` (when the graph has more than :data:`~pinb.render.layout.AUTO_COLLAPSE`
+        ``"auto"`` (when the graph has more than :data:`~pinb.render.tree.layout.AUTO_COLLAPSE`
         entries).
     min_chain:
         Shortest run that becomes a chain row.

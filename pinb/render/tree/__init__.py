@@ -1,0 +1,1 @@
+"""The tree picture: annotated graph, lanes and rows, tidy layout, marks, SVG/PNG/text."""
