@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/bench_pi_framing.py [--mb 32 50]``. For each size, one
 record of that many MB is fed in 64 KiB reads (what the reader thread gets from the pipe):
 
-- ``framer``: :class:`~pinb.agent.pi_framing.RecordFramer`, which searches only new bytes;
+- ``framer``: :class:`~pinb.agent.pi.framing.RecordFramer`, which searches only new bytes;
 - ``re-split``: the former ``split_records(rest + chunk)`` per read, quadratic (run only
   up to ``--resplit-max`` MB, default 8: at 50 MB it took a minute);
 - ``process``: a fake Pi (Python) writes the record then a small one; the time from the
@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pinb.agent.pi_framing import RecordFramer, split_records
-from pinb.agent.pi_rpc import PiProcess
+from pinb.agent.pi.framing import RecordFramer, split_records
+from pinb.agent.pi.rpc import PiProcess
 
 CHUNK = 65536
 FAKE = textwrap.dedent(

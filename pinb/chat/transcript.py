@@ -1,7 +1,7 @@
 """A run as one chat message: the reply as it streams, tool calls on a line each, the footer.
 
 Either engine's events (the built-in agent's, or the user's Pi's mapped onto them by
-:mod:`pinb.agent.pi_events`) go into :class:`ChatTranscript`, which gives the message's
+:mod:`pinb.agent.pi.events`) go into :class:`ChatTranscript`, which gives the message's
 Markdown at any moment. The model's text keeps its Markdown through pinb's one policy
 (:mod:`pinb.render.markdown`, parsed as it streams by
 :class:`~pinb.render.markdown.MarkdownStream`); tool names, arguments, results, notices and

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEnd, AgentEvent, Notice
-from ..agent.pi_events import PiEventMapper, PiRun, UIHandler
-from ..agent.pi_rpc import (
+from ..agent.pi.events import PiEventMapper, PiRun, UIHandler
+from ..agent.pi.rpc import (
     PiCommandError,
     PiEngineError,
     PiExitedError,
@@ -79,7 +79,7 @@ class PiEngine:
     ----------
     command:
         The configured command line (``%config PiMagics.pi_command``); ``$PINB_PI_COMMAND``
-        wins, ``pi`` on ``PATH`` is the default (:func:`~pinb.agent.pi_rpc.resolve_pi_command`).
+        wins, ``pi`` on ``PATH`` is the default (:func:`~pinb.agent.pi.rpc.resolve_pi_command`).
     ui:
         Answers extension dialogs; default: asked in the cell when someone can answer
         (:mod:`pinb.notebook.dialogs`), else Pi's cancel.
@@ -345,7 +345,7 @@ class PiEngine:
         The run is a turn of the session: other pinb writers wait or hear "busy", Pi first
         agrees with the file (:meth:`sync`), and the session stands on Pi's last entry
         afterwards. Ctrl-C sends ``abort`` and the run ends with the partial reply Pi
-        saved. A Pi that dies mid-run raises :class:`~pinb.agent.pi_rpc.PiExitedError`
+        saved. A Pi that dies mid-run raises :class:`~pinb.agent.pi.rpc.PiExitedError`
         with its last stderr lines; what it had saved stays in the file, which stays valid.
         """
         end: AgentEnd | None = None

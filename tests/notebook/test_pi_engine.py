@@ -16,7 +16,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from pinb.agent.pi_rpc import PiCommandError, PiExitedError, PiNotFoundError
+from pinb.agent.pi.rpc import PiCommandError, PiExitedError, PiNotFoundError
 from pinb.core import Session
 from pinb.notebook import PiMagics
 from pinb.notebook.live import AssistantReply

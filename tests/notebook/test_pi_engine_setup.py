@@ -14,7 +14,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from pinb.agent.pi_rpc import PiCommandError, PiExitedError
+from pinb.agent.pi.rpc import PiCommandError, PiExitedError
 from tests.pi.loop import MODEL, PiLoop
 from tests.shells import pi_shell
 

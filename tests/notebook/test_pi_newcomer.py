@@ -22,7 +22,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from pinb.agent.pi_rpc import PiNodeTooOldError, PiProcess, check_node
+from pinb.agent.pi.rpc import PiNodeTooOldError, PiProcess, check_node
 from pinb.errors import UsageError
 from pinb.notebook.models import NoModelConfiguredError
 from pinb.testing.story import write_story_session

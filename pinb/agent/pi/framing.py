@@ -6,7 +6,7 @@ are: in time linear in their length (only new bytes are searched for LF), in bou
 memory (a record above :attr:`RecordFramer.max_bytes` is skipped without being buffered;
 a stderr line is cut, with a marker saying how much; lines that are not records are
 counted and sampled), and parsed at any nesting depth (:func:`pinb.core.js.wire.loads_line`).
-:class:`PiOutput` runs the two reader threads for :class:`~pinb.agent.pi_rpc.PiProcess`;
+:class:`PiOutput` runs the two reader threads for :class:`~pinb.agent.pi.rpc.PiProcess`;
 they poll, so they stop when Pi exits or is closed even while a process Pi started still
 holds the pipes, and whatever goes wrong in them, no waiter is left without an answer.
 """
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..core.js.wire import loads_line
+from ...core.js.wire import loads_line
 
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",

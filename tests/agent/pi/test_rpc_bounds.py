@@ -21,9 +21,9 @@ from typing import Any, cast
 import pytest
 
 from pinb.agent.events import AgentEnd, Notice, RetryScheduled, TurnStart
-from pinb.agent.pi_events import PiRun
-from pinb.agent.pi_framing import LineTail, Oversized, RecordFramer
-from pinb.agent.pi_rpc import (
+from pinb.agent.pi.events import PiRun
+from pinb.agent.pi.framing import LineTail, Oversized, RecordFramer
+from pinb.agent.pi.rpc import (
     PiCommandError,
     PiExitedError,
     PiHandshakeError,
@@ -643,8 +643,8 @@ for command in commands(handshake="mute" not in sys.argv):
 @pytest.mark.parametrize(
     ("stage", "where", "version"),
     [
-        ("handshake", ("pi_rpc.py", "wait"), "1.6.0"),
-        ("version", ("pi_rpc.py", "_version_of"), "hang"),
+        ("handshake", ("rpc.py", "wait"), "1.6.0"),
+        ("version", ("rpc.py", "_version_of"), "hang"),
     ],
 )
 def test_ctrl_c_during_start_reaps_everything_it_started(

@@ -23,8 +23,8 @@ from pinb.agent.events import (
     ToolStart,
     TurnStart,
 )
-from pinb.agent.pi_events import PiRun, cancel_dialog
-from pinb.agent.pi_rpc import (
+from pinb.agent.pi.events import PiRun, cancel_dialog
+from pinb.agent.pi.rpc import (
     PiExitedError,
     PiHandshakeError,
     PiNotFoundError,
@@ -389,7 +389,7 @@ def test_thinking_and_a_retry_map_onto_the_agents_events(pi_loop: PiLoop, tmp_pa
 ORPHAN = textwrap.dedent(
     """
     import os, sys
-    from pinb.agent.pi_rpc import PiProcess, resolve_pi_command
+    from pinb.agent.pi.rpc import PiProcess, resolve_pi_command
     process = PiProcess(resolve_pi_command(), session_file=sys.argv[1], cwd=os.getcwd()).start()
     print(process.pid, flush=True)
     if sys.argv[2] == "crash":

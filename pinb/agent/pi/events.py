@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..llm.types import TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
-from .events import (
+from ...llm.types import TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from ..events import (
     AgentEnd,
     AgentEvent,
     ModelEvent,
@@ -48,8 +48,8 @@ from .events import (
     ToolUpdate,
     TurnStart,
 )
-from .pi_rpc import PiEngineError, PiProcess
-from .tool import ToolResult
+from ..tool import ToolResult
+from .rpc import PiEngineError, PiProcess
 
 __all__ = ["DIALOG_METHODS", "PiEventMapper", "PiRun", "UIHandler", "cancel_dialog"]
 
@@ -213,7 +213,7 @@ class PiRun:
     Parameters
     ----------
     process:
-        A started :class:`~pinb.agent.pi_rpc.PiProcess`; its ``redact`` function is
+        A started :class:`~pinb.agent.pi.rpc.PiProcess`; its ``redact`` function is
         applied to every text from Pi the run shows.
     message:
         The prompt.

@@ -3,7 +3,7 @@
 Pi's RPC mode (``docs/rpc.md`` in ``@earendil-works/pi-coding-agent``) reads JSON commands
 on stdin and writes responses, session events and extension UI requests on stdout, one
 JSON object per LF-terminated record. :class:`PiProcess` owns one such process and treats
-it as a network peer: its output is read by :class:`~pinb.agent.pi_framing.PiOutput`
+it as a network peer: its output is read by :class:`~pinb.agent.pi.framing.PiOutput`
 (linear framing under a size cap, any nesting depth, stderr and stray lines kept bounded,
 readers that stop when Pi does or when closed); responses are routed to the command that
 carries their ``id``, everything else to :attr:`PiProcess.records`. It is closed by
@@ -11,7 +11,7 @@ closing stdin, then SIGTERM, then SIGKILL to Pi's own process group, and always 
 a Ctrl-C at any stage of :meth:`PiProcess.start` reaps what was started. Every text from
 Pi that pinb shows (stderr, Pi's errors, notes) goes through the ``redact`` function given.
 
-How its events become the agent's events is :mod:`pinb.agent.pi_events`.
+How its events become the agent's events is :mod:`pinb.agent.pi.events`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import PinbError
-from .pi_framing import (
+from ...errors import PinbError
+from .framing import (
     DEFAULT_MAX_RECORD_BYTES,
     ENDED,
     PiOutput,
@@ -160,7 +160,7 @@ class PiProcess:
         More CLI arguments (``--no-extensions``, ``--tools read,write`` …).
     max_record_bytes:
         The largest stdout record read (default 64 MiB, see
-        :data:`~pinb.agent.pi_framing.DEFAULT_MAX_RECORD_BYTES`); a longer one is skipped
+        :data:`~pinb.agent.pi.framing.DEFAULT_MAX_RECORD_BYTES`); a longer one is skipped
         without being buffered, with a note (:meth:`take_notes`), and a command whose
         answer it was fails with :class:`PiCommandError`.
     redact:
