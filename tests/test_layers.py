@@ -50,8 +50,12 @@ BY_NAME: dict[str, set[str]] = {
     "pinb.memory": {"f'.{home}'"},
     # the one way up: the display registry loads the views on the first display
     "pinb.display": {"VIEWS_MODULE"},
-    # Session.compare, a convenience accessor: pinb.analysis.compare
-    "pinb.core.session": {"_COMPARE_MODULE"},
+    # Session's convenience accessors, the one way back to what is built on a Session
+    "pinb.core.session": {
+        "_COMPARE_MODULE",  # Session.compare: pinb.analysis.compare, a room above
+        "_FORKS_MODULE",  # Session.fork, .clone: pinb.core.forks, a core module above it
+        "_OPERATIONS_MODULE",  # Session.compact, .navigate: pinb.core.compaction.operations
+    },
     # the user's Pi engine for a chat: PiEngine lives in the notebook room, above the chat,
     # until it moves down to the agent's (it needs nothing of the notebook's)
     "pinb.chat.turns": {"_PI_ENGINE_MODULE"},

@@ -18,7 +18,7 @@ notebook), which :func:`notebook_link` reads back from the ``.ipynb`` file.
 
 A link is data, whoever wrote it: the session it names is taken from the chat's folder
 when relative (``~`` expanded, as ``%pi open`` does), and opened with the one check of a
-named session file (:func:`pinb.core.file.opening.open_session_file`), so a link to a folder,
+named session file (:func:`pinb.core.opening.open_session_file`), so a link to a folder,
 a FIFO or a file that is no session is one line (:class:`ChatLinkError`), never a hang.
 """
 
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.describe import one_line
 from ..core.file.atomic import replace_file, write_new_file
-from ..core.file.opening import open_session_file, session_path
 from ..core.js.jsontext import visible
+from ..core.opening import open_session_file, session_path
 from ..errors import SessionError, SessionFileError
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class ChatLink:
         """The link in ``data`` (a chat's ``metadata["pinb"]``), ``None`` if it holds none.
 
         A relative session is taken from the chat's folder (never the server's working
-        folder), ``~`` expanded: :func:`pinb.core.file.opening.session_path`.
+        folder), ``~`` expanded: :func:`pinb.core.opening.session_path`.
         """
         if not isinstance(data, dict) or not isinstance(data.get("session"), str):
             return None

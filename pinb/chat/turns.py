@@ -40,10 +40,10 @@ from ..core import (
     load_compaction_settings,
 )
 from ..core.context.accounting import ContextUsage, context_usage
-from ..core.file.opening import open_session_file, session_path
 from ..core.file.writers import SessionBusyError, SessionHold, describe_process, hold_current
 from ..core.format.entries import Entry
 from ..core.js.jsontext import visible
+from ..core.opening import open_session_file, session_path
 from ..errors import PinbError, SessionFileError
 from ..llm import ChatModel, get_model
 from ..llm.providers.offline import OFFLINE_MODEL, OfflineDemoModel

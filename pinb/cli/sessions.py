@@ -61,12 +61,12 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
 def open_session_file(file: str) -> Session:
     """Open a session file for a command, refusing what is not one.
 
-    The one check every opening of a named file makes (:func:`pinb.core.file.opening.open_session_file`:
+    The one check every opening of a named file makes (:func:`pinb.core.opening.open_session_file`:
     a regular file, readable, a session header; a FIFO or ``/dev/zero`` refused, never
     waited on), and an empty file is refused too: Pi would write a new session into it,
     but showing or exporting it would invent an id and a working directory.
     """
-    from ..core.file.opening import open_session_file as open_named
+    from ..core.opening import open_session_file as open_named
 
     session = open_named(file)
     loaded = session.loaded

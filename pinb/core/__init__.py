@@ -1,7 +1,23 @@
 """The pure session core: Pi's file format, tree, context, tokens and compaction planning.
 
-Only the standard library and pydantic are imported here; no IPython, httpx, pandas or
-matplotlib (a test checks this).
+Only the standard library and pydantic are imported here (and orjson and msgspec when
+installed); no IPython, httpx, pandas or matplotlib (a test checks this).
+
+The sub-packages and modules form layers, each importing only those below it (module-level,
+in-function and ``TYPE_CHECKING`` imports alike)::
+
+    opening · describe       a file a person named; an entry's kind, preview and size
+    compaction/              plan, span, branch summaries, summarize, operations (compact, navigate)
+    forks                    copying sessions into new files (fork, clone, fork from elsewhere)
+    session · appends        ``Session``: the entries, the leaf, appends, navigation
+    file/                    reading, writing, locks and turns, listing, paths, the trash
+    context/                 the context the model sees, the system prompt, tokens, accounting
+    format/                  entries, Pi's models, migration, field types, the tree, problems
+    js/ · gc                 JavaScript's JSON, lengths and dates; the collector's pause
+
+``Session``'s conveniences over what is built on it (:meth:`~pinb.core.session.Session.fork`,
+``clone``, ``compact``, ``navigate``, ``compare``) load their modules by name when called:
+the one way back, listed in ``tests/test_layers.py``.
 """
 
 from __future__ import annotations
@@ -66,8 +82,9 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
     )
     from .format.entries import Entry
     from .format.migrate import migrate_values
+    from .format.problems import Problem
     from .format.target import DEFAULT_PI, Pi, PiLike
-    from .format.tree import Problem, SessionIndex, TreeNode
+    from .format.tree import SessionIndex, TreeNode
     from .session import Session
 
 __all__ = [
@@ -155,7 +172,7 @@ _HOMES: dict[str, str] = {
     "Pi": "format.target",
     "PiLike": "format.target",
     "PlannedMessage": "compaction.plan",
-    "Problem": "format.tree",
+    "Problem": "format.problems",
     "Session": "session",
     "SessionContext": "context.build",
     "SessionIndex": "format.tree",

@@ -11,6 +11,7 @@ target, so Pi, which takes the last line as the leaf and walks up from it, resum
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -51,8 +52,9 @@ from .format.migrate import (
     new_entry_id,
     new_session_id,
 )
+from .format.problems import Problem
 from .format.target import Pi, PiLike
-from .format.tree import Problem, SessionIndex, TreeNode
+from .format.tree import SessionIndex, TreeNode
 from .gc import gc_paused
 from .js.jsontext import short_repr
 
@@ -60,6 +62,10 @@ __all__ = ["NAVIGATE_TYPE", "Session"]
 
 #: Where :meth:`Session.compare` finds the comparison (an analysis, one layer up).
 _COMPARE_MODULE = "pinb.analysis.compare"
+#: Where :meth:`Session.fork` and :meth:`Session.clone` find the copies (above the session).
+_FORKS_MODULE = "pinb.core.forks"
+#: Where :meth:`Session.compact` and :meth:`Session.navigate` find the operations (above it).
+_OPERATIONS_MODULE = "pinb.core.compaction.operations"
 
 
 def _new_header(
@@ -636,30 +642,42 @@ class Session(AppendMixin, SharedFileMixin):
                 )
             )
 
-    # -- conveniences over pinb.core.forks / pinb.core.compaction.operations -------------------------------
+    # -- conveniences over the modules above the session ---------------------------------
+    #
+    # Forks (pinb.core.forks), compaction and navigation (pinb.core.compaction.operations)
+    # and comparison (pinb.analysis.compare) are built on Session, above it. These
+    # accessors are the one way back down: each loads its module by name when called, as
+    # pandas' DataFrame.plot loads its backend, so nothing below imports what is above it
+    # (tests/test_layers.py lists every such load).
 
     def fork(
         self, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
     ) -> tuple[Session, str]:
-        """Pi's ``/fork`` from a user message: ``(new session, the message's text)``."""
-        from .forks import fork_session
+        """Pi's ``/fork`` from a user message: ``(new session, the message's text)``.
 
-        return fork_session(self, entry_id, sessions_dir=sessions_dir)
+        See :func:`pinb.core.forks.fork_session` (loaded by name when this is called).
+        """
+        fork_session = importlib.import_module(_FORKS_MODULE).fork_session
+        result: tuple[Session, str] = fork_session(self, entry_id, sessions_dir=sessions_dir)
+        return result
 
     def clone(
         self, leaf_id: str | None = None, *, sessions_dir: str | os.PathLike[str] | None = None
     ) -> Session:
-        """Copy the branch up to ``leaf_id`` (default: the leaf) into a new session file."""
-        from .forks import clone_session
+        """Copy the branch up to ``leaf_id`` (default: the leaf) into a new session file.
 
-        return clone_session(self, leaf_id, sessions_dir=sessions_dir)
+        See :func:`pinb.core.forks.clone_session` (loaded by name when this is called).
+        """
+        clone_session = importlib.import_module(_FORKS_MODULE).clone_session
+        result: Session = clone_session(self, leaf_id, sessions_dir=sessions_dir)
+        return result
 
     def compact(
         self, summarizer: Any, instructions: str | None = None, settings: Any = None
     ) -> Any:
-        """Compact the active path; see :func:`pinb.core.compaction.operations.compact`."""
-        from .compaction.operations import compact
-
+        """Compact the active path; see :func:`pinb.core.compaction.operations.compact`
+        (loaded by name when this is called)."""
+        compact = importlib.import_module(_OPERATIONS_MODULE).compact
         return compact(self, summarizer, instructions, settings)
 
     def compare(
@@ -680,15 +698,13 @@ class Session(AppendMixin, SharedFileMixin):
         analysis and lives in :mod:`pinb.analysis.compare`, loaded by name when this is
         called, so the core never imports the layer above it.
         """
-        import importlib
-
         compare_branches = importlib.import_module(_COMPARE_MODULE).compare_branches
         return compare_branches(self, a, b, other=other)
 
     def navigate(self, target_id: str, **options: Any) -> Any:
-        """Move to ``target_id``, optionally with a branch summary; see :func:`pinb.core.compaction.operations.navigate`."""
-        from .compaction.operations import navigate
-
+        """Move to ``target_id``, optionally with a branch summary; see
+        :func:`pinb.core.compaction.operations.navigate` (loaded by name when this is called)."""
+        navigate = importlib.import_module(_OPERATIONS_MODULE).navigate
         return navigate(self, target_id, **options)
 
     def require_path(self) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..format.fieldtypes import content_flaws, text_flaw
-from ..format.tree import Problem
+from ..format.problems import Problem
 from ..js.wire import js_date_ms, js_trim, js_truthy
 from .lazy import listed_value, listing_reader
 from .paths import sessions_root

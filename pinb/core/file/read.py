@@ -31,10 +31,9 @@ from ...errors import (
 )
 from ..format.entries import Entry
 from ..format.migrate import CURRENT_VERSION
+from ..format.problems import Problem
 from ..format.target import DEFAULT_PI, Pi, PiLike
-from ..format.tree import Problem
-from ..js.jsontext import short_repr
-from ..js.wire import JS_WHITESPACE, MISSING, dumps, js_truthy, loads, loads_line
+from ..js.wire import JS_WHITESPACE, dumps, js_truthy, loads, loads_line
 from .atomic import replace_file, write_new_file
 from .lazy import head_reader, read_chunks, read_lines
 from .readahead import READ_AHEAD_MIN, read_ahead
@@ -444,34 +443,6 @@ def value_entry(
         )
     )
     return Entry.from_value(value, line)
-
-
-def entry_flaw(value: dict[str, Any]) -> str | None:
-    """What is structurally wrong with an entry that Pi would still accept, if anything.
-
-    Pi reads such lines without a word; pinb keeps them too (so contexts stay Pi's) but
-    reports each one.
-    """
-    kind = value.get("type", MISSING)
-    if not isinstance(kind, str):
-        return "entry has no string 'type'; Pi ignores it in the context"
-    entry_id = value.get("id", MISSING)
-    if entry_id is MISSING:
-        return f"{kind!r} entry has no id, so nothing can name it as a parent"
-    if not isinstance(entry_id, str):
-        return f"{kind!r} entry has a non-string id {short_repr(entry_id)}"
-    parent = value.get("parentId", MISSING)
-    if parent is MISSING:
-        return f"entry {short_repr(entry_id)} has no parentId; Pi treats it as an orphan root"
-    if parent is not None and not isinstance(parent, str):
-        return f"entry {short_repr(entry_id)} has a non-string parentId {short_repr(parent)}"
-    if kind == "message":
-        message = value.get("message")
-        if not isinstance(message, dict):
-            return f"message entry {short_repr(entry_id)} holds no message object"
-        if not isinstance(message.get("role"), str):
-            return f"message entry {short_repr(entry_id)} has no string role"
-    return None
 
 
 def read_session_file(

@@ -28,16 +28,19 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ...errors import SessionFileError
-from ..context.build import SessionContext
 from ..format.entries import MISSING, Entry
+from ..format.problems import Problem
 from ..format.target import Pi
-from ..format.tree import Problem, SessionIndex
+from ..format.tree import SessionIndex
 from .read import LoadedFile, value_entry
 from .write import FileReplacedError, SessionFile
 from .writers import DEFAULT_WAIT, UNKNOWN_WRITER, Holder, TurnLock, TurnRecord, outside_writer
+
+if TYPE_CHECKING:  # the session's kept context, which this mixin only drops
+    from ..context.build import SessionContext
 
 __all__ = ["Appended", "PathChange", "SharedFileMixin", "Turn"]
 

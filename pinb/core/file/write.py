@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ...errors import SessionFileError
-from ..format.tree import Problem
+from ..format.problems import Problem
 from ..js.wire import loads
 from .atomic import replace_file
 from .read import (

@@ -13,7 +13,15 @@ from ..js.wire import MISSING, loads_line
 if TYPE_CHECKING:  # the pydantic models load on first use, not with the core
     from .models import EntryModel
 
-__all__ = ["ARCHIVE_TYPE", "MISSING", "NAVIGATE_TYPE", "Entry", "id_key", "transient_decoding"]
+__all__ = [
+    "ARCHIVE_TYPE",
+    "MISSING",
+    "NAVIGATE_TYPE",
+    "Entry",
+    "entry_flaw",
+    "id_key",
+    "transient_decoding",
+]
 
 #: ``customType`` of the inert entry pinb appends to record a move of the leaf.
 NAVIGATE_TYPE = "pinb.navigate"
@@ -240,3 +248,31 @@ class Entry:
 def _rebuild(line: int | None, value: Any) -> Entry:
     """An unpickled entry of a line whose JSON is not an object (``Entry.__reduce__``)."""
     return Entry.from_value(value, line)
+
+
+def entry_flaw(value: dict[str, Any]) -> str | None:
+    """What is structurally wrong with an entry that Pi would still accept, if anything.
+
+    Pi reads such lines without a word; pinb keeps them too (so contexts stay Pi's) but
+    reports each one.
+    """
+    kind = value.get("type", MISSING)
+    if not isinstance(kind, str):
+        return "entry has no string 'type'; Pi ignores it in the context"
+    entry_id = value.get("id", MISSING)
+    if entry_id is MISSING:
+        return f"{kind!r} entry has no id, so nothing can name it as a parent"
+    if not isinstance(entry_id, str):
+        return f"{kind!r} entry has a non-string id {short_repr(entry_id)}"
+    parent = value.get("parentId", MISSING)
+    if parent is MISSING:
+        return f"entry {short_repr(entry_id)} has no parentId; Pi treats it as an orphan root"
+    if parent is not None and not isinstance(parent, str):
+        return f"entry {short_repr(entry_id)} has a non-string parentId {short_repr(parent)}"
+    if kind == "message":
+        message = value.get("message")
+        if not isinstance(message, dict):
+            return f"message entry {short_repr(entry_id)} holds no message object"
+        if not isinstance(message.get("role"), str):
+            return f"message entry {short_repr(entry_id)} has no string role"
+    return None

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..gc import gc_paused as _gc_paused
 from ..js.jsontext import short_repr
 from ..js.wire import js_date_ms, js_trim, js_truthy
-from .entries import _SAME, ARCHIVE_TYPE, MISSING, Entry, id_key
+from .entries import _SAME, ARCHIVE_TYPE, MISSING, Entry, entry_flaw, id_key
 from .fieldtypes import odd_fields
+from .problems import Problem
 from .target import Pi, PiLike
 
-__all__ = ["ParentLoopError", "Problem", "SessionIndex", "TreeNode", "v8_sort"]
+__all__ = ["ParentLoopError", "SessionIndex", "TreeNode", "v8_sort"]
 
 #: Parent positions: a root (``null`` or empty parent), and a parent not (yet) found by id.
 NO_PARENT = -1
@@ -45,27 +45,6 @@ _KIND_CODES = {
     "compaction": KIND_COMPACTION,
     "context_edit": KIND_EDIT,
 }
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something odd in a session file that was tolerated, not silently lost.
-
-    ``kind`` is one of ``malformed-line``, ``not-an-entry``, ``duplicate-header``,
-    ``duplicate-id``, ``orphan``, ``cycle``, ``missing-leaf-target``, ``torn-line``,
-    ``odd-field`` (a field the core reads holds an odd type; see :mod:`pinb.core.format.fieldtypes`).
-    """
-
-    kind: str
-    message: str
-    path: Path | None = None
-    line: int | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.path or '<memory>'}"
-        if self.line is not None:
-            where += f":{self.line}"
-        return f"{where}: {self.message}"
 
 
 class TreeNode:
@@ -370,9 +349,7 @@ class SessionIndex:
                 )
 
     def _report_flaw(self, entry: Entry) -> None:
-        from ..file.read import entry_flaw  # the full diagnosis, only for the odd entry
-
-        flaw = entry_flaw(entry.raw)
+        flaw = entry_flaw(entry.raw)  # the full diagnosis, only for the odd entry
         if flaw is not None:
             self.problems.append(Problem("malformed-entry", flaw, self.path, entry.line))
 

@@ -153,7 +153,7 @@ class MagicsBase(Magics):
 
     def _open(self, path: str | os.PathLike[str]) -> Session:
         """Open a session file; what is none (missing, a folder, a FIFO) is one clear line."""
-        from ...core.file.opening import open_session_file
+        from ...core.opening import open_session_file
 
         return open_session_file(path, hint="%pi sessions lists the current folder's sessions")
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...errors import SessionFileError
-from ..format.target import PiLike
-from ..js.jsontext import visible
-from ..session import Session
-from .special import SpecialFileError
+from ..errors import SessionFileError
+from .file.special import SpecialFileError
+from .format.target import PiLike
+from .js.jsontext import visible
+from .session import Session
 
 __all__ = ["open_session_file", "session_path"]
 

@@ -1,4 +1,4 @@
-"""Opening a session file a person named (``pinb.core.file.opening``): one line for each kind of
+"""Opening a session file a person named (``pinb.core.opening``): one line for each kind of
 file that is none, the name taken from the folder it was written in, ``~`` expanded."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pinb.core import Session
-from pinb.core.file.opening import open_session_file, session_path
+from pinb.core.opening import open_session_file, session_path
 from pinb.errors import InvalidHeaderError, SessionFileError
 from tests.core.helpers import user
 
