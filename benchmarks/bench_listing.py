@@ -36,7 +36,7 @@ def _text(rng: random.Random, words: int) -> str:
 
 
 def _session_lines(rng: random.Random, cwd: str, start: datetime) -> list[bytes]:
-    from pinb.core.file.read import serialize_line
+    from pinb.core.file.write import serialize_line
 
     def iso(t: datetime) -> str:
         return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -77,7 +77,7 @@ def _turn(rng: random.Random, turn: int, now: datetime) -> list[dict[str, Any]]:
 def generate(root: Path, count: int, projects: int = 20) -> list[Path]:
     """``count`` sessions spread over ``projects`` project folders under ``root``."""
     from pinb.core.file.paths import encode_cwd, session_file_name
-    from pinb.core.file.read import atomic_write_lines
+    from pinb.core.file.write import atomic_write_lines
 
     rng = random.Random(8)
     base = datetime(2025, 1, 1, tzinfo=UTC)

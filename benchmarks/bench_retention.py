@@ -279,7 +279,7 @@ def _summary(rng: random.Random, span: dict[str, deque[str]]) -> str:
 
 def realistic_session(entries: int = 100_000, depth: int = 60_000) -> Path:
     """The big session's tree with realistic text (made once into ``benchmarks/data``)."""
-    from pinb.core.file.read import serialize_line
+    from pinb.core.file.write import serialize_line
     from pinb.testing.generate import SessionShape
 
     path = DATA / f"realistic-{entries}.jsonl"

@@ -129,7 +129,7 @@ def planted_corpus() -> Path:
     texts and a tool call's command, written ``zyzzyva``, ``Zyzzyva`` or ``ZYZZYVA``."""
     import random
 
-    from pinb.core.file.read import serialize_line
+    from pinb.core.file.write import serialize_line
     from pinb.core.js.wire import loads_line
 
     sys.path.insert(0, str(HERE))

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session, compact, navigate
-from pinb.core.file.read import serialize_line
+from pinb.core.file.write import serialize_line
 from pinb.core.forks import fork_from
 from tests.core.helpers import assistant, tool_result, user
 from tests.core.test_pi_conformance import compare

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import EntryNotFoundError, InvalidEntryError, SessionFileError
 from .file.paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
-from .file.read import atomic_write_lines, serialize_line
+from .file.write import atomic_write_lines, serialize_line
 from .format.entries import MISSING, Entry, id_key
 from .format.migrate import new_entry_id
 from .format.target import Pi, PiLike

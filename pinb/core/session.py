@@ -37,12 +37,10 @@ from .file.read import (
     is_valid_header,
     load_session_bytes,
     read_session_file,
-    serialize_line,
     split_entries,
-    upgraded_lines,
 )
 from .file.sharing import SharedFileMixin, Turn, file_error
-from .file.write import SessionFile
+from .file.write import SessionFile, serialize_line, upgraded_lines
 from .format.entries import MISSING, NAVIGATE_TYPE, Entry, id_key
 from .format.migrate import (
     CURRENT_VERSION,

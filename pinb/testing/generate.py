@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..core.file.read import serialize_line
+from ..core.file.write import serialize_line
 
 __all__ = ["SessionShape", "generate_session", "iter_session_lines", "legacy_lines"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pinb.core.file.paths import encode_cwd, sessions_root
-from pinb.core.file.read import serialize_line
+from pinb.core.file.write import serialize_line
 from pinb.memory import MemoryStore
 
 

@@ -32,7 +32,7 @@ from ...core.compaction.summarize import ModelSummarizer, Summarizer
 from ...core.context.accounting import estimated_by_role
 from ...core.context.build import SessionContext
 from ...core.context.tokens import CompactionSettings
-from ...core.file.read import serialize_line
+from ...core.file.write import serialize_line
 from ...core.session import Session
 from ...errors import PinbError
 from ..retention.facts import FactCache, extract_facts

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...core.file.atomic import write_new_file
 from ...core.file.paths import session_file_name, sessions_dir_for
-from ...core.file.read import serialize_line
+from ...core.file.write import serialize_line
 from ...core.format.entries import NAVIGATE_TYPE
 from ...core.format.migrate import new_entry_id
 from ...core.js.wire import parse_js_date

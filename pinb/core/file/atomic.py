@@ -4,7 +4,7 @@ The new bytes go to a temporary file beside the real target, are flushed to disk
 then renamed over it, so a crash or an error at any point leaves the old file whole. A
 symlink stays a symlink (its target gets the new content) and the file keeps its mode, so
 rewriting a private 0600 file never makes it world-readable. This is pinb's one atomic
-writer: session files (:func:`pinb.core.file.read.atomic_write_lines`, a version upgrade) and
+writer: session files (:func:`pinb.core.file.write.atomic_write_lines`, a version upgrade) and
 exports are replaced through :func:`replace_file`; new session files (a first flush,
 a fork, an import) are created with :func:`write_new_file`, which never replaces anything.
 """

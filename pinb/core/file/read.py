@@ -1,61 +1,48 @@
-"""The session file on disk: Pi's line rules for reading, locked appends, atomic rewrites.
+"""Reading a session file as Pi reads it: lines parsed, bad ones reported, nothing written.
 
-This is the only module of ``pinb.core`` that touches the file system for session files.
 Reading follows Pi (§2.4): the text is split on ``\\n`` only, blank lines are skipped and
 lines that do not parse are skipped — each skipped line is recorded as a
-:class:`~pinb.core.format.tree.Problem` naming the file and line. v0.58.3 first trims the whole
-text as JavaScript trims (which drops a byte-order mark before the header); Pi 1.x does
-not, so a mark before the header makes the file unreadable to it. Reading never writes
-(Pi 1.x adds a missing final newline when it opens a file; pinb ends such a line only
-when it appends).
+:class:`~pinb.core.format.problems.Problem` naming the file and line. v0.58.3 first trims the
+whole text as JavaScript trims (which drops a byte-order mark before the header); Pi 1.x
+does not, so a mark before the header makes the file unreadable to it. Reading never writes
+(Pi 1.x adds a missing final newline when it opens a file; pinb ends such a line only when
+it appends: :mod:`pinb.core.file.write`). Every read of a named file refuses what could
+make it wait (:mod:`pinb.core.file.special`); big files are read ahead in pieces
+(:mod:`pinb.core.file.readahead`) and their message lines decoded lazily
+(:mod:`pinb.core.file.lazy`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
 import itertools
 import os
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from ...errors import (
-    InvalidHeaderError,
-    SessionFileError,
-    SessionLockError,
-    UnsupportedVersionError,
-)
+from ...errors import InvalidHeaderError, UnsupportedVersionError
 from ..format.entries import Entry
 from ..format.migrate import CURRENT_VERSION
 from ..format.problems import Problem
 from ..format.target import DEFAULT_PI, Pi, PiLike
-from ..js.wire import JS_WHITESPACE, dumps, js_truthy, loads, loads_line
-from .atomic import replace_file, write_new_file
+from ..js.wire import JS_WHITESPACE, js_truthy, loads, loads_line
 from .lazy import head_reader, read_chunks, read_lines
 from .readahead import READ_AHEAD_MIN, read_ahead
 from .special import open_regular
 
-try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = [
     "LoadedFile",
-    "atomic_write_lines",
     "is_valid_header",
     "load_session_bytes",
-    "locked_append",
     "parse_line",
     "parse_lines",
     "parse_session_bytes",
+    "read_new_bytes",
     "read_session_file",
-    "serialize_line",
-    "upgraded_lines",
+    "split_entries",
+    "value_entry",
 ]
 
 
@@ -526,96 +513,6 @@ def _checked(loaded: LoadedFile, where: str | Path | None, *, strict: bool) -> L
             reason=f"not a Pi session file ({short})",
         )
     return loaded
-
-
-def serialize_line(value: Any) -> bytes:
-    """One JSONL line as Pi writes it (``JSON.stringify`` + ``\\n``), UTF-8 encoded."""
-    return (dumps(value) + "\n").encode("utf-8")
-
-
-def upgraded_lines(data: bytes, values: dict[int, Any]) -> list[bytes]:
-    """A file's lines after a migration, every line kept in its place.
-
-    ``values`` maps a 1-based line number to the value now standing for it (the migrated
-    header and entries). Such a line is written as Pi writes it, unless the migration
-    left its value as it was: then its bytes stay as they were, so number forms and
-    escapes ``JSON.stringify`` would change (``1E+2``, an integer of 5,000 digits, which
-    it writes as ``null``) are not lost. Every other line (blank, not JSON, a value Pi
-    skips) is kept verbatim: a rewrite never drops what the file held.
-    """
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    out: list[bytes] = []
-    for number, raw in enumerate(lines, start=1):
-        if number not in values:
-            out.append(raw + b"\n")
-            continue
-        line = serialize_line(values[number])
-        try:
-            unchanged = serialize_line(loads_line(raw)) == line
-        except (ValueError, TypeError):
-            unchanged = False
-        out.append(raw + b"\n" if unchanged else line)
-    return out
-
-
-# ---------------------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def locked_append(
-    path: Path, *, timeout: float = 10.0, create: bool = False
-) -> Iterator[IO[bytes]]:
-    """Open ``path`` for appending under an exclusive advisory lock.
-
-    Every pinb writer takes this lock, so two kernels (or a kernel and the CLI) append
-    one whole line at a time. Pi itself does not lock; its appends are single
-    ``write`` calls, which ``O_APPEND`` keeps from interleaving with ours.
-    """
-    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
-    fd = os.open(path, flags, 0o644)
-    handle = os.fdopen(fd, "ab", buffering=0)
-    try:
-        if fcntl is not None:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    if time.monotonic() > deadline:
-                        raise SessionLockError(
-                            f"{path}: another process held the session lock for {timeout:g}s"
-                        ) from exc
-                    time.sleep(0.001)
-        yield handle
-    finally:
-        handle.close()  # closing releases the lock
-
-
-def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = False) -> None:
-    """Write a whole file atomically (:mod:`pinb.core.file.atomic`): temp file, fsync, rename.
-
-    With ``exclusive=True`` the target must not exist yet (first flush of a new session):
-    the file appears only with its whole content, and an existing one is never touched.
-    Replacing an existing file keeps its permission bits, and a symbolic link keeps
-    pointing where it did (the file it names is replaced, not the link).
-    """
-    data = b"".join(lines)
-    if not exclusive:
-        replace_file(path, data)
-        return
-    try:
-        write_new_file(path, data)
-    except FileExistsError as exc:
-        raise SessionFileError(
-            "a file already exists where this new session was to be written", path=path
-        ) from exc
 
 
 def read_new_bytes(path: Path, offset: int) -> bytes:

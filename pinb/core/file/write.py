@@ -1,28 +1,130 @@
-"""Byte-level bookkeeping of one session file: what was read, locked appends, whole-file writes."""
+"""Writing a session file: Pi's lines, locked appends, whole-file writes, and where a file stands.
+
+pinb writes a session file three ways, all here: one line appended under an exclusive
+``flock`` (:func:`locked_append`, :meth:`SessionFile.append`), checked byte for byte; a new
+session's whole file created at once, never over another (:func:`atomic_write_lines`); and
+an old version's file rewritten in version 3 form with a backup beside it
+(:meth:`SessionFile.upgrade`, :func:`upgraded_lines`). Every line is written as Pi writes
+it (:func:`serialize_line`). :class:`SessionFile` keeps the byte-level bookkeeping of one
+file (bytes read, lines counted, its identity) and reads what other writers appended.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ...errors import SessionFileError
+from ...errors import SessionFileError, SessionLockError
 from ..format.problems import Problem
-from ..js.wire import loads
-from .atomic import replace_file
-from .read import (
-    LoadedFile,
-    atomic_write_lines,
-    locked_append,
-    parse_lines,
-    read_new_bytes,
-)
+from ..js.wire import dumps, loads, loads_line
+from .atomic import replace_file, write_new_file
+from .read import LoadedFile, parse_lines, read_new_bytes
 
-__all__ = ["FileReplacedError", "SessionFile"]
+try:  # POSIX advisory locks; on other platforms appends are not serialised across processes.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "FileReplacedError",
+    "SessionFile",
+    "atomic_write_lines",
+    "locked_append",
+    "serialize_line",
+    "upgraded_lines",
+]
+
+
+def serialize_line(value: Any) -> bytes:
+    """One JSONL line as Pi writes it (``JSON.stringify`` + ``\\n``), UTF-8 encoded."""
+    return (dumps(value) + "\n").encode("utf-8")
+
+
+def upgraded_lines(data: bytes, values: dict[int, Any]) -> list[bytes]:
+    """A file's lines after a migration, every line kept in its place.
+
+    ``values`` maps a 1-based line number to the value now standing for it (the migrated
+    header and entries). Such a line is written as Pi writes it, unless the migration
+    left its value as it was: then its bytes stay as they were, so number forms and
+    escapes ``JSON.stringify`` would change (``1E+2``, an integer of 5,000 digits, which
+    it writes as ``null``) are not lost. Every other line (blank, not JSON, a value Pi
+    skips) is kept verbatim: a rewrite never drops what the file held.
+    """
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    out: list[bytes] = []
+    for number, raw in enumerate(lines, start=1):
+        if number not in values:
+            out.append(raw + b"\n")
+            continue
+        line = serialize_line(values[number])
+        try:
+            unchanged = serialize_line(loads_line(raw)) == line
+        except (ValueError, TypeError):
+            unchanged = False
+        out.append(raw + b"\n" if unchanged else line)
+    return out
+
+
+@contextlib.contextmanager
+def locked_append(
+    path: Path, *, timeout: float = 10.0, create: bool = False
+) -> Iterator[IO[bytes]]:
+    """Open ``path`` for appending under an exclusive advisory lock.
+
+    Every pinb writer takes this lock, so two kernels (or a kernel and the CLI) append
+    one whole line at a time. Pi itself does not lock; its appends are single
+    ``write`` calls, which ``O_APPEND`` keeps from interleaving with ours.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o644)
+    handle = os.fdopen(fd, "ab", buffering=0)
+    try:
+        if fcntl is not None:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() > deadline:
+                        raise SessionLockError(
+                            f"{path}: another process held the session lock for {timeout:g}s"
+                        ) from exc
+                    time.sleep(0.001)
+        yield handle
+    finally:
+        handle.close()  # closing releases the lock
+
+
+def atomic_write_lines(path: Path, lines: list[bytes], *, exclusive: bool = False) -> None:
+    """Write a whole file atomically (:mod:`pinb.core.file.atomic`): temp file, fsync, rename.
+
+    With ``exclusive=True`` the target must not exist yet (first flush of a new session):
+    the file appears only with its whole content, and an existing one is never touched.
+    Replacing an existing file keeps its permission bits, and a symbolic link keeps
+    pointing where it did (the file it names is replaced, not the link).
+    """
+    data = b"".join(lines)
+    if not exclusive:
+        replace_file(path, data)
+        return
+    try:
+        write_new_file(path, data)
+    except FileExistsError as exc:
+        raise SessionFileError(
+            "a file already exists where this new session was to be written", path=path
+        ) from exc
 
 
 class FileReplacedError(SessionFileError):
