@@ -9,6 +9,21 @@ Quick start::
 
 Every model follows `ChatModel`: ``astream`` / ``stream`` yield events ending with
 `Done`; ``acomplete`` / ``complete`` return the final Pi-shaped assistant message.
+
+The modules form four layers, the first at the bottom. Each imports only from the layers
+listed before it and, without a cycle, from its own (``tests/llm/test_layers.py`` holds
+them to it):
+
+1. ``limits`` ``types`` ``errors`` ``urls`` ``pool`` ``guard`` ``base``: the values every
+   model shares (events, tool specs, model info, the output-limit rule), the exceptions,
+   URL helpers, the process's connection pool, the cancel guard and the base class that
+   derives three request methods from ``astream``.
+2. ``config``: what is configured: the built-in catalog, the registry, credentials and
+   secrets, Pi's settings files, what a local server says about itself.
+3. ``providers``: the models: the HTTP client and its two wire formats, SSE, assembly,
+   retries, overflow, the scripted and the offline demo models.
+4. ``resolve`` ``window`` ``local``: a spec to a model, a session to its window, the local
+   servers of this machine.
 """
 
 from __future__ import annotations

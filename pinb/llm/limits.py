@@ -23,12 +23,12 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-
-from pinb.llm.types import ModelInfo
+from typing import Protocol
 
 __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_OUTPUT_CAP",
+    "ModelLimits",
     "OutputLimit",
     "choose_output_limit",
     "limit_margin",
@@ -42,6 +42,20 @@ log = logging.getLogger("pinb.llm")
 DEFAULT_DEADLINE = 1800.0
 #: The largest limit sent when the caller gives none (hosted models list up to 128,000).
 DEFAULT_OUTPUT_CAP = 32_000
+
+
+class ModelLimits(Protocol):
+    """What the rule reads of a model: its window and its own output limit, in tokens.
+
+    `pinb.llm.types.ModelInfo` has both; the rule needs nothing else of it, so this module
+    sits under the model values (whose `~pinb.llm.types.Done` carries an `OutputLimit`).
+    """
+
+    @property
+    def context_window(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
 
 
 def limit_margin(window: int) -> int:
@@ -103,7 +117,7 @@ class OutputLimit:
 
 
 def choose_output_limit(
-    info: ModelInfo, prompt_tokens: int, requested: int | None = None
+    info: ModelLimits, prompt_tokens: int, requested: int | None = None
 ) -> OutputLimit:
     """The output limit for a request of about ``prompt_tokens`` tokens to ``info``'s model.
 

@@ -6,10 +6,9 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-if TYPE_CHECKING:
-    from pinb.llm.limits import OutputLimit
+from pinb.llm.limits import OutputLimit
 
 __all__ = [
     "API_ANTHROPIC",
