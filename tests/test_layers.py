@@ -52,9 +52,6 @@ BY_NAME: dict[str, set[str]] = {
     "pinb.display": {"VIEWS_MODULE"},
     # Session.compare, a convenience accessor: pinb.analysis.compare
     "pinb.core.session": {"_COMPARE_MODULE"},
-    # the user's Pi engine for a chat: PiEngine lives in the notebook room, above the chat,
-    # until it moves down to the agent's (it needs nothing of the notebook's)
-    "pinb.chat.turns": {"_PI_ENGINE_MODULE"},
 }
 
 
