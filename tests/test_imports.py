@@ -93,7 +93,7 @@ def test_load_ext_loads_only_the_magics() -> None:
 
 
 def test_the_magics_name_the_engines_the_engine_knows() -> None:
-    from pinb.notebook.engine import ENGINES
+    from pinb.agent.pi.engine import ENGINES
     from pinb.notebook.magics.settings import ENGINES as SETTING
 
     assert SETTING == ENGINES

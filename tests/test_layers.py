@@ -56,9 +56,6 @@ BY_NAME: dict[str, set[str]] = {
         "_FORKS_MODULE",  # Session.fork, .clone: pinb.core.forks, a core module above it
         "_OPERATIONS_MODULE",  # Session.compact, .navigate: pinb.core.compaction.operations
     },
-    # the user's Pi engine for a chat: PiEngine lives in the notebook room, above the chat,
-    # until it moves down to the agent's (it needs nothing of the notebook's)
-    "pinb.chat.turns": {"_PI_ENGINE_MODULE"},
 }
 
 

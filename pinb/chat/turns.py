@@ -2,7 +2,7 @@
 
 :class:`ChatSession` is what a chat persona holds for its chat: the linked session (and a
 hold on its file, as a kernel holds its current session), the built-in agent's model, the
-user's Pi (``pinb.notebook.engine.PiEngine``) when that is the engine, and the settings.
+user's Pi (:class:`~pinb.agent.pi.engine.PiEngine`) when that is the engine, and the settings.
 Everything here blocks (file locks, model requests, Pi's process), so the persona calls it
 on a worker thread; nothing here touches the chat.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 
 from ..agent import Agent, AgentConfig, AgentEnd, Notice
 from ..agent.events import AgentEvent
+from ..agent.pi.engine import ENGINES, PiEngine, reread, with_estimates
 from ..agent.recovery import load_retry_policy
 from ..agent.tools import all_tools
 from ..core import (
@@ -65,13 +65,8 @@ __all__ = [
 CHAT_TYPE = "pinb.chat"
 #: The chat's command that moves the session's leaf (``/goto ID``), named in its notes.
 GOTO = "/goto"
-#: The engines a chat can answer with (the persona's ``engine`` setting).
-ENGINES = ("pinb", "pi")
 #: The built-in agent's tools in the chat (``python`` needs a kernel: not here).
 DEFAULT_TOOLS = ("read", "write", "edit", "bash", "ls", "grep", "find")
-#: Where the user's Pi engine lives; loaded by name when a chat asks for it (the notebook
-#: room sits above the chat's: see tests/test_layers.py).
-_PI_ENGINE_MODULE = "pinb.notebook.engine"
 _OFFLINE_SPECS = ("offline", "demo", "pinb/offline-demo")
 
 
@@ -156,7 +151,7 @@ class ChatSession:
         self._hold: SessionHold | None = None
         self._model: ChatModel | None = None
         self._model_spec: str | None = None
-        self._pi: Any = None
+        self._pi: PiEngine | None = None
 
     # -- which session ----------------------------------------------------------------------
 
@@ -386,6 +381,8 @@ class ChatSession:
                 if engine == "pi":
                     outcome.end, model_label = self._run_pi(session, prompt, show, control)
                     current = self._after_pi(session)
+                    if outcome.end is not None:  # a footer's estimates, as a cell's
+                        outcome.end = with_estimates(current, outcome.end)
                 else:
                     outcome.end, model_label = self._run_pinb(session, prompt, show, control)
                     current = session
@@ -466,11 +463,10 @@ class ChatSession:
         info = model.info
         return end, f"{info.provider}/{info.id}"
 
-    def pi_engine(self) -> Any:
-        """The user's Pi for this chat (``PiEngine``), made on first use."""
+    def pi_engine(self) -> PiEngine:
+        """The user's Pi for this chat, made on first use."""
         if self._pi is None:
-            module = importlib.import_module(_PI_ENGINE_MODULE)
-            self._pi = module.PiEngine(
+            self._pi = PiEngine(
                 lambda: self.settings.pi_command,
                 ui=_dialog_in_chat,
                 settings=self.compaction_settings,
@@ -511,14 +507,11 @@ class ChatSession:
         return end, f"your Pi · {label}"
 
     def _after_pi(self, session: Session) -> Session:
-        """The session as Pi left the file: new entries read, or the new file opened."""
-        path = session.require_path()
-        if not path.exists():
+        """The session as Pi left the file (:func:`~pinb.agent.pi.engine.reread`), the
+        chat's from now on when Pi wrote a new session's file itself."""
+        fresh = reread(session)
+        if fresh is session:
             return session
-        if session.entries:
-            session.refresh()
-            return session
-        fresh = Session.open(path)  # Pi wrote this new session's file itself
         if self.link is not None:
             self._use(fresh, self.link)
         else:
@@ -549,7 +542,7 @@ class ChatSession:
         """
         session, _ = self.require_session()
         if self.settings.engine == "pi":
-            fields = {"customInstructions": instructions} if instructions else {}
+            fields: dict[str, Any] = {"customInstructions": instructions} if instructions else {}
             engine = self.pi_engine()
             engine.request(session, self.cwd, "compact", **fields)
             session = self._after_pi(session)

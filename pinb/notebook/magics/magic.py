@@ -22,6 +22,7 @@ from .chat import ChatCommands
 from .compactions import CompactionsCommands
 from .memory import MemoryCommands
 from .model import ModelCommands
+from .pi import ROUTED_COMMANDS, PiEngineCommands
 from .sessions import SessionCommands
 from .settings import ENGINES, command_parser, warn
 from .views import ViewCommands
@@ -78,6 +79,7 @@ class PiMagics(
     MemoryCommands,
     ModelCommands,
     ChatCommands,
+    PiEngineCommands,
 ):
     """Run Pi conversations in cells and inspect the session they write."""
 
@@ -115,10 +117,8 @@ class PiMagics(
                     "({{ and }} write a brace; --no-interpolate sends the cell as it is)"
                 )
         if (args.engine or self.engine) == "pi":
-            from ..engine import pi_cell
-
             options = ["--no-tools"] * args.no_tools + ["--tool-choice"] * bool(args.tool_choice)
-            return pi_cell(self, prompt, args.model, built_in_options=options)
+            return self._pi_cell(prompt, args.model, built_in_options=options)
         model = self.current_model(args.model)
         return self.run_prompt(
             prompt,
@@ -139,15 +139,6 @@ class PiMagics(
         holder = turn_holder(path)
         if holder is not None and holder.long:
             raise SessionBusyError(path, holder)
-
-    def _terminal(self) -> bool:
-        if self.renderer in ("terminal", "jupyter"):
-            return self.renderer == "terminal"
-        # Inside a Jupyter kernel the shell has a kernel; IPython in a terminal and
-        # `ipython script.ipy` have none and cannot update what they printed.
-        return getattr(self.shell, "kernel", None) is None and type(self.shell).__name__ != (
-            "InteractiveShell"
-        )
 
     def run_prompt(
         self, prompt: str, model: ChatModel, *, tools: list[Any], tool_choice: str | None = None
@@ -250,11 +241,9 @@ class PiMagics(
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
-        if self.engine == "pi":
-            from ..engine import ROUTED_COMMANDS, pi_command
         pinb_options = {"--save", "--fit-pi", "--discover"}  # pinb's own, whatever the engine
         if self.engine == "pi" and command in ROUTED_COMMANDS and not pinb_options & set(rest):
-            return pi_command(self, command, rest)
+            return self._pi_command(command, rest)
         try:
             return handler(rest)
         finally:

@@ -19,15 +19,15 @@ from ...errors import PinbError, UsageError
 # What the commands use is imported where they use it: `%load_ext pinb` loads the magics
 # alone, and the session, the agent and the views come with the first command needing them.
 if TYPE_CHECKING:
+    from ...agent.pi.engine import PiEngine
     from ...core import CompactionSettings, Session
     from ...core.context.accounting import ContextUsage
     from ...core.file.writers import SessionHold
     from ...llm import ChatModel
-    from ..engine import PiEngine
 
 __all__ = ["ENGINES", "MagicsBase", "command_parser", "warn"]
 
-#: Who runs ``%%pi`` cells (``pinb.notebook.engine.ENGINES`` names the same two; the
+#: Who runs ``%%pi`` cells (``pinb.agent.pi.engine.ENGINES`` names the same two; the
 #: setting needs them before the engine's module is loaded).
 ENGINES = ("pinb", "pi")
 
@@ -118,10 +118,23 @@ class MagicsBase(Magics):
         """The user's Pi for ``--engine pi`` cells (made at first use, started at the first
         Pi cell)."""
         if self._pi_engine is None:
-            from ..engine import PiEngine
+            from ...agent.pi.engine import PiEngine
+            from ..dialogs import ask_in_cell
 
-            self._pi_engine = PiEngine(lambda: self.pi_command, settings=self._settings)
+            self._pi_engine = PiEngine(
+                lambda: self.pi_command, ui=ask_in_cell(), settings=self._settings, role="cell"
+            )
         return self._pi_engine
+
+    def _terminal(self) -> bool:
+        """Whether a run is shown as printed lines (a terminal, a script), not a display."""
+        if self.renderer in ("terminal", "jupyter"):
+            return self.renderer == "terminal"
+        # Inside a Jupyter kernel the shell has a kernel; IPython in a terminal and
+        # `ipython script.ipy` have none and cannot update what they printed.
+        return getattr(self.shell, "kernel", None) is None and type(self.shell).__name__ != (
+            "InteractiveShell"
+        )
 
     # -- state ----------------------------------------------------------------------------
 

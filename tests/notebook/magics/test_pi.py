@@ -1,4 +1,5 @@
-"""``%%pi --engine pi`` in a real IPython shell: the real Pi 1.6.0 beside pinb's agent, on one file."""
+"""``%%pi --engine pi`` and the routed ``%pi`` commands (``pinb.notebook.magics.pi``) in a real
+IPython shell: the real Pi 1.6.0 beside pinb's agent, on one file."""
 
 from __future__ import annotations
 
@@ -322,7 +323,7 @@ def test_a_notebook_run_by_nbclient_mixes_the_engines(
     project.mkdir()
     confirm_extension(pi_loop.agent_dir)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     )
@@ -371,7 +372,7 @@ def test_a_dialog_in_a_live_kernel_is_asked_and_answered(pi_loop: PiLoop, tmp_pa
     project = tmp_path / "live"
     project.mkdir()
     confirm_extension(pi_loop.agent_dir)
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
@@ -407,28 +408,6 @@ def test_a_dialog_in_a_live_kernel_is_asked_and_answered(pi_loop: PiLoop, tmp_pa
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
-
-
-def test_dialog_answers_read_as_pi_expects() -> None:
-    from pinb.notebook.dialogs import dialog_prompt, read_answer
-
-    select = {"method": "select", "title": "Pick\none", "options": ["Allow", "Block"]}
-    assert (
-        dialog_prompt(select)
-        == "Pi's extension asks: Pick one\n1) Allow  2) Block\nnumber, Enter to cancel: "
-    )
-    assert read_answer(select, "2") == {"value": "Block"}
-    assert read_answer(select, "Allow") == {"value": "Allow"}
-    assert read_answer(select, "7") == {"cancelled": True}
-    confirm = {"method": "confirm", "title": "Sure?"}
-    assert read_answer(confirm, " YES ") == {"confirmed": True}
-    assert read_answer(confirm, "n") == {"confirmed": False}
-    assert read_answer(confirm, "") == {"cancelled": True}
-    editor = {"method": "editor", "title": "Edit", "prefill": "old"}
-    assert read_answer(editor, "") == {"value": "old"} and read_answer(editor, "new") == {
-        "value": "new"
-    }
-    assert read_answer({"method": "input", "title": "Name"}, "") == {"cancelled": True}
 
 
 def test_the_built_in_agents_options_are_refused_for_pi(shell: InteractiveShell) -> None:

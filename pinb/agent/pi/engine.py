@@ -1,14 +1,19 @@
-"""``%%pi --engine pi``: the user's own Pi (``pi --mode rpc``) behind a cell, on pinb's session file.
+"""The user's own Pi (``pi --mode rpc``) as an engine of turns on pinb's session file.
 
-One :class:`PiEngine` per :class:`~pinb.notebook.magics.PiMagics`. It keeps one Pi process
-for the current session file: started at the first Pi cell (in the session's cwd, with
-``--session``, ``--model`` and ``--thinking``), told to read the file again whenever its
-in-memory session no longer agrees with the file (another writer appended, or Pi's own
-write failed), started again with a one-line note if it died, and closed when the session
-changes (``%pi new``, ``open``, ``resume``, ``fork``) and when the kernel exits. Every Pi
-cell and command is a turn of the session (:meth:`pinb.core.Session.turn`); afterwards
-pinb reads the lines Pi wrote, so ``%pi tree``, ``context``, ``tokens``, every view and
-the next built-in cell see them.
+A :class:`PiEngine` keeps one Pi process for the current session file: started at the
+first run (in the session's cwd, with ``--session``, ``--model`` and ``--thinking``), told
+to read the file again whenever its in-memory session no longer agrees with the file
+(another writer appended, or Pi's own write failed), started again with a one-line note
+if it died, and closed when its owner moves to another session and when the process
+exits. Every run and command is a turn of the session (:meth:`pinb.core.Session.turn`);
+afterwards pinb reads the lines Pi wrote, so every view and the next built-in turn see
+them.
+
+The engine shows nothing itself: whoever runs it (a notebook cell, the chat panel) passes
+``show``, which receives every event of the run (:mod:`pinb.agent.events`, Pi's mapped by
+:mod:`pinb.agent.pi.events`), and ``ui``, which answers Pi's extension dialogs (Pi's
+cancel by default). The notebook's cell and its routed ``%pi`` commands are
+:mod:`pinb.notebook.magics.pi`; the chat's turns are :mod:`pinb.chat.turns`.
 """
 
 from __future__ import annotations
@@ -21,51 +26,42 @@ import queue
 import re
 import subprocess
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..agent.events import AgentEnd, AgentEvent, Notice
-from ..agent.pi.events import PiEventMapper, PiRun, UIHandler
-from ..agent.pi.rpc import (
+from ...core import Session
+from ...core.context.tokens import CompactionSettings
+from ...core.file.paths import agent_dir
+from ...core.file.sharing import Turn
+from ...core.file.writers import SessionHold, default_who, describe_process
+from ...llm.config.pi_config import models_json_problem, pi_small_window
+from ...llm.config.secrets import redact_secrets
+from ..events import AgentEnd, AgentEvent, Notice
+from ..usage import estimate_usage, reported_nothing
+from .events import PiEventMapper, PiRun, UIHandler, cancel_dialog
+from .rpc import (
     PiCommandError,
     PiEngineError,
     PiExitedError,
     PiProcess,
     resolve_pi_command,
 )
-from ..agent.usage import estimate_usage, reported_nothing
-from ..core import Session
-from ..core.context.accounting import ContextUsage, context_usage, thousands
-from ..core.context.tokens import CompactionSettings
-from ..core.file.paths import agent_dir
-from ..core.file.sharing import Turn
-from ..core.file.writers import SessionHold, default_who, describe_process
-from ..errors import UsageError
-from ..llm.config.pi_config import models_json_problem, pi_small_window
-from ..llm.config.secrets import redact_secrets
-from .live import AssistantReply, LiveRun, RunFailedError
-from .models import OFFLINE_SPECS
-from .terminal import TerminalRun
-
-if TYPE_CHECKING:
-    from .magics import PiMagics
 
 __all__ = [
     "ENGINES",
-    "ROUTED_COMMANDS",
+    "PI_TASK",
+    "PI_THINKING",
     "PiEngine",
     "PiEngineError",
     "PiExitedError",
-    "default_dialogs",
-    "pi_cell",
-    "pi_command",
+    "reread",
+    "with_estimates",
 ]
 
-#: What ``PiMagics.engine`` and ``%%pi --engine`` accept.
+#: Who can answer a turn: pinb's built-in agent, or the user's Pi (the notebook's
+#: ``PiMagics.engine`` and the chat's ``engine`` setting take one of these).
 ENGINES = ("pinb", "pi")
-#: ``%pi`` commands that the user's Pi carries out itself when the engine is ``pi``.
-ROUTED_COMMANDS = ("compact", "model", "thinking", "fork")
 #: Pi 1.x's thinking levels (``max`` is Pi's, beyond pinb's own list).
 PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 #: What a Pi engine's turn runs, for the "busy" answer other writers get.
@@ -81,8 +77,8 @@ class PiEngine:
         The configured command line (``%config PiMagics.pi_command``); ``$PINB_PI_COMMAND``
         wins, ``pi`` on ``PATH`` is the default (:func:`~pinb.agent.pi.rpc.resolve_pi_command`).
     ui:
-        Answers extension dialogs; default: asked in the cell when someone can answer
-        (:mod:`pinb.notebook.dialogs`), else Pi's cancel.
+        Answers Pi's extension dialogs (select, confirm, input, editor); default Pi's
+        cancel. A notebook asks in the cell (:func:`pinb.notebook.dialogs.ask_in_cell`).
     env:
         Pi's environment; default the kernel's, read at each start.
     extra_args:
@@ -94,13 +90,19 @@ class PiEngine:
         Who runs Pi's turns, for the "busy" answer other writers get and their notes of
         who appended what (:mod:`pinb.core.file.writers`); default a notebook cell's Pi engine.
         The chat panel names itself.
+
+    Examples
+    --------
+    >>> engine = PiEngine("pi", role="chat", who="the chat panel (demo.chat)")
+    >>> engine.process is None  # started by the first run
+    True
     """
 
     def __init__(
         self,
         command: str | Callable[[], str] = "",
         *,
-        ui: UIHandler | None = None,
+        ui: UIHandler = cancel_dialog,
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
         settings: Callable[[], CompactionSettings] | None = None,
@@ -355,7 +357,7 @@ class PiEngine:
             process = self.ensure(session, cwd, model, thinking)
             since = session.entries[-1].id if session.entries else None
             self._show_notes(show)
-            run = PiRun(process, prompt, ui=self.ui or default_dialogs())
+            run = PiRun(process, prompt, ui=self.ui)
             try:
                 try:
                     end = _feed(run.events(), show)
@@ -455,9 +457,29 @@ class PiEngine:
         return Path(file) if file else None
 
 
-def _estimated(session: Session, end: AgentEnd) -> AgentEnd:
+def reread(session: Session) -> Session:
+    """The session as Pi left its file after a run or a command.
+
+    The bytes Pi appended are read into ``session``; a session with no entries before
+    (pinb's new one, whose header and first entries Pi wrote) is opened anew, so the result
+    may be another :class:`~pinb.core.Session` than the one given.
+    """
+    path = session.require_path()
+    if not path.exists():
+        return session  # Pi stopped before it wrote anything
+    if session.entries:
+        session.refresh()  # only the bytes Pi appended
+        return session
+    return Session.open(path)
+
+
+def with_estimates(session: Session, end: AgentEnd) -> AgentEnd:
     """The run's end with an estimate for each reply Pi saved without usage (as the built-in
-    agent estimates a server that reports none), so the footer marks it as one."""
+    agent estimates a server that reports none), so a footer marks it as one.
+
+    ``session`` is the session as Pi left it (:func:`reread`): the estimate is of what each
+    reply's request was sent.
+    """
     estimated = {}
     for index, message in enumerate(end.messages):
         if message.get("stopReason") in ("error", "aborted") or not reported_nothing(message):
@@ -512,13 +534,6 @@ def _feed(events: Iterator[AgentEvent], show: Callable[[AgentEvent], None]) -> A
     return end
 
 
-def default_dialogs() -> UIHandler:
-    """Ask in the cell (the kernel's stdin box) when someone can answer, else Pi's cancel."""
-    from .dialogs import ask_in_cell
-
-    return ask_in_cell()
-
-
 def _close_at_exit(engine: PiEngine) -> Callable[[], None]:
     # A weak reference: the hook must not keep a dropped engine (and its Pi) alive.
     ref = weakref.ref(engine)
@@ -531,214 +546,3 @@ def _close_at_exit(engine: PiEngine) -> Callable[[], None]:
 
     atexit.register(close)
     return close
-
-
-# -- the magics' side: a cell and the routed commands --------------------------------------
-
-
-def _reload(session: Session) -> Session:
-    """The session as Pi left the file: new entries read in, or the file opened anew."""
-    path = session.require_path()
-    if not path.exists():
-        return session  # Pi stopped before it wrote anything
-    if session.entries:
-        session.refresh()  # only the bytes Pi appended
-        return session
-    return Session.open(path)  # pinb's new session: Pi wrote its header and first entries
-
-
-def pi_cell(
-    magics: PiMagics,
-    prompt: str,
-    model: str | None,
-    *,
-    built_in_options: Sequence[str] = (),
-) -> AssistantReply:
-    """A ``%%pi --engine pi`` cell: Pi runs the prompt, pinb shows it and reads the file.
-
-    ``built_in_options`` are cell options given that only the built-in agent has.
-
-    Raises
-    ------
-    UsageError
-        An option of the built-in agent's was given (Pi's tools are Pi's settings), or
-        pinb's offline demo model (Pi has no such model).
-    RunFailedError
-        The run ended in an error (Pi's message).
-    PiEngineError
-        Pi is missing, too old, refused the prompt, or died (its last stderr lines).
-    """
-    if built_in_options:
-        raise UsageError(
-            f"%%pi --engine pi: {', '.join(built_in_options)} belong to the built-in agent; "
-            "choose Pi's tools in Pi (e.g. `--tools read,bash` in $PINB_PI_COMMAND)"
-        )
-    spec = model or magics.model or magics._model_spec or None
-    if spec in OFFLINE_SPECS:
-        if model or magics.model:
-            raise UsageError(
-                f"%%pi --engine pi: `{spec}` is pinb's own scripted demo model, which Pi does "
-                "not have: run the cell with `--engine pinb`, or give Pi a model it knows "
-                "(`--model provider/model-id`, from Pi's models.json or its login)"
-            )
-        spec = None  # the built-in engine's demo, used last: Pi keeps its own model
-    session = magics.current_session()
-    terminal = magics._terminal()
-    from IPython.display import display
-
-    live: LiveRun | TerminalRun = TerminalRun() if terminal else LiveRun(display)
-    try:
-        end = magics.pi_engine.run(
-            session,
-            prompt,
-            cwd=magics._session_cwd(session),
-            model=spec,
-            thinking=magics.thinking if magics.thinking_chosen else None,
-            show=live.add,
-        )
-    finally:
-        live.finish()
-        magics.session = session = _reload(session)
-    if spec:
-        magics._model_spec = spec
-    end = _estimated(session, end)  # read from the file Pi wrote (a new session's included)
-    if end.stop_reason == "error":
-        raise RunFailedError(end, session.path)
-    return AssistantReply(end, session.path, printed=terminal, context=_context(magics, session))
-
-
-def _print_notice(event: AgentEvent) -> None:
-    if isinstance(event, Notice):
-        print(event.text)
-
-
-def _context(magics: PiMagics, session: Session) -> ContextUsage:
-    """How full the context is, against the window of the model Pi ran (not pinb's last),
-    and what the next cell adds when pinb's agent runs it."""
-    process = magics.pi_engine.process
-    info = (process.state.get("model") if process is not None else None) or {}
-    window = info.get("contextWindow")
-    if magics.context_window or not isinstance(window, int) or window <= 0:
-        usage = magics._context_usage(session)  # the setting, or pinb's registry
-    else:
-        settings = magics._settings().for_model(str(info.get("provider")), str(info.get("id")))
-        session.run_window = (window, "Pi's model")  # views handed the session show it too
-        # Pi compacts above window - reserveTokens with its settings as they are: pinb's fit
-        # to a small window is the built-in agent's, not Pi's.
-        usage = context_usage(
-            session.current_context(),
-            window=window,
-            window_source="Pi's model",
-            settings=settings,
-            fit=False,
-        )
-    note = _next_built_in_cell(magics, session, usage)
-    return dataclasses.replace(usage, next_note=note) if note else usage
-
-
-def _next_built_in_cell(magics: PiMagics, session: Session, usage: ContextUsage) -> str:
-    """What the next cell sends on top, when it is pinb's agent's (the engine's default):
-    its own system prompt and tools, which Pi's replay does not hold. Each engine's prompt
-    stays in the replay, so the figure the next request (and its compaction check) sees
-    is this one plus that, not the one above."""
-    if magics.engine != "pinb":
-        return ""
-    from ..agent import Agent, AgentConfig
-    from ..core.context.build import current_system_message
-    from ..core.context.tokens import estimate_tokens
-    from ..llm.providers.offline import OfflineDemoModel
-
-    # The prompt and tools depend on the folder and the tools, not on the model: no model
-    # is chosen (or asked for its window) to say this.
-    agent = Agent(
-        session,
-        OfflineDemoModel(),
-        magics._tool_objects(),
-        config=AgentConfig(thinking_level=magics.thinking),
-        cwd=magics._session_cwd(session),
-    )
-    patch = agent.system_prompt_patch()
-    if patch is None:
-        return ""
-    context = session.current_context()
-    current = context.system_message()
-    replay = current_system_message([m for m in (current, patch) if m is not None])
-    grown = estimate_tokens(replay, pi=context.pi) if replay is not None else 0
-    added = grown - (estimate_tokens(current, pi=context.pi) if current is not None else 0)
-    if added <= 0:
-        return ""
-    total = usage.tokens + added
-    then = ""
-    if usage.threshold is not None and usage.settings.enabled:
-        fitted = usage.settings.fit_window(usage.window)
-        limit = int(fitted.threshold(usage.window or 0))
-        then = (
-            f", above the {thousands(limit)} pinb's agent compacts at: that cell compacts"
-            if total > limit
-            else f", below the {thousands(limit)} pinb's agent compacts at"
-        )
-    return (
-        f"the next built-in %%pi cell also sends pinb's system prompt and tools "
-        f"(+{thousands(added)}): ≈{thousands(total)}{then}"
-    )
-
-
-def pi_command(magics: PiMagics, command: str, args: list[str]) -> Any:
-    """``%pi compact / model / thinking / fork`` carried out by the user's Pi."""
-    engine = magics.pi_engine
-    session = magics.current_session()
-    cwd = magics._session_cwd(session)
-    if command == "thinking":
-        if len(args) != 1 or args[0] not in PI_THINKING:
-            raise UsageError(f"usage: %pi thinking {'|'.join(PI_THINKING)}")
-        magics.thinking = args[0]
-        process = engine.configure(session, cwd, None, args[0])
-        used = process.state.get("thinkingLevel")
-        print(
-            f"thinking: {args[0]}"
-            + (f" (Pi uses {used} with this model)" if used != args[0] else "")
-        )
-        return None
-    if command == "model":
-        if len(args) > 1 or (args and "/" not in args[0]):
-            raise UsageError("usage: %pi model [provider/model-id]  (the engine is pi)")
-        process = engine.configure(session, cwd, args[0] if args else None, None)
-        if args:  # Pi took it (an unknown model raised Pi's own error above)
-            magics.model = magics._model_spec = args[0]
-        info = process.state.get("model") or {}
-        print(
-            f"Pi: {info.get('provider')}/{info.get('id')} · window {info.get('contextWindow', 0):,}"
-            f" · max out {info.get('maxTokens', 0):,}"
-        )
-        return None
-    if command == "compact":
-        instructions = " ".join(args) or None
-        fields = {"customInstructions": instructions} if instructions else {}
-        data = engine.request(session, cwd, "compact", show=_print_notice, **fields) or {}
-        magics.session = _reload(session)
-        print(
-            f"Pi compacted the context: {int(data.get('tokensBefore') or 0):,} → "
-            f"≈{int(data.get('estimatedTokensAfter') or 0):,} tokens; "
-            f"kept from {data.get('firstKeptEntryId')}"
-        )
-        return None
-    # fork: before a user message (Pi's `fork`), or the whole branch (`clone`)
-    if args:
-        data = engine.request(session, cwd, "fork", entryId=magics._entry_id(session, args[0]))
-    else:
-        data = engine.request(session, cwd, "clone")
-    if (data or {}).get("cancelled"):
-        print("an extension cancelled the fork")
-        return None
-    new_file = engine.current_file()
-    if new_file is None:
-        raise PiEngineError("Pi did not say which file it forked into")
-    if new_file.exists():
-        magics.session = Session.open(new_file)
-    else:  # nothing before that message: Pi writes the file at the first reply
-        magics.session = Session.create(cwd, new_file.parent, parent_session=session.path)
-    if args:
-        print(f"forked into {new_file}; the message to send again:\n{(data or {}).get('text', '')}")
-    else:
-        print(f"cloned the branch into {new_file}")
-    return None
