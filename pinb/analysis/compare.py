@@ -32,7 +32,7 @@ from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.tree.graph import entry_preview, entry_tokens, node_key
 from .ancestry import file_relation, shared_prefix
-from .frames import open_session
+from .sources import open_session
 
 if TYPE_CHECKING:
     import pandas as pd

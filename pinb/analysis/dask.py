@@ -35,13 +35,12 @@ from .frames import (
     compaction_rows,
     entry_rows,
     message_rows,
-    open_session_bytes,
-    session_paths,
     session_row,
     to_frame,
     tool_call_rows,
 )
 from .lineage import header_reference, session_lineage
+from .sources import open_session_bytes, session_paths
 
 if TYPE_CHECKING:
     import dask.bag as db

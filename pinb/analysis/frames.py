@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,7 +17,14 @@ from ..core.format.entries import MISSING, Entry
 from ..core.js.jsontext import json_text, value_text
 from ..core.js.wire import parse_js_date
 from .lineage import Lineage, session_lineage
-from .sources import Progress, collect_rows, session_paths, warn_skipped
+from .sources import (
+    Progress,
+    SessionSource,
+    collect_rows,
+    open_session,
+    session_paths,
+    warn_skipped,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,9 +35,6 @@ __all__ = ["COMPACTION_COLUMNS", "ENTRY_COLUMNS", "MESSAGE_COLUMNS", "SESSION_CO
            "messages_frame", "open_session", "session_paths", "session_row", "sessions_frame",
            "to_frame", "tokens_after_compaction", "tool_call_rows", "tool_calls_frame",
            "warn_skipped"]  # fmt: skip
-
-#: A session given by object or by file path.
-SessionSource = Session | str | os.PathLike[str]
 
 _S, _I, _F, _B, _T = "string", "Int64", "float64", "boolean", "datetime64[ms, UTC]"
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -200,21 +202,6 @@ def _message_ms(message: Any, entry: Entry | None) -> int | None:
     if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return int(stamp)
     return _entry_ms(entry) if entry is not None else None
-
-
-def open_session(source: SessionSource) -> Session:
-    """Open read-only; entries of version 1 files get ids drawn from a generator seeded by
-    the file name, so every frame of the same file (pandas or dask) agrees on them."""
-    if isinstance(source, Session):
-        return source
-    rng = random.Random(os.fspath(source))
-    return Session.open(source, id_generator=lambda: f"{rng.getrandbits(32):08x}")
-
-
-def open_session_bytes(data: bytes, name: str) -> Session:
-    """:func:`open_session` for a file's bytes read from elsewhere (an fsspec URL)."""
-    rng = random.Random(name)
-    return Session.from_bytes(data, source=name, id_generator=lambda: f"{rng.getrandbits(32):08x}")
 
 
 def _walk(session: Session) -> tuple[dict[int, int], dict[int, str | None], dict[int, int]]:

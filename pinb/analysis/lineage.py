@@ -38,6 +38,7 @@ from ..core.js.jsontext import value_text
 from ..core.js.wire import JS_WHITESPACE, loads
 from ..core.session import Session
 from ..errors import PinbError
+from .sources import open_session
 
 __all__ = [
     "FORK",
@@ -117,8 +118,6 @@ class LocalReader:
         return os.path.isfile(path)
 
     def open_session(self, path: str) -> Session:
-        from .frames import open_session
-
         return open_session(path)
 
     def parent_reference(self, path: str) -> str | None:

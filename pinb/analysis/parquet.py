@@ -24,12 +24,11 @@ from .frames import (
     compaction_rows,
     entry_rows,
     message_rows,
-    open_session,
     session_row,
     to_frame,
     tool_call_rows,
 )
-from .sources import Progress, collect_rows, warn_skipped
+from .sources import Progress, collect_rows, open_session, warn_skipped
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -10,7 +10,8 @@ from ..core import Session
 from ..core.context.build import UNSET
 from ..core.context.tokens import context_tokens_of_usage
 from ..core.js.jsontext import value_text
-from .frames import SessionSource, open_session, tokens_after_compaction
+from .frames import tokens_after_compaction
+from .sources import SessionSource, open_session
 
 if TYPE_CHECKING:
     import pandas as pd

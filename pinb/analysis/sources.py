@@ -1,8 +1,13 @@
-"""Which session files a source means, and reading them one by one, the unreadable noted."""
+"""Which session files a source means, and opening them one by one, the unreadable noted.
+
+:func:`open_session` is how every reader of the analysis room opens a file (the pandas and
+dask frames, totals, search, retention), so they all give a version 1 file the same ids.
+"""
 
 from __future__ import annotations
 
 import os
+import random
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -16,16 +21,36 @@ from ..errors import PinbError
 
 __all__ = [
     "Progress",
+    "SessionSource",
     "SessionSources",
     "Skipped",
     "collect_rows",
     "iter_sessions",
+    "open_session",
+    "open_session_bytes",
     "session_paths",
     "warn_skipped",
 ]
 
 #: ``progress(done, total, path)``, called after each file of a long run.
 Progress = Callable[[int, int, Path], None]
+#: A session given by object or by file path.
+SessionSource = Session | str | os.PathLike[str]
+
+
+def open_session(source: SessionSource) -> Session:
+    """Open read-only; entries of version 1 files get ids drawn from a generator seeded by
+    the file name, so every frame of the same file (pandas or dask) agrees on them."""
+    if isinstance(source, Session):
+        return source
+    rng = random.Random(os.fspath(source))
+    return Session.open(source, id_generator=lambda: f"{rng.getrandbits(32):08x}")
+
+
+def open_session_bytes(data: bytes, name: str) -> Session:
+    """:func:`open_session` for a file's bytes read from elsewhere (an fsspec URL)."""
+    rng = random.Random(name)
+    return Session.from_bytes(data, source=name, id_generator=lambda: f"{rng.getrandbits(32):08x}")
 
 
 def session_paths(source: Any = None) -> list[Path]:
@@ -116,8 +141,6 @@ def iter_sessions(source: SessionSources, skipped: list[Skipped]) -> Iterator[Se
     Files that do not read as Pi sessions, and names that match no file, are appended to
     ``skipped`` with the reason; nothing is dropped silently.
     """
-    from .frames import open_session  # frames builds on this module
-
     if isinstance(source, Session):
         yield source
         return

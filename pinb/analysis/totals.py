@@ -22,17 +22,9 @@ from ..core.format.entries import MISSING, Entry
 from ..core.js.wire import parse_js_date
 from ..core.session import Session
 from ..errors import UsageError
-from .frames import (
-    Progress,
-    SessionSource,
-    _message_ms,
-    _usage,
-    collect_rows,
-    open_session,
-    to_frame,
-    warn_skipped,
-)
+from .frames import _message_ms, _usage, to_frame
 from .lineage import Lineage, entry_key, session_lineage
+from .sources import Progress, SessionSource, collect_rows, open_session, warn_skipped
 
 if TYPE_CHECKING:
     import pandas as pd

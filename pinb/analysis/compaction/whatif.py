@@ -36,9 +36,9 @@ from ...core.session import Session
 from ...display import Displayable
 from ...errors import EntryNotFoundError
 from ...render.tree.graph import entry_preview, node_key
-from ..frames import open_session
 from ..retention.facts import FactCache
 from ..retention.report import RetentionReport
+from ..sources import open_session
 from .strategies import StrategyComparison, replay_summary, score_columns, scratch_copy
 
 if TYPE_CHECKING:

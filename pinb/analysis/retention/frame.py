@@ -86,7 +86,7 @@ def retention_row(report: RetentionReport) -> dict[str, Any]:
 
 
 def _rows(item: Session | Any) -> list[dict[str, Any]] | None:
-    from ..frames import open_session
+    from ..sources import open_session
 
     session = item if isinstance(item, Session) else open_session(item)
     return [retention_row(r) for r in iter_session_retention(session)]
@@ -124,7 +124,7 @@ def compaction_retention(
 
 
 def _group_frame(files: Sequence[SessionFile]) -> pd.DataFrame:
-    from ..frames import open_session_bytes
+    from ..sources import open_session_bytes
 
     rows: list[dict[str, Any]] = []
     for file in files:

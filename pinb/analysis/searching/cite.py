@@ -54,7 +54,7 @@ class Citation:
 
         Version 1 files get the same generated ids as when they were indexed.
         """
-        from ..frames import open_session
+        from ..sources import open_session
 
         return open_session(self.path)
 

@@ -82,7 +82,7 @@ def entries_of(path: str) -> Read:
 def entries_of_bytes(path: str, data: bytes, *, quiet: bool = False) -> list[IndexedEntry] | None:
     """The searchable entries of a session file's bytes, or ``None`` when they cannot be
     read (said once, unless ``quiet``)."""
-    from ..frames import open_session_bytes
+    from ..sources import open_session_bytes
 
     try:
         return index_entries(open_session_bytes(data, path).entries, path)

@@ -18,8 +18,8 @@ from pinb.analysis.compaction.ledger import (
     usage_calibration,
     what_if,
 )
-from pinb.analysis.frames import open_session
 from pinb.analysis.retention.report import retention_report, session_retention
+from pinb.analysis.sources import open_session
 from pinb.core import (
     CompactionSettings,
     ExtractiveSummarizer,
