@@ -10,6 +10,8 @@ from .figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from .html import SAFE_TAGS, clean_text, escape, mimebundle, table
 from .markdown import markdown_to_html, markdown_to_markdown
 from .svg import ROLE_COLORS, bar_chart_svg, color_of, stacked_bars_svg
+from .tree.cells import Cells, row_cells
+from .tree.digraph import to_networkx
 from .tree.graph import (
     KIND_NAMES,
     NodeInfo,
@@ -22,11 +24,10 @@ from .tree.graph import (
     node_key,
     path_regions,
     plural,
-    to_networkx,
     tool_tokens,
 )
 from .tree.layout import AUTO_COLLAPSE, Item, TreeLayout, collapse_chains, layout_tree, tidy_layout
-from .tree.picture import Cells, row_cells, tree_picture_svg, tree_text
+from .tree.picture import tree_picture_svg, tree_text
 from .tree.rows import MAX_ROWS, Edge, Row, RowLayout, row_layout
 
 __all__ = [

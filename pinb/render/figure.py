@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .html import shorten
 from .svg import ROLE_COLORS, color_of
+from .tree.cells import EDGE_COLOR, PATH_COLOR
 from .tree.graph import SessionGraph, build_graph
 from .tree.marks import picture_marks
-from .tree.picture import EDGE_COLOR, PATH_COLOR
 from .tree.rows import MAX_ROWS, RowLayout, row_layout
 
 if TYPE_CHECKING:

@@ -104,13 +104,19 @@ def register_views() -> None:
     register("pinb.core.session.Session", bundle=_session)
     register("pinb.core.compaction.reports.CompactionReport", bundle=_compaction_report)
     register("pinb.analysis.compare.BranchComparison", text=_comparison_text, html=_comparison_html)
-    register("pinb.analysis.compaction.ledger.CompactionLedger", text=_ledger_text, html=_ledger_html)
     register(
-        "pinb.analysis.compaction.calibration.Calibration", text=_calibration_text, html=_calibration_html
+        "pinb.analysis.compaction.ledger.CompactionLedger", text=_ledger_text, html=_ledger_html
+    )
+    register(
+        "pinb.analysis.compaction.calibration.Calibration",
+        text=_calibration_text,
+        html=_calibration_html,
     )
     register("pinb.analysis.compaction.whatif.WhatIf", text=_what_if_text, html=_what_if_html)
     register("pinb.analysis.searching.hits.SearchResults", text=_search_text, html=_search_html)
-    register("pinb.analysis.retention.report.RetentionReport", text=_retention_text, html=_retention_html)
+    register(
+        "pinb.analysis.retention.report.RetentionReport", text=_retention_text, html=_retention_html
+    )
 
 
 register_views()

@@ -14,15 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core import Session
 from ..core.context.build import UNSET
 from ..render.html import escape, mimebundle, muted, style, table, title, wrap
-from ..render.tree.graph import SessionGraph, build_graph, to_networkx
-from ..render.tree.picture import (
-    Cells,
-    lane_strings,
-    row_cells,
-    title_lines,
-    tree_picture_svg,
-    tree_text,
-)
+from ..render.tree.cells import Cells, row_cells, title_lines
+from ..render.tree.digraph import to_networkx
+from ..render.tree.graph import SessionGraph, build_graph
+from ..render.tree.picture import lane_strings, tree_picture_svg, tree_text
 from ..render.tree.rows import MAX_ROWS, RowLayout, row_layout
 
 if TYPE_CHECKING:

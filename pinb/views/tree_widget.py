@@ -33,8 +33,10 @@ from ..core import CompactionSettings, Session
 from ..core.context.accounting import thousands
 from ..errors import PinbError
 from ..render.html import escape, muted, style, wrap
-from ..render.tree.graph import SessionGraph, build_graph, node_key, plural, to_networkx
-from ..render.tree.picture import legend_items, row_cells, title_lines, tree_picture_svg, tree_text
+from ..render.tree.cells import legend_items, row_cells, title_lines
+from ..render.tree.digraph import to_networkx
+from ..render.tree.graph import SessionGraph, build_graph, node_key, plural
+from ..render.tree.picture import tree_picture_svg, tree_text
 from ..render.tree.rows import RowLayout, row_layout
 from .compaction import CompactionView
 from .context_path import ContextPathView

@@ -15,8 +15,9 @@ from pinb.core import Session
 from pinb.core.compaction.span import compaction_span
 from pinb.render.figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from pinb.render.svg import bar_chart_svg, stacked_bars_svg
+from pinb.render.tree.cells import row_cells
 from pinb.render.tree.graph import build_graph
-from pinb.render.tree.picture import row_cells, tree_picture_svg, tree_text
+from pinb.render.tree.picture import tree_picture_svg, tree_text
 from pinb.render.tree.rows import row_layout
 from tests.views.builders import demo_session, long_chain_session, user
 
@@ -216,7 +217,7 @@ def test_core_does_not_import_render_or_views() -> None:
 
 
 def test_a_bookkeeping_leaf_points_to_where_the_conversation_continues(tmp_path: Path) -> None:
-    from pinb.render.tree.picture import title_lines
+    from pinb.render.tree.cells import title_lines
 
     s = Session.create("/p", tmp_path)
     s.append_message(user("first"))

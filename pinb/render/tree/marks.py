@@ -1,7 +1,7 @@
 """Where every piece of the tree picture goes: positioned marks that SVG, PNG and matplotlib draw.
 
 :func:`picture_marks` turns a :class:`~pinb.render.tree.rows.RowLayout` and its
-:class:`~pinb.render.tree.picture.Cells` into a :class:`Picture`: row bands, lane links, node
+:class:`~pinb.render.tree.cells.Cells` into a :class:`Picture`: row bands, lane links, node
 glyphs, dashed lines and texts, each at its pixel position (top-left origin), every text
 with the box its glyphs take (:mod:`pinb.render.tree.metrics`). The drawers only draw what is
 here, so a test of the marks is a test of every picture: no text leaves the picture, runs
@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .metrics import ASCENT, DESCENT, Font, fit, text_width, wrap_lines
-from .picture import (
+from .cells import (
     BAND_COLORS,
     CHAR_W,
     ID_CHARS,
@@ -34,6 +33,7 @@ from .picture import (
     row_cells,
     title_lines,
 )
+from .metrics import ASCENT, DESCENT, Font, fit, text_width, wrap_lines
 from .rows import RowLayout
 
 __all__ = [
@@ -262,7 +262,7 @@ def picture_marks(
     layout:
         From :func:`~pinb.render.tree.rows.row_layout`.
     cells:
-        Precomputed :func:`~pinb.render.tree.picture.row_cells` (computed when omitted).
+        Precomputed :func:`~pinb.render.tree.cells.row_cells` (computed when omitted).
     selected:
         Key of an entry whose row is highlighted.
     header / legend:

@@ -13,8 +13,8 @@ import itertools
 from functools import cache
 from typing import Any
 
+from .cells import EDGE_COLOR, PATH_COLOR, Cells
 from .marks import Picture, Text, picture_marks
-from .picture import EDGE_COLOR, PATH_COLOR, Cells
 from .rows import RowLayout
 
 __all__ = ["tree_png_pillow"]

@@ -10,8 +10,10 @@ import pytest
 
 from pinb.core import Session, estimate_tokens
 from pinb.core.context.build import entry_to_message
-from pinb.render.tree.graph import build_graph, node_key, to_networkx
-from pinb.render.tree.picture import row_cells, tree_picture_svg, tree_text
+from pinb.render.tree.cells import row_cells
+from pinb.render.tree.digraph import to_networkx
+from pinb.render.tree.graph import build_graph, node_key
+from pinb.render.tree.picture import tree_picture_svg, tree_text
 from pinb.render.tree.rows import row_layout
 from pinb.testing.fuzz import random_session_bytes
 from tests.samples import CASE_FILES, LEGACY, TREES
