@@ -241,7 +241,7 @@ def _rm(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _restore(args: argparse.Namespace, out: IO[str]) -> int:
-    from ..memory.restore import removed_sessions, restore_session
+    from ..memory.sessions import removed_sessions, restore_session
 
     if args.list or not args.names:
         entries = removed_sessions()

@@ -2,9 +2,10 @@
 
 # The store is one SQLite database at <agentDir>/memory/pinb-memory.sqlite (FTS5, WAL) that
 # never rewrites a session file. observation: opt-in auto-observation; inject: recalled
-# notes in the system prompt; sessions: removing a session to the trash (never from under a
-# writer) and restoring it; frame: pandas. The agent's memory tools are pinb.agent.tools.memory and the
-# ``pinb memory`` commands pinb.cli.memory: memory never imports the agent or the CLI.
+# notes in the system prompt; sessions: memory's part of removing and restoring a session
+# (the files move in pinb.core.file.remove/restore); frame: pandas. The agent's memory tools
+# are pinb.agent.tools.memory and the ``pinb memory`` commands pinb.cli.memory: memory never
+# imports the agent or the CLI.
 
 from __future__ import annotations
 
@@ -31,11 +32,15 @@ if TYPE_CHECKING:  # loaded on first use: ``pinb memory`` and ``pinb rm`` start 
         project_id,
     )
     from .sessions import (
+        RemovedEntry,
         RemovedSession,
+        RestoredSession,
         SessionHeldError,
         SessionRemovalError,
         find_forks,
         remove_session,
+        removed_sessions,
+        restore_session,
         trash_dir,
     )
     from .store import MemoryStore
@@ -55,7 +60,9 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreError",
     "ObservationResult",
+    "RemovedEntry",
     "RemovedSession",
+    "RestoredSession",
     "SessionHeldError",
     "SessionRemovalError",
     "Summarizer",
@@ -68,6 +75,8 @@ __all__ = [
     "parse_notes",
     "project_id",
     "remove_session",
+    "removed_sessions",
+    "restore_session",
     "trash_dir",
     "with_memory",
 ]
@@ -99,11 +108,15 @@ _HOMES = {
     ),
     **dict.fromkeys(
         (
+            "RemovedEntry",
             "RemovedSession",
+            "RestoredSession",
             "SessionHeldError",
             "SessionRemovalError",
             "find_forks",
             "remove_session",
+            "removed_sessions",
+            "restore_session",
             "trash_dir",
         ),
         "sessions",

@@ -15,8 +15,7 @@ from pinb.cli.memory import add_parser
 from pinb.core.file.paths import sessions_root
 from pinb.core.session import Session
 from pinb.memory import MemoryStore, remove_session
-from pinb.memory.restore import removed_sessions, restore_session
-from pinb.memory.sessions import SessionRemovalError
+from pinb.memory.sessions import SessionRemovalError, removed_sessions, restore_session
 
 
 def _parent_of(path: Path) -> str | None:

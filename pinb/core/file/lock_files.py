@@ -144,7 +144,7 @@ class LockFolder:
 
 def in_sessions_folder(session: Path) -> bool:
     """Whether ``session`` is in the agent's sessions folder (pinb's and Pi's own place),
-    its folder resolved as :func:`pinb.memory.sessions.inside` resolves it."""
+    its folder resolved as :func:`pinb.core.file.remove.inside` resolves it."""
     root = os.path.join(os.path.realpath(sessions_root()), "")
     here = os.path.join(os.path.realpath(session.parent), "")
     return here.startswith(root)

@@ -1,4 +1,4 @@
-"""Bringing a removed session back from the trash: the file, its backup, memory's citations.
+"""Bringing a removed session back from the trash: the file and its backup.
 
 ``pinb rm`` leaves a ``<file>.removed.json`` note beside each file it moves to the trash
 (:mod:`pinb.core.file.trash`): where it came from, its parent, which sessions were forked from
@@ -16,23 +16,21 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..core.file.paths import sessions_root
-from ..core.file.read import is_valid_header
-from ..core.file.trash import NOTE_SUFFIX, Removal, removals
-from ..core.file.writers import holders
-from ..core.js.jsontext import value_text
-from ..core.js.wire import JS_WHITESPACE, loads
-from .records import default_db_path
-from .sessions import SessionHeldError, SessionRemovalError, first_value, inside
+from ..js.jsontext import value_text
+from ..js.wire import JS_WHITESPACE, loads
+from .paths import sessions_root
+from .read import is_valid_header
+from .remove import SessionHeldError, SessionRemovalError, first_value, inside
+from .trash import NOTE_SUFFIX, Removal, removals
+from .writers import holders
 
 __all__ = ["RemovedEntry", "RestoredSession", "removed_sessions", "restore_session"]
 
 #: A removed session as its note describes it (:class:`pinb.core.file.trash.Removal`).
 RemovedEntry = Removal
 
-log = logging.getLogger("pinb.memory")
+log = logging.getLogger("pinb.core")
 
 
 @dataclass
@@ -108,10 +106,10 @@ def restore_session(
     name: str | os.PathLike[str],
     *,
     trash: str | os.PathLike[str] | None = None,
-    store: Any = None,
     timeout: float = 10.0,
 ) -> RestoredSession:
-    """Undo :func:`~pinb.memory.sessions.remove_session`.
+    """Undo :func:`~pinb.core.file.remove.remove_session` (memory's citations:
+    :func:`pinb.memory.restore_session`, which calls this).
 
     Parameters
     ----------
@@ -120,9 +118,6 @@ def restore_session(
         (the session id, say).
     trash:
         Trash folder; default :func:`~pinb.core.file.trash.trash_dir`.
-    store:
-        The memory store whose records citing the session are unflagged; default the
-        standard database when it exists. Memory problems are reported, never raised.
     timeout:
         Unused; kept for callers of the older signature.
 
@@ -175,7 +170,6 @@ def restore_session(
             result.left_alone.append(fork)
     with contextlib.suppress(OSError):
         entry.trash_path.with_name(entry.trash_path.name + NOTE_SUFFIX).unlink()
-    _unmark_memory(result, store)
     return result
 
 
@@ -224,17 +218,3 @@ def _is_entry(raw: bytes) -> bool:
         and isinstance(value.get("type"), str)
         and isinstance(value.get("id"), str)
     )
-
-
-def _unmark_memory(result: RestoredSession, store: Any) -> None:
-    try:
-        if store is None:
-            if not default_db_path().exists():
-                return
-            from .store import MemoryStore
-
-            store = MemoryStore()
-        result.memory_restored = store.mark_source_deleted(result.path, restored=True)
-    except Exception as exc:  # the session is back; the flags are secondary, report them
-        log.warning("memory records citing %s were not updated: %s", result.path, exc)
-        result.memory_error = str(exc)
