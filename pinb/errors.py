@@ -6,13 +6,19 @@ The tree::
     ├── SessionError                       a session cannot be used as asked
     │   ├── SessionFileError               a file is not a usable Pi session (path, line)
     │   │   ├── InvalidHeaderError         non-empty file without a valid header line
-    │   │   └── UnsupportedVersionError    a format pinb refuses to misread (Pi's v4)
+    │   │   ├── UnsupportedVersionError    a format pinb refuses to misread (Pi's v4)
+    │   │   ├── FileReplacedError (pinb.core.file.write)  the path holds another file than the one read
+    │   │   └── SessionRemovalError (pinb.core.file.remove)  a session could not be removed or restored
+    │   │       └── SessionHeldError       someone holds it (a kernel, the Pi engine, pi --session)
     │   ├── EntryNotFoundError             an id that is not in the session (entry_id)
     │   ├── InvalidEntryError              an entry that does not validate (on append)
+    │   ├── ParentLoopError (pinb.core.format.tree)  a walk up the parent links went round a loop
     │   ├── SessionLockError               the file lock could not be taken in time
-    │   │   └── LockFileRefusedError (pinb.core.file.lock_files)  a lock file or folder unsafe to use
+    │   │   ├── LockFileRefusedError (pinb.core.file.lock_files)  a lock file or folder unsafe to use
+    │   │   └── SessionBusyError (pinb.core.file.writers)  another writer is running a turn (holder)
     │   ├── ChatLinkError (pinb.chat.link) a chat's link names no session file that opens
     │   └── NotPersistedError              the operation needs a session file on disk
+    ├── SpecialFileError (pinb.core.file.special)  a FIFO, device or socket: reading it could block
     ├── CompactionError                    compaction was asked for but cannot happen
     │   ├── SummaryCutError                the summary reply hit its output limit
     │   └── NothingToCompactError          the path holds nothing worth summarizing
@@ -23,12 +29,25 @@ The tree::
     │   ├── MissingCredentialsError        no API key: names the variable to set (env_var)
     │   ├── InvalidCredentialsError        a key no HTTP header can carry (names the source)
     │   ├── UnknownProviderError           a provider pinb does not know
-    │   └── UnsupportedApiError            a wire protocol pinb does not speak
-    ├── MemoryStoreError (pinb.memory)     the long-term memory database (path)
+    │   ├── UnsupportedApiError            a wire protocol pinb does not speak
+    │   └── ScriptExhaustedError (pinb.llm.providers.scripted)  a scripted model ran out of replies
+    ├── PiEngineError (pinb.agent.pi.rpc)  the user's Pi could not be used as an engine
+    │   ├── PiNotFoundError                no pi command (says how to install one)
+    │   ├── PiNodeTooOldError              the Node that would run Pi is too old for it
+    │   ├── PiHandshakeError               Pi did not answer as Pi 1.x's RPC mode does
+    │   ├── PiExitedError                  the Pi process ended while pinb waited for it
+    │   └── PiCommandError                 Pi answered a command with success: false
+    ├── MemoryStoreError (pinb.memory.records)  the long-term memory database (path)
+    │   ├── MemoryCorruptError             the file is damaged or not a SQLite database
+    │   ├── MemoryLockedError              another process held its lock too long
+    │   ├── MemoryNotFoundError            no record with this id (in this project)
+    │   └── InvalidMemoryError             a record or request that makes no sense
+    ├── ImportFormatError (pinb.analysis.importers._pi)  a file is not a transcript of that format
     ├── MissingExtraError (pinb.analysis.parquet)  an optional package is missing (names the extra)
     ├── SearchIndexError (pinb.analysis.searching.sidecar)   the search index cannot be used
     │   └── SearchTimeoutError             a search ran past its deadline and was stopped
-    ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
+    ├── RunFailedError (pinb.notebook.live)  a %%pi run that ended in an error (raised once)
+    ├── NoModelConfiguredError (pinb.notebook.models)  no key and no local server: how to set one
     ├── UserFileError                      Pi's models.json/settings.json cannot be changed (path)
     │   └── UserFileLockError              another writer (Pi, pinb) held its lock too long
     └── UsageError                         bad command-line or magic arguments

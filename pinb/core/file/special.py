@@ -27,6 +27,8 @@ import io
 import os
 import stat
 
+from ...errors import PinbError
+
 __all__ = ["SpecialFileError", "open_regular", "read_regular", "special_kind"]
 
 _KINDS = (
@@ -37,11 +39,12 @@ _KINDS = (
 )
 
 
-class SpecialFileError(OSError):
+class SpecialFileError(PinbError, OSError):
     """A path that is not a regular file (FIFO, device, socket): reading it could block.
 
-    An ``OSError``, as what ``open()`` raises for a missing file or a folder is, so a caller
-    that handles those handles this too.
+    A :class:`~pinb.errors.PinbError` (one line in a notebook) and an ``OSError``, as what
+    ``open()`` raises for a missing file or a folder is, so a caller that handles those
+    handles this too.
 
     Attributes
     ----------

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...errors import SessionError
 from ..gc import gc_paused as _gc_paused
 from ..js.jsontext import short_repr
 from ..js.wire import js_date_ms, js_trim, js_truthy
@@ -27,8 +28,11 @@ NO_PARENT = -1
 UNRESOLVED = -2
 
 
-class ParentLoopError(ValueError):
-    """A walk up the parent links came back to an entry it had passed."""
+class ParentLoopError(SessionError, ValueError):
+    """A walk up the parent links came back to an entry it had passed.
+
+    A :class:`~pinb.errors.SessionError`, and a ``ValueError`` as it always was.
+    """
 
 
 #: Entry kinds as the walks need them, one byte per entry.
