@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.format.content import content_text
+
 __all__ = ["prompt_text", "system_patch", "tool_declarations"]
 
 
@@ -82,16 +84,8 @@ def prompt_text(current: Mapping[str, Any] | None) -> str:
     if current is None:
         return ""
     content = current.get("content")
-    parts = [content if isinstance(content, str) else _text(content)]
+    parts = [content if isinstance(content, str) else content_text(content)]
     sections = current.get("sections")
     if isinstance(sections, dict):
         parts.extend(str(v) for v in sections.values() if v is not None)
     return "\n\n".join(p for p in parts if p)
-
-
-def _text(content: Any) -> str:
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-    )

@@ -10,9 +10,9 @@ from ..core.compaction.span import CompactionSpan, compaction_span
 from ..core.context.accounting import ContextUsage, thousands
 from ..core.context.build import UNSET
 from ..core.context.system_prompt import SystemShare, message_costs, system_shares
+from ..core.format.content import content_text
 from ..core.format.target import Pi
 from ..core.gc import gc_paused
-from ..core.js.jsontext import value_text
 from ..render.html import (
     escape,
     gauge,
@@ -80,14 +80,8 @@ def _message_text(message: Any) -> str:
     if not isinstance(message, dict):
         return ""
     content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            value_text(b.get("text", ""))
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
+    if isinstance(content, str | list):
+        return content_text(content, " ")
     return "" if content is None else str(content)
 
 

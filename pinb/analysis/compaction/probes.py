@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ...core.describe import one_line
+from ...core.format.content import content_text
 from ..retention.facts import Fact, content_words
 from ..retention.report import RetentionReport, carried_text
 
@@ -198,14 +199,7 @@ def make_probes(report: RetentionReport, limit: int = 12) -> list[Probe]:
 
 
 def _text_of(reply: Any) -> str:
-    content = reply.get("content") if isinstance(reply, dict) else None
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-    )
+    return content_text(reply.get("content") if isinstance(reply, dict) else None, "")
 
 
 def _ask(model: Any, system: str, text: str, max_tokens: int) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ...errors import CompactionError, SummaryCutError
+from ..format.content import content_text
 from ..js.jsontext import value_text
 
 __all__ = [
@@ -247,17 +248,6 @@ def _clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
 def _describe_call(name: str, arguments: dict[str, Any]) -> str:
     if "path" in arguments and isinstance(arguments["path"], str):
         verb = {"read": "read", "write": "wrote", "edit": "edited", "ls": "listed"}.get(name, name)
@@ -376,7 +366,9 @@ class ExtractiveSummarizer:
 
     def _extract(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         user_texts = [
-            _text_of(m) for m in messages if m.get("role") == "user" and _text_of(m).strip()
+            content_text(m.get("content"))
+            for m in messages
+            if m.get("role") == "user" and content_text(m.get("content")).strip()
         ]
         requests = [
             t
@@ -391,10 +383,10 @@ class ExtractiveSummarizer:
         answered_after_last_request = False
         for message in messages:
             role = message.get("role")
-            if role == "user" and _text_of(message) in requests:
+            if role == "user" and content_text(message.get("content")) in requests:
                 answered_after_last_request = False
             if role == "assistant":
-                text = _text_of(message)
+                text = content_text(message.get("content"))
                 if text.strip():
                     answered_after_last_request = True
                     for sentence in _SENTENCE.split(text):
@@ -415,7 +407,7 @@ class ExtractiveSummarizer:
                     or f"called `{message.get('toolName')}`"
                 )
                 if message.get("isError"):
-                    reason = _failure_line(_text_of(message))
+                    reason = _failure_line(content_text(message.get("content")))
                     failed.pop(described, None)  # the latest failure last
                     failed[described] = f"{described}: {reason}"
                     errors.append(f"{described}: {reason}")

@@ -13,6 +13,7 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any, Final
 
+from ..format.content import content_text
 from ..format.entries import MISSING, Entry, id_key
 from ..format.target import DEFAULT_PI, Pi, PiLike
 from ..format.tree import (
@@ -350,24 +351,6 @@ def apply_edit(messages: list[Any], edit: Entry | None) -> list[Any]:
     return result
 
 
-def _content_text(content: Any, separator: str = "\n") -> str:
-    """pi-ai's ``contentText``: a string as is, else its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return separator.join(
-        _join_item(block.get("text"))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
-
-
-def _join_item(value: Any) -> str:
-    """An element of ``Array.prototype.join``: ``null``/``undefined`` become ""."""
-    return "" if value is None or value is MISSING else js_string(value)
-
-
 def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
     """Pi 1.x's ``getCurrentSystemMessage``: every system message replayed into one (§3.3).
 
@@ -384,7 +367,7 @@ def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
             continue
         if timestamp is None:
             timestamp = message.get("timestamp")
-        text = _content_text(message.get("content"))
+        text = content_text(message.get("content"))
         if text:
             texts.append(text)
         patch = message.get("sections")

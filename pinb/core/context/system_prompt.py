@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..format.content import content_text
 from ..format.target import PiLike
 from ..js.wire import dumps, utf16_len
-from .build import _content_text, current_system_message
+from .build import current_system_message
 from .tokens import estimate_tokens
 
 __all__ = [
@@ -98,7 +99,7 @@ def system_shares(messages: Sequence[Any], pi: PiLike | None = None) -> list[Sys
     texts = 0
     for i in indexes:
         message = messages[i]
-        text = _content_text(message.get("content"))
+        text = content_text(message.get("content"))
         if text:
             weight[i] += utf16_len(text) + (2 if texts else 0)  # the replay joins with "\n\n"
             texts += 1
@@ -154,7 +155,7 @@ def system_summary(message: Any) -> str:
     if not _is_system(message):
         return ""
     parts: list[str] = []
-    text = _content_text(message.get("content"))
+    text = content_text(message.get("content"))
     if text.strip():
         parts.append(text.strip())
     patch = message.get("sections")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...core.format.content import content_text
 from .scripted import Reply, ScriptedCall, ScriptedLLM
 
 __all__ = ["DEMO_LABEL", "OFFLINE_MODEL", "OFFLINE_WINDOW", "OfflineDemoModel"]
@@ -39,15 +40,6 @@ _COMMAND = re.compile(r"(?i)\b(run|execute)\b[^`]{0,30}`([^`\n]{1,200})`")
 _LISTING = re.compile(r"(?i)\b(what|which|list|show)\b.{0,30}\b(files?|folder|directory)\b")
 #: What the demo runs for "run the tests": the project's own check script, else pytest.
 TEST_COMMAND = "if [ -f check.py ]; then python3 check.py; else python3 -m pytest -q; fi"
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    )
 
 
 def _intent(prompt: str, tools: set[str]) -> tuple[str, str, dict[str, Any]] | None:
@@ -124,7 +116,7 @@ class OfflineDemoModel(ScriptedLLM):
         last = messages[-1] if messages else {}
         tool_names = {t.name for t in call.tools}
         if last.get("role") == "user":
-            prompt = _text(last)
+            prompt = content_text(last.get("content"), "")
             intent = _intent(prompt, tool_names) if self.use_tools else None
             if intent is not None:
                 said, tool, arguments = intent
@@ -138,7 +130,11 @@ class OfflineDemoModel(ScriptedLLM):
                 delay=self.delay,
             )
         if last.get("role") == "toolResult":
-            outcome = _outcome(str(last.get("toolName")), _text(last), bool(last.get("isError")))
+            outcome = _outcome(
+                str(last.get("toolName")),
+                content_text(last.get("content"), ""),
+                bool(last.get("isError")),
+            )
             return Reply(
                 text=f"{DEMO_LABEL} {outcome} The output is above; a real model would now "
                 "reason about it (configure one, see `%pi help`).",
