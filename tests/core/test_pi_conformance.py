@@ -8,7 +8,7 @@ the real Pi 1.6.0 and v0.58.3 packages through ``tests/pi`` and from
 :func:`pinb.testing.conformance.answer`. Where Pi never returns (a parent loop), Pi has
 no answer to compare with; where Pi throws on a value it cannot read (a content that is
 not a list, say), pinb answers instead of failing, so those values are not compared
-either. pinb's own behaviour there is tested in test_hardening. Pi's one intended error,
+either. pinb's own behaviour there is tested in test_odd_files_and_failing_disks. Pi's one intended error,
 refusing a file that is not a session, is compared like any value.
 """
 
