@@ -124,6 +124,7 @@ def assistant(
     content: str | list[Any] | None = "ok",
     *,
     thinking: str | None = None,
+    signature: str | None = "sig",
     calls: Sequence[tuple[str, str, dict[str, Any]]] = (),
     total: int | None = None,
     usage: dict[str, Any] | None = None,
@@ -140,8 +141,9 @@ def assistant(
     ----------
     content:
         The reply's text (one text block; ``None`` or ``""``: none), or its blocks as given.
-    thinking:
-        A thinking block before the text (with a signature, as Anthropic sends one).
+    thinking, signature:
+        A thinking block before the text, with ``signature`` as Anthropic sends one
+        (``None``: no signature, as other providers send thinking).
     calls:
         Tool calls after the text, each ``(call_id, name, arguments)``.
     total, usage:
@@ -156,7 +158,10 @@ def assistant(
     else:
         blocks = []
         if thinking is not None:
-            blocks.append({"type": "thinking", "thinking": thinking, "thinkingSignature": "sig"})
+            block = {"type": "thinking", "thinking": thinking}
+            if signature is not None:
+                block["thinkingSignature"] = signature
+            blocks.append(block)
         if content:
             blocks.append(text(content))
     blocks.extend(tool_call(*call) for call in calls)
@@ -204,7 +209,9 @@ def system(content: Any = "", *, ts: int = BASE_MS, **fields: Any) -> dict[str, 
     return {"role": "system", "content": content, **fields, "timestamp": ts}
 
 
-def bash_execution(command: str, output: str, *, ts: int = BASE_MS, **fields: Any) -> dict[str, Any]:
+def bash_execution(
+    command: str, output: str, *, ts: int = BASE_MS, **fields: Any
+) -> dict[str, Any]:
     """A ``bashExecution`` message (Pi's ``!command``), exit code 0 unless ``fields`` say."""
     return {
         "role": "bashExecution",

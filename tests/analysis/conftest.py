@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pinb.core import Session
+from pinb.testing import messages
 from tests.samples import LEGACY, TREES
 
 #: Long legacy sessions standing in for Pi's own (named after Pi's two real fixtures).
@@ -18,7 +19,7 @@ SCRIPT = "<script>alert('x')</script>"
 
 
 def user(text: str, ts: int = 1_700_000_000_000) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+    return messages.user(text, ts=ts)
 
 
 def assistant(
@@ -31,43 +32,24 @@ def assistant(
     ts: int = 1_700_000_001_000,
     thinking: str | None = None,
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if thinking is not None:
-        content.append({"type": "thinking", "thinking": thinking})
-    if text:
-        content.append({"type": "text", "text": text})
-    for call_id, name, arguments in calls:
-        content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "usage": {
-            "input": total - 10 if total else 0,
-            "output": 10 if total else 0,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": total,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
-        },
-        "stopReason": stop or ("toolUse" if calls else "stop"),
-        "timestamp": ts,
-    }
+    spent = messages.usage(total, output_tokens=10 if total else 0, cost=cost)
+    spent["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}
+    return messages.assistant(
+        text,
+        thinking=thinking,
+        signature=None,
+        calls=calls,
+        usage=spent,
+        stop=stop,
+        ts=ts,
+        model="claude-test",
+    )
 
 
 def tool_result(
     call_id: str, name: str, text: str, *, error: bool = False, ts: int = 0
 ) -> dict[str, Any]:
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": name,
-        "content": [{"type": "text", "text": text}],
-        "isError": error,
-        "timestamp": ts or 1_700_000_002_000,
-    }
+    return messages.tool_result(call_id, name, text, error=error, ts=ts or 1_700_000_002_000)
 
 
 def build_demo(folder: Path) -> tuple[Path, dict[str, str]]:

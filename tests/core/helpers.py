@@ -1,8 +1,10 @@
-"""Small builders for Pi-shaped messages used across the core tests."""
+"""The core tests' defaults for the builders of :mod:`pinb.testing.messages` (times 1, 2, 3)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from pinb.testing import messages
 
 _USAGE = {
     "input": 100,
@@ -15,7 +17,7 @@ _USAGE = {
 
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+    return messages.user(text, ts=ts)
 
 
 def assistant(
@@ -26,27 +28,14 @@ def assistant(
     stop: str = "stop",
     ts: int = 2,
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    for call_id, name, arguments in tool_calls:
-        content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
-        "usage": {**_USAGE, "totalTokens": total_tokens},
-        "stopReason": "toolUse" if tool_calls else stop,
-        "timestamp": ts,
-    }
+    return messages.assistant(
+        text,
+        calls=tool_calls,
+        usage={**_USAGE, "totalTokens": total_tokens},
+        stop="toolUse" if tool_calls else stop,
+        ts=ts,
+    )
 
 
 def tool_result(call_id: str, name: str, text: str, ts: int = 3) -> dict[str, Any]:
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": name,
-        "content": [{"type": "text", "text": text}],
-        "isError": False,
-        "timestamp": ts,
-    }
+    return messages.tool_result(call_id, name, text, ts=ts)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pinb.llm import ENV_API_KEYS, HTTPChatModel, ModelRegistry, RetryPolicy, get_model
+from pinb.testing import messages
 from pinb.testing.llm_server import LLMServer
 
 #: Every test coroutine runs under this deadline, so a hang fails instead of blocking CI.
@@ -86,4 +87,4 @@ def make_model(server: LLMServer, sleeps: SleepRecorder):
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:
     """A Pi user message with one text block."""
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+    return messages.user(text, ts=ts)

@@ -11,6 +11,7 @@ import pytest
 from pinb.core.file.paths import encode_cwd, sessions_root
 from pinb.core.file.write import serialize_line
 from pinb.memory import MemoryStore
+from pinb.testing import messages
 
 
 @pytest.fixture
@@ -66,27 +67,11 @@ class FailingSummarizer:
 
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+    return messages.user(text, ts=ts)
 
 
 def assistant(text: str, ts: int = 2) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
-        "usage": {
-            "input": 10,
-            "output": 5,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 15,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": "stop",
-        "timestamp": ts,
-    }
+    return messages.assistant(text, usage=messages.usage(15, input_tokens=10, cost=0), ts=ts)
 
 
 SessionWriter = Callable[..., Path]

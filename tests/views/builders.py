@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pinb.core import Session
+from pinb.testing import messages
 
 _clock = itertools.count(1_765_000_000_000, 1000)
 
 
 def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": next(_clock)}
+    return messages.user(text, ts=next(_clock))
 
 
 def assistant(
@@ -24,42 +25,22 @@ def assistant(
     thinking: str | None = None,
     stop: str | None = None,
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if thinking is not None:
-        content.append({"type": "thinking", "thinking": thinking})
-    if text:
-        content.append({"type": "text", "text": text})
-    if tool is not None:
-        call_id, name, arguments = tool
-        content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "usage": {
-            "input": total,
-            "output": 0,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": total,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": stop or ("toolUse" if tool else "stop"),
-        "timestamp": next(_clock),
-    }
+    spent = messages.usage(total, input_tokens=total, cost=0)
+    spent["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return messages.assistant(
+        text,
+        thinking=thinking,
+        signature=None,
+        calls=[tool] if tool is not None else (),
+        usage=spent,
+        stop=stop,
+        ts=next(_clock),
+        model="claude-test",
+    )
 
 
 def tool_result(call_id: str, name: str, text: str, *, error: bool = False) -> dict[str, Any]:
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": name,
-        "content": [{"type": "text", "text": text}],
-        "isError": error,
-        "timestamp": next(_clock),
-    }
+    return messages.tool_result(call_id, name, text, error=error, ts=next(_clock))
 
 
 def bash(command: str, output: str) -> dict[str, Any]:
