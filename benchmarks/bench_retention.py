@@ -330,8 +330,8 @@ def parts(
     this tree's own steps (a tree before ``compaction_splits`` builds and splits each
     context as its retention did).
     """
-    from pinb.analysis.retention import facts as facts_module
     from pinb.analysis.retention.report import retention_of_text, span_messages
+    from pinb.core.compaction import facts as facts_module
     from pinb.core.compaction import span as compaction_span
     from pinb.core.context.accounting import estimated_by_role
 
@@ -545,9 +545,9 @@ def floor(path: Path, runs: int) -> list[tuple[str, str]]:
     """
     import re
 
-    from pinb.analysis.retention import facts, words
     from pinb.analysis.retention.report import session_retention
     from pinb.core import Session
+    from pinb.core.compaction import facts, words
     from pinb.core.compaction.span import compaction_splits
     from pinb.core.gc import gc_paused
 

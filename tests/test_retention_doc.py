@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pinb.analysis.retention.facts import FACT_KINDS
-from pinb.analysis.retention.matching import MIN_SHARED_WORDS, PARAPHRASE_OVERLAP, RULES, WINDOW
 from pinb.analysis.retention.report import KIND_LABELS, WEIGHTS
+from pinb.core.compaction.facts import FACT_KINDS
+from pinb.core.compaction.matching import MIN_SHARED_WORDS, PARAPHRASE_OVERLAP, RULES, WINDOW
 from tests.analysis.retention_story import write_story
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "retention.md"

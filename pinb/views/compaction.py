@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.retention.facts import FactCache
 from ..analysis.retention.report import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
+from ..core.compaction.facts import FactCache
 from ..core.compaction.reports import CompactionReport
 from ..core.compaction.span import CompactionCost, compaction_cost, split_at_cut
 from ..core.context.accounting import estimated_by_role, thousands

@@ -315,7 +315,7 @@ _STRATEGIES_TITLE: Final = "Strategies at this cut: tokens and what each kept of
 
 
 def _strategy_rows(c: StrategyComparison, *, recall: bool) -> list[tuple[object, ...]]:
-    from ..analysis.retention.facts import FACT_KINDS
+    from ..core.compaction.facts import FACT_KINDS
 
     rows: list[tuple[object, ...]] = []
     for row in c.rows:
@@ -400,8 +400,8 @@ def what_if_html(w: WhatIf) -> str:
     ]
     c = w.strategies
     if c is not None and c.rows:
-        from ..analysis.retention.facts import FACT_KINDS
         from ..analysis.retention.report import KIND_LABELS
+        from ..core.compaction.facts import FACT_KINDS
 
         recall = [f"recall: {KIND_LABELS[k]}" for k in FACT_KINDS]
         body += [

@@ -28,8 +28,8 @@ from typing import Any, Literal
 import anywidget
 import traitlets
 
-from ..analysis.retention.facts import FactCache
 from ..core import CompactionSettings, Session
+from ..core.compaction.facts import FactCache
 from ..core.context.accounting import thousands
 from ..errors import PinbError
 from ..render.html import escape, muted, style, wrap

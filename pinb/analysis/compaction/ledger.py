@@ -42,6 +42,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...core.compaction.facts import FACT_KINDS, FactCache
 from ...core.compaction.plan import find_turn_start
 from ...core.compaction.span import CompactionSplit, compaction_cost, compaction_splits
 from ...core.context.accounting import context_usage, estimated_by_role
@@ -55,7 +56,6 @@ from ...core.session import Session
 from ...display import Displayable
 from ...render.tree.graph import node_key
 from ..frames import message_text
-from ..retention.facts import FACT_KINDS, FactCache
 from ..retention.report import RetentionReport, split_retention
 from ..sources import SessionSources, Skipped, iter_sessions
 from .calibration import (

@@ -1,7 +1,7 @@
 """Probes with a model: questions about a replaced span, answered from the compacted context
 and from the full span, and judged (optional: nothing else in pinb needs a model for this).
 
-The questions are made from the span's facts (:mod:`pinb.analysis.retention.facts`), without a model,
+The questions are made from the span's facts (:mod:`pinb.core.compaction.facts`), without a model,
 in Factory.ai's four kinds of compression probe:
 
 ``recall``
@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ...core.compaction.facts import Fact, content_words
 from ...core.describe import one_line
 from ...core.format.content import content_text
-from ..retention.facts import Fact, content_words
 from ..retention.report import RetentionReport, carried_text
 
 __all__ = [

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from ...core.compaction.facts import FactCache, extract_facts
 from ...core.compaction.operations import compact
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.summarize import ModelSummarizer, Summarizer
@@ -35,7 +36,6 @@ from ...core.context.tokens import CompactionSettings
 from ...core.file.write import serialize_line
 from ...core.session import Session
 from ...errors import PinbError
-from ..retention.facts import FactCache, extract_facts
 from ..retention.report import (
     RetentionReport,
     carried_text,

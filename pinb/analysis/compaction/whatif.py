@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...core.compaction.facts import FactCache
 from ...core.compaction.operations import (
     CompactionPlan,
     load_compaction_settings,
@@ -36,7 +37,6 @@ from ...core.session import Session
 from ...display import Displayable
 from ...errors import EntryNotFoundError
 from ...render.tree.graph import entry_preview, node_key
-from ..retention.facts import FactCache
 from ..retention.report import RetentionReport
 from ..sources import open_session
 from .strategies import StrategyComparison, replay_summary, score_columns, scratch_copy

@@ -13,10 +13,10 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from ...core.compaction.facts import FACT_KINDS
 from ...core.session import Session
 from ...errors import PinbError
 from ..sources import Progress, SessionSources, collect_rows, warn_skipped
-from .facts import FACT_KINDS
 from .report import KIND_LABELS, RetentionReport, iter_session_retention
 
 if TYPE_CHECKING:

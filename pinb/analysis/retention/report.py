@@ -5,8 +5,8 @@ for every compaction of a session by :func:`~pinb.core.compaction.span.compactio
 the entries from the previous compaction's kept start (or the root) to
 ``firstKeptEntryId``, a split turn's prefix included, with the messages the summarizer was
 given. Its facts
-(:mod:`pinb.analysis.retention.facts`) are each judged against the summary and, separately, against
-the messages the compaction kept (:mod:`pinb.analysis.retention.matching`).
+(:mod:`pinb.core.compaction.facts`) are each judged against the summary and, separately, against
+the messages the compaction kept (:mod:`pinb.core.compaction.matching`).
 
 Scores:
 
@@ -35,8 +35,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from ...core.compaction.facts import FACT_KINDS, Fact, FactCache, extract_facts
+from ...core.compaction.matching import RULES, Match, TextIndex, judge
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.span import CompactionSplit, compaction_splits, split_at_cut
+from ...core.compaction.words import forget_fact_words
 from ...core.context.build import UNSET, SessionContext
 from ...core.context.tokens import estimate_tokens
 from ...core.describe import node_key
@@ -45,9 +48,6 @@ from ...core.gc import gc_paused
 from ...core.session import Session
 from ...display import Displayable
 from ...errors import UsageError
-from .facts import FACT_KINDS, Fact, FactCache, extract_facts
-from .matching import RULES, Match, TextIndex, judge
-from .words import forget_fact_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +96,7 @@ _KEPT: Final = ("verbatim", "paraphrased")
 class FactVerdict:
     """One fact, whether the summary keeps it, and whether the kept messages carry it.
 
-    ``summary`` is the :class:`~pinb.analysis.retention.matching.Match` against the summary (its
+    ``summary`` is the :class:`~pinb.core.compaction.matching.Match` against the summary (its
     ``verdict``, ``evidence``, ``section``, ``rule``); ``kept_messages`` whether the
     messages kept after the cut still carry the fact (by the same rules).
     """
@@ -139,7 +139,7 @@ class RetentionReport(Displayable):
     summary:
         The summary text judged.
     verdicts:
-        One per fact, in :data:`~pinb.analysis.retention.facts.FACT_KINDS` order.
+        One per fact, in :data:`~pinb.core.compaction.facts.FACT_KINDS` order.
     session_id / session_path / cwd:
         The session, its file and folder (citations are ``path:line#entry-id``).
     summarizer:

@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from pinb.analysis.retention.facts import FACT_KINDS, command_parts, error_line, extract_facts
-from pinb.analysis.retention.matching import TextIndex, judge
 from pinb.analysis.retention.report import (
     WEIGHTS,
     plan_retention,
@@ -17,6 +15,8 @@ from pinb.analysis.retention.report import (
     span_messages,
 )
 from pinb.core import Session, plan_compaction
+from pinb.core.compaction.facts import FACT_KINDS, command_parts, error_line, extract_facts
+from pinb.core.compaction.matching import TextIndex, judge
 from pinb.core.compaction.span import compaction_span
 from pinb.core.context.tokens import CompactionSettings
 from pinb.errors import UsageError
@@ -235,7 +235,7 @@ def test_matching_rules_one_by_one() -> None:
         ("identifier", "agent_session", "paraphrased", "the name, case, _ and - aside"),
         ("identifier", "keepsListeners", "paraphrased", "its parts as words"),
     ]
-    from pinb.analysis.retention.facts import Fact
+    from pinb.core.compaction.facts import Fact
 
     for kind, text, verdict, rule in cases:
         found = judge(Fact(kind, text, "x", 1), index, cwd="/home/x")
@@ -294,7 +294,7 @@ def test_a_message_read_for_one_span_is_not_read_again(
 ) -> None:
     # Two cuts of one context (the what-if's columns; compactions on two branches) share
     # the entries before the earlier cut: with one cache each message is read once.
-    from pinb.analysis.retention.facts import FactCache, message_said
+    from pinb.core.compaction.facts import FactCache, message_said
 
     session, ids = story
     before = session.build_context(ids["a17"])
@@ -334,7 +334,7 @@ def _odd_texts(count: int, seed: int) -> list[str]:
 def test_the_quick_readings_are_the_regular_expressions() -> None:
     # Plain ASCII is read at C speed and prose tokens are passed over; the definitions are
     # the regular expressions, read whole, and every reading must equal them.
-    from pinb.analysis.retention import facts, words
+    from pinb.core.compaction import facts, words
 
     def content_ref(text: str) -> list[str]:
         return [c for w in words._WORD.findall(text.casefold()) if (c := words._stem(w))]

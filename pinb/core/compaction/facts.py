@@ -38,9 +38,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ...core.compaction.fileops import FileOperations
-from ...core.describe import node_key, one_line
-from ...core.format.entries import Entry
+from ..describe import node_key, one_line
+from ..format.entries import Entry
+from .fileops import FileOperations
 from .words import (
     MAX_FACT_WORDS,
     content_words,

@@ -1,7 +1,7 @@
 """The words, code names and numbers of a text: one reading for the facts and the matching.
 
-The facts (:mod:`pinb.analysis.retention.facts`) use it to decide what is worth a fact, and the
-matching (:mod:`pinb.analysis.retention.matching`) to compare a fact with a summary's passages.
+The facts (:mod:`pinb.core.compaction.facts`) use it to decide what is worth a fact, and the
+matching (:mod:`pinb.core.compaction.matching`) to compare a fact with a summary's passages.
 
 A word is a ``snake_case`` name kept whole, or a run of letters and digits with an
 optional ``'s``-like tail; a content word is one of at least three characters that is not
