@@ -56,6 +56,8 @@ BY_NAME: dict[str, set[str]] = {
         "_FORKS_MODULE",  # Session.fork, .clone: pinb.core.forks, a core module above it
         "_OPERATIONS_MODULE",  # Session.compact, .navigate: pinb.core.compaction.operations
     },
+    # a search answered by a scan starts the background build, which is built on the catalog
+    "pinb.analysis.searching.index": {"_BUILDING_MODULE"},
 }
 
 

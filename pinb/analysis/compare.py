@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,8 +42,8 @@ __all__ = [
     "Branch",
     "BranchComparison",
     "Ending",
+    "FailedToolCall",
     "ToolCall",
-    "ToolError",
     "ToolOp",
     "compare_branches",
     "key_argument",
@@ -73,12 +74,31 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class ToolError:
-    """A tool result flagged ``isError``: the tool, a preview of what it said, its entry."""
+class FailedToolCall:
+    """A tool result flagged ``isError``: the tool, a preview of what it said, its entry.
+
+    A record of the branch, not an exception (pinb's errors are :mod:`pinb.errors`').
+    """
 
     tool: str
     preview: str
     entry_id: str
+
+
+#: Old names of this module's public names, still importable with a warning.
+_DEPRECATED = {"ToolError": "FailedToolCall"}  # renamed: a record, named like an exception
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"pinb.analysis.compare.{name} is now {new}; import {new} instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -128,7 +148,7 @@ class Branch:
     tool_calls:
         Every tool call, in order, with its key argument.
     tool_errors:
-        Tool results flagged ``isError``.
+        Tool results flagged ``isError`` (:class:`FailedToolCall`).
     read_files / modified_files:
         Files the branch's ``read``/``edit``/``write`` calls touched (read-only and
         modified, as Pi lists them in summaries).
@@ -152,7 +172,7 @@ class Branch:
     entries: tuple[Entry, ...]
     roles: dict[str, int]
     tool_calls: tuple[ToolCall, ...]
-    tool_errors: tuple[ToolError, ...]
+    tool_errors: tuple[FailedToolCall, ...]
     read_files: tuple[str, ...]
     modified_files: tuple[str, ...]
     summary_read_files: tuple[str, ...]
@@ -370,18 +390,18 @@ def _usage(entries: Sequence[Entry]) -> tuple[dict[str, int], float]:
     return {key: int(value) for key, value in sums.items()}, cost
 
 
-def _tools(entries: Sequence[Entry]) -> tuple[list[ToolCall], list[ToolError]]:
+def _tools(entries: Sequence[Entry]) -> tuple[list[ToolCall], list[FailedToolCall]]:
     """Every tool call (with its result's error flag) and every failed tool result."""
     results = _call_results(entries)
     calls: list[ToolCall] = []
-    errors: list[ToolError] = []
+    errors: list[FailedToolCall] = []
     for entry in entries:
         message = entry.message
         role = message.get("role") if message else None
         if message and role == "toolResult" and message.get("isError"):
             name = message.get("toolName")
             errors.append(
-                ToolError(value_text(name), entry_preview(entry, 120), node_key(entry.id))
+                FailedToolCall(value_text(name), entry_preview(entry, 120), node_key(entry.id))
             )
         content = message.get("content") if message and role == "assistant" else None
         for block in content if isinstance(content, list) else ():

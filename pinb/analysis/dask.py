@@ -53,8 +53,8 @@ T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
+    "FileRef",
     "Kind",
-    "SessionFile",
     "find_session_files",
     "partition_files",
     "read_bag",
@@ -104,10 +104,11 @@ _ROWS: dict[str, Callable[..., list[dict[str, Any]]]] = {
 
 
 @dataclass(frozen=True)
-class SessionFile:
+class FileRef:
     """Where one session file lives: a local path, or a path on an fsspec file system.
 
-    Only this small record travels to a worker, which opens the file where it lives.
+    Only this small record travels to a worker, which opens the file where it lives. (A
+    reference, not an open file: that is :class:`pinb.core.file.write.SessionFile`.)
     """
 
     #: What rows and errors call the file: the local path, or the URL (``s3://b/k.jsonl``).
@@ -166,11 +167,11 @@ class _FsReader:
 
     def open_session(self, path: str) -> Any:
         name = self.name(path)  # as when the file is read for its own rows (version 1 ids)
-        return open_session_bytes(SessionFile(name, path, 0, self.fs).read(), name)
+        return open_session_bytes(FileRef(name, path, 0, self.fs).read(), name)
 
     def parent_reference(self, path: str) -> str | None:
         try:
-            return header_reference(SessionFile(path, path, 0, self.fs).read(1 << 16))
+            return header_reference(FileRef(path, path, 0, self.fs).read(1 << 16))
         except OSError:
             return None
 
@@ -185,13 +186,29 @@ class _FsReader:
         return (info.get("size"), info.get("mtime") or info.get("LastModified"))
 
 
+#: Old names of this module's public names, still importable with a warning.
+_DEPRECATED = {"SessionFile": "FileRef"}  # renamed: pinb.core.file.write has a SessionFile
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"pinb.analysis.dask.{name} is now {new}; import {new} instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _is_url(item: Any) -> bool:
     return isinstance(item, str) and "://" in item
 
 
 def find_session_files(
     source: Any, *, storage_options: Mapping[str, Any] | None = None
-) -> list[SessionFile]:
+) -> list[FileRef]:
     """The ``.jsonl`` files meant by ``source``, local or behind an fsspec URL.
 
     ``source`` is a folder (searched recursively), a file, a glob, an fsspec URL of any of
@@ -201,13 +218,13 @@ def find_session_files(
     if _is_url(source):
         return _find_url(source, dict(storage_options or {}))
     if isinstance(source, str | os.PathLike):
-        return [SessionFile(str(p), str(p), _size(str(p))) for p in session_paths(source)]
-    if isinstance(source, SessionFile):
+        return [FileRef(str(p), str(p), _size(str(p))) for p in session_paths(source)]
+    if isinstance(source, FileRef):
         return [source]
     return [f for item in source for f in find_session_files(item, storage_options=storage_options)]
 
 
-def _find_url(url: str, storage_options: dict[str, Any]) -> list[SessionFile]:
+def _find_url(url: str, storage_options: dict[str, Any]) -> list[FileRef]:
     from fsspec.core import url_to_fs
 
     fs, root = url_to_fs(url, **storage_options)
@@ -221,7 +238,7 @@ def _find_url(url: str, storage_options: dict[str, Any]) -> list[SessionFile]:
     else:
         found = {}
     files = [
-        SessionFile(fs.unstrip_protocol(path), path, int(info.get("size") or 0), fs)
+        FileRef(fs.unstrip_protocol(path), path, int(info.get("size") or 0), fs)
         for path, info in found.items()
         if info.get("type", "file") == "file"
     ]
@@ -303,7 +320,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def _group_rows(kind: str, errors: str, files: Iterable[SessionFile]) -> list[dict[str, Any]]:
+def _group_rows(kind: str, errors: str, files: Iterable[FileRef]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for file in files:
         try:
@@ -316,7 +333,7 @@ def _group_rows(kind: str, errors: str, files: Iterable[SessionFile]) -> list[di
     return rows
 
 
-def _not_a_session(file: SessionFile) -> str | None:
+def _not_a_session(file: FileRef) -> str | None:
     """Why ``file`` is not a Pi session file (``None`` when its first line is a header)."""
     try:
         data = file.read(_HEADER_BYTES)
@@ -334,11 +351,11 @@ def _not_a_session(file: SessionFile) -> str | None:
     return "not a Pi session: empty file"
 
 
-def _check_group(files: Sequence[SessionFile]) -> list[str | None]:
+def _check_group(files: Sequence[FileRef]) -> list[str | None]:
     return [_not_a_session(f) for f in files]
 
 
-def _group_frame(kind: str, errors: str, files: Sequence[SessionFile]) -> pd.DataFrame:
+def _group_frame(kind: str, errors: str, files: Sequence[FileRef]) -> pd.DataFrame:
     return to_frame(_group_rows(kind, errors, files), _COLUMNS[kind])
 
 
@@ -374,7 +391,7 @@ def _resolve_client(client: Any) -> distributed.Client | None:
 _clients: dict[str, distributed.Client] = {}
 
 
-def _groups(source: Any, options: _Options, caller_depth: int) -> list[list[SessionFile]]:
+def _groups(source: Any, options: _Options, caller_depth: int) -> list[list[FileRef]]:
     if options.errors not in ("raise", "warn", "skip"):
         raise UsageError(f"errors must be 'raise', 'warn' or 'skip', not {options.errors!r}")
     client = _resolve_client(options.client)
@@ -399,7 +416,7 @@ def _groups(source: Any, options: _Options, caller_depth: int) -> list[list[Sess
         reasons = [_check_group(g) for g in groups]
     else:
         reasons = client.gather(client.map(_check_group, groups, pure=False))  # type: ignore[no-untyped-call]
-    kept_groups: list[list[SessionFile]] = []
+    kept_groups: list[list[FileRef]] = []
     left_out: list[tuple[str, str]] = []
     for group, why in zip(groups, reasons, strict=True):
         kept = [f for f, reason in zip(group, why, strict=True) if reason is None]
@@ -478,7 +495,7 @@ def read_bag(
 
 
 def _partition_rows(
-    kind: str, errors: str, groups: Iterable[list[SessionFile]]
+    kind: str, errors: str, groups: Iterable[list[FileRef]]
 ) -> list[dict[str, Any]]:
     return [row for files in groups for row in _group_rows(kind, errors, files)]
 

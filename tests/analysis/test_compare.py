@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pinb.analysis.compare import BranchComparison, compare_branches
+from pinb.analysis import compare
+from pinb.analysis.compare import BranchComparison, FailedToolCall, compare_branches
 from pinb.core import Session, estimate_tokens
 from pinb.core.context.accounting import context_usage
 from pinb.core.forks import clone_session, fork_session
@@ -211,6 +212,18 @@ def test_tool_calls_diff_as_equal_insert_delete_and_replace(tmp_path: Path) -> N
     assert [t.is_error for t in c.b.tool_calls] == [False, False, False, False, True]
     assert [(e.tool, e.preview) for e in c.b.tool_errors] == [("bash", "bash (error): 1 failed")]
     assert c.a.tool_errors == ()
+
+
+def test_a_failed_call_is_a_record_and_its_old_name_warns(tmp_path: Path) -> None:
+    s, ids = two_attempts(tmp_path)
+    (failed,) = s.compare(ids["a"], ids["b"]).b.tool_errors
+    assert type(failed) is FailedToolCall and not isinstance(failed, BaseException)
+    # Named like an exception before: the old name still imports, with a warning.
+    with pytest.warns(DeprecationWarning, match=r"compare\.ToolError is now FailedToolCall"):
+        old = compare.ToolError
+    assert old is FailedToolCall and "ToolError" not in compare.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        compare.Nothing  # noqa: B018 - an unknown name is still an AttributeError
 
 
 def test_files_usage_cost_and_endings_per_branch(tmp_path: Path) -> None:

@@ -62,6 +62,24 @@ def test_partition_files_groups_by_count_bytes_and_number(tmp_path: Path) -> Non
         pdask.partition_files(files, files_per_partition=0)
 
 
+def test_found_files_are_file_refs_and_the_old_name_warns(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"x" * 7)
+    (found,) = pdask.find_session_files(tmp_path)
+    assert type(found) is pdask.FileRef
+    assert (found.name, found.path, found.size, found.fs) == (str(path), str(path), 7, None)
+    assert pdask.find_session_files(found) == [found]  # a reference is a source as it is
+    # The old name, shared with pinb.core.file.write.SessionFile, still imports, with a warning.
+    with pytest.warns(
+        DeprecationWarning, match=r"pinb\.analysis\.dask\.SessionFile is now FileRef"
+    ):
+        old = pdask.SessionFile
+    assert old is pdask.FileRef
+    assert "SessionFile" not in pdask.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        pdask.Nothing  # noqa: B018 - an unknown name is still an AttributeError
+
+
 def test_entries_dataframe_equals_pandas_on_the_local_scheduler() -> None:
     files = _files()
     ddf = pdask.read_entries(files, files_per_partition=3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from pinb.cli import main
 from tests.samples import CASE_FILES, LEGACY
+
+from .files import run_pinb, user_message, write_session
 
 
 def test_context_json_is_pis_shape(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,3 +171,63 @@ def test_compact_says_what_another_program_left_off_the_path_and_goto_brings_it_
     assert main(["goto", str(path), mine]) == 0
     texts = [e.message["content"] for e in Session.open(path).path_to() if e.role == "user"]
     assert texts[-2:] == ["kernel one", "kernel two"]
+
+
+# -- input that is no usable session: empty, a FIFO or a folder, legacy, nothing to compact --
+
+
+def test_compact_plan_with_nothing_to_compact_is_an_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_session(tmp_path / "small.jsonl", [user_message("hi")])
+    assert main(["compact", str(path), "--plan"]) == 0
+    assert "Nothing to compact" in capsys.readouterr().out
+    assert main(["compact", str(path), "--plan", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nothingToCompact"] is True
+
+
+@pytest.mark.parametrize("command", [["tree"], ["context"], ["tokens"], ["export", "--md"]])
+def test_an_empty_file_is_refused_naming_it(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert main([command[0], str(empty), *command[1:]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{empty}: empty file" in captured.err and len(captured.err.splitlines()) == 1
+    assert empty.read_bytes() == b""  # still untouched
+
+
+def test_a_fifo_or_a_folder_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for target in (fifo, tmp_path):
+        result = run_pinb("tree", str(target), timeout=30)  # reading the FIFO would block forever
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert str(target) in result.stderr
+
+
+def test_cut_tool_arguments_end_with_an_ellipsis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_path = "/home/dev/project/" + "deeply/nested/" * 8 + "file.py"
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": long_path}}
+    assistant = {"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 2}
+    path = write_session(tmp_path / "s.jsonl", [user_message("read it"), assistant])
+    assert main(["tree", str(path)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "read(" in line)
+    assert long_path not in line
+    assert "…" in line.split("read(", 1)[1]
+
+
+@pytest.mark.parametrize(("case", "version"), [("v1-legacy", 1), ("v2-hook-message", 2)])
+def test_legacy_files_are_named_as_such(
+    case: str, version: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("tree", "context"):
+        assert main([command, str(CASE_FILES[case])]) == 0
+        err = capsys.readouterr().err
+        assert f"legacy version {version} session" in err and str(CASE_FILES[case]) in err
+    assert main(["tree", str(CASE_FILES["linear"])]) == 0
+    assert "legacy" not in capsys.readouterr().err

@@ -13,8 +13,11 @@ session itself (its citations are the file's lines):
   Complexity Trap", arXiv 2508.21433): no summary; the span stays, every tool result in
   it replaced by a one-line placeholder (:data:`MASK`). Its "summary" is the masked span.
 
-The what-if lab (:func:`pinb.analysis.compaction.whatif.what_if`) plans the columns once and scores
-them with :func:`score_columns`; :func:`compare_strategies` is that lab's comparison alone.
+The strategies are replayed here; which ones run, and on what, is the what-if lab's
+(:mod:`pinb.analysis.compaction.whatif`): :func:`~pinb.analysis.compaction.whatif.what_if`
+plans the columns once and scores them with
+:func:`~pinb.analysis.compaction.whatif.score_columns`, and
+:func:`~pinb.analysis.compaction.whatif.compare_strategies` is that lab's comparison alone.
 Data only (a :class:`StrategyComparison`); the what-if view shows it.
 """
 
@@ -22,20 +25,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ...core.compaction.facts import FactCache, extract_facts
 from ...core.compaction.operations import compact
 from ...core.compaction.reports import CompactionReport
-from ...core.compaction.summarize import ModelSummarizer, Summarizer
+from ...core.compaction.summarize import Summarizer
 from ...core.context.accounting import estimated_by_role
 from ...core.context.build import SessionContext
 from ...core.context.tokens import CompactionSettings
 from ...core.file.write import serialize_line
 from ...core.session import Session
-from ...errors import PinbError
 from ..retention.report import (
     RetentionReport,
     carried_text,
@@ -47,17 +48,13 @@ from ..retention.report import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .whatif import WhatIfRow
-
 __all__ = [
     "MASK",
     "StrategyComparison",
     "StrategyRow",
-    "compare_strategies",
     "mask_message",
     "masked_retention",
     "replay_summary",
-    "score_columns",
     "scratch_copy",
 ]
 
@@ -233,165 +230,3 @@ def masked_retention(
         note="no summary: the span stays with its tool results hidden; its 'summary' is the "
         "masked span (summary tokens: its chars/4)",
     )
-
-
-def _summarizer_of(model: Any) -> Summarizer:
-    """A summarizer given as is, or a chat model's with Pi's prompt."""
-    if hasattr(model, "summarize") and hasattr(model, "name"):
-        found: Summarizer = model
-        return found
-    return ModelSummarizer(model)
-
-
-def score_columns(
-    session: Session,
-    leaf_id: str,
-    columns: Sequence[WhatIfRow],
-    *,
-    summarizer: str | None,
-    scratch: Session | None = None,
-    model: Any = None,
-    masking: bool = True,
-    window: int | None = None,
-    cache: FactCache | None = None,
-) -> StrategyComparison:
-    """The strategies of a what-if's columns, scored.
-
-    ``columns`` are the what-if's (:class:`~pinb.analysis.compaction.whatif.WhatIfRow`): each with a
-    summary written by ``summarizer`` carries its retention, a column with nothing to
-    compact says why. At the current settings' cut (the column labelled "current
-    settings", else the first planned one): ``model``'s summary with Pi's prompt (a chat
-    model, or the summarizer ``%pi compact`` uses with it) and observation masking.
-    """
-    one_reserve = len({c.settings.reserve_tokens for c in columns}) == 1
-    rows: list[StrategyRow] = []
-    for column in columns:
-        label = column.label or (
-            f"keep {column.settings.keep_recent_tokens:,}" if one_reserve else column.name
-        )
-        if column.nothing is not None:
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label}",
-                    "summary",
-                    summarizer or "",
-                    column.settings,
-                    nothing=column.nothing,
-                )
-            )
-        elif column.retention is not None:
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label} + {summarizer}",
-                    "summary",
-                    summarizer or "",
-                    column.settings,
-                    column.keep_used,
-                    retention=column.retention,
-                )
-            )
-    planned = [c for c in columns if c.nothing is None and c.plan is not None]
-    current = next((c for c in planned if c.label), planned[0] if planned else None)
-    if current is not None and current.plan is not None and current.first_kept_entry_id:
-        if model is not None:
-            written = _summarizer_of(model)
-            name = f"pi plan, current settings + {written.name} (Pi's prompt)"
-            report: RetentionReport | None = None
-            nothing = None
-            try:
-                copy = scratch if scratch is not None else scratch_copy(session)
-                _, report = replay_summary(
-                    session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
-                )
-            except PinbError as exc:  # the model could not write it: the row says why
-                nothing = f"{written.name} wrote no summary: {exc}"
-            rows.append(
-                StrategyRow(
-                    name,
-                    "summary",
-                    written.name,
-                    current.settings,
-                    current.keep_used,
-                    nothing=nothing,
-                    retention=report,
-                )
-            )
-        if masking:
-            rows.append(
-                StrategyRow(
-                    "observation masking (current cut)",
-                    "masking",
-                    "",
-                    current.settings,
-                    current.keep_used,
-                    retention=masked_retention(
-                        session, leaf_id, current.first_kept_entry_id, cache
-                    ),
-                )
-            )
-    return StrategyComparison(session.id, leaf_id, rows, window)
-
-
-def compare_strategies(
-    session: Session | str | os.PathLike[str],
-    leaf: str | None = None,
-    *,
-    settings: Iterable[CompactionSettings] = (),
-    keep_recent_tokens: Sequence[int] = (),
-    current: CompactionSettings | None = None,
-    context_window: int | None = None,
-    model: Any = None,
-    extractive: bool = True,
-    masking: bool = True,
-    fit: bool = True,
-) -> StrategyComparison:
-    """Replay compaction strategies at ``leaf`` and score each (tokens and retention).
-
-    The what-if lab's comparison (:func:`~pinb.analysis.compaction.whatif.what_if`: the same plans).
-
-    Parameters
-    ----------
-    session:
-        A session or a session file (never written to).
-    leaf:
-        Where to compact (default: the session's leaf; for a recorded compaction, its
-        parent).
-    settings / keep_recent_tokens:
-        Other budgets for Pi's plan, beside the current settings (default: half and twice
-        the current keep).
-    current:
-        The settings in force (default: Pi's settings files for the session's folder,
-        fitted to the window).
-    context_window:
-        The window the planner fits the keep to, as ``%pi compact`` does.
-    model:
-        A chat model: adds Pi's summary prompt (:class:`~pinb.core.ModelSummarizer`) at
-        the current cut. ``None``: no model is asked anything.
-    extractive / masking:
-        Include the offline summaries / observation masking.
-    fit:
-        As :func:`~pinb.core.compaction.operations.plan_to_fit` (``False``: Pi's plan as Pi makes it).
-
-    Raises
-    ------
-    EntryNotFoundError
-        ``leaf`` is not an entry of the session.
-    """
-    from .whatif import what_if  # the lab plans the columns; its comparison is this
-
-    found = what_if(
-        session,
-        leaf,
-        list(settings),
-        keep_recent_tokens=keep_recent_tokens,
-        current=current,
-        context_window=context_window,
-        window_source="setting" if context_window else None,
-        plan_window=context_window,
-        fit=fit,
-        score=extractive,
-        masking=masking,
-        model=model,
-    )
-    assert found.strategies is not None
-    return found.strategies

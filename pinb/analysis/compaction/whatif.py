@@ -10,8 +10,9 @@ session. Each compaction is also carried out on an in-memory copy of the session
 (pinb's offline one unless another summarizer is given), so the summary's own size counts
 in the size after, and what the summary kept of the span is scored (the one retention
 report). Beside the columns, observation masking at the current cut and, with a model, Pi's
-own summary prompt are scored the same way (:mod:`pinb.analysis.compaction.strategies`): which keeps
-most per token.
+own summary prompt are scored the same way (:func:`score_columns`, the strategies replayed by
+:mod:`pinb.analysis.compaction.strategies`): which keeps most per token.
+:func:`compare_strategies` is that comparison alone.
 """
 
 from __future__ import annotations
@@ -29,22 +30,37 @@ from ...core.compaction.operations import (
     plan_to_fit,
 )
 from ...core.compaction.reports import CompactionReport
-from ...core.compaction.summarize import ExtractiveSummarizer, Summarizer
+from ...core.compaction.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from ...core.context.accounting import ContextUsage, context_usage
 from ...core.context.tokens import CompactionSettings, estimate_tokens, should_compact
 from ...core.format.entries import Entry
 from ...core.session import Session
 from ...display import Displayable
-from ...errors import EntryNotFoundError
+from ...errors import EntryNotFoundError, PinbError
 from ...render.tree.graph import entry_preview, node_key
 from ..retention.report import RetentionReport
 from ..sources import open_session
-from .strategies import StrategyComparison, replay_summary, score_columns, scratch_copy
+from .strategies import (
+    StrategyComparison,
+    StrategyRow,
+    masked_retention,
+    replay_summary,
+    scratch_copy,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CURRENT", "WhatIf", "WhatIfRow", "default_settings", "scratch_copy", "what_if"]
+__all__ = [
+    "CURRENT",
+    "WhatIf",
+    "WhatIfRow",
+    "compare_strategies",
+    "default_settings",
+    "score_columns",
+    "scratch_copy",
+    "what_if",
+]
 # ``scratch_copy`` lives in :mod:`pinb.analysis.compaction.strategies`; it is named here for callers.
 
 #: The label of the column that replays the settings in force.
@@ -335,6 +351,103 @@ def _replays(row: WhatIfRow, recorded: Sequence[Entry]) -> WhatIfRow:
     return row
 
 
+def _summarizer_of(model: Any) -> Summarizer:
+    """A summarizer given as is, or a chat model's with Pi's prompt."""
+    if hasattr(model, "summarize") and hasattr(model, "name"):
+        found: Summarizer = model
+        return found
+    return ModelSummarizer(model)
+
+
+def score_columns(
+    session: Session,
+    leaf_id: str,
+    columns: Sequence[WhatIfRow],
+    *,
+    summarizer: str | None,
+    scratch: Session | None = None,
+    model: Any = None,
+    masking: bool = True,
+    window: int | None = None,
+    cache: FactCache | None = None,
+) -> StrategyComparison:
+    """The strategies of a what-if's columns, scored.
+
+    ``columns`` are the what-if's (:class:`WhatIfRow`): each with a
+    summary written by ``summarizer`` carries its retention, a column with nothing to
+    compact says why. At the current settings' cut (the column labelled "current
+    settings", else the first planned one): ``model``'s summary with Pi's prompt (a chat
+    model, or the summarizer ``%pi compact`` uses with it) and observation masking.
+    """
+    one_reserve = len({c.settings.reserve_tokens for c in columns}) == 1
+    rows: list[StrategyRow] = []
+    for column in columns:
+        label = column.label or (
+            f"keep {column.settings.keep_recent_tokens:,}" if one_reserve else column.name
+        )
+        if column.nothing is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    nothing=column.nothing,
+                )
+            )
+        elif column.retention is not None:
+            rows.append(
+                StrategyRow(
+                    f"pi plan, {label} + {summarizer}",
+                    "summary",
+                    summarizer or "",
+                    column.settings,
+                    column.keep_used,
+                    retention=column.retention,
+                )
+            )
+    planned = [c for c in columns if c.nothing is None and c.plan is not None]
+    current = next((c for c in planned if c.label), planned[0] if planned else None)
+    if current is not None and current.plan is not None and current.first_kept_entry_id:
+        if model is not None:
+            written = _summarizer_of(model)
+            name = f"pi plan, current settings + {written.name} (Pi's prompt)"
+            report: RetentionReport | None = None
+            nothing = None
+            try:
+                copy = scratch if scratch is not None else scratch_copy(session)
+                _, report = replay_summary(
+                    session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
+                )
+            except PinbError as exc:  # the model could not write it: the row says why
+                nothing = f"{written.name} wrote no summary: {exc}"
+            rows.append(
+                StrategyRow(
+                    name,
+                    "summary",
+                    written.name,
+                    current.settings,
+                    current.keep_used,
+                    nothing=nothing,
+                    retention=report,
+                )
+            )
+        if masking:
+            rows.append(
+                StrategyRow(
+                    "observation masking (current cut)",
+                    "masking",
+                    "",
+                    current.settings,
+                    current.keep_used,
+                    retention=masked_retention(
+                        session, leaf_id, current.first_kept_entry_id, cache
+                    ),
+                )
+            )
+    return StrategyComparison(session.id, leaf_id, rows, window)
+
+
 def what_if(
     session: Session | str | os.PathLike[str],
     leaf: str | None = None,
@@ -501,3 +614,66 @@ def what_if(
         parent_id=node_key(parent) if isinstance(parent, str) else None,
         strategies=strategies,
     )
+
+
+def compare_strategies(
+    session: Session | str | os.PathLike[str],
+    leaf: str | None = None,
+    *,
+    settings: Iterable[CompactionSettings] = (),
+    keep_recent_tokens: Sequence[int] = (),
+    current: CompactionSettings | None = None,
+    context_window: int | None = None,
+    model: Any = None,
+    extractive: bool = True,
+    masking: bool = True,
+    fit: bool = True,
+) -> StrategyComparison:
+    """Replay compaction strategies at ``leaf`` and score each (tokens and retention).
+
+    The what-if lab's comparison (:func:`what_if`: the same plans).
+
+    Parameters
+    ----------
+    session:
+        A session or a session file (never written to).
+    leaf:
+        Where to compact (default: the session's leaf; for a recorded compaction, its
+        parent).
+    settings / keep_recent_tokens:
+        Other budgets for Pi's plan, beside the current settings (default: half and twice
+        the current keep).
+    current:
+        The settings in force (default: Pi's settings files for the session's folder,
+        fitted to the window).
+    context_window:
+        The window the planner fits the keep to, as ``%pi compact`` does.
+    model:
+        A chat model: adds Pi's summary prompt (:class:`~pinb.core.ModelSummarizer`) at
+        the current cut. ``None``: no model is asked anything.
+    extractive / masking:
+        Include the offline summaries / observation masking.
+    fit:
+        As :func:`~pinb.core.compaction.operations.plan_to_fit` (``False``: Pi's plan as Pi makes it).
+
+    Raises
+    ------
+    EntryNotFoundError
+        ``leaf`` is not an entry of the session.
+    """
+    found = what_if(
+        session,
+        leaf,
+        list(settings),
+        keep_recent_tokens=keep_recent_tokens,
+        current=current,
+        context_window=context_window,
+        window_source="setting" if context_window else None,
+        plan_window=context_window,
+        fit=fit,
+        score=extractive,
+        masking=masking,
+        model=model,
+    )
+    assert found.strategies is not None
+    return found.strategies

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..dask import SessionFile
+    from ..dask import FileRef
 
 __all__ = [
     "RETENTION_COLUMNS",
@@ -123,7 +123,7 @@ def compaction_retention(
     return _frame(rows)
 
 
-def _group_frame(files: Sequence[SessionFile]) -> pd.DataFrame:
+def _group_frame(files: Sequence[FileRef]) -> pd.DataFrame:
     from ..sources import open_session_bytes
 
     rows: list[dict[str, Any]] = []
@@ -174,7 +174,7 @@ def read_retention(
     return cast("dd.DataFrame", frame)
 
 
-def _group_of_names(by_name: dict[str, SessionFile], names: Sequence[str]) -> pd.DataFrame:
+def _group_of_names(by_name: dict[str, FileRef], names: Sequence[str]) -> pd.DataFrame:
     return _group_frame([by_name[n] for n in names])
 
 

@@ -24,7 +24,9 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING
+
+from .index import How, SessionCatalog
 
 if TYPE_CHECKING:
     import subprocess
@@ -37,8 +39,6 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = ["IndexBuild", "build_index", "is_building", "lock_path", "start_build"]
 
 log = logging.getLogger("pinb.analysis")
-
-How = Literal["process", "thread"]
 
 
 def lock_path(index_path: str | os.PathLike[str]) -> Path:
@@ -99,8 +99,6 @@ def build_index(
 ) -> bool:
     """Bring the search index of ``root`` (and ``folder``, when it is not one of the
     root's) up to date, unless another builder is at it (then ``False``)."""
-    from .index import SessionCatalog
-
     with _holding(index_path) as mine:
         if not mine:
             return False

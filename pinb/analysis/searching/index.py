@@ -9,11 +9,12 @@ importable from here.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ...core.file.listing import Progress, SessionInfo
 from .catalog import (
@@ -36,8 +37,13 @@ from .query import SearchQuery, check_raw_size, parse_query, sql_filters
 from .schema import _SESSION_COLUMNS, _TEXTS, SCHEMA_VERSION
 from .sidecar import LOCK_WAIT
 
-if TYPE_CHECKING:  # loaded when a search scans (a search of the index needs it not)
-    from .building import How
+#: How a search that scanned the files builds the index meanwhile (``SessionCatalog.build``).
+How = Literal["process", "thread"]
+
+#: The one way up, loaded by name when a search scans: the background build
+#: (:mod:`pinb.analysis.searching.building`) is built on this catalog, so this module
+#: cannot import it.
+_BUILDING_MODULE = "pinb.analysis.searching.building"
 
 __all__ = [
     "SCAN_ABOVE",
@@ -422,8 +428,9 @@ class SessionCatalog(ListingCatalog):
         build: bool,
     ) -> SearchResults:
         """The search answered by reading the files; the index built meanwhile."""
-        from .building import start_build
         from .scan import scan_search
+
+        start_build = importlib.import_module(_BUILDING_MODULE).start_build
 
         base, depth = self._scope(folder)
         prefix = os.path.join(os.fspath(base), "")
