@@ -6,6 +6,7 @@ the functions that need them (a test checks this).
 
 from __future__ import annotations
 
+from .context_chart import ContextChart, context_chart, draw_context_chart
 from .figure import draw_stacked_bars, draw_token_bars, draw_tree, tree_png
 from .html import SAFE_TAGS, clean_text, escape, mimebundle, table
 from .markdown import markdown_to_html, markdown_to_markdown
@@ -37,6 +38,7 @@ __all__ = [
     "ROLE_COLORS",
     "SAFE_TAGS",
     "Cells",
+    "ContextChart",
     "Edge",
     "Item",
     "NodeInfo",
@@ -49,6 +51,8 @@ __all__ = [
     "clean_text",
     "collapse_chains",
     "color_of",
+    "context_chart",
+    "draw_context_chart",
     "draw_stacked_bars",
     "draw_token_bars",
     "draw_tree",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import registry  # noqa: F401  (fills pinb.display: how each result is shown)
 from .breakdown import ContextBreakdown
 from .compaction import CompactionView
+from .context_chart import ContextChartView
 from .context_path import ContextPathView
 from .entry import EntryView
 from .retention import RetentionView
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CompactionView",
     "ContextBreakdown",
+    "ContextChartView",
     "ContextPathView",
     "EntryView",
     "MemoryView",

@@ -46,6 +46,7 @@ COMMANDS_HELP = """\
 %pi explore                      the clickable explorer (branch summaries by the model in use)
 %pi context [--leaf ID]          the context path the model sees
 %pi tokens                       context tokens by role and tool
+%pi chart [--leaf ID]            the context request by request: window, threshold, every compaction's drop
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
 %pi compact [--offline] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first)
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)

@@ -1,4 +1,4 @@
-"""``%pi tree``, ``explore``, ``context`` and ``tokens``: views of the current session."""
+"""``%pi tree``, ``explore``, ``context``, ``chart`` and ``tokens``: views of the current session."""
 
 from __future__ import annotations
 
@@ -55,6 +55,23 @@ class ViewCommands(MagicsBase):
             window_source=source,
             settings=settings,
             fit=fit,
+        )
+
+    def _cmd_chart(self, args: list[str]) -> Any:
+        """``%pi chart [--leaf ID]``: the context over the path's requests, drawn (the window
+        and threshold the views use, every compaction's drop and what set it off)."""
+        from ...core import UNSET
+        from ...views import ContextChartView
+
+        parser = command_parser("%pi chart")
+        parser.add_argument("--leaf", help="draw the path to this entry (default: the leaf)")
+        opts = parser.parse_args(args)
+        session = self.current_session()
+        leaf = self._entry_id(session, opts.leaf) if opts.leaf else UNSET
+        window, source = self._window(session)
+        settings, fit = self._view_settings()  # the Pi engine's threshold is Pi's own
+        return ContextChartView(
+            session, leaf, context_window=window, window_source=source, settings=settings, fit=fit
         )
 
     def _cmd_tokens(self, args: list[str]) -> Any:
