@@ -255,6 +255,62 @@ def test_the_contract_catches_an_upward_import(tmp_path: Path) -> None:
     assert _cycles(cyclic) == [["a", "b", "c"]]
 
 
+def _member(package: str, module: str) -> str | None:
+    """The direct member of ``package`` (a module or a sub-package) that holds ``module``."""
+    if not module.startswith(package + "."):
+        return None
+    head = f"{package}.{module[len(package) + 1 :].split('.')[0]}"
+    return head if head in MODULES else None
+
+
+def _inside(package: str) -> dict[tuple[str, str], list[Import]]:
+    """Imports between the members of one package; its ``__init__`` (the facade) left out."""
+    edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
+    for imp in IMPORTS:
+        a, b = _member(package, imp.source), _member(package, imp.target)
+        if a and b and a != b:
+            edges[(a, b)].append(imp)
+    return edges
+
+
+PACKAGES = sorted(name for name, (_, is_package) in MODULES.items() if is_package)
+
+
+def test_no_cycle_inside_a_package() -> None:
+    # Inside a room as between rooms: a module that needs another's work sits above it, so
+    # a reader can learn a package bottom-up and a change has one direction to travel.
+    report = []
+    for package in PACKAGES:
+        edges = _inside(package)
+        for group in _cycles(edges):
+            report.append(f"cycle in {package}: " + " <-> ".join(group))
+            for (a, b), uses in sorted(edges.items()):
+                if a in group and b in group:
+                    report.append(_show(uses))
+    assert not report, "\n".join(report)
+
+
+#: A folder holding more than this many modules is a flat list: split it by jobs.
+MOST_MODULES = 20
+
+
+def test_no_package_is_a_flat_list() -> None:
+    sizes = {
+        package: sum(1 for m in MODULES if m.rsplit(".", 1)[0] == package and m not in PACKAGES)
+        for package in PACKAGES
+    }
+    assert {p: n for p, n in sizes.items() if n > MOST_MODULES} == {}
+
+
+def test_the_package_check_sees_imports_inside_a_room() -> None:
+    # restore takes remove's errors: one edge inside core/file, none for the facade
+    edges = _inside("pinb.core.file")
+    assert ("pinb.core.file.restore", "pinb.core.file.remove") in edges
+    assert not any("pinb.core.file" in pair for pair in edges)
+    # a sub-package counts as one member of its parent
+    assert _member("pinb.core", "pinb.core.file.read") == "pinb.core.file"
+
+
 def test_the_testing_package_hands_out_the_llm_layers_scripted_model() -> None:
     from pinb.llm.providers.scripted import ScriptedLLM
     from pinb.testing import ScriptedLLM as TestingScriptedLLM
