@@ -78,5 +78,5 @@ def test_tools_given_as_objects_with_attributes():
 
     llm = ScriptedLLM(["ok"])
     llm.complete([user("q")], tools=[ReadTool()])
-    assert llm.calls[0].tools[0].name == "read"
-    assert llm.calls[0].tools[0].parameters == schema
+    assert llm.calls[0].options.tools[0].name == "read"
+    assert llm.calls[0].options.tools[0].parameters == schema
