@@ -21,7 +21,7 @@ from pinb.llm.base import ChatModelBase
 from pinb.llm.config.catalog import OpenAICompat
 from pinb.llm.config.credentials import Secret, sanitize_key
 from pinb.llm.config.secrets import connection_redactor, guard_logs, redact_secrets
-from pinb.llm.errors import StreamProtocolError
+from pinb.llm.errors import ProviderStreamError, StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
@@ -72,14 +72,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
 
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
-
-
-class ProviderStreamError(Exception):
-    """An error event inside an otherwise healthy stream (e.g. Anthropic ``overloaded_error``)."""
-
-    def __init__(self, message: str, *, retryable: bool):
-        self.retryable = retryable
-        super().__init__(message)
 
 
 class StreamDecoder:
@@ -556,7 +548,9 @@ class HTTPChatModel(ChatModelBase):
             outcome.retryable = True
             outcome.dropped = str(exc).startswith("Connection lost")
         except ProviderStreamError as exc:
-            outcome.error = str(exc)
+            # The message keeps the provider's own words, as Pi's does; the exception's
+            # sentence around them is for a caller that meets it outside a stream.
+            outcome.error = exc.detail
             outcome.retryable = exc.retryable
 
     async def _events(
