@@ -29,7 +29,7 @@ class LeanModel:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def astream(self, messages: Any, **options: Any) -> Any:
+    async def astream(self, messages: Any, options: Any = None, **fields: Any) -> Any:
         self.calls += 1
         call = self.calls % 2 == 1
         text = "calling" if call else "done " * 20

@@ -25,6 +25,7 @@ The tree::
     ├── LLMError (pinb.llm.errors)         a model request failed
     │   ├── ProviderHTTPError              the provider answered with an error (status_code)
     │   ├── StreamProtocolError            a stream that does not follow its wire format
+    │   ├── ProviderStreamError            an error event inside a stream (retryable, detail)
     │   ├── ContextOverflowError           the prompt does not fit the model's window
     │   ├── MissingCredentialsError        no API key: names the variable to set (env_var)
     │   ├── InvalidCredentialsError        a key no HTTP header can carry (names the source)

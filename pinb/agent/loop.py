@@ -40,7 +40,7 @@ from ..llm.limits import OutputLimit, choose_output_limit
 from ..llm.pool import LoopFeed
 from ..llm.providers.overflow import is_context_overflow, window_from_error
 from ..llm.providers.retry import RetryPolicy
-from ..llm.types import CancelToken, ChatModel, Done, ToolSpec
+from ..llm.types import CancelToken, ChatModel, Done, RequestOptions, ToolSpec
 from .batch import run_tool_calls
 from .compact import compact_to_fit
 from .events import (
@@ -279,10 +279,8 @@ class Agent:
             # was sent (for a reply whose usage must be estimated).
             sent = len(context.messages)
             messages, system_prompt = self._request(context)
-            options: dict[str, Any] = {}
-            if self.config.tool_choice and specs and not run.answered:
-                options["tool_choice"] = self.config.tool_choice
-            limit = self._output_limit(model, messages, system_prompt, specs, options)
+            request = self._options(system_prompt, specs, run)
+            limit = self._output_limit(model, messages, request)
             if limit is not None and limit.starved and not self._alone_too_large(run):
                 # A request that leaves no room for the reply would be sent with a limit of
                 # a few tokens (and a tool call cut in its arguments): compact first ...
@@ -296,7 +294,8 @@ class Agent:
                     context = session.current_context()
                     sent = len(context.messages)
                     messages, system_prompt = self._request(context)
-                    limit = self._output_limit(model, messages, system_prompt, specs, options)
+                    request = self._options(system_prompt, specs, run)
+                    limit = self._output_limit(model, messages, request)
                 if limit is not None and limit.starved:
                     # ... and never send one: a reply of a few tokens is no answer.
                     for edit in self._leave_out(run):
@@ -305,15 +304,7 @@ class Agent:
                     stop_reason = "error"
                     break
             final: Done | None = None
-            async for model_event in model.astream(
-                messages,
-                system_prompt=system_prompt,
-                tools=specs or None,
-                max_tokens=self.config.max_tokens,
-                thinking_level=self.config.thinking_level,
-                cancel=token,
-                **options,
-            ):
+            async for model_event in model.astream(messages, request, cancel=token):
                 if isinstance(model_event, Done):
                     final = model_event
                 else:
@@ -405,13 +396,19 @@ class Agent:
         prompt_tokens = estimate_tokens(run.user_entry.message, pi=self.session.pi)
         return bool(window) and prompt_tokens >= window
 
+    def _options(self, system_prompt: str, specs: list[ToolSpec], run: _Run) -> RequestOptions:
+        """The rest of the next request: the prompt, the tools, the configured limit and
+        thinking, and the configured ``tool_choice`` until a reply has succeeded."""
+        return RequestOptions(
+            system_prompt=system_prompt,
+            tools=specs,
+            max_tokens=self.config.max_tokens,
+            thinking_level=self.config.thinking_level,
+            tool_choice=(self.config.tool_choice or None) if specs and not run.answered else None,
+        )
+
     def _output_limit(
-        self,
-        model: ChatModel,
-        messages: list[dict[str, Any]],
-        system_prompt: str,
-        specs: list[ToolSpec],
-        options: dict[str, Any],
+        self, model: ChatModel, messages: list[dict[str, Any]], request: RequestOptions
     ) -> OutputLimit | None:
         """The output limit the next request would carry (``None``: the model cannot say).
 
@@ -421,15 +418,8 @@ class Agent:
         info = self.model.info
         if not callable(measure) or not info.context_window:
             return None
-        prompt_tokens = measure(
-            messages,
-            system_prompt=system_prompt,
-            tools=specs or None,
-            max_tokens=self.config.max_tokens,
-            thinking_level=self.config.thinking_level,
-            **options,
-        )
-        return choose_output_limit(info, int(prompt_tokens), self.config.max_tokens)
+        prompt_tokens = measure(messages, request)
+        return choose_output_limit(info, int(prompt_tokens), request.max_tokens)
 
     def _leave_out(self, run: _Run) -> list[Entry]:
         """Leave the run out of later context, so the next prompt meets the one that worked."""

@@ -8,16 +8,20 @@ Quick start::
     message["content"], message["usage"]["cost"]["total"]
 
 Every model follows `ChatModel`: ``astream`` / ``stream`` yield events ending with
-`Done`; ``acomplete`` / ``complete`` return the final Pi-shaped assistant message.
+`Done`; ``acomplete`` / ``complete`` return the final Pi-shaped assistant message. The
+rest of a request is one `RequestOptions` value, or its fields as keyword arguments::
+
+    model.complete(messages, system_prompt="Be terse.", max_tokens=200)
+    model.complete(messages, RequestOptions(system_prompt="Be terse.", max_tokens=200))
 
 The modules form four layers, the first at the bottom. Each imports only from the layers
 listed before it and, without a cycle, from its own (``tests/llm/test_layers.py`` holds
 them to it):
 
 1. ``limits`` ``types`` ``errors`` ``urls`` ``pool`` ``guard`` ``base``: the values every
-   model shares (events, tool specs, model info, the output-limit rule), the exceptions,
-   URL helpers, the process's connection pool, the cancel guard and the base class that
-   derives three request methods from ``astream``.
+   model shares (events, tool specs, request options, model info, the output-limit rule),
+   the exceptions, URL helpers, the process's connection pool, the cancel guard and the
+   base class that derives three request methods from ``astream``.
 2. ``config``: what is configured: the built-in catalog, the registry, credentials and
    secrets, Pi's settings files, what a local server says about itself.
 3. ``providers``: the models: the HTTP client and its two wire formats, SSE, assembly,
@@ -45,6 +49,7 @@ from pinb.llm.errors import (
     LLMError,
     MissingCredentialsError,
     ProviderHTTPError,
+    ProviderStreamError,
     StreamProtocolError,
     UnknownProviderError,
     UnsupportedApiError,
@@ -69,6 +74,8 @@ from pinb.llm.types import (
     Done,
     ModelCost,
     ModelInfo,
+    RequestFields,
+    RequestOptions,
     Retry,
     StreamEvent,
     TextDelta,
@@ -111,7 +118,10 @@ __all__ = [
     "OutputLimit",
     "ProviderConfig",
     "ProviderHTTPError",
+    "ProviderStreamError",
     "Redactor",
+    "RequestFields",
+    "RequestOptions",
     "Retry",
     "RetryPolicy",
     "SSEEvent",

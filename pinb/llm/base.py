@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pinb.llm.errors import ContextOverflowError, ProviderHTTPError, StreamProtocolError
 from pinb.llm.pool import LoopFeed
-from pinb.llm.types import CancelToken, Done, ModelInfo, StreamEvent, ToolSpec
+from pinb.llm.types import (
+    CancelToken,
+    Done,
+    ModelInfo,
+    RequestFields,
+    RequestOptions,
+    StreamEvent,
+)
 
 __all__ = ["ChatModelBase", "ThreadedStream"]
 
@@ -16,20 +23,22 @@ log = logging.getLogger("pinb.llm")
 
 
 class ChatModelBase:
-    """`astream` is the one method to write; this class derives the other three."""
+    """`astream` is the one method to write; this class derives the other three.
+
+    Each of the four takes the request's `RequestOptions` whole or as its fields given as
+    keyword arguments (``complete(messages, system_prompt=..., max_tokens=...)``), and
+    hands `astream` the one value.
+    """
 
     info: ModelInfo
 
     def astream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> AsyncIterator[StreamEvent]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -54,20 +63,25 @@ class ChatModelBase:
     async def acomplete(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
         """Run a request to the end and return the final Pi-shaped assistant message.
 
         Parameters
         ----------
+        messages:
+            The conversation (Pi's ``convertToLlm`` output).
+        options, **fields:
+            The rest of the request: `RequestOptions`, or its fields as keyword arguments
+            (``system_prompt``, ``tools``, ``max_tokens``, ``thinking_level``,
+            ``tool_choice``), which win over ``options``.
+        cancel:
+            A `CancelToken` that stops the request from any thread.
         raise_on_overflow:
             Raise `ContextOverflowError` (carrying the message in ``.message``) instead
             of returning an error message that reports a context overflow. A successful
@@ -84,15 +98,8 @@ class ChatModelBase:
             ``stopReason`` ``"error"`` and ``errorMessage``.
         """
         done: Done | None = None
-        async for event in self.astream(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            max_tokens=max_tokens,
-            thinking_level=thinking_level,
-            cancel=cancel,
-            tool_choice=tool_choice,
-        ):
+        request = RequestOptions.of(options, **fields)
+        async for event in self.astream(messages, request, cancel=cancel):
             if isinstance(event, Done):
                 done = event
         return self._finalize(done, raise_on_overflow, raise_on_error)
@@ -100,13 +107,10 @@ class ChatModelBase:
     def stream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> ThreadedStream:
         """Synchronous `astream`, usable inside a running event loop (Jupyter).
 
@@ -114,42 +118,21 @@ class ChatModelBase:
         (KeyboardInterrupt) while waiting for the next event cancels the request; the
         stream then still ends with `Done` carrying ``stopReason: "aborted"``.
         """
-        return ThreadedStream(
-            lambda token: self.astream(
-                messages,
-                system_prompt=system_prompt,
-                tools=tools,
-                max_tokens=max_tokens,
-                thinking_level=thinking_level,
-                cancel=token,
-                tool_choice=tool_choice,
-            ),
-            cancel,
-        )
+        request = RequestOptions.of(options, **fields)
+        return ThreadedStream(lambda token: self.astream(messages, request, cancel=token), cancel)
 
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
         """Synchronous `acomplete`; Ctrl-C returns the partial message as ``aborted``."""
-        events = self.stream(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            max_tokens=max_tokens,
-            thinking_level=thinking_level,
-            cancel=cancel,
-            tool_choice=tool_choice,
-        )
+        events = self.stream(messages, RequestOptions.of(options, **fields), cancel=cancel)
         with events:
             while True:
                 try:

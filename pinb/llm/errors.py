@@ -6,6 +6,7 @@ The tree::
     └── LLMError                        something about a model call went wrong
         ├── ProviderHTTPError           a request failed (status_code); only when asked for
         ├── StreamProtocolError         a malformed or truncated stream
+        ├── ProviderStreamError         an error event inside a stream (retryable, detail)
         ├── ContextOverflowError        the prompt does not fit the model's context window
         ├── MissingCredentialsError     no API key; names the variable to set (env_var)
         ├── InvalidCredentialsError     a key no header can carry; names its source, never it
@@ -29,6 +30,7 @@ __all__ = [
     "LLMError",
     "MissingCredentialsError",
     "ProviderHTTPError",
+    "ProviderStreamError",
     "StreamProtocolError",
     "UnknownProviderError",
     "UnsupportedApiError",
@@ -61,6 +63,36 @@ class ProviderHTTPError(LLMError):
 
 class StreamProtocolError(LLMError):
     """The response stream was malformed (bad JSON, unknown framing) or ended too early."""
+
+
+class ProviderStreamError(LLMError):
+    """The provider sent an error event inside an otherwise healthy stream (Anthropic's
+    ``overloaded_error``, an OpenAI-style ``{"error": ...}`` chunk).
+
+    The stream decoders raise it and the HTTP client catches it: it ends the response
+    with the provider's own words as ``errorMessage``, after a retry when ``retryable``.
+
+    Attributes
+    ----------
+    detail:
+        The provider's text, as it goes into ``errorMessage`` (what Pi records there).
+    retryable:
+        Whether the same request may well succeed when sent again (an overload, a
+        server error) rather than fail the same way.
+    """
+
+    def __init__(self, detail: str, *, retryable: bool):
+        self.detail = detail
+        self.retryable = retryable
+        said = " ".join(detail.split()) or "no details"
+        advice = (
+            "it is usually passing: pinb asks again after a pause; if it persists, try later"
+            if retryable
+            else "the same request would fail again: change the request or the model"
+        )
+        super().__init__(
+            f"The provider reported an error in the middle of its reply ({said}); {advice}."
+        )
 
 
 class ContextOverflowError(LLMError):

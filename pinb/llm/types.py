@@ -1,12 +1,13 @@
-"""Plain values shared by every model: stream events, tool specs, model info, the cancel token."""
+"""Plain values shared by every model: stream events, tool specs, request options, model info, the cancel token."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict, Unpack, runtime_checkable
 
 from pinb.llm.limits import OutputLimit
 
@@ -20,6 +21,8 @@ __all__ = [
     "Done",
     "ModelCost",
     "ModelInfo",
+    "RequestFields",
+    "RequestOptions",
     "Retry",
     "StopReason",
     "StreamEvent",
@@ -193,6 +196,77 @@ class ToolSpec:
             description=str(get("description", "") or ""),
             parameters=dict(params) if params else {"type": "object", "properties": {}},
         )
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """What one request asks of a model besides the messages: one value, every layer.
+
+    The request methods take it whole (``model.complete(messages, options)``) or build it
+    from their keyword arguments (``model.complete(messages, max_tokens=500)``, see
+    `of`); it goes unchanged to the provider that turns it into a request body, and a
+    `~pinb.llm.providers.scripted.ScriptedLLM` records it. The cancel token is not part of
+    it: a token is a live switch shared with other threads, and the same options are sent
+    again (a retry, a fallback without streaming) under the caller's one token.
+
+    Attributes
+    ----------
+    system_prompt:
+        The system prompt (``None`` or ``""``: none).
+    tools:
+        The tools the model may call; `ToolSpec` objects, mappings or objects with the
+        three attributes, made `ToolSpec` objects here (`ToolSpec.coerce`).
+    max_tokens:
+        The output limit asked for; ``None``: the model's. Either way the window cuts it
+        (`pinb.llm.limits.choose_output_limit`).
+    thinking_level:
+        One of `THINKING_LEVELS` (reasoning effort, thinking budget); ``"off"``: none.
+    tool_choice:
+        ``"auto"``, ``"required"``, ``"none"`` or a tool's name (small local models
+        rarely call a tool unless asked to); sent only with tools. ``None``: not sent.
+
+    Examples
+    --------
+    >>> options = RequestOptions.of(system_prompt="Be terse.", max_tokens=200)
+    >>> RequestOptions.of(options, max_tokens=50).max_tokens, options.max_tokens
+    (50, 200)
+    >>> RequestOptions(tools=[{"name": "ls"}]).tools[0].name
+    'ls'
+    """
+
+    system_prompt: str | None = None
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int | None = None
+    thinking_level: str = "off"
+    tool_choice: str | None = None
+
+    def __post_init__(self) -> None:
+        specs = tuple(ToolSpec.coerce(tool) for tool in self.tools or ())
+        object.__setattr__(self, "tools", specs)  # frozen: once, while it is made
+
+    @classmethod
+    def of(
+        cls, options: RequestOptions | None = None, /, **fields: Unpack[RequestFields]
+    ) -> RequestOptions:
+        """``options`` (default: all defaults) with ``fields`` set over it: what a request
+        method's ``options`` and keyword arguments mean together."""
+        given: dict[str, Any] = dict(fields)  # the tools, before they are coerced
+        if options is None:
+            return cls(**given)
+        return dataclasses.replace(options, **given) if given else options
+
+
+class RequestFields(TypedDict, total=False):
+    """The fields of `RequestOptions` as keyword arguments of the request methods."""
+
+    system_prompt: str | None
+    tools: Sequence[ToolSpec | Mapping[str, Any]] | None
+    max_tokens: int | None
+    thinking_level: str
+    tool_choice: str | None
 
 
 # --------------------------------------------------------------------------- events
@@ -382,7 +456,9 @@ class ChatModel(Protocol):
     """What the agent loop and the summarizers call. HTTP models and `ScriptedLLM` match it.
 
     ``messages`` is the output of Pi's ``convertToLlm`` (roles ``user``, ``assistant``,
-    ``toolResult`` with Pi content blocks). Every stream ends with a `Done` event.
+    ``toolResult`` with Pi content blocks). ``options`` is the rest of the request, as one
+    `RequestOptions` or as its fields given as keyword arguments (which win over
+    ``options``). Every stream ends with a `Done` event.
     """
 
     info: ModelInfo
@@ -390,13 +466,10 @@ class ChatModel(Protocol):
     def astream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> AsyncIterator[StreamEvent]:
         """Stream events for one model response."""
         ...
@@ -404,13 +477,10 @@ class ChatModel(Protocol):
     def stream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> Iterator[StreamEvent]:
         """Synchronous `astream` (works inside a running event loop too)."""
         ...
@@ -418,15 +488,12 @@ class ChatModel(Protocol):
     async def acomplete(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
         """Return the final Pi-shaped assistant message."""
         ...
@@ -434,15 +501,12 @@ class ChatModel(Protocol):
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
         raise_on_overflow: bool = False,
         raise_on_error: bool = False,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
         """Synchronous `acomplete`."""
         ...

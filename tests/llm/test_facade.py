@@ -33,11 +33,29 @@ def test_errors_are_pinb_errors():
         "ContextOverflowError",
         "MissingCredentialsError",
         "ProviderHTTPError",
+        "ProviderStreamError",
         "StreamProtocolError",
         "UnknownProviderError",
         "UnsupportedApiError",
     ):
         assert issubclass(getattr(pinb.llm, name), LLMError)
+
+
+@pytest.mark.parametrize(
+    ("retryable", "advice"),
+    [(True, "pinb asks again after a pause"), (False, "the same request would fail again")],
+)
+def test_a_stream_error_event_reads_as_one_line_and_keeps_the_providers_words(retryable, advice):
+    from pinb.llm.providers.client import ProviderStreamError as FromClient
+
+    detail = "overloaded_error:  Overloaded,\n  try again"
+    error = pinb.llm.ProviderStreamError(detail, retryable=retryable)
+    assert FromClient is pinb.llm.ProviderStreamError  # where the wire formats import it
+    assert isinstance(error, PinbError) and error.retryable is retryable
+    assert error.detail == detail  # errorMessage gets the provider's text unchanged
+    (line,) = error._render_traceback_()
+    assert "\n" not in line and str(error) in line
+    assert "(overloaded_error: Overloaded, try again)" in line and advice in line
 
 
 def test_http_models_follow_the_protocol(make_model):
@@ -78,5 +96,5 @@ def test_tools_given_as_objects_with_attributes():
 
     llm = ScriptedLLM(["ok"])
     llm.complete([user("q")], tools=[ReadTool()])
-    assert llm.calls[0].tools[0].name == "read"
-    assert llm.calls[0].tools[0].parameters == schema
+    assert llm.calls[0].options.tools[0].name == "read"
+    assert llm.calls[0].options.tools[0].parameters == schema

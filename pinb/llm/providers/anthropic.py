@@ -13,7 +13,7 @@ from pinb.llm.providers.assemble import MessageBuilder
 from pinb.llm.providers.client import HTTPChatModel, ProviderStreamError, StreamDecoder, _load_json
 from pinb.llm.providers.sse import SSEEvent
 from pinb.llm.providers.transform import anthropic_tool_id
-from pinb.llm.types import API_ANTHROPIC, StreamEvent, ToolSpec
+from pinb.llm.types import API_ANTHROPIC, RequestOptions, StreamEvent
 from pinb.llm.urls import join_url, split_query
 
 __all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicChatModel", "thinking_budget"]
@@ -102,33 +102,27 @@ class AnthropicChatModel(HTTPChatModel):
         else:
             body.pop("thinking")
 
-    def _body(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        system_prompt: str | None,
-        tools: list[ToolSpec],
-        max_tokens: int | None,
-        thinking_level: str,
-        tool_choice: str | None = None,
-    ) -> dict[str, Any]:
-        limit = max_tokens or min(self.info.max_tokens, 32_000)
+    def _body(self, messages: list[dict[str, Any]], options: RequestOptions) -> dict[str, Any]:
+        limit = options.max_tokens or min(self.info.max_tokens, 32_000)
         budget = 0
-        if thinking_level != "off" and self.info.reasoning:
-            limit, budget = thinking_budget(thinking_level, limit, self.info.max_tokens)
+        level = options.thinking_level
+        if level != "off" and self.info.reasoning:
+            limit, budget = thinking_budget(level, limit, self.info.max_tokens)
         body: dict[str, Any] = {"model": self.info.id, "max_tokens": limit}
-        if system_prompt:
-            body["system"] = [{"type": "text", "text": system_prompt, "cache_control": _EPHEMERAL}]
+        if options.system_prompt:
+            body["system"] = [
+                {"type": "text", "text": options.system_prompt, "cache_control": _EPHEMERAL}
+            ]
         body["messages"] = self._messages(messages)
-        if tools:
+        if options.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-                for t in tools
+                for t in options.tools
             ]
-            if tool_choice:
-                body["tool_choice"] = _TOOL_CHOICE.get(tool_choice) or {
+            if options.tool_choice:
+                body["tool_choice"] = _TOOL_CHOICE.get(options.tool_choice) or {
                     "type": "tool",
-                    "name": tool_choice,
+                    "name": options.tool_choice,
                 }
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}

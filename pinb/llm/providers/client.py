@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import math
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, Unpack
 
 import httpx
 
@@ -20,7 +21,7 @@ from pinb.llm.base import ChatModelBase
 from pinb.llm.config.catalog import OpenAICompat
 from pinb.llm.config.credentials import Secret, sanitize_key
 from pinb.llm.config.secrets import connection_redactor, guard_logs, redact_secrets
-from pinb.llm.errors import StreamProtocolError
+from pinb.llm.errors import ProviderStreamError, StreamProtocolError
 from pinb.llm.guard import Guard as _Guard
 from pinb.llm.guard import GuardAborted as _Aborted
 from pinb.llm.limits import DEFAULT_DEADLINE, OutputLimit, choose_output_limit, stream_deadline
@@ -42,9 +43,10 @@ from pinb.llm.types import (
     CancelToken,
     Done,
     ModelInfo,
+    RequestFields,
+    RequestOptions,
     Retry,
     StreamEvent,
-    ToolSpec,
     Usage,
 )
 from pinb.llm.urls import display_url, split_query
@@ -70,14 +72,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=15.0, read=300.0)
 
 #: ``errorMessage`` of a cancelled response.
 ABORTED_MESSAGE = "Request was aborted"
-
-
-class ProviderStreamError(Exception):
-    """An error event inside an otherwise healthy stream (e.g. Anthropic ``overloaded_error``)."""
-
-    def __init__(self, message: str, *, retryable: bool):
-        self.retryable = retryable
-        super().__init__(message)
 
 
 class StreamDecoder:
@@ -277,15 +271,10 @@ class HTTPChatModel(ChatModelBase):
         return tool_id
 
     def _body(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        system_prompt: str | None,
-        tools: list[ToolSpec],
-        max_tokens: int | None,
-        thinking_level: str,
-        tool_choice: str | None = None,
+        self, messages: list[dict[str, Any]], options: RequestOptions
     ) -> dict[str, Any]:  # pragma: no cover - abstract
+        """The wire format's body for prepared ``messages``; ``options`` hold a known
+        thinking level, and a ``tool_choice`` only beside tools."""
         raise NotImplementedError
 
     def _decoder(self, builder: MessageBuilder) -> StreamDecoder:  # pragma: no cover
@@ -301,35 +290,33 @@ class HTTPChatModel(ChatModelBase):
     def build_body(
         self,
         messages: Sequence[Mapping[str, Any]],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
-        tool_choice: str | None = None,
+        options: RequestOptions | None = None,
+        **fields: Unpack[RequestFields],
     ) -> dict[str, Any]:
-        """The JSON body this model would send (after the §5.6 transform).
-
-        ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool's name (small
-        local models rarely call a tool unless asked to); ``None`` sends nothing.
-        """
+        """The JSON body this model would send (after the §5.6 transform) for ``messages``
+        and ``options`` (or their fields as keyword arguments), before its output limit."""
+        request = RequestOptions.of(options, **fields)
         prepared = transform_messages(
             messages, self.info, normalize_tool_id=self._normalize_tool_id
         )
-        specs = [ToolSpec.coerce(t) for t in tools or ()]
         return self._body(
             prepared,
-            system_prompt=system_prompt,
-            tools=specs,
-            max_tokens=max_tokens,
-            thinking_level=normalize_thinking_level(thinking_level),
-            tool_choice=tool_choice if specs else None,
+            dataclasses.replace(
+                request,
+                thinking_level=normalize_thinking_level(request.thinking_level),
+                tool_choice=request.tool_choice if request.tools else None,
+            ),
         )
 
-    def request_tokens(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> int:
-        """Tokens of the request `astream` would send (``options`` as for `build_body`):
+    def request_tokens(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
+        **fields: Unpack[RequestFields],
+    ) -> int:
+        """Tokens of the request `astream` would send (arguments as for `build_body`):
         chars/4 of its whole JSON body, the figure the output limit is cut against."""
-        return _body_tokens(self.build_body(messages, **options))
+        return _body_tokens(self.build_body(messages, options, **fields))
 
     def with_retry(self, retry: RetryPolicy) -> HTTPChatModel:
         """A copy of this model with another retry policy (same server, key and window).
@@ -359,13 +346,10 @@ class HTTPChatModel(ChatModelBase):
     async def astream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> AsyncIterator[StreamEvent]:
         """Stream one response: deltas, maybe `Retry` notices, then `Usage` and `Done`.
 
@@ -373,19 +357,13 @@ class HTTPChatModel(ChatModelBase):
         `Done` whose message has ``stopReason: "error"`` and ``errorMessage``; a cancel
         ends it with ``"aborted"``. Partial content is kept in both cases.
         """
+        request = RequestOptions.of(options, **fields)
         token = cancel or CancelToken()
         builder = MessageBuilder(self.info)
-        body = self.build_body(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            max_tokens=max_tokens,
-            thinking_level=thinking_level,
-            tool_choice=tool_choice,
-        )
+        body = self.build_body(messages, request)
         prompt_tokens = _body_tokens(body)
         # Every request carries an output limit that leaves the prompt room in the window.
-        limit = choose_output_limit(self.info, prompt_tokens, max_tokens)
+        limit = choose_output_limit(self.info, prompt_tokens, request.max_tokens)
         self._set_output_limit(body, limit)
         payload = _dumps(body)
         log.debug("%s: output limit %s", self.info.spec, limit)
@@ -408,14 +386,7 @@ class HTTPChatModel(ChatModelBase):
                     log.info("%s: empty stream; asking again without streaming", self.info.spec)
                     plain = copy.copy(self)
                     plain.streaming = False
-                    plain_body = plain.build_body(
-                        messages,
-                        system_prompt=system_prompt,
-                        tools=tools,
-                        max_tokens=max_tokens,
-                        thinking_level=thinking_level,
-                        tool_choice=tool_choice,
-                    )
+                    plain_body = plain.build_body(messages, request)
                     plain._set_output_limit(plain_body, limit)
                     outcome = _Outcome()
                     async with contextlib.aclosing(
@@ -432,7 +403,8 @@ class HTTPChatModel(ChatModelBase):
                 if outcome.dropped and not builder.content_started:
                     self._judge_drop(outcome, prompt_tokens)
                 error = self._redact(outcome.error)
-                if empty_server_error(outcome.status, outcome.error) and tool_choice == "required":
+                required = request.tool_choice == "required"
+                if empty_server_error(outcome.status, outcome.error) and required:
                     outcome.retryable = False  # it fails the same way every time
                     error = error.rstrip() + TOOL_CHOICE_HINT
                 if outcome.retryable and is_context_overflow(
@@ -576,7 +548,9 @@ class HTTPChatModel(ChatModelBase):
             outcome.retryable = True
             outcome.dropped = str(exc).startswith("Connection lost")
         except ProviderStreamError as exc:
-            outcome.error = str(exc)
+            # The message keeps the provider's own words, as Pi's does; the exception's
+            # sentence around them is for a caller that meets it outside a stream.
+            outcome.error = exc.detail
             outcome.retryable = exc.retryable
 
     async def _events(

@@ -17,7 +17,10 @@ says what came back in a line or two, e.g. how many checks passed and which fail
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Unpack
+
+from pinb.llm.types import CancelToken, RequestFields, RequestOptions, StreamEvent
 
 from ...core.format.content import content_text
 from .scripted import Reply, ScriptedCall, ScriptedLLM
@@ -114,7 +117,7 @@ class OfflineDemoModel(ScriptedLLM):
     def _script(self, call: ScriptedCall) -> Reply:
         messages = call.messages
         last = messages[-1] if messages else {}
-        tool_names = {t.name for t in call.tools}
+        tool_names = {t.name for t in call.options.tools}
         if last.get("role") == "user":
             prompt = content_text(last.get("content"), "")
             intent = _intent(prompt, tool_names) if self.use_tools else None
@@ -142,7 +145,14 @@ class OfflineDemoModel(ScriptedLLM):
             )
         return Reply(text=f"{DEMO_LABEL} Nothing to do.", delay=self.delay)
 
-    async def astream(self, messages: Any, **options: Any) -> Any:
+    async def astream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
+        *,
+        cancel: CancelToken | None = None,
+        **fields: Unpack[RequestFields],
+    ) -> AsyncIterator[StreamEvent]:
         self.add(self._script)
-        async for event in super().astream(messages, **options):
+        async for event in super().astream(messages, options, cancel=cancel, **fields):
             yield event

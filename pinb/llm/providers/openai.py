@@ -18,7 +18,7 @@ from pinb.llm.providers.client import (
 )
 from pinb.llm.providers.retry import RETRYABLE_STATUS
 from pinb.llm.providers.sse import SSEEvent
-from pinb.llm.types import API_OPENAI, StreamEvent, ToolSpec
+from pinb.llm.types import API_OPENAI, RequestOptions, StreamEvent
 from pinb.llm.urls import join_url
 
 __all__ = ["REASONING_EFFORT", "OpenAIChatModel"]
@@ -60,33 +60,24 @@ class OpenAIChatModel(HTTPChatModel):
 
     # ------------------------------------------------------------------ request
 
-    def _body(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        system_prompt: str | None,
-        tools: list[ToolSpec],
-        max_tokens: int | None,
-        thinking_level: str,
-        tool_choice: str | None = None,
-    ) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, Any]], options: RequestOptions) -> dict[str, Any]:
         compat = self.compat
         body: dict[str, Any] = {
             "model": self.info.id,
-            "messages": self._messages(messages, system_prompt),
+            "messages": self._messages(messages, options.system_prompt),
         }
         if self.streaming:
             body["stream"] = True
             if compat.supports_usage_in_streaming:
                 body["stream_options"] = {"include_usage": True}
-        limit = max_tokens
+        limit = options.max_tokens
         if limit is None and compat.send_default_max_tokens:
             limit = min(self.info.max_tokens, 32_000)
         if limit:
             body[compat.max_tokens_field] = limit
         if compat.supports_store:
             body["store"] = False
-        if tools:
+        if options.tools:
             body["tools"] = [
                 {
                     "type": "function",
@@ -96,15 +87,16 @@ class OpenAIChatModel(HTTPChatModel):
                         "parameters": dict(t.parameters),
                     },
                 }
-                for t in tools
+                for t in options.tools
             ]
-            if tool_choice:
+            choice = options.tool_choice
+            if choice:
                 body["tool_choice"] = (
-                    tool_choice
-                    if tool_choice in ("auto", "required", "none")
-                    else {"type": "function", "function": {"name": tool_choice}}
+                    choice
+                    if choice in ("auto", "required", "none")
+                    else {"type": "function", "function": {"name": choice}}
                 )
-        effort = REASONING_EFFORT.get(thinking_level)
+        effort = REASONING_EFFORT.get(options.thinking_level)
         if effort and self.info.reasoning:
             if compat.reasoning_format == "reasoning_effort":
                 body["reasoning_effort"] = effort

@@ -22,8 +22,8 @@ import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Unpack
 
 from pinb.llm.base import ChatModelBase
 from pinb.llm.errors import LLMError
@@ -36,6 +36,8 @@ from pinb.llm.types import (
     Done,
     ModelCost,
     ModelInfo,
+    RequestFields,
+    RequestOptions,
     StreamEvent,
     ToolSpec,
     Usage,
@@ -92,14 +94,39 @@ class Reply:
 
 @dataclass
 class ScriptedCall:
-    """What one call received (deep copies, safe to inspect later)."""
+    """What one call received: the messages (deep copies, safe to inspect later) and the
+    request's options (``call.options.system_prompt``, ``call.options.tools`` ...)."""
 
     messages: list[dict[str, Any]]
-    system_prompt: str | None
-    tools: list[ToolSpec]
-    max_tokens: int | None
-    thinking_level: str
-    tool_choice: str | None = None
+    options: RequestOptions = field(default_factory=RequestOptions)
+
+    # The fields one by one, as a call recorded them before `RequestOptions` held them:
+    # tests written against ``call.system_prompt`` keep reading the same values.
+
+    @property
+    def system_prompt(self) -> str | None:
+        """``options.system_prompt``."""
+        return self.options.system_prompt
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """``options.tools`` as a list."""
+        return list(self.options.tools)
+
+    @property
+    def max_tokens(self) -> int | None:
+        """``options.max_tokens``."""
+        return self.options.max_tokens
+
+    @property
+    def thinking_level(self) -> str:
+        """``options.thinking_level``."""
+        return self.options.thinking_level
+
+    @property
+    def tool_choice(self) -> str | None:
+        """``options.tool_choice``."""
+        return self.options.tool_choice
 
 
 ReplyLike = Reply | str | Callable[[ScriptedCall], "Reply | str"]
@@ -206,22 +233,14 @@ class ScriptedLLM(ChatModelBase):
     async def astream(
         self,
         messages: Sequence[Mapping[str, Any]],
+        options: RequestOptions | None = None,
         *,
-        system_prompt: str | None = None,
-        tools: Sequence[ToolSpec | Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-        thinking_level: str = "off",
         cancel: CancelToken | None = None,
-        tool_choice: str | None = None,
+        **fields: Unpack[RequestFields],
     ) -> AsyncIterator[StreamEvent]:
         """Play the next queued reply as events; record the call first."""
         call = ScriptedCall(
-            messages=copy.deepcopy([dict(m) for m in messages]),
-            system_prompt=system_prompt,
-            tools=[ToolSpec.coerce(t) for t in tools or ()],
-            max_tokens=max_tokens,
-            thinking_level=thinking_level,
-            tool_choice=tool_choice,
+            copy.deepcopy([dict(m) for m in messages]), RequestOptions.of(options, **fields)
         )
         self.calls.append(call)
         if not self._queue:
@@ -254,9 +273,9 @@ class ScriptedLLM(ChatModelBase):
                 # declarations, each as the JSON it was sent.
                 declared = [
                     {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    for t in call.tools
+                    for t in call.options.tools
                 ]
-                sent = _estimate(call.messages) + _estimate(system_prompt or "")
+                sent = _estimate(call.messages) + _estimate(call.options.system_prompt or "")
                 builder.set_usage(
                     input_tokens=usage.get(
                         "input", sent + (_estimate(declared) if declared else 0)

@@ -8,6 +8,7 @@ import pytest
 
 from pinb.llm import (
     Done,
+    RequestOptions,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -157,6 +158,36 @@ def test_request_body(server, make_model):
     assert sent[3] == {"role": "tool", "tool_call_id": "call_1", "content": "print(1)"}
     assert sent[4] == {"role": "tool", "tool_call_id": "call_2", "content": "ENOENT"}
     assert sent[5] == {"role": "user", "content": "thanks"}
+
+
+def test_request_options_whole_or_as_keywords_send_the_same_body(server, make_model):
+    """One `RequestOptions` value and its fields as keywords are the same request on the
+    wire; keywords given beside a value win over its fields."""
+    model = make_model("openai")
+    options = RequestOptions(
+        system_prompt="You are terse.", tools=[READ], max_tokens=700, tool_choice="required"
+    )
+    bodies = []
+    for call in (
+        lambda: model.complete([user("q")], options),
+        lambda: model.complete(
+            [user("q")],
+            system_prompt="You are terse.",
+            tools=[READ],
+            max_tokens=700,
+            tool_choice="required",
+        ),
+        lambda: model.complete([user("q")], options, max_tokens=300, tool_choice=None),
+    ):
+        server.reply("ok")
+        assert call()["stopReason"] == "stop"
+        bodies.append(server.last_request.body)
+    whole, keywords, overridden = bodies
+    assert whole == keywords
+    assert whole["max_completion_tokens"] == 700 and whole["tool_choice"] == "required"
+    assert whole["messages"][0] == {"role": "system", "content": "You are terse."}
+    assert overridden["max_completion_tokens"] == 300 and "tool_choice" not in overridden
+    assert overridden["tools"] == whole["tools"] and options.max_tokens == 700
 
 
 def test_parallel_tool_calls_with_argument_deltas(server, make_model):

@@ -11,6 +11,7 @@ from pinb.llm import (
     ChatModel,
     ContextOverflowError,
     Done,
+    RequestOptions,
     TextDelta,
     ToolCallEnd,
     ToolSpec,
@@ -44,8 +45,12 @@ def test_protocol_and_recording():
     ]
     call = llm.calls[0]
     assert call.messages == msgs and call.messages is not msgs
+    assert call.options == RequestOptions(
+        system_prompt="sys", tools=(ToolSpec("read", "d"),), max_tokens=99, thinking_level="low"
+    )
+    # The fields are still readable one by one, as before they were one value.
     assert call.system_prompt == "sys" and call.max_tokens == 99 and call.thinking_level == "low"
-    assert call.tools == [ToolSpec("read", "d")]
+    assert call.tools == [ToolSpec("read", "d")] and call.tool_choice is None
     msgs[0]["content"][0]["text"] = "mutated later"
     assert call.messages[0]["content"][0]["text"] == "hello"
 
