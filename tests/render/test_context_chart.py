@@ -123,3 +123,41 @@ def test_pi_chart_magic(tmp_path: Path) -> None:
         first = view.chart.compactions[0]
         before = ip.run_line_magic("pi", f"chart --leaf {first.entry_id}")
         assert before.chart.compactions == (first,)
+
+
+def test_an_overflow_compaction_is_labelled_as_one(tmp_path: Path) -> None:
+    # A real overflow through the agent: the server's window is smaller than the model's,
+    # the reply fails, Pi 1.6's recovery hides it (a context edit) and compacts.
+    from pinb.agent import Agent, AgentConfig
+    from pinb.core import Session
+    from pinb.llm import ModelRegistry, RetryPolicy, get_model
+    from pinb.testing.llm_server import LLMServer
+
+    with LLMServer(context_window=3000, overflow_style="sse_error") as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        model = get_model(
+            "llamacpp/smol",
+            base_url=server.openai_base_url,
+            registry=ModelRegistry(False),
+            context_window=6000,  # the server is smaller than the model thinks
+            timeout=5.0,
+        )
+
+        async def no_wait(_seconds: float) -> None:  # a retry would not wait in a test
+            return None
+
+        config = AgentConfig(
+            compaction=CompactionSettings(keep_recent_tokens=300), retry=RetryPolicy(sleep=no_wait)
+        )
+        agent = Agent(session, model, [], config=config, summarizer=ExtractiveSummarizer())
+        for i in range(5):
+            server.reply(f"answer {i} " + "a" * 2400, usage={"input": 10, "output": 600})
+            agent.prompt(f"question {i}")
+        server.reply("short answer")
+        agent.prompt("one more question")
+    chart = context_chart(session, window=6000)
+    assert [c.trigger for c in chart.compactions] == ["overflow"]
+    failed = chart.compactions[0].after_request
+    assert [r.tokens for r in chart.requests if r.number == failed] == [0]  # not drawn
+    assert "after a context overflow" in chart.describe().splitlines()[1]
+    assert "compaction 1: after a context overflow" in chart.compactions[0].label()
