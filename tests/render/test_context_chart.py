@@ -110,7 +110,7 @@ def test_a_compaction_by_hand_and_no_window(tmp_path: Path) -> None:
     _, legend = draw_context_chart(unknown).axes[0].get_legend_handles_labels()
     assert not [label for label in legend if label.startswith(("window", "threshold"))]
     _, legend = draw_context_chart(big).axes[0].get_legend_handles_labels()
-    assert "window 200,000 (setting)" in legend
+    assert "window 200,000 (setting): above this chart" in legend  # named, not drawn
 
 
 def test_pi_chart_magic(tmp_path: Path) -> None:
@@ -161,3 +161,14 @@ def test_an_overflow_compaction_is_labelled_as_one(tmp_path: Path) -> None:
     assert [r.tokens for r in chart.requests if r.number == failed] == [0]  # not drawn
     assert "after a context overflow" in chart.describe().splitlines()[1]
     assert "compaction 1: after a context overflow" in chart.compactions[0].label()
+
+
+def test_a_window_far_above_the_session_is_named_not_drawn(tmp_path: Path) -> None:
+    # 200,000 tokens of window over a story of 5,000: the line would be flat at the bottom.
+    chart = context_chart(write_story_session(tmp_path), window=200_000)
+    ax = draw_context_chart(chart).axes[0]
+    largest = max(r.tokens for r in chart.requests)
+    assert ax.get_ylim()[1] < 2 * largest
+    _, legend = ax.get_legend_handles_labels()
+    assert "window 200,000 (setting): above this chart" in legend
+    assert f"threshold {thousands(chart.threshold)} (window − reserve): above this chart" in legend
