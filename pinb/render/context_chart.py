@@ -278,7 +278,7 @@ def draw_context_chart(
     )
     # A window far above the session (200,000 for a few thousand tokens) would flatten the
     # line: the lines are drawn when they are within reach, else named in the legend.
-    reach = top * _REACH
+    reach = top * _REACH if top > 1 else float("inf")  # nothing drawn yet: the lines alone
     window_label = f"window {thousands(chart.window)} ({chart.usage.window_source})"
     if chart.window and chart.window <= reach:
         top = max(top, chart.window)
@@ -317,8 +317,12 @@ def draw_context_chart(
     ax.set_title(title)
     ax.yaxis.set_major_formatter(_thousands_formatter())
     ax.grid(axis="y", color="#d0d7de", linewidth=0.5)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small",
-              frameon=False)  # fmt: skip
+    if not any(r.tokens for r in chart.requests):
+        ax.text(0.5, 0.5, "no reply with a usage on this path yet", transform=ax.transAxes,
+                ha="center", va="center", color=_WINDOW)  # fmt: skip
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small",
+                  frameon=False)  # fmt: skip
     return figure
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 from matplotlib.text import Annotation
@@ -172,3 +173,19 @@ def test_a_window_far_above_the_session_is_named_not_drawn(tmp_path: Path) -> No
     _, legend = ax.get_legend_handles_labels()
     assert "window 200,000 (setting): above this chart" in legend
     assert f"threshold {thousands(chart.threshold)} (window − reserve): above this chart" in legend
+
+
+def test_a_path_without_replies_draws_the_window_and_says_so() -> None:
+    from pinb.core import Session
+
+    session = Session.in_memory("/tmp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns of a legend with nothing in it
+        empty = draw_context_chart(context_chart(session)).axes[0]
+    assert empty.get_legend() is None
+    assert [t.get_text() for t in empty.texts] == ["no reply with a usage on this path yet"]
+    session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    chart = context_chart(session, window=1_000)
+    assert chart.describe().startswith("0 requests, 0 compactions · a 1,000-token window")
+    _, legend = draw_context_chart(chart).axes[0].get_legend_handles_labels()
+    assert "window 1,000 (setting)" in legend
