@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import Session
 from ..core.context.build import UNSET
-from ..core.context.tokens import context_tokens_of_usage
 from ..core.js.jsontext import value_text
-from .frames import tokens_after_compaction
 from .sources import SessionSource, open_session
 
 if TYPE_CHECKING:
@@ -52,7 +50,8 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
 
 
 def token_series(session: SessionSource, leaf: Any = UNSET) -> dict[str, list[Any]]:
-    """Context size along the active path, turn by turn (pure data for :func:`plot_tokens`).
+    """Context size along the active path, turn by turn: the figures :func:`plot_tokens`
+    draws, which are :func:`pinb.render.context_chart.context_chart`'s (the one account).
 
     Returns
     -------
@@ -60,33 +59,22 @@ def token_series(session: SessionSource, leaf: Any = UNSET) -> dict[str, list[An
         ``turn``/``tokens``/``entry_id``: one point per assistant message with a usable
         usage (its ``calculateContextTokens``); ``compaction_turn``/``tokens_before``/
         ``tokens_after``/``compaction_id``: one drop per compaction on the path, from its
-        ``tokensBefore`` to the estimated context right after it.
+        ``tokensBefore`` to Pi's figure right after it (the estimate: no usage is newer).
     """
+    from ..render.context_chart import context_chart
+
     session = open_session(session)
-    leaf_id = session.leaf_id if leaf is UNSET else leaf
-    path = session.build_context(leaf_id).path
-    series: dict[str, list[Any]] = {
-        "turn": [], "tokens": [], "entry_id": [],
-        "compaction_turn": [], "tokens_before": [], "tokens_after": [], "compaction_id": [],
-    }  # fmt: skip
-    turn = 0
-    for entry in path:
-        message = entry.message
-        if entry.role == "assistant" and message is not None:
-            turn += 1
-            usage = message.get("usage")
-            if isinstance(usage, dict) and message.get("stopReason") not in ("aborted", "error"):
-                series["turn"].append(turn)
-                series["tokens"].append(context_tokens_of_usage(usage))
-                series["entry_id"].append(entry.id)
-        elif entry.type == "compaction":
-            before = entry.raw.get("tokensBefore")
-            after = tokens_after_compaction(session.build_context(entry.id).messages)
-            series["compaction_turn"].append(turn + 0.5)
-            series["tokens_before"].append(before if isinstance(before, int | float) else 0)
-            series["tokens_after"].append(after)
-            series["compaction_id"].append(entry.id)
-    return series
+    chart = context_chart(session, leaf)
+    drawn = [request for request in chart.requests if request.tokens]
+    return {
+        "turn": [request.number for request in drawn],
+        "tokens": [request.tokens for request in drawn],
+        "entry_id": [request.entry_id for request in drawn],
+        "compaction_turn": [c.after_request + 0.5 for c in chart.compactions],
+        "tokens_before": [c.tokens_before for c in chart.compactions],
+        "tokens_after": [c.tokens_after for c in chart.compactions],
+        "compaction_id": [c.entry_id for c in chart.compactions],
+    }
 
 
 def plot_tokens(
@@ -98,6 +86,9 @@ def plot_tokens(
 ) -> Figure:
     """Context tokens over the turns of the active path, with each compaction's drop.
 
+    The one picture of it, :func:`pinb.render.context_chart.draw_context_chart` (what
+    ``%pi chart`` shows), for a session or its file.
+
     Parameters
     ----------
     session:
@@ -105,7 +96,7 @@ def plot_tokens(
     leaf:
         Plot the path to this entry (default: the session's leaf).
     context_window:
-        Draw the model's window as a horizontal line.
+        Draw the model's window (and the compaction threshold) as horizontal lines.
     ax:
         Draw into these axes (default: a new ``matplotlib.figure.Figure``).
 
@@ -113,23 +104,10 @@ def plot_tokens(
     -------
     matplotlib.figure.Figure
     """
-    data = token_series(session, leaf)
-    figure, ax = _axes(ax, (8, 3.5))
-    ax.plot(data["turn"], data["tokens"], marker=".", color="#0969da", label="context tokens")
-    for i, (x, before, after) in enumerate(
-        zip(data["compaction_turn"], data["tokens_before"], data["tokens_after"], strict=True)
-    ):
-        label = "compaction" if i == 0 else "_nolegend_"
-        ax.vlines(x, after, before, colors="#cf222e", linestyles="--", label=label)
-        ax.plot([x], [after], marker="v", color="#cf222e")
-    if context_window:
-        ax.axhline(context_window, color="#6e7781", linewidth=0.8, label="context window")
-    ax.set_xlabel("assistant turn on the active path")
-    ax.set_ylabel("tokens")
-    ax.set_title("Context size")
-    if data["turn"] or data["compaction_turn"]:
-        ax.legend(loc="upper left", fontsize="small")
-    return figure
+    from ..render.context_chart import context_chart, draw_context_chart
+
+    chart = context_chart(open_session(session), leaf, window=context_window)
+    return draw_context_chart(chart, ax)
 
 
 # -- many sessions --------------------------------------------------------------------------

@@ -39,6 +39,8 @@ _LINE = "#0969da"
 _DROP = "#cf222e"
 _THRESHOLD = "#bc4c00"
 _WINDOW = "#57606a"
+#: How far above the largest request the window and threshold lines are still drawn.
+_REACH = 3
 
 
 @dataclass(frozen=True)
@@ -274,13 +276,23 @@ def draw_context_chart(
     top = max(
         [r.tokens for r in chart.requests] + [c.tokens_before for c in chart.compactions] + [1]
     )
-    if chart.window:
+    # A window far above the session (200,000 for a few thousand tokens) would flatten the
+    # line: the lines are drawn when they are within reach, else named in the legend.
+    reach = top * _REACH if top > 1 else float("inf")  # nothing drawn yet: the lines alone
+    window_label = f"window {thousands(chart.window)} ({chart.usage.window_source})"
+    if chart.window and chart.window <= reach:
         top = max(top, chart.window)
-        ax.axhline(chart.window, color=_WINDOW, linewidth=1.2,
-                   label=f"window {thousands(chart.window)} ({chart.usage.window_source})")  # fmt: skip
-    if chart.threshold is not None and chart.threshold > 0:
+        ax.axhline(chart.window, color=_WINDOW, linewidth=1.2, label=window_label)
+    elif chart.window:
+        ax.plot([], [], color=_WINDOW, linewidth=1.2, label=f"{window_label}: above this chart")
+    threshold_label = f"threshold {thousands(chart.threshold)} (window − reserve)"
+    if chart.threshold is not None and 0 < chart.threshold <= reach:
+        top = max(top, chart.threshold)
         ax.axhline(chart.threshold, color=_THRESHOLD, linewidth=1.0, linestyle="--",
-                   label=f"threshold {thousands(chart.threshold)} (window − reserve)")  # fmt: skip
+                   label=threshold_label)  # fmt: skip
+    elif chart.threshold is not None and chart.threshold > 0:
+        ax.plot([], [], color=_THRESHOLD, linewidth=1.0, linestyle="--",
+                label=f"{threshold_label}: above this chart")  # fmt: skip
     for compaction in chart.compactions:
         x = compaction.after_request + 0.5
         ax.annotate(
@@ -305,8 +317,12 @@ def draw_context_chart(
     ax.set_title(title)
     ax.yaxis.set_major_formatter(_thousands_formatter())
     ax.grid(axis="y", color="#d0d7de", linewidth=0.5)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small",
-              frameon=False)  # fmt: skip
+    if not any(r.tokens for r in chart.requests):
+        ax.text(0.5, 0.5, "no reply with a usage on this path yet", transform=ax.transAxes,
+                ha="center", va="center", color=_WINDOW)  # fmt: skip
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small",
+                  frameon=False)  # fmt: skip
     return figure
 
 

@@ -43,7 +43,9 @@ from ..errors import NothingToCompactError
 from .story_script import (
     EXTRA_TASKS,
     MAIN_TASKS,
+    NOTES,
     PROJECT,
+    READING_TASKS,
     WRONG_TURN,
     WRONG_TURN_SUMMARY,
     Call,
@@ -56,7 +58,11 @@ from .story_script import (
 __all__ = [
     "EXTRA_TASKS",
     "MAIN_TASKS",
+    "NOTES",
     "PROJECT",
+    "READING_SETTINGS",
+    "READING_TASKS",
+    "READING_WINDOW",
     "SYSTEM_TOKENS",
     "WRONG_TURN",
     "WRONG_TURN_SUMMARY",
@@ -82,6 +88,16 @@ __all__ = [
 #: Tokens of the system prompt and tool definitions sent with every request (about what
 #: Pi's prompt with its seven tools takes).
 SYSTEM_TOKENS = 2_150
+
+#: The window of the story whose compactions matter (``story_tasks(reading=True)``, a
+#: project written with ``notes=True``): reading a week of notes (about 4,500 tokens) fills
+#: it as a real session's reads fill a 200,000-token one.
+READING_WINDOW = 20_000
+#: Its compaction settings: Pi keeps 20,000 of a 200,000 window (a tenth), so 2,000 here;
+#: the reserve (5,000) leaves room for a week's read after the threshold, so no request
+#: exceeds the window before the next check. A compaction then saves about 90%, as a
+#: real Pi compaction does, where the fitted defaults (5,000 kept) save 60%.
+READING_SETTINGS = CompactionSettings(reserve_tokens=5_000, keep_recent_tokens=2_000)
 
 # -- writing the session -----------------------------------------------------------------
 
@@ -250,6 +266,7 @@ class _Writer:
     files: dict[str, str]
     thinking: bool
     cached: int = 0  # prompt tokens the provider has cached from the last request
+    window: int | None = None  # the model's window: no request of the story may exceed it
 
     def prompt(self, task: Task) -> None:
         stamp = self.clock.wait(20, 90)
@@ -280,6 +297,13 @@ class _Writer:
         stamp = self.clock.wait(3, 25)
         message = assistant_message(content, self.model, stamp)
         prompt = _prompt_tokens(self.session)
+        if self.window and prompt > self.window:
+            # A provider refuses such a request: a story that makes one teaches a context
+            # no real session can have.
+            raise ValueError(
+                f"the story's request {prompt:,} tokens exceeds its {self.window:,}-token "
+                "window: compact sooner (a smaller reserve) or read less at once"
+            )
         message["usage"] = _usage(self.model, prompt, estimate_tokens(message), self.cached)
         self.session.append_message(message)
         self.cached = prompt
@@ -392,7 +416,9 @@ def write_story_session(
             session.append_thinking_level_change("medium")
         if name:
             session.set_name(name)
-        writer = _Writer(session, clock, rng, model, dict(PROJECT), thinking)
+        writer = _Writer(
+            session, clock, rng, model, PROJECT | NOTES, thinking, window=context_window
+        )
         for task in plan:
             if task is None:
                 _wrong_turn(writer)

@@ -7,6 +7,7 @@ tools' results are computed from the files (a test checks both against the real 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 __all__ = [
     "EXTRA_TASKS",
     "MAIN_TASKS",
+    "NOTES",
     "PROJECT",
+    "READING_TASKS",
     "WRONG_TURN",
     "WRONG_TURN_SUMMARY",
     "Call",
@@ -199,10 +202,92 @@ PROJECT: dict[str, str] = {
 }
 
 
-def write_project(folder: str | Path) -> Path:
-    """Write :data:`PROJECT` into ``folder`` (created) and return it."""
+# -- the notes the report is about ------------------------------------------------------------
+
+_PEOPLE = ("Ana", "Bo", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana")
+_TOPICS = (
+    "the import job",
+    "the weekly report",
+    "the search index",
+    "the billing export",
+    "the onboarding guide",
+    "the nightly backup",
+    "the mobile release",
+    "the data cleanup",
+)
+_VERBS = ("reviewed", "rewrote", "tested", "planned", "measured", "debugged", "documented")
+_OUTCOMES = (
+    "it works, but it is slow on large inputs",
+    "we found two edge cases nobody had written down",
+    "the numbers match last week's within a percent",
+    "it needs another pass before Friday",
+    "we agreed to keep the old behaviour for now",
+    "the fix is small and already merged",
+    "nobody is sure who owns it, so I asked in the channel",
+    "the tests pass locally but not on the build server",
+)
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+
+
+def _week_notes(week: int, sentences: int) -> str:
+    """A week of work notes, the same every time: five days of ``sentences`` sentences.
+
+    Full of contractions ("don't", "it's", "nobody's"), which the project's first
+    ``word_count`` counts as two words each.
+    """
+    rng = random.Random(week)
+    lines = [f"# Notes, week {week}", ""]
+    for day in _DAYS:
+        said = []
+        for _ in range(sentences):
+            who, what, verb = rng.choice(_PEOPLE), rng.choice(_TOPICS), rng.choice(_VERBS)
+            minutes, outcome = rng.randint(10, 90), rng.choice(_OUTCOMES)
+            said.append(
+                rng.choice(
+                    (
+                        f"{who} and I {verb} {what} for {minutes} minutes; {outcome}.",
+                        f"Spent {minutes} minutes on {what}: {outcome}.",
+                        f"{who} {verb} {what}. {outcome[0].upper()}{outcome[1:]}.",
+                        f"Question for {who}: should {what} run before {rng.choice(_TOPICS)}?",
+                        f"Don't forget: {what} is due on {rng.choice(_DAYS)}, and it's "
+                        f"{rng.choice(('late', 'on track', 'blocked'))}.",
+                    )
+                )
+            )
+        lines += [f"## {day}", "", " ".join(said), ""]
+    return "\n".join(lines)
+
+
+_STATS = '''"""Word counts and top words of weeks of notes: python3 stats.py notes/week-09.md ..."""
+
+import sys
+
+from textstats import word_count
+from textstats.report import interesting_words
+
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    print(f"{path}: {word_count(text)} words; top words: {', '.join(interesting_words(text, 5))}")
+'''
+
+#: The notes the weekly report is made from (path -> text), about 4,500 tokens a week by
+#: chars/4, and ``stats.py``, which counts them with the project's code: reading them fills
+#: a 20,000-token window as a real session's reads do. Written by :func:`write_project` with
+#: ``notes=True``; read by :data:`READING_TASKS`.
+NOTES: dict[str, str] = {
+    **{f"notes/week-{week:02d}.md": _week_notes(week, 45) for week in (9, 10, 11)},
+    "stats.py": _STATS,
+}
+
+
+def write_project(folder: str | Path, *, notes: bool = False) -> Path:
+    """Write :data:`PROJECT` into ``folder`` (created) and return it.
+
+    ``notes``: also the weeks of :data:`NOTES`, which :data:`READING_TASKS` read.
+    """
     root = Path(folder)
-    for name, text in PROJECT.items():
+    for name, text in (PROJECT | NOTES if notes else PROJECT).items():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -572,8 +657,115 @@ EXTRA_TASKS: tuple[Task, ...] = (
 )
 
 
-def story_tasks(*, wrong_turn: bool = True, extras: Sequence[Task] = ()) -> list[Task | None]:
-    """The story's prompts in order; ``None`` marks where the wrong turn goes."""
+def _stats(*weeks: int, fixed: bool) -> Call:
+    """``python3 stats.py`` on ``weeks`` of notes, with what it prints at that point of the
+    story: with the first ``word_count`` (``[a-z]+``), or the ``fixed`` one."""
+    paths = [f"notes/week-{week:02d}.md" for week in weeks]
+    lines = [f"{path}: {_WEEK_STATS[path][fixed]}" for path in paths]
+    return Call("bash", {"command": "python3 stats.py " + " ".join(paths)}, "\n".join(lines) + "\n")
+
+
+#: What ``stats.py`` prints for each week, before and after ``word_count`` is fixed (the
+#: test suite runs the real script on the real files and compares).
+_WEEK_STATS: dict[str, tuple[str, str]] = {
+    "notes/week-09.md": (
+        "3277 words; top words: minutes, s, i, before, don",
+        "3164 words; top words: minutes, i, before, don't, forget",
+    ),
+    "notes/week-10.md": (
+        "3226 words; top words: before, minutes, question, should, run",
+        "3130 words; top words: before, minutes, question, should, run",
+    ),
+    "notes/week-11.md": (
+        "3282 words; top words: minutes, before, i, question, should",
+        "3190 words; top words: minutes, before, i, question, should",
+    ),
+}
+
+
+def _read(week: int) -> Call:
+    return Call("read", {"path": f"notes/week-{week:02d}.md"})
+
+
+_BEFORE_FIX = (
+    Task(
+        "notes-9-10",
+        "Before you fix anything else: the weekly report is made from the notes in notes/. "
+        "Read weeks 9 and 10 and tell me what today's code makes of them.",
+        (
+            Step("Reading both weeks at once.", calls=(_read(9), _read(10))),
+            Step(
+                "And what the project's own code counts in them:",
+                calls=(_stats(9, 10, fixed=False),),
+            ),
+            Step(
+                "Today's `word_count` finds 3,277 words in week 9 and 3,226 in week 10, and "
+                'week 9\'s top words include "s" and "don": the halves of "it\'s" and '
+                '"don\'t", which `[a-z]+` splits in two. The notes are full of contractions, '
+                "so both counts are too high: the `word_count` bug reaches the report."
+            ),
+        ),
+    ),
+    Task(
+        "notes-11",
+        "And week 11?",
+        (
+            Step("Reading week 11.", calls=(_read(11),)),
+            Step(calls=(_stats(11, fixed=False),)),
+            Step("Week 11 is the longest of the three: 3,282 words by today's count."),
+        ),
+    ),
+)
+_AFTER_FIX = (
+    Task(
+        "notes-11-again",
+        "Now that word_count is fixed, read week 11 again: do its contractions count as one "
+        "word now?",
+        (
+            Step("Reading week 11 again.", calls=(_read(11),)),
+            Step(calls=(_stats(11, fixed=True),)),
+            Step(
+                "They do: week 11 has 3,190 words now, 92 fewer than before. Each of its 92 "
+                'contractions ("don\'t", "it\'s") was counted as two words.'
+            ),
+        ),
+    ),
+    Task(
+        "notes-9-10-again",
+        "Read weeks 9 and 10 once more and compare their top words with what the report "
+        "showed before the fix.",
+        (
+            Step("Reading both weeks again.", calls=(_read(9), _read(10))),
+            Step(calls=(_stats(9, 10, fixed=True),)),
+            Step(
+                "Week 9 has 3,164 words now (113 fewer) and its top words are minutes, i, "
+                'before, don\'t and forget: no stray "s" or "don" any more. Week 10 has 3,130 '
+                "(96 fewer); its top words did not change."
+            ),
+        ),
+    ),
+)
+
+#: Prompts that read the weeks of :data:`NOTES` (a project written with ``notes=True``):
+#: two before ``word_count`` is fixed, two after. :func:`story_tasks` with ``reading=True``
+#: puts them in the story, where they fill a 20,000-token window twice.
+READING_TASKS: tuple[Task, ...] = (*_BEFORE_FIX, *_AFTER_FIX)
+#: Where :func:`story_tasks` puts them: after the task of that name.
+_READ_AFTER: dict[str, tuple[Task, ...]] = {
+    "diagnose": _BEFORE_FIX,
+    "fix-word-count": _AFTER_FIX[:1],
+    "empty-median": _AFTER_FIX[1:],
+}
+
+
+def story_tasks(
+    *, wrong_turn: bool = True, extras: Sequence[Task] = (), reading: bool = False
+) -> list[Task | None]:
+    """The story's prompts in order; ``None`` marks where the wrong turn goes.
+
+    ``reading``: with :data:`READING_TASKS` (weeks 9 and 10, then 11, after the diagnosis;
+    11 again after ``word_count`` is fixed; 9 and 10 again after the empty list).
+    """
     tasks: list[Task | None] = list(MAIN_TASKS)
     if wrong_turn:
         tasks.insert(2, None)
@@ -581,6 +773,12 @@ def story_tasks(*, wrong_turn: bool = True, extras: Sequence[Task] = ()) -> list
         tasks[2] = _STRAIGHT_FIX
     for at, extra in enumerate(extras):
         tasks.insert(min(len(tasks) - 1, 1 + 2 * at), extra)
+    if reading:
+        # From the end, so the places found before each insertion stay where they were.
+        for at in reversed(range(len(tasks))):
+            task = tasks[at]
+            if task is not None and task.name in _READ_AFTER:
+                tasks[at + 1 : at + 1] = _READ_AFTER[task.name]
     return tasks
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 
 from pinb.analysis.frames import sessions_frame, tool_calls_frame
 from pinb.analysis.plots import (
@@ -46,10 +47,22 @@ def test_tokens_plot_shows_every_turn_and_each_compaction_drop() -> None:
     figure = plot_tokens(fixture, context_window=200_000)
     assert isinstance(figure, Figure)
     ax = figure.axes[0]
-    line = ax.lines[0]
-    assert list(line.get_xdata()) == data["turn"] and list(line.get_ydata()) == data["tokens"]
-    drops = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert len(drops) == 2
+    # The turns' line, in runs a compaction breaks; each starts right after a drop.
+    drawn = {
+        (x, y) for line in ax.lines for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    }
+    assert set(zip(data["turn"], data["tokens"], strict=True)) <= drawn
+    after = set(zip(data["compaction_turn"], data["tokens_after"], strict=True))
+    assert after <= drawn
+    # Each drop is an arrow from the recorded tokensBefore down to the figure after it.
+    drops = [(a.xy, a.xyann) for a in ax.texts if isinstance(a, Annotation)]
+    assert drops == [
+        ((x, low), (x, high))
+        for x, high, low in zip(
+            data["compaction_turn"], data["tokens_before"], data["tokens_after"], strict=True
+        )
+    ]
+    assert 200_000 in {line.get_ydata()[0] for line in ax.lines if len(set(line.get_ydata())) == 1}
     assert _png(figure).startswith(b"\x89PNG")
 
 

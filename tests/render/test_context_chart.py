@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 from matplotlib.text import Annotation
@@ -110,7 +111,7 @@ def test_a_compaction_by_hand_and_no_window(tmp_path: Path) -> None:
     _, legend = draw_context_chart(unknown).axes[0].get_legend_handles_labels()
     assert not [label for label in legend if label.startswith(("window", "threshold"))]
     _, legend = draw_context_chart(big).axes[0].get_legend_handles_labels()
-    assert "window 200,000 (setting)" in legend
+    assert "window 200,000 (setting): above this chart" in legend  # named, not drawn
 
 
 def test_pi_chart_magic(tmp_path: Path) -> None:
@@ -123,3 +124,68 @@ def test_pi_chart_magic(tmp_path: Path) -> None:
         first = view.chart.compactions[0]
         before = ip.run_line_magic("pi", f"chart --leaf {first.entry_id}")
         assert before.chart.compactions == (first,)
+
+
+def test_an_overflow_compaction_is_labelled_as_one(tmp_path: Path) -> None:
+    # A real overflow through the agent: the server's window is smaller than the model's,
+    # the reply fails, Pi 1.6's recovery hides it (a context edit) and compacts.
+    from pinb.agent import Agent, AgentConfig
+    from pinb.core import Session
+    from pinb.llm import ModelRegistry, RetryPolicy, get_model
+    from pinb.testing.llm_server import LLMServer
+
+    with LLMServer(context_window=3000, overflow_style="sse_error") as server:
+        session = Session.create(tmp_path, tmp_path / "s")
+        model = get_model(
+            "llamacpp/smol",
+            base_url=server.openai_base_url,
+            registry=ModelRegistry(False),
+            context_window=6000,  # the server is smaller than the model thinks
+            timeout=5.0,
+        )
+
+        async def no_wait(_seconds: float) -> None:  # a retry would not wait in a test
+            return None
+
+        config = AgentConfig(
+            compaction=CompactionSettings(keep_recent_tokens=300), retry=RetryPolicy(sleep=no_wait)
+        )
+        agent = Agent(session, model, [], config=config, summarizer=ExtractiveSummarizer())
+        for i in range(5):
+            server.reply(f"answer {i} " + "a" * 2400, usage={"input": 10, "output": 600})
+            agent.prompt(f"question {i}")
+        server.reply("short answer")
+        agent.prompt("one more question")
+    chart = context_chart(session, window=6000)
+    assert [c.trigger for c in chart.compactions] == ["overflow"]
+    failed = chart.compactions[0].after_request
+    assert [r.tokens for r in chart.requests if r.number == failed] == [0]  # not drawn
+    assert "after a context overflow" in chart.describe().splitlines()[1]
+    assert "compaction 1: after a context overflow" in chart.compactions[0].label()
+
+
+def test_a_window_far_above_the_session_is_named_not_drawn(tmp_path: Path) -> None:
+    # 200,000 tokens of window over a story of 5,000: the line would be flat at the bottom.
+    chart = context_chart(write_story_session(tmp_path), window=200_000)
+    ax = draw_context_chart(chart).axes[0]
+    largest = max(r.tokens for r in chart.requests)
+    assert ax.get_ylim()[1] < 2 * largest
+    _, legend = ax.get_legend_handles_labels()
+    assert "window 200,000 (setting): above this chart" in legend
+    assert f"threshold {thousands(chart.threshold)} (window − reserve): above this chart" in legend
+
+
+def test_a_path_without_replies_draws_the_window_and_says_so() -> None:
+    from pinb.core import Session
+
+    session = Session.in_memory("/tmp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns of a legend with nothing in it
+        empty = draw_context_chart(context_chart(session)).axes[0]
+    assert empty.get_legend() is None
+    assert [t.get_text() for t in empty.texts] == ["no reply with a usage on this path yet"]
+    session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    chart = context_chart(session, window=1_000)
+    assert chart.describe().startswith("0 requests, 0 compactions · a 1,000-token window")
+    _, legend = draw_context_chart(chart).axes[0].get_legend_handles_labels()
+    assert "window 1,000 (setting)" in legend

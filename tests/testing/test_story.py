@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pinb.agent import Agent
+from pinb.agent import Agent, AgentConfig
 from pinb.agent.tools import default_tools
-from pinb.core import Session
+from pinb.analysis.retention.report import retention_report
+from pinb.core import ExtractiveSummarizer, Session
 from pinb.core.context.accounting import context_usage
+from pinb.core.context.tokens import context_tokens_of_usage, estimate_tokens
 from pinb.testing.story import (
     EXTRA_TASKS,
     MAIN_TASKS,
     PROJECT,
+    READING_SETTINGS,
+    READING_WINDOW,
     prompts,
     story_model,
     story_tasks,
@@ -23,6 +28,7 @@ from pinb.testing.story import (
     write_story_session,
     write_story_sessions,
 )
+from pinb.views import CompactionView
 from tests.core.test_pi_conformance import compare
 from tests.pi.reference import PiReference
 
@@ -99,11 +105,21 @@ def test_every_variant_is_a_valid_session(tmp_path: Path) -> None:
         write_story_session(tmp_path / "x", model="acme/brain")
 
 
-@pytest.mark.parametrize("options", [{}, {"context_window": 4_096}], ids=["story", "compacted"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"context_window": 4_096},
+        {"context_window": READING_WINDOW, "settings": READING_SETTINGS, "reading": True},
+    ],
+    ids=["story", "compacted", "reading"],
+)
 def test_pi_reads_the_story_as_pinb_does(
     tmp_path: Path, options: dict[str, Any], pi16: PiReference
 ) -> None:
-    session = write_story_session(tmp_path, tasks=story_tasks(extras=EXTRA_TASKS[:2]), **options)
+    options = dict(options)
+    tasks = story_tasks(extras=EXTRA_TASKS[:2], reading=options.pop("reading", False))
+    session = write_story_session(tmp_path, tasks=tasks, **options)
     assert session.path is not None
     assert compare(session.path, "1.6.0", pi16) == []
 
@@ -191,3 +207,74 @@ def test_a_small_window_is_a_local_models_and_models_json_says_which(tmp_path: P
     }
     assert declared["api"] and declared["apiKey"]  # Pi 1.6 needs both
     json.dumps(declared)
+
+
+def _reading_story(tmp_path: Path, *, agent: bool) -> Session:
+    """The story with its weeks of notes on the window where compaction matters: written
+    directly, or played by a real agent with the real tools on the real project."""
+    tasks = story_tasks(wrong_turn=False, reading=True)
+    if not agent:
+        return write_story_session(
+            tmp_path, context_window=READING_WINDOW, settings=READING_SETTINGS, tasks=tasks
+        )
+    project = write_project(tmp_path / "project", notes=True)
+    session = Session.create(project, tmp_path / "sessions")
+    runner = Agent(
+        session,
+        story_model(tasks, context_window=READING_WINDOW),
+        default_tools(project),
+        config=AgentConfig(compaction=READING_SETTINGS),
+        summarizer=ExtractiveSummarizer(),
+    )
+    for prompt in prompts(tasks):
+        runner.prompt(prompt)
+    return session
+
+
+@pytest.mark.parametrize("agent", [False, True], ids=["written", "agent"])
+def test_the_reading_story_compacts_as_a_real_session_does(tmp_path: Path, agent: bool) -> None:
+    # Issue 42: a compaction that saves 6% teaches nothing. Here the reads fill the window,
+    # the first compaction removes most of it, its summary is far shorter than what it
+    # replaced, it loses facts for real, and the file still holds them.
+    session = _reading_story(tmp_path, agent=agent)
+    compactions = [e for e in session.path_to() if e.type == "compaction"]
+    assert len(compactions) == 2
+    first = CompactionView(compactions[0].id, session, context_window=READING_WINDOW)
+    report = first.report
+    assert report.tokens_saved >= 0.6 * report.estimated_before  # the view's own figure
+    assert report.tokens_before > READING_WINDOW - READING_SETTINGS.reserve_tokens
+    assert report.is_split_turn  # a week's read is larger than the keep: the cut is mid-turn
+    kept = retention_report(session, compactions[0])
+    replaced = sum(
+        estimate_tokens(e.message) for e in session.path_to() if e.id in set(report.summarized_ids)
+    )
+    assert 0 < kept.summary_tokens < replaced / 10
+    gone = [v for v in kept.lost if not v.kept_messages]
+    assert gone  # lost by the summary and not in the kept messages: forgotten
+    # The file still holds each: the entry it cites, at its line, off the context.
+    assert session.path is not None
+    lines = session.path.read_text(encoding="utf-8").splitlines()
+    context_ids = {p.entry.id for p in session.build_context(compactions[0].id).entries}
+    for verdict in gone:
+        fact = verdict.fact
+        assert fact.line is not None and json.loads(lines[fact.line - 1])["id"] == fact.entry_id
+        assert fact.entry_id not in context_ids
+    # No request of the story exceeds the window (a provider would refuse it).
+    replies = [e.message for e in session.path_to() if e.role == "assistant"]
+    assert max(context_tokens_of_usage(m["usage"]) for m in replies) < READING_WINDOW
+
+
+def test_the_reading_tools_return_what_the_real_tools_return(tmp_path: Path) -> None:
+    # stats.py prints what the story says it prints, before and after word_count's fix.
+    live = _reading_story(tmp_path / "live", agent=True)
+    written = write_story_session(
+        tmp_path / "written", tasks=story_tasks(wrong_turn=False, reading=True)
+    )
+    assert _results(live) == _results(written)
+    stats = [text for tool, text, _ in _results(written) if "words; top words" in text]
+    assert len(stats) == 4 and stats[0] != stats[-1]
+
+
+def test_a_story_never_makes_a_request_above_its_window(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="exceeds its 12,000-token window"):
+        write_story_session(tmp_path, context_window=12_000, tasks=story_tasks(reading=True))
