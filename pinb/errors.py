@@ -29,6 +29,7 @@ The tree::
     ├── SearchIndexError (pinb.analysis.searching.sidecar)   the search index cannot be used
     │   └── SearchTimeoutError             a search ran past its deadline and was stopped
     ├── RunFailedError (pinb.notebook)     a %%pi run that ended in an error (raised once)
+    ├── ToolInputError (pinb.agent.tools.paths)  an argument the model gave a tool is unusable
     ├── UserFileError                      Pi's models.json/settings.json cannot be changed (path)
     │   └── UserFileLockError              another writer (Pi, pinb) held its lock too long
     └── UsageError                         bad command-line or magic arguments
