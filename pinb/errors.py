@@ -47,6 +47,7 @@ The tree::
     ├── MissingExtraError (pinb.analysis.parquet)  an optional package is missing (names the extra)
     ├── SearchIndexError (pinb.analysis.searching.sidecar)   the search index cannot be used
     │   └── SearchTimeoutError             a search ran past its deadline and was stopped
+    ├── ToolInputError (pinb.agent.tools.paths)  an argument the model gave a tool is unusable
     ├── RunFailedError (pinb.notebook.live)  a %%pi run that ended in an error (raised once)
     ├── NoModelConfiguredError (pinb.notebook.models)  no key and no local server: how to set one
     ├── UserFileError                      Pi's models.json/settings.json cannot be changed (path)

@@ -1,30 +1,24 @@
-"""Rendering an agent run into a notebook cell as it streams, and the reply object a cell returns."""
+"""A run in a notebook cell as it streams (its transcript drawn as HTML), and the reply a cell returns.
+
+What the run showed is :class:`pinb.agent.transcript.Transcript`; here it is drawn:
+:class:`RunTranscript` turns it into text and sanitizer-safe HTML, :class:`LiveRun` keeps
+a cell's display handles up to date as the events come, and :class:`AssistantReply` is
+the cell's value, the answer with its footer.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from itertools import chain, islice
+from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any
 
-from ..agent.events import (
-    AgentEnd,
-    AgentEvent,
-    CompactionDone,
-    ModelEvent,
-    Notice,
-    RetryScheduled,
-    ToolEnd,
-    ToolStart,
-    ToolUpdate,
-    TurnStart,
-    retry_line,
-)
+from ..agent.events import AgentEnd, AgentEvent
+from ..agent.transcript import Change, StreamedText, ToolCall, Transcript, Turn
 from ..core.context.accounting import ContextUsage
 from ..errors import PinbError
-from ..llm.types import Retry, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
 from ..render.html import div, escape, mimebundle, pre, style, wrap
 from ..render.markdown import markdown_to_html
 
@@ -52,125 +46,42 @@ SEGMENT_CHARS = 12_000
 #: While a reply streams, a longer text shows only its end (the whole of it afterwards):
 #: rendering a 10 MB reply on every update would make the display fall behind.
 STREAM_PREVIEW = 20_000
-_CHUNK = 1024  # characters of streamed pieces joined into one chunk of a _Text
+#: Changes shown at once, not at the next throttled update.
+_URGENT = frozenset({"retry", "notice", "compaction", "tool-start", "tool-end"})
 
 
-class _Text:
-    """Streamed text kept as chunks of pieces.
+class _Names:
+    """The names of one turn's tool calls from ``start`` on, counted, and kept up to date
+    as calls come and ``start`` moves, so counting the calls a live display leaves out
+    costs no walk over them."""
 
-    ``str +=`` on an attribute copies the whole reply on every delta, and joining all of
-    it to show its end did the same on every update: both made a long reply quadratic.
-    Here a delta is appended, every :data:`_CHUNK` characters are joined once, and
-    :meth:`tail` reads only the chunks it shows.
-    """
-
-    __slots__ = ("_chunks", "_pending", "_pending_chars", "chars")
+    __slots__ = ("counted", "counts", "start")
 
     def __init__(self) -> None:
-        self._chunks: list[str] = []
-        self._pending: list[str] = []
-        self._pending_chars = 0
-        self.chars = 0
+        self.counts: dict[str, int] = {}
+        self.counted: list[str] = []  # the name each call had when it was counted
+        self.start = 0
 
-    def add(self, piece: str) -> None:
-        if not piece:
-            return
-        self._pending.append(piece)
-        self._pending_chars += len(piece)
-        self.chars += len(piece)
-        if self._pending_chars >= _CHUNK:
-            self._chunks.append("".join(self._pending))
-            self._pending.clear()
-            self._pending_chars = 0
-
-    def value(self) -> str:
-        if len(self._chunks) > 1 or self._pending:
-            self._chunks = ["".join([*self._chunks, *self._pending])]
-            self._pending.clear()
-            self._pending_chars = 0
-        return self._chunks[0] if self._chunks else ""
-
-    def tail(self, size: int) -> str:
-        if self.chars <= size:
-            return self.value()
-        parts: list[str] = []
-        for part in chain(reversed(self._pending), reversed(self._chunks)):
-            if len(part) >= size:
-                parts.append(part[len(part) - size :])
-                break
-            parts.append(part)
-            size -= len(part)
-        return "".join(reversed(parts))
-
-    def __bool__(self) -> bool:
-        return self.chars > 0
-
-
-@dataclass
-class _Tool:
-    call_id: str
-    name: str
-    turn: int
-    arguments_text: _Text = field(default_factory=_Text)
-    arguments: dict[str, Any] | None = None
-    result: str | None = None
-    is_error: bool = False
-    running: bool = False
-    began: bool = False  # it ran or reported a result: the reply that asked for it is over
-    done: bool = False  # its ToolEnd came: it shows the same from now on
-    version: int = 0  # bumped on every change: the rendering below is kept until then
-    cache: tuple[int, str, str] | None = None  # (version, text, html), see _tool_rendered
-
-
-@dataclass
-class _Turn:
-    thinking: _Text = field(default_factory=_Text)
-    text: _Text = field(default_factory=_Text)
-    tools: list[_Tool] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    began: int = 0  # tool calls that began (see _Tool.began)
-    # The names of tools[rest_from:], counted; kept up to date as the start moves (see
-    # names_from), so counting the calls a live display leaves out costs no walk over them.
-    rest_from: int = 0
-    rest: dict[str, int] = field(default_factory=dict)
-    # Rendered Markdown of ``text`` and escaped ``thinking``, and the lengths rendered at.
-    text_cache: tuple[int, str] = (-1, "")
-    thinking_cache: tuple[int, str] = (-1, "")
-
-    def text_html(self) -> str:
-        if self.text_cache[0] != self.text.chars:
-            self.text_cache = (self.text.chars, markdown_to_html(self.text.value()))
-        return self.text_cache[1]
-
-    def thinking_html(self) -> str:
-        if self.thinking_cache[0] != self.thinking.chars:
-            self.thinking_cache = (self.thinking.chars, pre(self.thinking.value()))
-        return self.thinking_cache[1]
-
-    def names_from(self, start: int) -> dict[str, int]:
-        """The names of the tool calls from ``start`` on, with how many calls each."""
-        counts, tools = self.rest, self.tools
-        while self.rest_from < start:
-            name = tools[self.rest_from].name
+    def since(self, tools: list[ToolCall], start: int) -> dict[str, int]:
+        counts, counted = self.counts, self.counted
+        while len(counted) < len(tools):
+            counted.append(tools[len(counted)].name)
+            if len(counted) > self.start:
+                counts[counted[-1]] = counts.get(counted[-1], 0) + 1
+        while self.start < start:
+            name = counted[self.start]
             counts[name] -= 1
             if not counts[name]:
                 del counts[name]
-            self.rest_from += 1
-        while self.rest_from > start:
-            self.rest_from -= 1
-            name = tools[self.rest_from].name
+            self.start += 1
+        while self.start > start:
+            self.start -= 1
+            name = counted[self.start]
             counts[name] = counts.get(name, 0) + 1
         return counts
 
 
-def _result_text(content: list[dict[str, Any]]) -> str:
-    parts = []
-    for block in content:
-        if block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif block.get("type") == "image":
-            parts.append(f"[image {block.get('mimeType', '')}]")
-    text = "\n".join(parts)
+def _result_preview(text: str) -> str:
     return (
         text
         if len(text) <= _RESULT_PREVIEW
@@ -226,99 +137,46 @@ class _Budget:
 
 
 class RunTranscript:
-    """What a run showed so far: turns with thinking, text and tool calls, and notices."""
+    """A run as the cell shows it: its :class:`~pinb.agent.transcript.Transcript` (turns
+    with thinking, text and tool calls, and notes) drawn as text and HTML.
 
-    def __init__(self) -> None:
-        self.turns: list[_Turn] = []
-        self.notes: list[str] = []
-        self.end: AgentEnd | None = None
+    Parameters
+    ----------
+    run:
+        The transcript to draw; a new one by default, fed by :meth:`add`.
+    """
+
+    def __init__(self, run: Transcript | None = None) -> None:
+        self.run = run if run is not None else Transcript()
         self.hide_final_text = False
         #: True until the run ends: long texts render as a preview of their end.
         self.streaming = True
-        self._calls: dict[str, _Tool] = {}  # the latest call with each id
+        # What is drawn again only when it changed: each call's (version, text, html), each
+        # turn's Markdown of its text and escaped thinking (and the length drawn at), the
+        # names of each turn's calls from a start on.
+        self._tools: dict[ToolCall, tuple[int, str, str]] = {}
+        self._text_html: dict[int, tuple[int, str]] = {}
+        self._thinking_html: dict[int, tuple[int, str]] = {}
+        self._names: dict[int, _Names] = {}
 
-    def _turn(self) -> _Turn:
-        if not self.turns:
-            self.turns.append(_Turn())
-        return self.turns[-1]
+    @property
+    def turns(self) -> list[Turn]:
+        return self.run.turns
 
-    def _tool(self, call_id: str, name: str = "", *, new: bool = False) -> _Tool:
-        """The call ``call_id``, or a new one in the current turn.
+    @property
+    def notes(self) -> list[str]:
+        return self.run.notes
 
-        An earlier turn's call is not the one meant by a new call (``new``) or after it
-        ended: servers that send no ids get ``call_0`` in every reply.
-        """
-        turn = self._turn()
-        index = len(self.turns) - 1
-        tool = self._calls.get(call_id)
-        if tool is not None and (tool.turn == index or not (new or tool.done)):
-            return tool
-        tool = _Tool(call_id, name, index)
-        turn.tools.append(tool)
-        turn.rest[name] = turn.rest.get(name, 0) + 1
-        self._calls[call_id] = tool
-        return tool
+    @property
+    def end(self) -> AgentEnd | None:
+        return self.run.end
 
-    def _began(self, tool: _Tool) -> _Tool:
-        """``tool``, counted as begun in its turn (once), its change noted."""
-        if not tool.began:
-            tool.began = True
-            self.turns[tool.turn].began += 1
-        tool.version += 1
-        return tool
-
-    def add(self, event: AgentEvent) -> None:
-        """Take one agent event into the transcript."""
-        if isinstance(event, TurnStart):
-            self.turns.append(_Turn())
-        elif isinstance(event, ModelEvent):
-            inner = event.event
-            if isinstance(inner, TextDelta):
-                self._turn().text.add(inner.text)
-            elif isinstance(inner, ThinkingDelta):
-                self._turn().thinking.add(inner.thinking)
-            elif isinstance(inner, ToolCallStart):
-                self._tool(inner.id, inner.name, new=True)
-            elif isinstance(inner, ToolCallDelta):
-                tool = self._tool(inner.id)
-                tool.arguments_text.add(inner.delta)
-                tool.version += 1
-            elif isinstance(inner, ToolCallEnd):
-                tool = self._tool(inner.id, inner.name)
-                tool.arguments = inner.arguments
-                tool.version += 1
-            elif isinstance(inner, Retry):
-                self._turn().notes.append(
-                    retry_line(inner.delay, inner.attempt, inner.max_retries, inner.error)
-                )
-        elif isinstance(event, RetryScheduled):
-            self._turn().notes.append(
-                retry_line(event.delay, event.attempt, event.max_retries, event.error)
-            )
-        elif isinstance(event, Notice):
-            self.notes.append(event.text)
-        elif isinstance(event, ToolStart):
-            tool = self._began(self._tool(event.call_id, event.name))
-            tool.arguments = event.arguments
-            tool.running = True
-        elif isinstance(event, ToolUpdate):  # the user's Pi streams a tool's partial result
-            tool = self._began(self._tool(event.call_id, event.name))
-            tool.result = _result_text(event.partial.content)
-        elif isinstance(event, ToolEnd):
-            tool = self._began(self._tool(event.call_id, event.name))
-            tool.running = False
-            tool.result = _result_text(event.result.content)
-            tool.is_error = event.result.is_error
-            tool.done = True
-        elif isinstance(event, CompactionDone):
-            report = event.report
-            self.notes.append(
-                f"compacted ({report.reason}): {len(report.summarized_ids)} entries summarized, "
-                f"≈{report.estimated_before:,} → {report.tokens_after:,} tokens"
-            )
-        elif isinstance(event, AgentEnd):
-            self.end = event
+    def add(self, event: AgentEvent) -> Change | None:
+        """Take one agent event into the transcript; what it changed."""
+        change = self.run.add(event)
+        if change is not None and change.kind == "end":
             self.streaming = False
+        return change
 
     # -- rendering ------------------------------------------------------------------------
 
@@ -330,7 +188,7 @@ class RunTranscript:
         its tool calls run."""
         return index < len(self.turns) - 1 or self.turns[index].began > 0
 
-    def _preview(self, text: _Text, index: int) -> str | None:
+    def _preview(self, text: StreamedText, index: int) -> str | None:
         """The end of a long text still streaming, or None to show it whole."""
         if self.streaming and text.chars > STREAM_PREVIEW and not self._reply_over(index):
             return text.tail(STREAM_PREVIEW)
@@ -364,7 +222,8 @@ class RunTranscript:
                         unfinished += 1
                         cut = unfinished > LIVE_PENDING
                     if cut:
-                        yield ("waiting", i, j), _more_calls(len(tools) - j, turn.names_from(j))
+                        names = self._names.setdefault(i, _Names()).since(tools, j)
+                        yield ("waiting", i, j), _more_calls(len(tools) - j, names)
                         break
                 yield ("tool", i, j), tools[j]
             for j in range(at.notes if first else 0, len(turn.notes)):
@@ -394,20 +253,46 @@ class RunTranscript:
         if kind == "thinking":
             thought = self._preview(item.thinking, i)
             head = div(escape(f"thinking ({item.thinking.chars:,} chars)"), "muted")
-            body = item.thinking_html() if thought is None else pre(thought)
+            body = self._thinking(item) if thought is None else pre(thought)
             return f"(thinking: {item.thinking.chars} chars)", head + body
         if kind == "text":
             tail = self._preview(item.text, i)
             if tail is None:
-                return item.text.value(), item.text_html()
+                return item.text.value(), self._markdown(item)
             note = f"… the last {STREAM_PREVIEW:,} of {item.text.chars:,} characters so far"
             return (
                 f"… ({item.text.chars:,} characters so far)\n{tail}",
                 div(escape(note), "muted") + pre(tail),
             )
         if kind == "tool":
-            return _tool_rendered(item)
+            return self._tool(item)
         return f"· {item}", div(escape(item), "muted")
+
+    def _tool(self, tool: ToolCall) -> tuple[str, str]:
+        """A tool call's (text, html), drawn again only when it changed."""
+        cached = self._tools.get(tool)
+        if cached is None or cached[0] != tool.version:
+            cached = self._tools[tool] = (tool.version, _tool_text(tool), _tool_html(tool))
+        return cached[1], cached[2]
+
+    def _markdown(self, turn: Turn) -> str:
+        """The turn's text as HTML (pinb's Markdown policy), drawn again when it grew."""
+        cached = self._text_html.get(turn.index)
+        if cached is None or cached[0] != turn.text.chars:
+            cached = self._text_html[turn.index] = (
+                turn.text.chars,
+                markdown_to_html(turn.text.value()),
+            )
+        return cached[1]
+
+    def _thinking(self, turn: Turn) -> str:
+        cached = self._thinking_html.get(turn.index)
+        if cached is None or cached[0] != turn.thinking.chars:
+            cached = self._thinking_html[turn.index] = (
+                turn.thinking.chars,
+                pre(turn.thinking.value()),
+            )
+        return cached[1]
 
     def draw(self, pieces: Iterable[_Piece], budget: _Budget | None = None) -> tuple[str, str]:
         """(text, html) of ``pieces``, each turn's in one block; ``budget`` counts the HTML."""
@@ -466,33 +351,26 @@ def _more_calls(count: int, names: dict[str, int]) -> str:
     return f"… {count} more tool calls ({', '.join(listed)})"
 
 
-def _tool_arguments(tool: _Tool, indent: int | None) -> str:
+def _tool_arguments(tool: ToolCall, indent: int | None) -> str:
     if tool.arguments is not None:
         return json.dumps(tool.arguments, ensure_ascii=False, indent=indent)
     return tool.arguments_text.tail(_RESULT_PREVIEW)
 
 
-def _tool_rendered(tool: _Tool) -> tuple[str, str]:
-    """A tool call's (text, html), rendered again only when it changed."""
-    if tool.cache is None or tool.cache[0] != tool.version:
-        tool.cache = (tool.version, _tool_text(tool), _tool_html(tool))
-    return tool.cache[1], tool.cache[2]
-
-
-def _tool_text(tool: _Tool) -> str:
+def _tool_text(tool: ToolCall) -> str:
     line = f"→ {tool.name}({_tool_arguments(tool, None)})"
     if tool.result is None:
         return line
     mark = "✗" if tool.is_error else "←"
-    return line + f"\n{mark} " + tool.result.replace("\n", "\n  ")
+    return line + f"\n{mark} " + _result_preview(tool.result).replace("\n", "\n  ")
 
 
-def _tool_html(tool: _Tool) -> str:
+def _tool_html(tool: ToolCall) -> str:
     state = " (running…)" if tool.running else (" — error" if tool.is_error else "")
     head = f"<code>{escape(tool.name)}</code>" + (
         f"<span{style('error' if tool.is_error else 'muted')}>{escape(state)}</span>"
     )
-    result = pre(tool.result) if tool.result is not None else ""
+    result = pre(_result_preview(tool.result)) if tool.result is not None else ""
     edge = "#cf222e" if tool.is_error else "#6a9fd4"
     return (
         f'<div class="pinb-tool" style="border-left:3px solid {edge};'
@@ -521,7 +399,8 @@ class LiveRun:
 
     ``display`` is IPython's ``display`` function (injected so tests need no frontend).
     Updates are throttled to ``interval`` seconds of ``clock`` (injected so a test can
-    have every event shown); :meth:`finish` shows the final state.
+    have every event shown); :meth:`finish` shows the final state. ``run`` is the
+    transcript the events go into (a new one by default).
 
     A display shows one segment of the run. Once a segment's HTML passes
     ``segment_chars``, the pieces at its start that will not change any more (finished tool
@@ -544,8 +423,9 @@ class LiveRun:
         interval: float = 0.1,
         segment_chars: int = SEGMENT_CHARS,
         clock: Callable[[], float] = time.monotonic,
+        run: Transcript | None = None,
     ) -> None:
-        self.transcript = RunTranscript()
+        self.transcript = RunTranscript(run)
         self._display = display
         self._handle: Any = None
         self._interval = interval
@@ -561,11 +441,11 @@ class LiveRun:
         self.published_chars = 0
 
     def add(self, event: AgentEvent) -> None:
-        self.transcript.add(event)
+        change = self.transcript.add(event)
         now = self._clock()
         # A retry's wait or a tool's run may last seconds with no event after it: such
         # news is shown at once, not at the next (throttled) update.
-        urgent = isinstance(event, RetryScheduled | Notice | CompactionDone | ToolStart | ToolEnd)
+        urgent = change is not None and change.kind in _URGENT
         if now >= self._next or urgent:
             started = time.perf_counter()
             self._show()

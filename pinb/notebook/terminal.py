@@ -1,9 +1,10 @@
-"""Rendering an agent run in a terminal or a script (``ipython``, ``ipython script.ipy``): increments only.
+"""A run in a terminal or a script (``ipython``, ``ipython script.ipy``): its transcript printed as increments.
 
 A terminal cannot update what it printed, so re-displaying the transcript printed the
-whole reply again on every update. Here each event prints only what is new: text as it
-streams (the final answer included, since a script shows no cell value), one line per
-tool call, result, retry and compaction.
+whole reply again on every update. Here each change of the run's
+:class:`~pinb.agent.transcript.Transcript` prints only what is new: text as it streams
+(the final answer included, since a script shows no cell value), one line per tool call,
+result, retry and compaction.
 """
 
 from __future__ import annotations
@@ -11,21 +12,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
-from ..agent.events import (
-    AgentEnd,
-    AgentEvent,
-    CompactionDone,
-    ModelEvent,
-    Notice,
-    RetryScheduled,
-    ToolEnd,
-    ToolStart,
-    TurnStart,
-    retry_line,
-)
-from ..llm.types import Retry, TextDelta, ThinkingDelta
+from ..agent.events import AgentEnd, AgentEvent
+from ..agent.transcript import Transcript
 
 __all__ = ["TerminalRun"]
 
@@ -56,18 +46,29 @@ def _short(text: str, limit: int = _LINE) -> str:
 class TerminalRun:
     """Prints a run's events to ``out`` as they arrive.
 
+    Parameters
+    ----------
+    out:
+        Where to print; ``sys.stdout`` at each write by default.
+    run:
+        The transcript the events go into (a new one by default).
+
     Attributes
     ----------
     printed_text:
         Whether reply text was printed (the final answer is then already on screen).
     """
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, *, run: Transcript | None = None) -> None:
         self._out = out
+        self.run = run if run is not None else Transcript()
         self._mid_line = False
         self._thinking = False
         self.printed_text = False
-        self.end: AgentEnd | None = None
+
+    @property
+    def end(self) -> AgentEnd | None:
+        return self.run.end
 
     @property
     def out(self) -> TextIO:
@@ -86,43 +87,26 @@ class TerminalRun:
 
     def add(self, event: AgentEvent) -> None:
         """Print what ``event`` adds."""
-        if isinstance(event, TurnStart):
+        change = self.run.add(event)
+        if change is None:
+            return
+        kind, tool = change.kind, change.tool
+        if kind == "turn":
             self._thinking = False
-        elif isinstance(event, ModelEvent):
-            inner: Any = event.event
-            if isinstance(inner, TextDelta) and inner.text:
-                self._write(inner.text)
-                self._mid_line = not inner.text.endswith("\n")
-                self.printed_text = True
-            elif isinstance(inner, ThinkingDelta) and not self._thinking:
-                self._thinking = True
-                self._line("· thinking…")
-            elif isinstance(inner, Retry):
-                self._line(
-                    "· " + retry_line(inner.delay, inner.attempt, inner.max_retries, inner.error)
-                )
-        elif isinstance(event, ToolStart):
-            args = json.dumps(event.arguments, ensure_ascii=False)
-            self._line(f"→ {event.name}({_short(args)})")
-        elif isinstance(event, ToolEnd):
-            text = "\n".join(
-                str(b.get("text", "")) for b in event.result.content if b.get("type") == "text"
-            )
-            self._line(("✗ " if event.result.is_error else "← ") + _short(text))
-        elif isinstance(event, RetryScheduled):
-            self._line(
-                "· " + retry_line(event.delay, event.attempt, event.max_retries, event.error)
-            )
-        elif isinstance(event, CompactionDone):
-            report = event.report
-            self._line(
-                f"· compacted ({report.reason}): {len(report.summarized_ids)} entries summarized, "
-                f"≈{report.estimated_before:,} → {report.tokens_after:,} tokens"
-            )
-        elif isinstance(event, Notice):
-            self._line(f"· {event.text}")
-        elif isinstance(event, AgentEnd):
-            self.end = event
+        elif kind == "text" and change.piece:
+            self._write(change.piece)
+            self._mid_line = not change.piece.endswith("\n")
+            self.printed_text = True
+        elif kind == "thinking" and not self._thinking:
+            self._thinking = True
+            self._line("· thinking…")
+        elif kind == "tool-start" and tool is not None:
+            args = json.dumps(tool.arguments, ensure_ascii=False)
+            self._line(f"→ {tool.name}({_short(args)})")
+        elif kind == "tool-end" and tool is not None:
+            self._line(("✗ " if tool.is_error else "← ") + _short(tool.result or ""))
+        elif kind in ("retry", "notice", "compaction"):
+            self._line(f"· {change.piece}")
 
     def finish(self) -> None:
         """End the last line."""

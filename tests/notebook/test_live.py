@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pinb.agent import transcript as transcript_module
 from pinb.agent.events import (
     AgentEnd,
     CompactionDone,
@@ -252,7 +253,13 @@ def _ticks() -> Callable[[], float]:
     return itertools.count(0.0, 1.0).__next__
 
 
-_DISPLAY_CODE = {live_module.__file__, terminal_module.__file__, html_module.__file__}
+#: The transcript the events go into, and the code that draws it.
+_DISPLAY_CODE = {
+    transcript_module.__file__,
+    live_module.__file__,
+    terminal_module.__file__,
+    html_module.__file__,
+}
 
 
 class _LineCounter:

@@ -6,10 +6,11 @@ import copy
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from pathspec import GitIgnoreSpec
 
 from ...core.file.special import read_regular
 from ..tool import ToolContext, ToolResult
@@ -119,24 +120,19 @@ def path_matches(pattern: str, rel: str) -> bool:
     return glob_matcher(pattern).fullmatch(rel.rsplit("/", 1)[-1]) is not None
 
 
-@dataclass(frozen=True)
-class _Rule:
-    base: str  # absolute folder of the .gitignore, with a trailing "/"
-    regex: re.Pattern[str]
-    anchored: bool  # the pattern had a "/": it matches paths from ``base``
-    directory_only: bool
-    negated: bool
-
-
 class GitIgnore:
     """The ``.gitignore`` rules in force in one folder (its own and its parents').
 
-    Supports the common forms: names and globs (``*.log``, ``build/``), anchored paths
-    (``/dist``, ``docs/*.html``), ``**`` and ``!`` re-includes; the last matching rule wins.
+    Each file's patterns are read as git reads them, by ``pathspec``'s ``GitIgnoreSpec``
+    (escapes, trailing spaces, ``**``, ``dir/`` and ``!`` re-includes, braces taken
+    literally): within a file the last matching pattern wins, and a deeper file's match
+    wins over its parents'. A file inside an ignored folder is never seen, since `walk`
+    does not enter the folder, so a ``!`` cannot bring it back, as in git.
     """
 
-    def __init__(self, rules: tuple[_Rule, ...] = ()) -> None:
-        self.rules = rules
+    def __init__(self, layers: tuple[tuple[str, GitIgnoreSpec], ...] = ()) -> None:
+        #: ``(folder with a trailing "/", its patterns)``, from the top folder down.
+        self.layers = layers
 
     @classmethod
     def for_root(cls, root: Path) -> GitIgnore:
@@ -159,41 +155,24 @@ class GitIgnore:
         """The rules for ``folder``: these plus the folder's own ``.gitignore``, if any."""
         try:
             data = read_regular(folder / ".gitignore", _GITIGNORE_LIMIT)  # never a FIFO's wait
-            text = data.decode("utf-8", "replace")
         except OSError:
             return self
+        spec = GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+        if not any(pattern.include is not None for pattern in spec.patterns):
+            return self  # only comments and blank lines
         base = str(folder).rstrip("/") + "/"
-        rules = list(self.rules)
-        for raw in text.splitlines():
-            line = raw.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            if negated:
-                line = line[1:]
-            directory_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            anchored = "/" in line
-            rules.append(
-                _Rule(base, glob_matcher(line.lstrip("/")), anchored, directory_only, negated)
-            )
-        return GitIgnore(tuple(rules))
+        return GitIgnore((*self.layers, (base, spec)))
 
     def ignores(self, path: str, is_dir: bool) -> bool:
         """Whether the absolute ``path`` is ignored."""
-        ignored = False
-        for rule in self.rules:
-            if rule.directory_only and not is_dir:
+        for base, spec in reversed(self.layers):
+            if not path.startswith(base):
                 continue
-            if not path.startswith(rule.base):
-                continue
-            rel = path[len(rule.base) :]
-            subject = rel if rule.anchored else rel.rsplit("/", 1)[-1]
-            if rule.regex.fullmatch(subject):
-                ignored = not rule.negated
-        return ignored
+            rel = path[len(base) :] + ("/" if is_dir else "")  # "dir/" patterns need the "/"
+            verdict = spec.check_file(rel).include
+            if verdict is not None:
+                return verdict
+        return False
 
 
 def walk(root: Path, cancel: Any = None) -> Iterator[tuple[str, Path, bool]]:

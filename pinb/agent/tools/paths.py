@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...errors import PinbError
+
 __all__ = [
     "ToolInputError",
     "expand_path",
@@ -28,8 +30,13 @@ _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _NARROW_NO_BREAK_SPACE = "\u202f"
 
 
-class ToolInputError(ValueError):
-    """An argument the model gave a tool cannot be used; the message says which and why."""
+class ToolInputError(PinbError, ValueError):
+    """An argument the model gave a tool cannot be used; the message says which and why.
+
+    A ``PinbError`` like every error pinb raises, and a ``ValueError`` still, so code that
+    caught it as one goes on catching it. Each tool turns it into an error result the model
+    reads (``ToolResult.error``), so the model can call again with the argument fixed.
+    """
 
 
 def tool_cwd(pinned: Path | None, context_cwd: str | os.PathLike[str]) -> Path:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pinb.agent.tool import ToolContext, ToolResult
 from pinb.agent.tools import FindTool, GrepTool, LsTool
-from pinb.agent.tools.find import GitIgnore, glob_matcher, path_matches
+from pinb.agent.tools.find import GitIgnore, glob_matcher, path_matches, walk
 from pinb.llm import CancelToken
 
 
@@ -193,6 +196,110 @@ def test_gitignore_rules(tmp_path: Path) -> None:
     assert ignored("docs/a.html") and not ignored("docs/deeper/b.html")
     assert ignored("x/y/cache", is_dir=True)
     assert ignored("dist", is_dir=True) and not ignored("dist")  # "dist/" names folders only
+
+
+#: A .gitignore in the forms git documents, the tricky ones included: escapes, trailing
+#: spaces (escaped and not), braces (literal in git), character classes, "**" at the start,
+#: the middle and the end, anchored and folder-only patterns, and re-includes.
+_GIT_PATTERNS = (
+    "# comment\n\n*.tmp\n!keep.tmp\n/top-only\ndocs/*.html\n**/cache\ndist/\n{a,b}.txt\n"
+    "\\#hash.txt\n\\!bang.txt\ntrailing.txt\\ \nspaced.txt   \nlogs/**\n!logs/keep/\n"
+    "a/**/z.txt\n*.o\n!important.o\nbuild\nout/*\n!out/kept\n[0-9].num\nq?.txt\n"
+    "**/deep/**/x.md\n\\*star.txt\n x.txt\n**/foo2/bar\n*/only-dirs/\n[!a]z.txt\n/infra/helm/*\n"
+)
+_GIT_FILES = (
+    "a.tmp",
+    "keep.tmp",
+    "top-only",
+    "sub/top-only",
+    "docs/a.html",
+    "docs/deeper/b.html",
+    "x/y/cache/z",
+    "cache",
+    "dist/bundle.js",
+    "{a,b}.txt",
+    "a.txt",
+    "b.txt",
+    "#hash.txt",
+    "!bang.txt",
+    "trailing.txt",
+    "spaced.txt",
+    "logs/x.log",
+    "logs/keep/y.log",
+    "a/z.txt",
+    "a/b/c/z.txt",
+    "m.o",
+    "important.o",
+    "sub/important.o",
+    "build/x",
+    "sub/build",
+    "out/a",
+    "out/kept",
+    "out/kept2",
+    "5.num",
+    "55.num",
+    "q1.txt",
+    "q12.txt",
+    "p/deep/x.md",
+    "p/deep/q/r/x.md",
+    "deep/x.md",
+    "sub/b.tmp",
+    "sub/local.txt",
+    "sub/anchored.txt",
+    "sub/inner/anchored.txt",
+    "sub/inner/local.txt",
+    "plain.py",
+    "*star.txt",
+    "zstar.txt",
+    "x.txt",
+    "foo2/bar",
+    "q/foo2/bar",
+    "q/r/foo2/bar",
+    "m/only-dirs/f",
+    "m/n/only-dirs/f",
+    "only-dirs/f",
+    "bz.txt",
+    "az.txt",
+    "infra/helm/v.yaml",
+    "infra/helm/abc/c.yaml",
+    "trailing.txt ",
+    " x.txt",
+)
+
+
+def test_gitignore_answers_as_git_does(tmp_path: Path) -> None:
+    """The files a walk keeps are the untracked files git does not ignore, by real git.
+
+    Two forms are left out, where ``pathspec`` (and the hand-written matching before it)
+    ignore the folder itself while git ignores only what is inside it: ``foo/**/`` and
+    ``abc/**`` followed by ``!abc/keep.txt``.
+    """
+    git = shutil.which("git")
+    assert git is not None, "these tests need git on PATH"
+    make(
+        tmp_path,
+        {
+            ".gitignore": _GIT_PATTERNS,
+            "sub/.gitignore": "!*.tmp\nlocal.txt\n/anchored.txt\n*.o\n",
+            **dict.fromkeys(_GIT_FILES, ""),
+        },
+    )
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run([git, "init", "-q", str(tmp_path)], check=True, env=env, timeout=60)
+    listed = subprocess.run(
+        [git, "ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    ).stdout.decode()
+    kept_by_git = sorted(name for name in listed.split("\0") if name)
+    kept = sorted(rel for rel, _, is_dir in walk(tmp_path) if not is_dir)
+    assert kept == kept_by_git
+    # The forms the hand-written matching got wrong, answered as git does.
+    assert {"a.txt", "b.txt"} <= set(kept)  # braces are literal
+    assert not {"{a,b}.txt", "trailing.txt "} & set(kept)  # an escaped trailing space counts
 
 
 def test_gitignore_of_the_enclosing_repository_applies_to_subfolders(tmp_path: Path) -> None:

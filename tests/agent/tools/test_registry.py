@@ -26,8 +26,10 @@ from pinb.agent.tools.paths import (
     optional_int,
     optional_number,
     optional_str,
+    required_str,
     resolve_read_path,
 )
+from pinb.errors import PinbError
 
 
 def test_default_and_named_sets() -> None:
@@ -136,6 +138,22 @@ def test_argument_parsing() -> None:
         optional_int({"n": 0}, "n", minimum=1)
     with pytest.raises(ToolInputError, match="must be a string, got an object"):
         optional_str({"s": {}}, "s")
+
+
+def test_a_bad_argument_is_a_pinb_error_and_still_a_value_error(workdir: Path) -> None:
+    with pytest.raises(PinbError) as caught:
+        required_str({}, "path")
+    assert type(caught.value) is ToolInputError
+    assert isinstance(caught.value, ValueError)  # callers that caught a ValueError still do
+    assert caught.value._render_traceback_() == [
+        "ToolInputError: Missing required argument 'path'."
+    ]
+    # A tool turns it into an error result the model reads, not an exception.
+    result = ReadTool().execute({"path": 7}, ToolContext(cwd=workdir))
+    assert result.is_error
+    assert result.content == [
+        {"type": "text", "text": "Argument 'path' must be a string, got a number."}
+    ]
 
 
 def test_bash_description_mentions_the_limits() -> None:
