@@ -72,3 +72,20 @@ def test_the_drawn_tree_is_the_real_tree() -> None:
     assert sorted(set(drawn) - set(real)) == [], "drawn in errors.py but not a PinbError"
     wrong = {n: (drawn[n], real[n]) for n in real if drawn[n] != real[n]}
     assert wrong == {}, "drawn (parent, module) against the real one"
+
+
+#: Exceptions pinb defines that are signals, not errors: they stop a cancelled wait or walk
+#: inside the module that raises them and never reach a caller, so ``except PinbError``
+#: must not catch them (as ``except Exception`` should not catch ``KeyboardInterrupt``).
+SIGNALS = {
+    "pinb.llm.guard.GuardAborted",
+    "pinb.agent.tools.find.WalkAborted",
+    "pinb.testing.llm_server._Dropped",  # the test server's dropped connection
+}
+
+
+def test_every_error_pinb_defines_is_a_pinb_error() -> None:
+    outside = {
+        f"{c.__module__}.{c.__qualname__}" for c in _exceptions() if not issubclass(c, PinbError)
+    }
+    assert outside == SIGNALS
