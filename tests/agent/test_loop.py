@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,14 +38,22 @@ class Echo:
         return ToolResult.text(f"echo: {arguments['text']}", details={"n": len(self.calls)})
 
 
-class Slow:
+class Meet:
+    """A read-only tool whose calls wait for each other: they finish only if all run at once."""
+
     name = "read"  # read-only: may run alongside others
-    description = "Wait a little."
+    description = "Wait for the others."
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
+    def __init__(self, calls: int) -> None:
+        self.barrier = threading.Barrier(calls, timeout=60)  # a guard against a hang only
+
     def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-        time.sleep(0.3)
-        return ToolResult.text("slept")
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            return ToolResult.text("ran alone")
+        return ToolResult.text("met the others")
 
 
 def _lines(session: Session) -> list[dict[str, Any]]:
@@ -129,9 +136,9 @@ def test_read_only_calls_run_concurrently(tmp_path: Path) -> None:
     llm = (
         ScriptedLLM().add(Reply(tool_calls=[("read", {}), ("read", {}), ("read", {})])).reply("ok")
     )
-    start = time.perf_counter()
-    Agent(session, llm, [Slow()]).prompt("go")
-    assert time.perf_counter() - start < 0.8  # three 0.3 s calls overlapped
+    Agent(session, llm, [Meet(3)]).prompt("go")
+    results = [e.message for e in session.entries if e.role == "toolResult"]
+    assert [r["content"][0]["text"] for r in results] == ["met the others"] * 3
 
 
 def test_error_reply_is_saved_and_ends_the_run(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -260,9 +259,7 @@ def test_ten_thousand_entries_stay_small(comms: list[Any]) -> None:
     assert len(widget.rows) < 200
     assert len(json.dumps(widget.rows)) < 200_000
     deep = s.entries[5555].id
-    start = time.perf_counter()
-    widget.select(deep)  # an entry inside a collapsed chain opens it
-    assert time.perf_counter() - start < 2
+    widget.select(deep)  # an entry inside a collapsed chain opens it (its time: bench_render)
     assert row_of(widget, deep)["row"] == "entry"
     assert len(widget.rows) <= WIDGET_MAX_ROWS
 
