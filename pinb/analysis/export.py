@@ -6,16 +6,16 @@ formatting renders, in the HTML page (``markdown_to_html``) as in the Markdown f
 notebook's Markdown cells (``markdown_to_markdown``), with no raw HTML, no image (a picture
 the model links to becomes a link) and no script link. Everything else (prompts, tool
 output, names) shows as exactly the text the session holds: escaped into HTML by
-:func:`_esc`, in Markdown fenced (tool output) or :func:`~pinb.render.markdown.literal`.
-Images are embedded only from the session's own image blocks, as well-formed base64 of
-common image types, so nothing in an export is fetched from anywhere. Values of any JSON
-type are accepted where text is expected, and lone surrogates (valid JSON, unencodable)
-become U+FFFD.
+:func:`~pinb.render.html.escape`, the one HTML escape every view uses too, in Markdown
+fenced (tool output) or :func:`~pinb.render.markdown.literal`. Images are embedded only
+from the session's own image blocks, as well-formed base64 of common image types, so
+nothing in an export is fetched from anywhere. Values of any JSON type are accepted where
+text is expected; lone surrogates (valid JSON, unencodable) become U+FFFD, and so, in the
+HTML page, do the control characters HTML and XML cannot carry.
 """
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from collections.abc import Iterator
@@ -33,6 +33,7 @@ from ..core.format.entries import MISSING, Entry
 from ..core.js.jsontext import SHOWN_DEPTH, json_text, value_text
 from ..core.js.wire import parse_js_date
 from ..errors import EntryNotFoundError, SessionFileError, UsageError
+from ..render.html import escape
 from ..render.markdown import (
     clean,
     code,
@@ -83,6 +84,16 @@ def _str(value: object) -> str:
     return json_text(value, max_depth=SHOWN_DEPTH, default=str)
 
 
+def _esc(value: object) -> str:
+    # Export shows a value as _str gives it (JSON for a non-string), escaped by the one policy.
+    return escape(_str(value))
+
+
+def _short(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 def _blocks(content: object) -> list[dict[str, Any]]:
     """The content blocks of a message (none when content is a string, number...)."""
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
@@ -91,15 +102,6 @@ def _blocks(content: object) -> list[dict[str, Any]]:
 def _message(entry: Entry) -> dict[str, Any]:
     message = entry.message
     return message if isinstance(message, dict) else {}
-
-
-def _esc(value: object) -> str:
-    return html.escape(_str(value), quote=True)
-
-
-def _short(text: str, width: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _time(entry: Entry) -> str:
