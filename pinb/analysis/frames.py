@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Session, estimate_context_tokens, estimate_tokens
 from ..core.context.build import UNSET, entry_to_message
 from ..core.context.tokens import context_tokens_of_usage
+from ..core.describe import message_text
 from ..core.file.listing import SessionInfo, read_session_info
 from ..core.format.entries import MISSING, Entry
 from ..core.js.jsontext import json_text, value_text
@@ -125,32 +126,6 @@ def _text_cell(value: Any) -> str | None:
     """A value for a text column: JSON text for a non-string, lone surrogates as U+FFFD."""
     text = _str(value)
     return text if text is None or text.isascii() else _SURROGATES.sub("\ufffd", text)
-
-
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    blocks = content if isinstance(content, list) else []
-    return [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-            and isinstance(b.get("text"), str)]  # fmt: skip
-
-
-def message_text(message: Any) -> str:
-    """The readable text of an agent message (no thinking, no tool-call arguments).
-
-    User, custom and tool-result messages give their text blocks, assistants their text
-    blocks, bash executions ``command`` and ``output``, summaries their ``summary``.
-    """
-    if not isinstance(message, dict):
-        return ""
-    role = message.get("role")
-    if role in ("branchSummary", "compactionSummary"):
-        summary = message.get("summary")
-        return summary if isinstance(summary, str) else ""
-    if role == "bashExecution":
-        parts = [message.get("command"), message.get("output")]
-        return "\n".join(p for p in parts if isinstance(p, str) and p)
-    return "\n".join(_texts(message.get("content")))
 
 
 def _tool_calls(message: Any) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 """The entry helpers every layer uses: an entry's kind, its name for people, its one-line
-preview and its size in tokens (chars/4).
+preview, its readable text and its size in tokens (chars/4).
 
 The render layer draws with these, analysis compares and exports with them, and the CLI
 prints them; there is one copy of each rule, here.
@@ -27,6 +27,7 @@ __all__ = [
     "is_hidden_marker",
     "kind_name",
     "message_preview",
+    "message_text",
     "node_key",
     "one_line",
     "plural",
@@ -148,6 +149,32 @@ def _text_of(content: Any) -> str:
                 name = _clip(block.get("name", "?"))
                 parts.append(f"→ {name}({_short_args(block.get('arguments'))})")
     return " ".join(parts)
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            and isinstance(b.get("text"), str)]  # fmt: skip
+
+
+def message_text(message: Any) -> str:
+    """The readable text of an agent message (no thinking, no tool-call arguments).
+
+    User, custom and tool-result messages give their text blocks, assistants their text
+    blocks, bash executions ``command`` and ``output``, summaries their ``summary``.
+    """
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role")
+    if role in ("branchSummary", "compactionSummary"):
+        summary = message.get("summary")
+        return summary if isinstance(summary, str) else ""
+    if role == "bashExecution":
+        parts = [message.get("command"), message.get("output")]
+        return "\n".join(p for p in parts if isinstance(p, str) and p)
+    return "\n".join(_texts(message.get("content")))
 
 
 def _cut(text: str, limit: int) -> str:

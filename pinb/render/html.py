@@ -165,8 +165,14 @@ def clean_text(value: object) -> str:
 
 
 def escape(value: object) -> str:
-    """Escape any value for HTML/SVG text *and* quoted attribute values (``& < > " '``)."""
-    return _html.escape(clean_text(value), quote=True)
+    """Escape any value for HTML/SVG text *and* quoted attribute values (``& < > " '``).
+
+    The one HTML escape of pinb: every view, picture and export writes untrusted text
+    through it. ``None`` (a field a file leaves null) shows as nothing; any other value as
+    :func:`clean_text` gives it (a list or dict as JSON, characters XML cannot carry and
+    lone surrogates as U+FFFD, so the text is valid in SVG and XHTML as in HTML).
+    """
+    return "" if value is None else _html.escape(clean_text(value), quote=True)
 
 
 def shorten(text: object, limit: int) -> str:

@@ -8,10 +8,11 @@ is drawn on a terminal as one line rewritten in place on standard error;
 
 from __future__ import annotations
 
-import html
 import sys
 import time
 from typing import IO
+
+from .html import escape
 
 __all__ = ["ProgressBar", "html_bar", "progress_for"]
 
@@ -26,7 +27,7 @@ def _label(what: str) -> str:
 def html_bar(what: str, done: int, total: int) -> str:
     """The bar as sanitizer-safe HTML (a ``<progress>`` element and its count)."""
     return (
-        f"<div>{html.escape(_label(what))}: <progress value='{done}' max='{max(total, 1)}'>"
+        f"<div>{escape(_label(what))}: <progress value='{done}' max='{max(total, 1)}'>"
         f"</progress> {done:,}/{total:,} files</div>"
     )
 

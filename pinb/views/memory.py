@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +18,6 @@ __all__ = ["MemoryView", "memory_html", "memory_text"]
 TEXT_ROWS = 10
 
 
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 def _file_uri(path: str) -> str:
     """A ``file://`` URI for a session path: pinb builds the scheme, the path is %-quoted."""
     absolute = os.path.abspath(path)
@@ -35,15 +30,15 @@ def _file_uri(path: str) -> str:
 def _source_cell(record: MemoryRecord) -> str:
     if not record.source_session:
         return ""
-    name = _e(Path(record.source_session).name)
-    entry = f" · {_e(record.source_entry)}" if record.source_entry else ""
+    name = escape(Path(record.source_session).name)
+    entry = f" · {escape(record.source_entry)}" if record.source_entry else ""
     if record.source_deleted:
         return (
-            f'<span title="{_e(record.source_session)}"{style("pinb-summarized")}>{name}</span>'
-            f'{entry} <em title="removed {_e(record.source_deleted_at)}">(deleted)</em>'
+            f'<span title="{escape(record.source_session)}"{style("pinb-summarized")}>{name}</span>'
+            f'{entry} <em title="removed {escape(record.source_deleted_at)}">(deleted)</em>'
         )
     return (
-        f'<a href="{_e(_file_uri(record.source_session))}" title="{_e(record.source_session)}">'
+        f'<a href="{escape(_file_uri(record.source_session))}" title="{escape(record.source_session)}">'
         f"{name}</a>{entry}"
     )
 
@@ -56,14 +51,14 @@ def memory_html(records: Sequence[MemoryRecord], *, title: str = "Memory") -> st
     """
     rows: list[tuple[object, ...]] = []
     for r in records:
-        text = _e(r.text)
+        text = escape(r.text)
         if r.deleted:
             text = f"<span{style('pinb-summarized')}>{text}</span> " + (
-                f"<em>forgotten: {_e(r.deleted_reason)}</em>"
+                f"<em>forgotten: {escape(r.deleted_reason)}</em>"
             )
-        kind = f"<code>{_e(r.kind)}</code>"
+        kind = f"<code>{escape(r.kind)}</code>"
         if r.kind == "observation" and r.proposed_kind:
-            kind += f" <span{style('muted')}>→ {_e(r.proposed_kind)}?</span>"
+            kind += f" <span{style('muted')}>→ {escape(r.proposed_kind)}?</span>"
         rows.append((
             r.id, kind, text, ", ".join(r.tags), _source_cell(r),
             r.created_at[:10], r.updated_at[:10],

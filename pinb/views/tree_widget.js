@@ -59,7 +59,9 @@ function glyph(kind, x, y, color, onPath, z) {
   }
 }
 
-function render({ model, el }) {
+// --- the view's elements ------------------------------------------------------------
+
+function buildDom(el) {
   el.classList.add("pinb-tw", "pinb-explorer");
   const root = h("div", "pinb-tw-root");
   el.appendChild(root);
@@ -99,8 +101,8 @@ function render({ model, el }) {
   canvas.append(lanesSvg, rowsLayer);
   scroller.appendChild(canvas);
   const legend = h("div", "pinb-tw-legend");
-  const archivedBox2 = h("div", "pinb-tw-archived");
-  treeBox.append(scroller, legend, archivedBox2);
+  const archivedList = h("div", "pinb-tw-archived");
+  treeBox.append(scroller, legend, archivedList);
 
   const side = h("div", "pinb-tw-side");
   const tabs = h("div", "pinb-tw-tabs");
@@ -129,420 +131,474 @@ function render({ model, el }) {
   side.append(actions, status, tabs, panels.details, panels.context_html, panels.compaction_html);
   body.append(treeBox, side);
   root.append(header, toolbar, body);
+  return {
+    title, summary, search, matchNote, zoomOut, zoomIn, zoomFit, leafButton, archivedBox, refresh,
+    scroller, canvas, lanesSvg, rowsLayer, legend, archivedList, panels, tabButtons,
+    bContinue, bSummary, labelText, bLabel, bFork, bArchive, status,
+  };
+}
 
-  function showTab(name, sync = true) {
-    if (sync && model.get("tab") !== name) {
-      model.set("tab", name);
-      model.save_changes();
+// --- geometry: where row i sits at the view's zoom ----------------------------------
+
+function geometry(v) {
+  const lanes = Math.max(1, v.model.get("lanes") || 1);
+  const rowH = ROW_H * v.zoom;
+  const laneW = LANE_W * v.zoom;
+  const textLeft = lanes * laneW + 10 * v.zoom;
+  const bandH = v.boundaryRow >= 0 ? BOUNDARY_H * v.zoom : 0;
+  return { lanes, rowH, laneW, textLeft, bandH };
+}
+
+// Rows below the compaction boundary sit lower by its band.
+function rowTop(v, i, g) {
+  return i * g.rowH + (v.boundaryRow >= 0 && i >= v.boundaryRow ? g.bandH : 0);
+}
+
+function rowAt(v, y, g) {
+  const top = v.boundaryRow >= 0 ? v.boundaryRow * g.rowH : Infinity;
+  if (y < top) return Math.floor(y / g.rowH);
+  return Math.floor(Math.max(top, y - g.bandH) / g.rowH);
+}
+
+function laneX(v, lane, g) {
+  return 7 * v.zoom + lane * g.laneW;
+}
+
+// --- drawing ------------------------------------------------------------------------
+
+function indexRows(v) {
+  v.rows = v.model.get("rows") || [];
+  v.edges = v.model.get("edges") || [];
+  v.rowOf = new Map();
+  v.boundaryRow = -1;
+  v.rows.forEach((row, i) => {
+    if (row.key) v.rowOf.set(row.key, i);
+    if (row.boundary && v.boundaryRow < 0) v.boundaryRow = i;
+  });
+  v.matchSet = new Set(v.model.get("matches") || []);
+}
+
+function rowElement(v, row, i, g) {
+  const div = h("div", "pinb-tw-row");
+  div.dataset.index = String(i);
+  div.dataset.id = row.key || "";
+  div.style.top = `${rowTop(v, i, g)}px`;
+  div.style.height = `${g.rowH}px`;
+  if (row.band) div.classList.add(`pinb-tw-band-${row.band}`);
+  if (row.muted) div.classList.add("pinb-tw-muted");
+  if (row.key && row.key === v.model.get("selected_id")) div.classList.add("pinb-tw-selected");
+  if (row.key && v.matchSet.has(row.key)) div.classList.add("pinb-tw-match");
+  if (row.row !== "entry") div.classList.add(`pinb-tw-${row.row}`);
+  const text = h("div", "pinb-tw-text");
+  text.style.left = `${g.textLeft}px`;
+  if (row.glyph === "gap") {
+    text.appendChild(h("span", "pinb-tw-gap", row.text));
+    div.appendChild(text);
+    return div;
+  }
+  const kind = h("span", "pinb-tw-kind", row.kindText);
+  kind.style.color = row.glyph === "dot" ? "#6e7781" : row.color;
+  text.append(kind, h("span", "pinb-tw-id", row.idText));
+  const rest = h("span", "pinb-tw-rest");
+  for (const [word, tone] of row.tags || []) {
+    const tag = h("span", "pinb-tw-tag", word);
+    tag.style.color = TAG_COLORS[tone] || "#6e7781";
+    rest.appendChild(tag);
+  }
+  if (row.label) {
+    const label = h("span", "pinb-tw-label", `[${row.label}]`);
+    rest.appendChild(label);
+  }
+  rest.appendChild(h("span", "pinb-tw-preview", row.text));
+  text.appendChild(rest);
+  text.appendChild(h("span", "pinb-tw-tokens", row.tokens != null ? Number(row.tokens).toLocaleString("en-US") : ""));
+  div.appendChild(text);
+  return div;
+}
+
+// The band above the first kept row: a dashed line, the label, the line going on.
+function boundaryElement(v, row, i, g) {
+  const band = h("div", "pinb-tw-boundary");
+  band.style.top = `${rowTop(v, i, g) - g.bandH}px`;
+  band.style.height = `${g.bandH}px`;
+  band.style.left = `${g.textLeft - 4 * v.zoom}px`;
+  band.append(h("span", "pinb-tw-boundary-dash pinb-tw-boundary-lead"), h("span", "pinb-tw-boundary-label", row.boundary), h("span", "pinb-tw-boundary-dash"));
+  return band;
+}
+
+function schedule(v) {
+  if (v.frame) return;
+  v.frame = requestAnimationFrame(() => {
+    v.frame = 0;
+    draw(v);
+  });
+}
+
+// The rows in (and a buffer around) the scroller's window, and their lanes.
+function draw(v) {
+  const { canvas, scroller, rowsLayer, lanesSvg } = v.ui;
+  const { rows, zoom } = v;
+  const g = geometry(v);
+  canvas.style.setProperty("--pinb-z", String(zoom));
+  const height = rowTop(v, Math.max(1, rows.length), g);
+  canvas.style.height = `${height}px`;
+  // As wide as the pane (the token column stays in view, the text ellipsizes), and
+  // never so narrow that the text has no room: then the pane scrolls sideways.
+  const inner = Math.max(scroller.clientWidth - 2, g.textLeft + 420 * zoom);
+  canvas.style.width = `${inner}px`;
+  const top = scroller.scrollTop;
+  const first = Math.max(0, rowAt(v, top, g) - BUFFER);
+  const last = Math.min(rows.length - 1, rowAt(v, top + scroller.clientHeight, g) + 1 + BUFFER);
+  // Rows.
+  const fragment = document.createDocumentFragment();
+  for (let i = first; i <= last; i++) {
+    fragment.appendChild(rowElement(v, rows[i], i, g));
+    if (i === v.boundaryRow) fragment.appendChild(boundaryElement(v, rows[i], i, g));
+  }
+  rowsLayer.replaceChildren(fragment);
+  // Lanes: edges crossing the window, then the nodes.
+  lanesSvg.setAttribute("width", String(g.textLeft));
+  lanesSvg.setAttribute("height", String(height));
+  const parts = { plain: [], path: [], dotted: [] };
+  const y = (i) => rowTop(v, i, g) + g.rowH / 2;
+  for (const [p, c, lane, childLane, onPath, dotted] of v.edges) {
+    if (c < first || p > last) continue;
+    const x0 = laneX(v, lane, g);
+    let d;
+    if (childLane !== lane) {
+      const x1 = laneX(v, childLane, g);
+      const turn = y(c) - g.rowH * 0.75;
+      d = `M${x0} ${y(p)}V${turn}Q${x0} ${y(c)} ${x1} ${y(c)}`;
+    } else {
+      d = `M${x0} ${y(p)}V${y(c)}`;
     }
-    for (const key of Object.keys(panels)) {
-      panels[key].style.display = key === name ? "" : "none";
-      tabButtons[key].classList.toggle("pinb-tw-tab-on", key === name);
+    parts[dotted ? "dotted" : onPath ? "path" : "plain"].push(d);
+  }
+  const layer = [];
+  if (parts.plain.length) layer.push(svg("path", { d: parts.plain.join(""), stroke: EDGE_COLOR, "stroke-width": 1.5, fill: "none" }));
+  if (parts.dotted.length) layer.push(svg("path", { d: parts.dotted.join(""), stroke: EDGE_COLOR, "stroke-width": 1.5, "stroke-dasharray": "2 3", fill: "none" }));
+  if (parts.path.length) layer.push(svg("path", { d: parts.path.join(""), stroke: PATH_COLOR, "stroke-width": 3 * Math.min(1, zoom), fill: "none" }));
+  for (let i = first; i <= last; i++) {
+    const row = rows[i];
+    const x = laneX(v, row.lane, g);
+    if (row.isLeaf) layer.push(svg("circle", { cx: x, cy: y(i), r: 8.5 * zoom, fill: "#fff", stroke: PATH_COLOR, "stroke-width": 2, "stroke-dasharray": "3 2" }));
+    const shape = glyph(row.glyph, x, y(i), row.color, row.onPath, zoom);
+    if (shape) layer.push(shape);
+  }
+  lanesSvg.replaceChildren(...layer);
+  v.el.dataset.rows = String(rows.length);
+  v.el.dataset.drawn = String(last - first + 1);
+}
+
+function scrollToRow(v, i) {
+  if (i === undefined || i < 0) return;
+  const { scroller } = v.ui;
+  const g = geometry(v);
+  const top = rowTop(v, i, g);
+  if (top < scroller.scrollTop || top + g.rowH > scroller.scrollTop + scroller.clientHeight) {
+    scroller.scrollTop = Math.max(0, top - scroller.clientHeight / 3);
+  }
+}
+
+function drawHeader(v) {
+  const { model, ui } = v;
+  ui.title.textContent = model.get("title");
+  ui.summary.textContent = model.get("summary");
+  ui.matchNote.textContent = model.get("match_note");
+  ui.archivedBox.checked = !!model.get("show_archived");
+  ui.zoomFit.textContent = `${Math.round(v.zoom * 100)}%`;
+  // Legend: only what occurs.
+  const items = [];
+  for (const [kind, color, words] of model.get("legend") || []) {
+    const item = h("span", "pinb-tw-legend-item");
+    const icon = svg("svg", { width: 16, height: 14 });
+    const shape = ["circle", "square", "diamond", "dot", "chain", "folded"].includes(kind)
+      ? glyph(kind, 8, 7, color, false, 1)
+      : svg("path", { d: "M2 7h12", stroke: color, "stroke-width": kind === "path" ? 3 : 2, "stroke-dasharray": kind === "boundary" ? "4 3" : "0" });
+    if (shape) icon.appendChild(shape);
+    item.append(icon, document.createTextNode(words));
+    items.push(item);
+  }
+  ui.legend.replaceChildren(...items);
+  const archived = model.get("archived_list") || [];
+  const list = [];
+  if (archived.length) {
+    list.push(h("span", "pinb-tw-archived-title", `Archived (${archived.length}): `));
+    for (const [target, count, note] of archived) {
+      const item = h("span", "pinb-tw-archived-item");
+      item.append(document.createTextNode(`${target.slice(0, 8)} · ${count} entries${note ? " · " + note : ""} `));
+      const undo = h("button", "pinb-unarchive", "unarchive");
+      undo.addEventListener("click", () => model.send({ action: "unarchive", target }));
+      item.appendChild(undo);
+      list.push(item);
     }
   }
-  for (const key of Object.keys(tabButtons)) tabButtons[key].addEventListener("click", () => showTab(key));
-  showTab(model.get("tab") || "details", false);
+  ui.archivedList.replaceChildren(...list);
+}
+
+function drawPanels(v) {
+  const { model, ui } = v;
+  for (const key of Object.keys(ui.panels)) ui.panels[key].innerHTML = model.get(key) || "";
+  ui.tabButtons.compaction_html.textContent = model.get("compaction_label") || "Compaction here";
+  ui.status.textContent = model.get("status") || "";
+  ui.status.className = `pinb-tw-status pinb-status pinb-tw-status-${model.get("status_tone")}`;
+  const selected = model.get("selected_id");
+  const row = v.rows[v.rowOf.get(selected)];
+  ui.bArchive.disabled = !selected || (row && row.onPath);
+  // A disabled button says why, and what to do instead.
+  ui.bArchive.title = !selected
+    ? "Select an entry first."
+    : row && row.onPath
+      ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
+      : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
+}
+
+// The label box shows the selected entry's label as the file now holds it: after a
+// selection, and after "Set label" (the rows come back with the new label), never the
+// text typed for another entry.
+function syncLabel(v) {
+  const row = v.rows[v.rowOf.get(v.model.get("selected_id"))];
+  v.ui.labelText.value = (row && row.label) || "";
+}
+
+// --- what the user does ---------------------------------------------------------------
+
+function select(v, i) {
+  const { model } = v;
+  const row = v.rows[i];
+  if (!row || !row.key) return;
+  if (row.row === "chain" || row.row === "folded") {
+    const expanded = new Set(model.get("expanded") || []);
+    expanded.add(row.key);
+    model.set("expanded", [...expanded]);
+  }
+  model.set("selected_id", row.key);
+  model.save_changes();
+}
+
+function showTab(v, name, sync = true) {
+  const { model, ui } = v;
+  if (sync && model.get("tab") !== name) {
+    model.set("tab", name);
+    model.save_changes();
+  }
+  for (const key of Object.keys(ui.panels)) {
+    ui.panels[key].style.display = key === name ? "" : "none";
+    ui.tabButtons[key].classList.toggle("pinb-tw-tab-on", key === name);
+  }
+}
+
+function setZoom(v, value) {
+  const { model, ui } = v;
+  const g = geometry(v);
+  const centre = (ui.scroller.scrollTop + ui.scroller.clientHeight / 2) / g.rowH;
+  v.zoom = Math.min(2.5, Math.max(0.3, value));
+  model.set("zoom", v.zoom);
+  model.save_changes();
+  const g2 = geometry(v);
+  ui.scroller.scrollTop = centre * g2.rowH - ui.scroller.clientHeight / 2;
+  drawHeader(v);
+  draw(v);
+}
+
+// Listeners on the view's own elements go with the elements; no table needed for them.
+function wireTabs(v) {
+  const { model, ui } = v;
+  for (const key of Object.keys(ui.tabButtons)) ui.tabButtons[key].addEventListener("click", () => showTab(v, key));
   // A panel's link to an entry (a fact's source in the compaction panel) selects that entry
   // and shows it, instead of opening the session file.
-  for (const panel of Object.values(panels)) {
+  for (const panel of Object.values(ui.panels)) {
     panel.addEventListener("click", (event) => {
       const link = event.target.closest("[data-pinb-entry]");
       if (!link || !panel.contains(link)) return;
       event.preventDefault();
-      showTab("details");
+      showTab(v, "details");
       model.send({ action: "select", id: link.getAttribute("data-pinb-entry") });
     });
   }
+}
 
-  // --- state from the kernel -----------------------------------------------------------
-  let rows = [];
-  let edges = [];
-  let rowOf = new Map();
-  let boundaryRow = -1;
-  let matchSet = new Set();
-  let matchIndex = -1;
-  let zoom = model.get("zoom") || 1;
-
-  function indexRows() {
-    rows = model.get("rows") || [];
-    edges = model.get("edges") || [];
-    rowOf = new Map();
-    boundaryRow = -1;
-    rows.forEach((row, i) => {
-      if (row.key) rowOf.set(row.key, i);
-      if (row.boundary && boundaryRow < 0) boundaryRow = i;
-    });
-    matchSet = new Set(model.get("matches") || []);
-  }
-
-  function geometry() {
-    const lanes = Math.max(1, model.get("lanes") || 1);
-    const rowH = ROW_H * zoom;
-    const laneW = LANE_W * zoom;
-    const textLeft = lanes * laneW + 10 * zoom;
-    const bandH = boundaryRow >= 0 ? BOUNDARY_H * zoom : 0;
-    return { lanes, rowH, laneW, textLeft, bandH };
-  }
-
-  // Rows below the compaction boundary sit lower by its band.
-  function rowTop(i, g) {
-    return i * g.rowH + (boundaryRow >= 0 && i >= boundaryRow ? g.bandH : 0);
-  }
-
-  function rowAt(y, g) {
-    const top = boundaryRow >= 0 ? boundaryRow * g.rowH : Infinity;
-    if (y < top) return Math.floor(y / g.rowH);
-    return Math.floor(Math.max(top, y - g.bandH) / g.rowH);
-  }
-
-  function laneX(lane, g) {
-    return 7 * zoom + lane * g.laneW;
-  }
-
-  function rowElement(row, i, g) {
-    const div = h("div", "pinb-tw-row");
-    div.dataset.index = String(i);
-    div.dataset.id = row.key || "";
-    div.style.top = `${rowTop(i, g)}px`;
-    div.style.height = `${g.rowH}px`;
-    if (row.band) div.classList.add(`pinb-tw-band-${row.band}`);
-    if (row.muted) div.classList.add("pinb-tw-muted");
-    if (row.key && row.key === model.get("selected_id")) div.classList.add("pinb-tw-selected");
-    if (row.key && matchSet.has(row.key)) div.classList.add("pinb-tw-match");
-    if (row.row !== "entry") div.classList.add(`pinb-tw-${row.row}`);
-    const text = h("div", "pinb-tw-text");
-    text.style.left = `${g.textLeft}px`;
-    if (row.glyph === "gap") {
-      text.appendChild(h("span", "pinb-tw-gap", row.text));
-      div.appendChild(text);
-      return div;
-    }
-    const kind = h("span", "pinb-tw-kind", row.kindText);
-    kind.style.color = row.glyph === "dot" ? "#6e7781" : row.color;
-    text.append(kind, h("span", "pinb-tw-id", row.idText));
-    const rest = h("span", "pinb-tw-rest");
-    for (const [word, tone] of row.tags || []) {
-      const tag = h("span", "pinb-tw-tag", word);
-      tag.style.color = TAG_COLORS[tone] || "#6e7781";
-      rest.appendChild(tag);
-    }
-    if (row.label) {
-      const label = h("span", "pinb-tw-label", `[${row.label}]`);
-      rest.appendChild(label);
-    }
-    rest.appendChild(h("span", "pinb-tw-preview", row.text));
-    text.appendChild(rest);
-    text.appendChild(h("span", "pinb-tw-tokens", row.tokens != null ? Number(row.tokens).toLocaleString("en-US") : ""));
-    div.appendChild(text);
-    return div;
-  }
-
-  // The band above the first kept row: a dashed line, the label, the line going on.
-  function boundaryElement(row, i, g) {
-    const band = h("div", "pinb-tw-boundary");
-    band.style.top = `${rowTop(i, g) - g.bandH}px`;
-    band.style.height = `${g.bandH}px`;
-    band.style.left = `${g.textLeft - 4 * zoom}px`;
-    band.append(h("span", "pinb-tw-boundary-dash pinb-tw-boundary-lead"), h("span", "pinb-tw-boundary-label", row.boundary), h("span", "pinb-tw-boundary-dash"));
-    return band;
-  }
-
-  let frame = 0;
-  function schedule() {
-    if (frame) return;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      draw();
-    });
-  }
-
-  function draw() {
-    const g = geometry();
-    canvas.style.setProperty("--pinb-z", String(zoom));
-    const height = rowTop(Math.max(1, rows.length), g);
-    canvas.style.height = `${height}px`;
-    // As wide as the pane (the token column stays in view, the text ellipsizes), and
-    // never so narrow that the text has no room: then the pane scrolls sideways.
-    const inner = Math.max(scroller.clientWidth - 2, g.textLeft + 420 * zoom);
-    canvas.style.width = `${inner}px`;
-    const top = scroller.scrollTop;
-    const first = Math.max(0, rowAt(top, g) - BUFFER);
-    const last = Math.min(rows.length - 1, rowAt(top + scroller.clientHeight, g) + 1 + BUFFER);
-    // Rows.
-    const fragment = document.createDocumentFragment();
-    for (let i = first; i <= last; i++) {
-      fragment.appendChild(rowElement(rows[i], i, g));
-      if (i === boundaryRow) fragment.appendChild(boundaryElement(rows[i], i, g));
-    }
-    rowsLayer.replaceChildren(fragment);
-    // Lanes: edges crossing the window, then the nodes.
-    lanesSvg.setAttribute("width", String(g.textLeft));
-    lanesSvg.setAttribute("height", String(height));
-    const parts = { plain: [], path: [], dotted: [] };
-    const y = (i) => rowTop(i, g) + g.rowH / 2;
-    for (const [p, c, lane, childLane, onPath, dotted] of edges) {
-      if (c < first || p > last) continue;
-      const x0 = laneX(lane, g);
-      let d;
-      if (childLane !== lane) {
-        const x1 = laneX(childLane, g);
-        const turn = y(c) - g.rowH * 0.75;
-        d = `M${x0} ${y(p)}V${turn}Q${x0} ${y(c)} ${x1} ${y(c)}`;
-      } else {
-        d = `M${x0} ${y(p)}V${y(c)}`;
-      }
-      parts[dotted ? "dotted" : onPath ? "path" : "plain"].push(d);
-    }
-    const layer = [];
-    if (parts.plain.length) layer.push(svg("path", { d: parts.plain.join(""), stroke: EDGE_COLOR, "stroke-width": 1.5, fill: "none" }));
-    if (parts.dotted.length) layer.push(svg("path", { d: parts.dotted.join(""), stroke: EDGE_COLOR, "stroke-width": 1.5, "stroke-dasharray": "2 3", fill: "none" }));
-    if (parts.path.length) layer.push(svg("path", { d: parts.path.join(""), stroke: PATH_COLOR, "stroke-width": 3 * Math.min(1, zoom), fill: "none" }));
-    for (let i = first; i <= last; i++) {
-      const row = rows[i];
-      const x = laneX(row.lane, g);
-      if (row.isLeaf) layer.push(svg("circle", { cx: x, cy: y(i), r: 8.5 * zoom, fill: "#fff", stroke: PATH_COLOR, "stroke-width": 2, "stroke-dasharray": "3 2" }));
-      const shape = glyph(row.glyph, x, y(i), row.color, row.onPath, zoom);
-      if (shape) layer.push(shape);
-    }
-    lanesSvg.replaceChildren(...layer);
-    el.dataset.rows = String(rows.length);
-    el.dataset.drawn = String(last - first + 1);
-  }
-
-  function scrollToRow(i) {
-    if (i === undefined || i < 0) return;
-    const g = geometry();
-    const top = rowTop(i, g);
-    if (top < scroller.scrollTop || top + g.rowH > scroller.scrollTop + scroller.clientHeight) {
-      scroller.scrollTop = Math.max(0, top - scroller.clientHeight / 3);
-    }
-  }
-
-  function drawHeader() {
-    title.textContent = model.get("title");
-    summary.textContent = model.get("summary");
-    matchNote.textContent = model.get("match_note");
-    archivedBox.checked = !!model.get("show_archived");
-    zoomFit.textContent = `${Math.round(zoom * 100)}%`;
-    // Legend: only what occurs.
-    const items = [];
-    for (const [kind, color, words] of model.get("legend") || []) {
-      const item = h("span", "pinb-tw-legend-item");
-      const icon = svg("svg", { width: 16, height: 14 });
-      const shape = ["circle", "square", "diamond", "dot", "chain", "folded"].includes(kind)
-        ? glyph(kind, 8, 7, color, false, 1)
-        : svg("path", { d: "M2 7h12", stroke: color, "stroke-width": kind === "path" ? 3 : 2, "stroke-dasharray": kind === "boundary" ? "4 3" : "0" });
-      if (shape) icon.appendChild(shape);
-      item.append(icon, document.createTextNode(words));
-      items.push(item);
-    }
-    legend.replaceChildren(...items);
-    const archived = model.get("archived_list") || [];
-    const list = [];
-    if (archived.length) {
-      list.push(h("span", "pinb-tw-archived-title", `Archived (${archived.length}): `));
-      for (const [target, count, note] of archived) {
-        const item = h("span", "pinb-tw-archived-item");
-        item.append(document.createTextNode(`${target.slice(0, 8)} · ${count} entries${note ? " · " + note : ""} `));
-        const undo = h("button", "pinb-unarchive", "unarchive");
-        undo.addEventListener("click", () => model.send({ action: "unarchive", target }));
-        item.appendChild(undo);
-        list.push(item);
-      }
-    }
-    archivedBox2.replaceChildren(...list);
-  }
-
-  function drawPanels() {
-    for (const key of Object.keys(panels)) panels[key].innerHTML = model.get(key) || "";
-    tabButtons.compaction_html.textContent = model.get("compaction_label") || "Compaction here";
-    const s = model.get("status") || "";
-    status.textContent = s;
-    status.className = `pinb-tw-status pinb-status pinb-tw-status-${model.get("status_tone")}`;
-    const selected = model.get("selected_id");
-    const row = rows[rowOf.get(selected)];
-    bArchive.disabled = !selected || (row && row.onPath);
-    // A disabled button says why, and what to do instead.
-    bArchive.title = !selected
-      ? "Select an entry first."
-      : row && row.onPath
-        ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
-        : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
-  }
-
-  function select(i) {
-    const row = rows[i];
-    if (!row || !row.key) return;
-    if (row.row === "chain" || row.row === "folded") {
-      const expanded = new Set(model.get("expanded") || []);
-      expanded.add(row.key);
-      model.set("expanded", [...expanded]);
-    }
-    model.set("selected_id", row.key);
-    model.save_changes();
-  }
-
-  // --- events --------------------------------------------------------------------------
-  let drag = null;
+function wireScroller(v) {
+  const { model, ui } = v;
+  const { scroller } = ui;
   scroller.addEventListener("pointerdown", (event) => {
-    drag = { x: event.clientX, y: event.clientY, left: scroller.scrollLeft, top: scroller.scrollTop, moved: false };
+    v.drag = { x: event.clientX, y: event.clientY, left: scroller.scrollLeft, top: scroller.scrollTop, moved: false };
   });
-  const onMove = (event) => {
+  scroller.addEventListener("click", (event) => {
+    if (v.drag && v.drag.moved) return;
+    const target = event.target.closest(".pinb-tw-row");
+    if (target) select(v, Number(target.dataset.index));
+  });
+  scroller.addEventListener("scroll", () => schedule(v));
+  scroller.addEventListener("wheel", (event) => {
+    if (!event.ctrlKey) return;
+    event.preventDefault();
+    setZoom(v, v.zoom * (event.deltaY < 0 ? 1.1 : 1 / 1.1));
+  }, { passive: false });
+  scroller.addEventListener("keydown", (event) => {
+    const at = v.rowOf.get(model.get("selected_id"));
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      let i = at === undefined ? 0 : at + (event.key === "ArrowDown" ? 1 : -1);
+      while (v.rows[i] && !v.rows[i].key) i += event.key === "ArrowDown" ? 1 : -1;
+      if (v.rows[i]) select(v, i);
+    } else if (event.key === "Enter" && at !== undefined) {
+      select(v, at);
+    }
+  });
+}
+
+function wireToolbar(v) {
+  const { model, ui } = v;
+  ui.zoomIn.addEventListener("click", () => setZoom(v, v.zoom * 1.25));
+  ui.zoomOut.addEventListener("click", () => setZoom(v, v.zoom / 1.25));
+  ui.zoomFit.addEventListener("click", () => setZoom(v, 1));
+  ui.leafButton.addEventListener("click", () => scrollToRow(v, v.rowOf.get(model.get("leaf"))));
+  ui.archivedBox.addEventListener("change", () => {
+    model.set("show_archived", ui.archivedBox.checked);
+    model.save_changes();
+  });
+  ui.refresh.addEventListener("click", () => model.send({ action: "refresh" }));
+  ui.search.addEventListener("input", () => {
+    v.timer = setTimeout(() => {
+      model.set("query", ui.search.value);
+      model.save_changes();
+    }, 250);
+  });
+  ui.search.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter") return;
+    const hits = model.get("matches") || [];
+    if (!hits.length) return;
+    v.matchIndex = (v.matchIndex + 1) % hits.length;
+    const i = v.rowOf.get(hits[v.matchIndex]);
+    if (i !== undefined) {
+      scrollToRow(v, i);
+      select(v, i);
+    }
+  });
+}
+
+function wireActions(v) {
+  const { model, ui } = v;
+  const send = (action, extra = {}) => model.send({ action, id: model.get("selected_id"), ...extra });
+  ui.bContinue.addEventListener("click", () => send("continue"));
+  ui.bSummary.addEventListener("click", () => send("summarize"));
+  ui.bLabel.addEventListener("click", () => {
+    send("label", { text: ui.labelText.value });
+    ui.labelText.blur(); // the new rows then show the label as set
+  });
+  ui.bFork.addEventListener("click", () => send("fork"));
+  ui.bArchive.addEventListener("click", () => send("archive"));
+}
+
+// --- listeners that outlive the view's elements ----------------------------------------
+
+// Every listener on something the view does not own (the model, the window), as
+// [target, event, handler, options]: added from this table and removed from it, so none
+// is left behind when the view goes (a re-rendered cell would otherwise keep drawing into
+// the detached old view).
+function listenerTable(v) {
+  const { model } = v;
+  const panels = () => drawPanels(v);
+  const onRows = () => {
+    indexRows(v);
+    drawHeader(v);
+    draw(v);
+    drawPanels(v);
+    if (document.activeElement !== v.ui.labelText) syncLabel(v);
+  };
+  const onSelected = () => {
+    scrollToRow(v, v.rowOf.get(model.get("selected_id")));
+    draw(v);
+    drawPanels(v);
+    syncLabel(v);
+  };
+  const onMatches = () => {
+    v.matchSet = new Set(model.get("matches") || []);
+    v.matchIndex = -1;
+    v.ui.matchNote.textContent = model.get("match_note");
+    const hits = model.get("matches") || [];
+    if (hits.length) scrollToRow(v, v.rowOf.get(hits[0]));
+    draw(v);
+  };
+  const onMatchNote = () => {
+    v.ui.matchNote.textContent = model.get("match_note");
+  };
+  const onPointerMove = (event) => {
+    const drag = v.drag;
     if (!drag || !(event.buttons & 1)) return;
     const dx = event.clientX - drag.x;
     const dy = event.clientY - drag.y;
     if (Math.abs(dx) + Math.abs(dy) > 4) drag.moved = true;
     if (drag.moved) {
-      scroller.scrollLeft = drag.left - dx;
-      scroller.scrollTop = drag.top - dy;
+      v.ui.scroller.scrollLeft = drag.left - dx;
+      v.ui.scroller.scrollTop = drag.top - dy;
     }
   };
-  const onUp = () => {
-    setTimeout(() => (drag = null), 0);
+  const onPointerUp = () => {
+    setTimeout(() => (v.drag = null), 0);
   };
-  window.addEventListener("pointermove", onMove);
-  window.addEventListener("pointerup", onUp);
-  scroller.addEventListener("click", (event) => {
-    if (drag && drag.moved) return;
-    const target = event.target.closest(".pinb-tw-row");
-    if (target) select(Number(target.dataset.index));
-  });
-  scroller.addEventListener("scroll", schedule);
-  // Widening the pane (its corner handle) or the page redraws the rows to the new width.
-  const resized = typeof ResizeObserver === "function" ? new ResizeObserver(schedule) : null;
-  if (resized) resized.observe(scroller);
-  scroller.addEventListener("wheel", (event) => {
-    if (!event.ctrlKey) return;
-    event.preventDefault();
-    setZoom(zoom * (event.deltaY < 0 ? 1.1 : 1 / 1.1));
-  }, { passive: false });
-  scroller.addEventListener("keydown", (event) => {
-    const at = rowOf.get(model.get("selected_id"));
-    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-      event.preventDefault();
-      let i = at === undefined ? 0 : at + (event.key === "ArrowDown" ? 1 : -1);
-      while (rows[i] && !rows[i].key) i += event.key === "ArrowDown" ? 1 : -1;
-      if (rows[i]) select(i);
-    } else if (event.key === "Enter" && at !== undefined) {
-      select(at);
-    }
-  });
+  return [
+    [model, "change:revision", onRows],
+    [model, "change:selected_id", onSelected],
+    [model, "change:details", panels],
+    [model, "change:context_html", panels],
+    [model, "change:compaction_html", panels],
+    [model, "change:compaction_label", panels],
+    [model, "change:status", panels],
+    [model, "change:matches", onMatches],
+    [model, "change:match_note", onMatchNote],
+    [window, "pointermove", onPointerMove],
+    [window, "pointerup", onPointerUp],
+  ];
+}
 
-  function setZoom(value) {
-    const g = geometry();
-    const centre = (scroller.scrollTop + scroller.clientHeight / 2) / g.rowH;
-    zoom = Math.min(2.5, Math.max(0.3, value));
-    model.set("zoom", zoom);
-    model.save_changes();
-    const g2 = geometry();
-    scroller.scrollTop = centre * g2.rowH - scroller.clientHeight / 2;
-    drawHeader();
-    draw();
+// Adds every listener of the table; returns the function that removes every one of them.
+function attach(table) {
+  for (const [target, event, handler, options] of table) {
+    if (typeof target.addEventListener === "function") target.addEventListener(event, handler, options);
+    else target.on(event, handler);
   }
-  zoomIn.addEventListener("click", () => setZoom(zoom * 1.25));
-  zoomOut.addEventListener("click", () => setZoom(zoom / 1.25));
-  zoomFit.addEventListener("click", () => setZoom(1));
-  leafButton.addEventListener("click", () => scrollToRow(rowOf.get(model.get("leaf"))));
-  archivedBox.addEventListener("change", () => {
-    model.set("show_archived", archivedBox.checked);
-    model.save_changes();
-  });
-  refresh.addEventListener("click", () => model.send({ action: "refresh" }));
-
-  let timer = 0;
-  search.addEventListener("input", () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      model.set("query", search.value);
-      model.save_changes();
-    }, 250);
-  });
-  search.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter") return;
-    const hits = model.get("matches") || [];
-    if (!hits.length) return;
-    matchIndex = (matchIndex + 1) % hits.length;
-    const i = rowOf.get(hits[matchIndex]);
-    if (i !== undefined) {
-      scrollToRow(i);
-      select(i);
+  return () => {
+    for (const [target, event, handler, options] of table) {
+      if (typeof target.removeEventListener === "function") target.removeEventListener(event, handler, options);
+      else target.off(event, handler);
     }
-  });
+  };
+}
 
-  const send = (action, extra = {}) => model.send({ action, id: model.get("selected_id"), ...extra });
-  bContinue.addEventListener("click", () => send("continue"));
-  bSummary.addEventListener("click", () => send("summarize"));
-  bLabel.addEventListener("click", () => {
-    send("label", { text: labelText.value });
-    labelText.blur(); // the new rows then show the label as set
-  });
-  bFork.addEventListener("click", () => send("fork"));
-  bArchive.addEventListener("click", () => send("archive"));
+function render({ model, el }) {
+  const v = {
+    model, el, ui: buildDom(el),
+    rows: [], edges: [], rowOf: new Map(), boundaryRow: -1, matchSet: new Set(), matchIndex: -1,
+    zoom: model.get("zoom") || 1, frame: 0, drag: null, timer: 0,
+  };
+  wireTabs(v);
+  showTab(v, model.get("tab") || "details", false);
+  wireScroller(v);
+  wireToolbar(v);
+  wireActions(v);
+  // Widening the pane (its corner handle) or the page redraws the rows to the new width.
+  const resized = typeof ResizeObserver === "function" ? new ResizeObserver(() => schedule(v)) : null;
+  if (resized) resized.observe(v.ui.scroller);
+  const detach = attach(listenerTable(v));
 
-  // --- kernel changes ------------------------------------------------------------------
-  // The label box shows the selected entry's label as the file now holds it: after a
-  // selection, and after "Set label" (the rows come back with the new label), never the
-  // text typed for another entry.
-  const syncLabel = () => {
-    const row = rows[rowOf.get(model.get("selected_id"))];
-    labelText.value = (row && row.label) || "";
-  };
-  const onRows = () => {
-    indexRows();
-    drawHeader();
-    draw();
-    drawPanels();
-    if (document.activeElement !== labelText) syncLabel();
-  };
-  const onSelected = () => {
-    const i = rowOf.get(model.get("selected_id"));
-    scrollToRow(i);
-    draw();
-    drawPanels();
-    syncLabel();
-  };
-  const onMatches = () => {
-    matchSet = new Set(model.get("matches") || []);
-    matchIndex = -1;
-    matchNote.textContent = model.get("match_note");
-    const hits = model.get("matches") || [];
-    if (hits.length) scrollToRow(rowOf.get(hits[0]));
-    draw();
-  };
-  model.on("change:revision", onRows);
-  model.on("change:selected_id", onSelected);
-  model.on("change:details", drawPanels);
-  model.on("change:context_html", drawPanels);
-  model.on("change:compaction_html", drawPanels);
-  model.on("change:compaction_label", drawPanels);
-  model.on("change:status", drawPanels);
-  model.on("change:matches", onMatches);
-  model.on("change:match_note", () => (matchNote.textContent = model.get("match_note")));
-
-  indexRows();
-  drawHeader();
-  drawPanels();
-  syncLabel();
+  indexRows(v);
+  drawHeader(v);
+  drawPanels(v);
+  syncLabel(v);
   // The first paint, once the element has its size.
   requestAnimationFrame(() => {
-    draw();
-    scrollToRow(rowOf.get(model.get("selected_id")));
-    draw();
+    draw(v);
+    scrollToRow(v, v.rowOf.get(model.get("selected_id")));
+    draw(v);
     el.dataset.ready = "1";
   });
 
   return () => {
     if (resized) resized.disconnect();
-    window.removeEventListener("pointermove", onMove);
-    window.removeEventListener("pointerup", onUp);
-    model.off("change:revision", onRows);
-    model.off("change:selected_id", onSelected);
-    model.off("change:matches", onMatches);
-    model.off("change:details", drawPanels);
-    model.off("change:context_html", drawPanels);
-    model.off("change:compaction_html", drawPanels);
-    model.off("change:compaction_label", drawPanels);
-    model.off("change:status", drawPanels);
+    if (v.frame) cancelAnimationFrame(v.frame);
+    detach();
   };
 }
 

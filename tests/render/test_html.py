@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import pinb
 from pinb.render.html import (
     clean_text,
     escape,
@@ -23,6 +27,33 @@ def test_characters_xml_cannot_carry_are_replaced() -> None:
     assert clean_text("a\x00b\x1bc\ud800d\ufffe") == "a\ufffdb\ufffdc\ufffdd\ufffd"
     assert escape("tab\tand\nnewline") == "tab\tand\nnewline"
     assert escape(42) == "42"
+
+
+def test_a_null_field_shows_as_nothing() -> None:
+    # A file may leave any field null: it is nothing to show, not Python's "None".
+    assert escape(None) == ""
+    assert escape([None, True]) == "[null, true]"
+
+
+def test_every_html_escape_in_pinb_is_the_one_in_render_html() -> None:
+    """One escaping policy: no module but render/html.py escapes HTML with the stdlib."""
+    package = Path(pinb.__file__).parent
+    own = package / "render" / "html.py"
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path == own:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(name == "html" or name.startswith(("html.", "markupsafe")) for name in names):
+                offenders.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    assert offenders == []
 
 
 def test_shorten_collapses_whitespace_and_marks_the_cut() -> None:

@@ -765,3 +765,79 @@ def test_explorer_actions_in_the_shipped_notebook(
             with contextlib.suppress(Exception):
                 page.screenshot(path=str(ARTIFACTS / "explorer-02-failure.png"), full_page=True)
             raise
+
+
+# A stand-in for anywidget's model with the widget's real state: counts the listeners each
+# view adds and fires change events as the kernel would.
+_MODEL_JS = """
+(state) => {
+  const handlers = new Map();
+  return {
+    state, sent: [],
+    get(key) { return this.state[key]; },
+    set(key, value) { this.state[key] = value; },
+    save_changes() {},
+    send(message) { this.sent.push(message); },
+    on(event, fn) { (handlers.get(event) || handlers.set(event, new Set()).get(event)).add(fn); },
+    off(event, fn) { if (handlers.has(event)) handlers.get(event).delete(fn); },
+    count() { let n = 0; for (const set of handlers.values()) n += set.size; return n; },
+    fire(key, value) { this.state[key] = value; for (const fn of handlers.get("change:" + key) || []) fn(); },
+  };
+}
+"""
+
+_WINDOW_COUNT_JS = """
+window.__pinb_window_listeners = 0;
+const add = window.addEventListener.bind(window), remove = window.removeEventListener.bind(window);
+window.addEventListener = (...a) => { window.__pinb_window_listeners++; add(...a); };
+window.removeEventListener = (...a) => { window.__pinb_window_listeners--; remove(...a); };
+"""
+
+
+def test_a_removed_tree_widget_view_leaves_no_listener_behind(tmp_path: Path) -> None:
+    """Two views of one widget, removed one by one: every model and window listener goes.
+
+    The view that is gone no longer follows the model (its search note stays as it was)
+    while the one still shown does.
+    """
+    from pinb.views import TreeWidget
+
+    widget = TreeWidget(demo_session(tmp_path).session)
+    state = {
+        name: getattr(widget, name)
+        for name in widget.trait_names(sync=True)
+        if not name.startswith("_") and name not in ("layout", "tooltip", "tabbable")
+    }
+    source = (REPO / "pinb" / "views" / "tree_widget.js").read_text(encoding="utf-8")
+    with chromium_page(900, 700) as page:
+        page.add_init_script(_WINDOW_COUNT_JS)
+        page.goto("about:blank")
+        page.set_content("<div id='a'></div><div id='b'></div>")
+        counts = page.evaluate(
+            """async ([source, state, makeModel]) => {
+              const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+              const widget = (await import(url)).default;
+              const model = (0, eval)(makeModel)(state);
+              const el = (id) => document.getElementById(id);
+              const counts = [["none", model.count(), window.__pinb_window_listeners]];
+              const removeA = widget.render({ model, el: el("a") });
+              counts.push(["one view", model.count(), window.__pinb_window_listeners]);
+              const removeB = widget.render({ model, el: el("b") });
+              counts.push(["two views", model.count(), window.__pinb_window_listeners]);
+              removeA();
+              counts.push(["one removed", model.count(), window.__pinb_window_listeners]);
+              model.fire("match_note", "3 matches");
+              const notes = [...document.querySelectorAll(".pinb-tw-matchnote")].map((n) => n.textContent);
+              removeB();
+              counts.push(["both removed", model.count(), window.__pinb_window_listeners]);
+              return { counts, notes };
+            }""",
+            [source, state, _MODEL_JS],
+        )
+    by_step = {step: (on_model, on_window) for step, on_model, on_window in counts["counts"]}
+    per_view = by_step["one view"][0]
+    assert per_view > 0 and by_step["one view"][1] > 0
+    assert by_step["two views"] == (2 * per_view, 2 * by_step["one view"][1])
+    assert by_step["one removed"] == by_step["one view"]
+    assert by_step["both removed"] == (0, 0)
+    assert counts["notes"] == ["", "3 matches"]

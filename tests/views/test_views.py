@@ -32,12 +32,13 @@ from tests.views.sanitizers import check_bundle, check_html_survives, displayed,
 PI_FILES = [*CASE_FILES.values(), *TREES, *LEGACY.values()]
 
 
-def _check_bundle(bundle: Any, *, picture: bool = False) -> dict[str, Any]:
+def _check_bundle(bundle: Any, *, picture: bool = False, svg: bool = False) -> dict[str, Any]:
+    """``svg``: the view is drawn as an SVG picture, else it is HTML (never both)."""
     data: dict[str, Any] = bundle[0] if isinstance(bundle, tuple) else bundle
     plain = data["text/plain"]
     if "text/html" in data:  # a view's one-line summary (pictures carry their text form)
         assert "\n" not in plain and len(plain) < 600
-    assert "text/html" in data or "image/svg+xml" in data
+    assert ("image/svg+xml" in data, "text/html" in data) == (svg, not svg)
     if "text/html" in data:
         assert data["text/html"].startswith('<div class="pinb-view')
     check_bundle(bundle, picture=picture)
@@ -47,7 +48,7 @@ def _check_bundle(bundle: Any, *, picture: bool = False) -> dict[str, Any]:
 def test_tree_view(demo: Demo) -> None:
     view = TreeView(demo.session)
     bundle = displayed(view)  # what a kernel sends: _repr_mimebundle_ and _repr_png_
-    data = _check_bundle(bundle, picture=True)
+    data = _check_bundle(bundle, picture=True, svg=True)
     assert set(data) == {"text/plain", "image/svg+xml", "image/png"}
     assert bundle[1]["image/png"]["width"] > 500  # shown at its size, sharp at 2x
     assert set(view._repr_mimebundle_()) == {"text/plain", "image/svg+xml"}
@@ -74,7 +75,7 @@ def test_tree_view_of_an_empty_session() -> None:
     view = TreeView(Session.in_memory("/x"))
     assert "empty session: no entries yet" in view.to_text()
     assert "leaf None" not in view.to_text()
-    _check_bundle(displayed(view), picture=True)
+    _check_bundle(displayed(view), picture=True, svg=True)
     assert "Nothing to draw yet" in view.to_html()
 
 
@@ -340,7 +341,7 @@ def test_every_view_renders_pi_files(path: Path) -> None:
     views += [EntryView(e, s) for e in s.entries[:20]]
     for view in views:
         _check_bundle(view._repr_mimebundle_())  # type: ignore[attr-defined]
-    _check_bundle(TreeView(s, png=False)._repr_mimebundle_(), picture=False)
+    _check_bundle(TreeView(s, png=False)._repr_mimebundle_(), svg=True)
     _check_bundle(session_mimebundle(s))
 
 

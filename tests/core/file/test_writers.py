@@ -332,7 +332,9 @@ def test_a_full_disk_and_a_read_only_file_system_are_one_clear_line(tmp_path: Pa
     out = json.loads(result.stdout)
     assert "could not write the new session file: No space left on device" in out["first"]
     assert "disk is full" in out["first"] and out["left"] == []
-    assert "No space left on device" in out["append"] or "is the disk full" in out["append"]
+    assert "could not append to the session: only " in out["append"]
+    assert "written (No space left on device)" in out["append"]
+    assert out["append"].endswith("nothing was recorded (is the disk full?)")
     assert out["unchanged"] is True
     assert "Read-only file system" in out["readonly"]
     code, stderr = out["cli"]
