@@ -392,16 +392,22 @@ def tool_heavy_session(
     for turn in range(turns):
         path = f"src/{rng.choice(_WORDS)}_{turn}.py"
         bash = turn % 3 == 2
-        name, arguments = ("bash", {"command": f"pytest -q tests/test_{turn}.py"}) if bash else (
-            "read",
-            {"path": path},
+        name, arguments = (
+            ("bash", {"command": f"pytest -q tests/test_{turn}.py"})
+            if bash
+            else (
+                "read",
+                {"path": path},
+            )
         )
         add({"role": "user", "content": [{"type": "text", "text": f"Step {turn}: look at {path}"}]})
         call_id = f"call_{turn}"
         add(
             {
                 "role": "assistant",
-                "content": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}],
+                "content": [
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+                ],
                 "stopReason": "toolUse",
             }
         )

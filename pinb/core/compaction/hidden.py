@@ -102,7 +102,11 @@ def hidden_originals(context: SessionContext) -> Iterator[HiddenEntry]:
         for earlier in path[: min(first_kept, i)]:
             owner.setdefault(id(earlier), str(entry.id))
     for entry in path:
-        if id(entry) in selected or entry.type not in ("message", "custom_message", "branch_summary"):
+        if id(entry) in selected or entry.type not in (
+            "message",
+            "custom_message",
+            "branch_summary",
+        ):
             continue
         by = owner.get(id(entry))
         if by is not None and entry_text(entry):

@@ -211,7 +211,9 @@ class MaskReport:
         count = len(self.masked)
         noun = "tool result" if count == 1 else "tool results"
         done = "masked" if self.written else "would mask"
-        text = f"{done} {count:,} old {noun} (≈{self.tokens_before:,} → {self.tokens_after:,} tokens"
+        text = (
+            f"{done} {count:,} old {noun} (≈{self.tokens_before:,} → {self.tokens_after:,} tokens"
+        )
         if self.expected_after > self.tokens_after:
             text += f"; {self.expected_after:,} by the reported usage less what was masked"
         if self.threshold is not None:
@@ -267,7 +269,10 @@ def _calls(context: SessionContext) -> dict[str, tuple[str, Any]]:
             continue
         for block in message.get("content") or ():
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                found[str(block.get("id"))] = (str(block.get("name") or "tool"), block.get("arguments"))
+                found[str(block.get("id"))] = (
+                    str(block.get("name") or "tool"),
+                    block.get("arguments"),
+                )
     return found
 
 
@@ -361,8 +366,7 @@ def plan_masking(
     every = target is None or (reason == "manual" and before <= target)
     if not every and target is not None and before <= target:
         raise NothingToCompactError(
-            f"Nothing to mask: the context (≈{before:,} tokens) is under the threshold "
-            f"({target:,})"
+            f"Nothing to mask: the context (≈{before:,} tokens) is under the threshold ({target:,})"
         )
     # After the first edit the figure is chars/4 of what is sent, whatever usage said.
     after = _pure_estimate(context)
@@ -377,13 +381,17 @@ def plan_masking(
         text = mask_placeholder(
             name, arguments, chars, old, str(entry.id), error=message.get("isError") is True
         )
-        new = estimate_tokens({**message, "content": [{"type": "text", "text": text}]}, pi=session.pi)
+        new = estimate_tokens(
+            {**message, "content": [{"type": "text", "text": text}]}, pi=session.pi
+        )
         if new >= old:
             continue  # a short result: its placeholder would be no smaller
         after -= old - new
         saved += old - new
         report.masked.append(
-            MaskedResult(str(entry.id), entry.line, name, _short_arguments(arguments), chars, old, new)
+            MaskedResult(
+                str(entry.id), entry.line, name, _short_arguments(arguments), chars, old, new
+            )
         )
     if not report.masked:
         raise NothingToCompactError(
@@ -445,7 +453,9 @@ def write_masks(session: Session, report: MaskReport) -> MaskReport:
     return report
 
 
-def masked_results(context: SessionContext, entries: Iterable[Entry] | None = None) -> list[MaskedResult]:
+def masked_results(
+    context: SessionContext, entries: Iterable[Entry] | None = None
+) -> list[MaskedResult]:
     """The masks in effect on a context (read back from the edits), in path order.
 
     ``entries``: only these tool results (default: every one the context holds).

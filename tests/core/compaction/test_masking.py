@@ -204,5 +204,5 @@ def test_the_strategy_setting_lives_in_pinbs_part_of_pis_settings(tmp_path: Path
     settings.write_text(json.dumps({"pinb": {"compaction": {"strategy": "mask-first"}}}))
     assert load_compaction_settings(project).strategy == "mask-first"
     settings.write_text(json.dumps({"pinb": {"compaction": {"strategy": "masks"}}}))
-    with pytest.raises(UsageError, match="'masks'.*'pi' or 'mask-first'"):
+    with pytest.raises(UsageError, match=r"'masks'.*'pi' or 'mask-first'"):
         load_compaction_settings(project)
