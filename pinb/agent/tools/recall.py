@@ -50,8 +50,10 @@ def recall_offered(session: Any) -> bool:
     return session is not None and holds_hidden(session.current_context())
 
 
-def _words(text: str) -> list[str]:
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+def _words(text: str) -> list[re.Pattern[str]]:
+    """One pattern per distinct word of the query, matching it as a whole word, any case."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
+    return [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE) for w in words]
 
 
 def _cite(session: Any, hidden: HiddenEntry) -> str:
@@ -69,9 +71,9 @@ def _what(hidden: HiddenEntry) -> str:
     return f"{role}, {hidden.describe()}"
 
 
-def _excerpt(text: str, words: list[str]) -> str:
+def _excerpt(text: str, words: list[re.Pattern[str]]) -> str:
     lines = text.splitlines() or [""]
-    hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in words)]
+    hits = [i for i, line in enumerate(lines) if any(w.search(line) for w in words)]
     if not hits:
         return "\n".join(lines[:_HIT_LINES])
     shown: list[int] = []
@@ -143,11 +145,10 @@ class RecallTool:
         scored: list[tuple[int, int, int, HiddenEntry, str]] = []
         for order, item in enumerate(hidden):
             text = entry_text(item.entry)
-            lowered = text.lower()
-            present = sum(1 for w in words if w in lowered)
+            counts = [len(w.findall(text)) for w in words]
+            present = sum(1 for c in counts if c)
             if present:
-                count = sum(lowered.count(w) for w in words)
-                scored.append((present, count, order, item, text))
+                scored.append((present, sum(counts), order, item, text))
         if not scored:
             return ToolResult.text(
                 f"No match for {wanted!r} in what compactions summarized or masks hid "
