@@ -12,6 +12,7 @@ from .breakdown import ContextBreakdown
 from .compaction import CompactionView
 from .context_path import ContextPathView
 from .entry import EntryView
+from .masking import MaskingView
 from .retention import RetentionView
 from .session import session_mimebundle
 from .session_list import SessionListView
@@ -25,6 +26,7 @@ __all__ = [
     "ContextBreakdown",
     "ContextPathView",
     "EntryView",
+    "MaskingView",
     "MemoryView",
     "RetentionView",
     "SessionExplorer",
