@@ -113,9 +113,28 @@ def _ledger_lines(ledger: CompactionLedger) -> tuple[str, list[str]]:
     return title, remarks
 
 
+def _masking_line(ledger: CompactionLedger) -> str:
+    """``"masking: 3 maskings, 41 tool results, 52,300 tokens off (chars/4): 3 summary
+    calls avoided"`` (``""`` without any)."""
+    maskings = ledger.maskings
+    if not maskings:
+        return ""
+    results = sum(m.results for m in maskings)
+    saved = sum(m.tokens_saved for m in maskings)
+    return (
+        f"masking: {len(maskings):,} masking{'s' if len(maskings) != 1 else ''}, "
+        f"{results:,} tool results masked, {saved:,} tokens off (chars/4): "
+        f"{ledger.summary_calls_avoided:,} summary call"
+        f"{'s' if ledger.summary_calls_avoided != 1 else ''} avoided"
+    )
+
+
 def ledger_text(ledger: CompactionLedger) -> str:
     """The ledger as plain text: one line per compaction, then what stands out."""
     title, remarks = _ledger_lines(ledger)
+    masking = _masking_line(ledger)
+    if masking:
+        remarks = [masking, *remarks]
     shown = ledger.records[:MAX_ROWS]
     parts = [title]
     if shown:
@@ -134,6 +153,9 @@ def _div(text: str) -> str:
 def ledger_html(ledger: CompactionLedger) -> str:
     """The ledger as HTML that survives a sanitizer."""
     title, remarks = _ledger_lines(ledger)
+    masking = _masking_line(ledger)
+    if masking:
+        remarks = [masking, *remarks]
     shown = ledger.records[:MAX_ROWS]
     body = [f"<div><strong>{escape(title)}</strong></div>"]
     if shown:

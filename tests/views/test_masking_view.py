@@ -54,3 +54,27 @@ def test_the_context_path_and_the_tree_mark_masked_results(tmp_path: Path) -> No
     tagged = [line for line in lines if "tool result" in line and " masked by " in line]
     assert len(tagged) == len(masked)
     assert all(any(m.entry_id[:8] in line for line in tagged) for m in masked)
+
+
+def test_the_ledger_counts_the_summary_calls_masking_avoided(tmp_path: Path) -> None:
+    from pinb.analysis.compaction.ledger import compaction_ledger
+    from pinb.core.compaction.masking import masking_events
+    from pinb.views.ledger import ledger_html, ledger_text
+
+    session, report = _masked(tmp_path)
+    session.append_message({"role": "user", "content": "more", "timestamp": 1})
+    session.append_message({"role": "user", "content": "more still", "timestamp": 2})
+    for _ in range(30):  # a second masking, later: the first one's tail is old by now
+        session.append_message({"role": "user", "content": "x" * 9_000, "timestamp": 3})
+    second = write_masks(
+        session, plan_masking(session, CompactionSettings(keep_recent_tokens=2_000))
+    )
+    events = masking_events(Session.open(session.require_path()))
+    masked = report.masked  # type: ignore[attr-defined]
+    assert [e.results for e in events] == [len(masked), len(second.masked)]
+    assert events[0].tokens_saved == sum(m.saved for m in masked)
+    ledger = compaction_ledger(session.require_path())
+    assert ledger.summary_calls_avoided == 2 and ledger.to_dict()["summaryCallsAvoided"] == 2
+    line = f"masking: 2 maskings, {len(masked) + len(second.masked)} tool results masked"
+    assert line in ledger_text(ledger) and line in ledger_html(ledger)
+    assert "2 summary calls avoided" in ledger_text(ledger)

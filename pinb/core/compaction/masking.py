@@ -53,9 +53,11 @@ __all__ = [
     "STRATEGIES",
     "MaskReport",
     "MaskedResult",
+    "MaskingEvent",
     "is_mask_text",
     "mask_placeholder",
     "masked_results",
+    "masking_events",
     "plan_masking",
     "write_masks",
 ]
@@ -485,3 +487,68 @@ def masked_results(
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class MaskingEvent:
+    """One masking read back from a file: a run of consecutive mask edits (one ``--mask``,
+    or one automatic masking in place of a compaction).
+
+    Attributes
+    ----------
+    first_edit_id / last_edit_id:
+        The run's first and last ``context_edit`` entries.
+    results:
+        Tool results it masked.
+    tokens_saved:
+        chars/4 of those results less their placeholders.
+    """
+
+    first_edit_id: str
+    last_edit_id: str
+    results: int
+    tokens_saved: int
+
+    @property
+    def summary_calls_avoided(self) -> int:
+        """Each masking stands where a compaction's summary request would have been."""
+        return 1
+
+
+def masking_events(session: Session) -> list[MaskingEvent]:
+    """Every masking in ``session``'s file (every branch), in file order.
+
+    A run is mask edits each the child of the one before; a mask's saving is measured
+    against the result it names (chars/4, one measure for every view).
+    """
+    events: list[MaskingEvent] = []
+    run: list[tuple[Entry, int]] = []
+
+    def close() -> None:
+        if run:
+            events.append(
+                MaskingEvent(
+                    str(run[0][0].id), str(run[-1][0].id), len(run), sum(t for _, t in run)
+                )
+            )
+            run.clear()
+
+    for entry in session.entries:
+        replacement = entry.raw.get("replacement") if entry.type == "context_edit" else None
+        content = replacement.get("content") if isinstance(replacement, dict) else None
+        if not is_mask_text(content):
+            close()
+            continue
+        target = session.get(str(entry.raw.get("targetId")))
+        original = target.message if target is not None else None
+        saved = 0
+        if isinstance(original, dict):
+            masked = {**original, "content": content}
+            saved = estimate_tokens(original, pi=session.pi) - estimate_tokens(
+                masked, pi=session.pi
+            )
+        if run and entry.parent_id != run[-1][0].id:
+            close()
+        run.append((entry, max(0, saved)))
+    close()
+    return events
