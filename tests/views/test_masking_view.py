@@ -78,3 +78,22 @@ def test_the_ledger_counts_the_summary_calls_masking_avoided(tmp_path: Path) -> 
     line = f"masking: 2 maskings, {len(masked) + len(second.masked)} tool results masked"
     assert line in ledger_text(ledger) and line in ledger_html(ledger)
     assert "2 summary calls avoided" in ledger_text(ledger)
+
+
+def test_what_if_shows_pis_plan_and_mask_first_side_by_side(tmp_path: Path) -> None:
+    from pinb.analysis.compaction.whatif import what_if
+
+    session = Session.open(tool_heavy_session(tmp_path, turns=40, result_chars=6_000))
+    before = session.require_path().read_bytes()
+    result = what_if(session, context_window=64_000, score=False)
+    assert session.require_path().read_bytes() == before  # planned on a copy
+    masking = result.masking
+    assert masking is not None and masking.reaches and not masking.written
+    assert result.to_dict()["masking"]["reaches"] is True
+    text = result.to_text()
+    block = text[text.index("Pi's plan and mask-first side by side") :].splitlines()
+    summary_calls = next(line for line in block if line.startswith("summary calls"))
+    assert summary_calls.split()[-2:] == ["1", "0"]  # Pi's plan asks once; masking never
+    writes = next(line for line in block if line.startswith("writes"))
+    assert f"{len(masking.masked)} context edits" in writes and "a compaction entry" in writes
+    assert "mask first" in result._repr_mimebundle_()["text/html"]
