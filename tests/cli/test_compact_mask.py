@@ -94,3 +94,16 @@ def test_offline_compaction_follows_the_mask_first_setting(tmp_path: Path) -> No
     assert "context edits" in done.stdout and "no summary needed" in done.stdout
     added = {json.loads(x)["type"] for x in path.read_bytes()[len(before) :].splitlines()}
     assert added == {"context_edit"}
+
+
+def test_pinb_compactions_lists_each_masking_and_what_it_took_off(tmp_path: Path) -> None:
+    path = tool_heavy_session(tmp_path, turns=40, result_chars=6_000)
+    assert _pinb("compactions", str(path)).stdout.startswith("no compactions")
+    masked = json.loads(
+        _pinb("compact", str(path), "--mask", "--window", str(WINDOW), "--json").stdout
+    )
+    out = _pinb("compactions", str(path)).stdout
+    saved = sum(m["tokensBefore"] - m["tokensAfter"] for m in masked["masked"])
+    assert out.startswith("1 masking (old tool results replaced")
+    assert f"{len(masked['masked'])} tool results masked, {saved:,} tokens off" in out
+    assert _pinb("compactions", str(path), "--json").stdout.strip() == "[]"  # shape unchanged
