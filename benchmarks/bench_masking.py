@@ -33,15 +33,15 @@ class _Read:
 
     name = "read"
     description = "Read a file."
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"],
-    }
 
     def __init__(self, chars: int, seed: int = 0) -> None:
         from pinb.testing.generate import _WORDS
 
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        }
         self.chars = chars
         self.rng = random.Random(seed)
         self.words = _WORDS

@@ -380,9 +380,9 @@ def tool_heavy_session(
         clock += 1_000
         message["timestamp"] = clock
         if message["role"] == "assistant":
-            usage = {"input": total, "output": 20, "cacheRead": 0, "cacheWrite": 0}
-            usage["totalTokens"] = total + 20
-            usage["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+            cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+            usage: dict[str, Any] = {"input": total, "output": 20, "cacheRead": 0,
+                                     "cacheWrite": 0, "totalTokens": total + 20, "cost": cost}  # fmt: skip
             message.update(
                 api="openai-completions", provider="loop", model="loop-model", usage=usage
             )

@@ -370,7 +370,9 @@ def _side_by_side(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
         columns.append(("mask first", {"writes": w.masking_nothing}))
     names = ["writes", "summary calls", "context after", "the model loses", "under the threshold"]
     headers = ["", *(name for name, _ in columns)]
-    rows = [(name, *(values.get(name) for _, values in columns)) for name in names]
+    rows: list[Sequence[object]] = [
+        (name, *(values.get(name) for _, values in columns)) for name in names
+    ]
     return headers, rows
 
 
