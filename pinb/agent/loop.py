@@ -165,7 +165,7 @@ class Agent:
         #: compaction is about to summarize, and each run's messages. Best-effort.
         self.observer = observer
         #: Tools the agent adds itself: ``recall``, once the path holds a compaction or a
-        #: mask (and no tool of the caller's has that name).
+        #: mask (to a run with tools, none of them named so).
         self.offered: list[Tool] = []
 
     def active_tools(self) -> list[Tool]:
@@ -173,8 +173,10 @@ class Agent:
         return [*self.tools, *self.offered]
 
     def _offer_tools(self) -> bool:
-        """Offer ``recall`` once there is something to recall; ``True`` when the set changed."""
-        if self.offered or any(t.name == RecallTool.name for t in self.tools):
+        """Offer ``recall`` once there is something to recall; ``True`` when the set changed.
+
+        Never to a run without tools (``--no-tools``: the caller asked for none)."""
+        if not self.tools or self.offered or any(t.name == RecallTool.name for t in self.tools):
             return False
         if not recall_offered(self.session):
             return False

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pinb.agent import Agent, AgentConfig, CompactionDone, MaskingDone
+from pinb.agent.tools import read_only_tools
 from pinb.core import CompactionSettings, ExtractiveSummarizer, Session
 from pinb.core.compaction.masking import MASK_PREFIX
 from pinb.llm import ModelRegistry, get_model
@@ -76,13 +77,15 @@ def test_when_masking_cannot_get_there_a_summary_is_written_and_no_mask(heavy: S
 
 def test_recall_is_offered_only_once_something_is_hidden(tmp_path: Path) -> None:
     small = Session.open(tool_heavy_session(tmp_path, turns=3, result_chars=400))
-    llm = ScriptedLLM(context_window=WINDOW).reply("ok").reply("ok again")
-    agent = Agent(small, llm)
+    llm = ScriptedLLM(context_window=WINDOW).reply("ok").reply("ok again").reply("no tools")
+    agent = Agent(small, llm, read_only_tools(tmp_path))
     agent.prompt("hello")
     assert "recall" not in [t.name for t in llm.calls[0].tools]
     small.append_compaction("earlier work", str(small.path_to()[5].id), 100)
     agent.prompt("and now")
     assert "recall" in [t.name for t in llm.calls[1].tools]
+    Agent(small, llm).prompt("without tools")  # --no-tools: the caller asked for none
+    assert llm.calls[2].tools == []
     # Named where the model sees it: the system prompt's tool list, from the description.
     assert "- recall: Read back what this session's compactions summarized" in (
         llm.calls[1].system_prompt or ""
@@ -104,7 +107,8 @@ def test_the_model_recalls_a_masked_result_and_the_next_request_carries_it(
     target, original = _masked(heavy)
     llm = ScriptedLLM(context_window=WINDOW)
     llm.reply_tool_call("recall", {"query": target}).reply("I read it back", usage=UNDER)
-    end = Agent(heavy, llm, config=AgentConfig(compaction=MASK_FIRST)).prompt("what was there?")
+    agent = Agent(heavy, llm, read_only_tools(), config=AgentConfig(compaction=MASK_FIRST))
+    end = agent.prompt("what was there?")
     assert end.stop_reason == "stop"
     result = heavy.path_to()[-2].message
     assert result is not None and result["toolName"] == "recall" and not result["isError"]
@@ -121,7 +125,7 @@ def test_recall_searches_words_in_what_a_compaction_summarized(heavy: Session) -
     compact(heavy, ExtractiveSummarizer(), settings=CompactionSettings(keep_recent_tokens=8_000))
     llm = ScriptedLLM(context_window=WINDOW)
     llm.reply_tool_call("recall", {"query": "marker-2"}).reply("found")
-    Agent(heavy, llm).prompt("find step 2's output")
+    Agent(heavy, llm, read_only_tools()).prompt("find step 2's output")
     text = heavy.path_to()[-2].message["content"][0]["text"]  # type: ignore[index]
     first = text.splitlines()[0]
     assert "summarized by compaction " in first and first.startswith(f"{heavy.path}:")
@@ -140,7 +144,8 @@ def test_recall_through_the_loopback_server(heavy: Session) -> None:
         )
         server.reply(tool_calls=[("recall", {"query": target})])
         server.reply("the original was read back")
-        end = Agent(heavy, model, config=AgentConfig(compaction=MASK_FIRST)).prompt("look back")
+        agent = Agent(heavy, model, read_only_tools(), config=AgentConfig(compaction=MASK_FIRST))
+        end = agent.prompt("look back")
         assert end.stop_reason == "stop"
         first, second = server.requests[-2].body, server.requests[-1].body
         assert "recall" in [t["function"]["name"] for t in first["tools"]]

@@ -47,7 +47,7 @@ _PARAMETERS: dict[str, Any] = {
 
 def recall_offered(session: Any) -> bool:
     """Whether ``recall`` has anything to read: the current path holds a compaction or a mask."""
-    return session is not None and holds_hidden(session.current_context())
+    return session is not None and holds_hidden(session.current_context())  # edits only
 
 
 def _words(text: str) -> list[re.Pattern[str]]:
@@ -125,7 +125,8 @@ class RecallTool:
             return ToolResult.error(str(exc))
         if session is None:
             return ToolResult.error("recall reads a session, and this run has none")
-        hidden = list(hidden_originals(session.current_context()))
+        # A context of its own: the session's shared one is never projected here.
+        hidden = list(hidden_originals(session.build_context()))
         if not hidden:
             return ToolResult.error(
                 "Nothing to recall: no compaction or mask on this path hides anything"

@@ -121,7 +121,16 @@ def hidden_originals(context: SessionContext) -> Iterator[HiddenEntry]:
 
 
 def holds_hidden(context: SessionContext) -> bool:
-    """Whether the path holds a compaction or a mask (when ``recall`` is offered)."""
-    if context.compaction is not None or any(e.type == "compaction" for e in context.path):
+    """Whether the path holds a compaction or a mask in effect (when ``recall`` is offered).
+
+    Reads the context's compaction and its edits only, never its projection: the agent
+    asks this of the session's shared context (:meth:`~pinb.core.Session.current_context`),
+    which must stay as the session keeps it.
+    """
+    if context.compaction is not None:
         return True
-    return any(True for h in hidden_originals(context) if h.how == "masked")
+    for edit in context.edits.values():
+        replacement = edit.raw.get("replacement")
+        if isinstance(replacement, dict) and is_mask_text(replacement.get("content")):
+            return True
+    return False
