@@ -75,3 +75,18 @@ def test_with_nothing_old_to_mask_the_offline_summary_is_written_and_says_why(
     assert view.report.entry is not None and view.report.entry.type == "compaction"
     html = view._repr_mimebundle_()["text/html"]
     assert "not enough, so a summary: Nothing to mask" in html
+
+
+def test_whatif_shows_mask_first_beside_pis_plan(shell: InteractiveShell, tmp_path: Path) -> None:
+    path = tool_heavy_session(tmp_path / "sessions", turns=40, result_chars=6_000, cwd=tmp_path)
+    with capture_output():
+        shell.run_line_magic("pi", f"open {path}")
+    before = path.read_bytes()
+    result = shell.run_line_magic("pi", "whatif --no-score --offline")
+    assert path.read_bytes() == before
+    text = result._repr_mimebundle_()["text/plain"]
+    assert "Pi's plan and mask-first side by side" in text
+    assert result.masking is not None and result.masking.reaches
+    # The default columns differ: none plans the cut of a column before it.
+    cuts = [r.first_kept_entry_id for r in result.rows]
+    assert len(cuts) == len(set(cuts))
