@@ -107,8 +107,10 @@ class SessionCommands(MagicsBase):
         instructions = " ".join(a for a in args if a not in ("--offline", "--mask")) or None
         session = self.current_session()
         if self.engine == "pi":
-            # Only --mask reaches here with the Pi engine: pinb masks, Pi summarizes.
-            model, settings, window, source = self._compaction_inputs(session, True)
+            # Only --mask reaches here with the Pi engine: pinb masks, Pi summarizes; with
+            # Pi's settings as they are and its threshold, as the footer of a Pi cell.
+            settings, _ = self._view_settings()
+            window, _ = self._window(session)
             try:
                 report = mask_or_compact(
                     session, None, settings=settings, context_window=window, mask=True
