@@ -137,11 +137,29 @@ def _writes_an_upgraded_legacy_file(folder: Path, pi: str) -> list[Path]:
     return [path]
 
 
+def _writes_masks(folder: Path, pi: str) -> list[Path]:
+    from pinb.core.compaction.masking import plan_masking, write_masks
+    from pinb.testing.generate import tool_heavy_session
+
+    # pinb compact --mask: every old result masked; then a compaction over the masked span.
+    masked = tool_heavy_session(folder / "masked", turns=12, result_chars=3_000)
+    session = Session.open(masked)
+    write_masks(session, plan_masking(session, CompactionSettings(keep_recent_tokens=2_000)))
+    compacted = tool_heavy_session(folder / "compacted", turns=12, result_chars=3_000)
+    session = Session.open(compacted)
+    write_masks(session, plan_masking(session, CompactionSettings(keep_recent_tokens=2_000)))
+    session.append_message(user("go on"))
+    session.append_message(assistant("going on"))
+    compact(session, ExtractiveSummarizer(), settings=CompactionSettings(keep_recent_tokens=1_500))
+    return [masked, compacted]
+
+
 WRITERS: dict[str, Callable[[Path, str], list[Path]]] = {
     "conversation": _writes_a_conversation,
     "compaction": _writes_a_compaction,
     "navigation": _writes_navigation,
     "edits-and-usage": _writes_edits_and_usage,
+    "masks": _writes_masks,
     "forks": _writes_forks,
     "legacy-upgrade": _writes_an_upgraded_legacy_file,
 }
@@ -153,7 +171,7 @@ RELEASES = {"1.6": ("pi16", "1.6.0"), "0.58": ("pi058", "0.58.3")}
 def test_pi_reads_what_pinb_writes(
     writer: str, pi: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if writer == "edits-and-usage" and pi == "0.58":
+    if writer in ("edits-and-usage", "masks") and pi == "0.58":
         return  # context edits and usage entries are Pi 1.x's; pinb refuses them for 0.58
     fixture, version = RELEASES[pi]
     reference: PiReference = request.getfixturevalue(fixture)
@@ -370,3 +388,49 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
+
+
+def test_the_pi_cli_continues_a_file_pinb_masked(
+    pi16: PiReference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from pinb.core.compaction.masking import MASK_PREFIX
+    from pinb.testing.generate import tool_heavy_session
+    from pinb.testing.llm_server import LLMServer
+
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent_dir))
+    path = tool_heavy_session(tmp_path / "sessions", turns=40, result_chars=6_000, cwd=project)
+    masked = subprocess.run(
+        [sys.executable, "-m", "pinb.cli", "compact", str(path), "--mask", "--window", "64000",
+         "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert masked.returncode == 0, masked.stderr
+    report = json.loads(masked.stdout)
+    first = Session.open(path)[report["masked"][0]["entryId"]].message
+    assert first is not None
+    original = first["content"][0]["text"]
+    # Pi builds the same context from the masked file as pinb.
+    opened = pi16.open(path)
+    assert opened["context"] == json.loads(json.dumps(Session.open(path).build_context().to_wire()))
+    with LLMServer() as server:
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"loop": {
+            "baseUrl": server.openai_base_url, "api": "openai-completions", "apiKey": "test",
+            "models": [{"id": "loop-model", "contextWindow": 64000, "maxTokens": 1000}],
+        }}}))  # fmt: skip
+        server.reply(text="Pi continues", usage={"input": 40_000, "output": 5})
+        done = _run_pi(pi16, agent_dir, project, path, "what is left to do?")
+        assert done.returncode == 0, done.stderr
+        assert "Pi continues" in done.stdout
+        sent = json.dumps(server.requests[-1].body, ensure_ascii=False)
+        assert sent.count(MASK_PREFIX) == len(report["masked"])  # Pi sent the placeholders
+        assert original not in sent  # and not what they stand for
+    session = Session.open(path)
+    texts = [_text(m) for m in session.build_context().messages]
+    assert texts[-2:] == ["what is left to do?", "Pi continues"]
+    assert not compare(path, "1.6.0", pi16)

@@ -30,7 +30,7 @@ log = logging.getLogger("pinb.agent")
 #: Seconds a stopped tool may take to notice the stop before its call is answered without it.
 ABANDON_GRACE = 2.0
 #: Tools that only look: several of them may run at the same time.
-READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find", "memory_recall"})
+READ_ONLY_TOOLS = frozenset({"read", "ls", "grep", "find", "memory_recall", "recall"})
 
 
 async def run_tool_calls(

@@ -13,6 +13,9 @@ they are. Around them, for the agent and ``%pi compact``:
   (`pinb.core.compaction.operations.plan_to_fit`: Pi's cut, the keep fitted so that beside the system
   prompt and tools the compaction ends below the threshold, a smaller keep when Pi's own
   keeps everything), with its summary request fitted.
+- `mask_or_compact` follows the settings' strategy (``"mask-first"``: old tool results
+  masked first, `pinb.core.compaction.masking`; a summary only when that cannot get under
+  the threshold, and then no mask is written).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import Session
+from ..core.compaction.masking import MaskReport, plan_masking, write_masks
 from ..core.compaction.operations import compact, plan_to_fit, summary_cap
 from ..core.compaction.plan import serialize_conversation
 from ..core.compaction.reports import CompactionReport
@@ -38,7 +42,13 @@ from ..core.context.tokens import CompactionSettings
 from ..errors import NothingToCompactError, SummaryCutError
 from ..llm.limits import limit_margin
 
-__all__ = ["MAX_PASSES", "FittedSummarizer", "compact_to_fit", "fit_summarizer"]
+__all__ = [
+    "MAX_PASSES",
+    "FittedSummarizer",
+    "compact_to_fit",
+    "fit_summarizer",
+    "mask_or_compact",
+]
 
 log = logging.getLogger("pinb.agent")
 
@@ -277,3 +287,54 @@ def compact_to_fit(
         )
     report = compact(session, fitted, instructions, plan.used, reason=reason)
     return dataclasses.replace(report, keep_note=plan.keep_note)
+
+
+def mask_or_compact(
+    session: Session,
+    summarizer: Summarizer | None,
+    instructions: str | None = None,
+    settings: CompactionSettings | None = None,
+    *,
+    reason: str = "manual",
+    context_window: int | None = None,
+    mask: bool | None = None,
+) -> MaskReport | CompactionReport:
+    """Compact by the settings' strategy: mask old tool results first, or summarize.
+
+    ``mask`` overrides the strategy (``True``: ``--mask``). Masking that gets the context
+    under the threshold is the whole compaction (a :class:`MaskReport`, no model call);
+    when it cannot (or finds nothing to mask), no mask is written and the compaction is
+    :func:`compact_to_fit`'s, with ``summarizer`` (``None``: masking only, and a
+    :class:`NothingToCompactError` saying why a summary is needed).
+
+    Raises
+    ------
+    NothingToCompactError
+        Nothing to mask or summarize, or masking falls short and there is no summarizer.
+    """
+    settings = settings or CompactionSettings()
+    masking = settings.strategy == "mask-first" if mask is None else mask
+    short = ""
+    if masking:
+        margin = limit_margin(context_window) if context_window and reason != "manual" else 0
+        try:
+            plan = plan_masking(
+                session, settings, context_window=context_window, reason=reason, margin=margin
+            )
+        except NothingToCompactError as exc:
+            short = str(exc)
+        else:
+            if plan.reaches:
+                return write_masks(session, plan)
+            short = f"masking is not enough: it {plan.describe()[len('would ') :]}"
+        if summarizer is None:
+            raise NothingToCompactError(f"{short}; nothing was written")
+        log.info("mask-first compaction needs a summary: %s", short)
+    if summarizer is None:
+        raise NothingToCompactError("a summary needs a summarizer")
+    report = compact_to_fit(
+        session, summarizer, instructions, settings, reason=reason, context_window=context_window
+    )
+    if short:
+        report = dataclasses.replace(report, masking_note=short)
+    return report

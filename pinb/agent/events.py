@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.compaction.masking import MaskReport
 from ..core.compaction.reports import CompactionReport
 from ..core.format.entries import Entry
 from .tool import ToolResult
@@ -17,6 +18,7 @@ __all__ = [
     "AgentEvent",
     "CompactionDone",
     "EntrySaved",
+    "MaskingDone",
     "ModelEvent",
     "Notice",
     "RetryScheduled",
@@ -120,6 +122,16 @@ class Notice:
     """Something the user should know that is not an error of the run (one line)."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class MaskingDone(Notice):
+    """Old tool results were masked instead of a compaction (the mask-first strategy).
+
+    A :class:`Notice` whose ``text`` is the report's one line, so every front end that
+    shows notices shows it; ``report`` says what was masked."""
+
+    report: MaskReport | None = None
 
 
 @dataclass(frozen=True)

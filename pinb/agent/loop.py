@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Session
+from ..core.compaction.masking import MaskReport
 from ..core.compaction.operations import compaction_due
 from ..core.compaction.plan import prepare_compaction
 from ..core.compaction.reports import CompactionReport
@@ -42,12 +43,13 @@ from ..llm.providers.overflow import is_context_overflow, window_from_error
 from ..llm.providers.retry import RetryPolicy
 from ..llm.types import CancelToken, ChatModel, Done, RequestOptions, ToolSpec
 from .batch import run_tool_calls
-from .compact import compact_to_fit
+from .compact import mask_or_compact
 from .events import (
     AgentEnd,
     AgentEvent,
     CompactionDone,
     EntrySaved,
+    MaskingDone,
     ModelEvent,
     Notice,
     RetryScheduled,
@@ -64,6 +66,7 @@ from .recovery import (
 )
 from .system import prompt_text, system_patch, tool_declarations
 from .tool import Tool, ToolContext
+from .tools.recall import RecallTool, recall_offered
 from .usage import estimate_usage
 
 __all__ = ["Agent", "AgentConfig"]
@@ -161,6 +164,24 @@ class Agent:
         #: Optional memory observer (``pinb.memory.MemoryObserver``): it sees what a
         #: compaction is about to summarize, and each run's messages. Best-effort.
         self.observer = observer
+        #: Tools the agent adds itself: ``recall``, once the path holds a compaction or a
+        #: mask (to a run with tools, none of them named so).
+        self.offered: list[Tool] = []
+
+    def active_tools(self) -> list[Tool]:
+        """The tools the model is offered now: the caller's, then the agent's own."""
+        return [*self.tools, *self.offered]
+
+    def _offer_tools(self) -> bool:
+        """Offer ``recall`` once there is something to recall; ``True`` when the set changed.
+
+        Never to a run without tools (``--no-tools``: the caller asked for none)."""
+        if not self.tools or self.offered or any(t.name == RecallTool.name for t in self.tools):
+            return False
+        if not recall_offered(self.session):
+            return False
+        self.offered.append(RecallTool())
+        return True
 
     # -- public ---------------------------------------------------------------------------
 
@@ -255,7 +276,10 @@ class Agent:
             async for event in self._auto_compact("threshold"):
                 yield event
 
-        specs = [ToolSpec(t.name, t.description, t.parameters) for t in self.tools]
+        # Offered from the first run after a compaction or a mask (a compaction inside a
+        # run, on an overflow, keeps Pi's file shape: retry first, recall from the next run).
+        self._offer_tools()
+        specs = self._specs()
         for entry in self._record_system_prompt():
             yield EntrySaved(entry)
         content = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
@@ -288,7 +312,7 @@ class Agent:
                 if not run.made_room and self._settings().enabled:
                     run.made_room = True
                     async for event in self._auto_compact("no room for the reply"):
-                        compacted = compacted or isinstance(event, CompactionDone)
+                        compacted = compacted or isinstance(event, CompactionDone | MaskingDone)
                         yield event
                 if compacted:
                     context = session.current_context()
@@ -383,6 +407,9 @@ class Agent:
 
     # -- requests -------------------------------------------------------------------------
 
+    def _specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.parameters) for t in self.active_tools()]
+
     def _settings(self) -> CompactionSettings:
         """Compaction settings for this model, fitted to its (possibly learned) window."""
         info = self.model.info
@@ -471,7 +498,7 @@ class Agent:
     def _system_prompt(self) -> str:
         return build_system_prompt(
             self.cwd,
-            self.tools,
+            self.active_tools(),
             custom=self.config.system_prompt,
             append=self.config.append_system_prompt,
         )
@@ -481,14 +508,15 @@ class Agent:
         from the branch's replay: after a Pi cell, say), or ``None``. Nothing is written."""
         if not can_hide(self.session):  # v0.58.3 knows no system messages
             return None
+        tools = self.active_tools()
         sections = prompt_sections(
             self.cwd,
-            self.tools,
+            tools,
             custom=self.config.system_prompt,
             append=self.config.append_system_prompt,
         )
         return system_patch(
-            self.session.current_context().system_message(), sections, tool_declarations(self.tools)
+            self.session.current_context().system_message(), sections, tool_declarations(tools)
         )
 
     def _record_system_prompt(self) -> list[Entry]:
@@ -567,9 +595,9 @@ class Agent:
             reason = "it still does not fit the context window after compacting"
         else:
             run.overflow_retried = True
-            report: CompactionReport | None = None
+            report: CompactionReport | MaskReport | None = None
             async for event in self._auto_compact("overflow"):
-                if isinstance(event, CompactionDone):
+                if isinstance(event, CompactionDone | MaskingDone):
                     report = event.report
                 yield event
             if report is not None:
@@ -613,12 +641,18 @@ class Agent:
             log.info("automatic compaction (%s) failed: %s", reason, exc)
             yield Notice(f"automatic compaction failed: {exc}")
             return
-        if report is not None:
+        if isinstance(report, MaskReport):
+            for edit in report.edit_ids:
+                yield EntrySaved(self.session[edit])
+            yield MaskingDone(f"{report.describe()} ({report.reason})", report)
+        elif report is not None:
             yield CompactionDone(report)
 
-    async def _compact(self, reason: str, settings: CompactionSettings) -> CompactionReport | None:
+    async def _compact(
+        self, reason: str, settings: CompactionSettings
+    ) -> CompactionReport | MaskReport | None:
         summarizer = self.summarizer or ModelSummarizer(self.model)
-        if self.observer is not None:
+        if self.observer is not None and settings.strategy != "mask-first":
             prepared = prepare_compaction(self.session.path_to(), settings)
             if prepared is not None:
                 messages = [
@@ -628,7 +662,7 @@ class Agent:
                 await asyncio.to_thread(self._observe, "before_compaction", messages)
         try:
             return await asyncio.to_thread(
-                compact_to_fit,
+                mask_or_compact,
                 self.session,
                 summarizer,
                 None,
@@ -649,7 +683,8 @@ class Agent:
         self, calls: list[dict[str, Any]], token: CancelToken
     ) -> AsyncIterator[AgentEvent]:
         context = ToolContext(cwd=self.cwd, session=self.session, cancel=token)
-        async for event in run_tool_calls(self.tools, calls, self.session, context, token):
+        tools = self.active_tools()
+        async for event in run_tool_calls(tools, calls, self.session, context, token):
             yield event
 
 

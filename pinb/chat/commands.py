@@ -34,7 +34,7 @@ COMMANDS: dict[str, str] = {
     "/context": "the context path the model sees, and how full it is",
     "/tokens": "where the context's tokens go, by role and by tool",
     "/compact": "compact the context now (optional instructions for the summary)",
-    "/kept": "what the last compaction kept verbatim, and what it summarized",
+    "/kept": "what the last compaction kept verbatim, what it summarized, and what pinb masked",
     "/goto": "move the session to entry ID (the turns a note says were left off the path)",
     "/session": "the linked session; /session open PATH or /session new changes it",
     "/help": "what this persona does and its commands",
@@ -190,22 +190,53 @@ def _compaction(chat: ChatSession, source: Any) -> Answer:
     )
 
 
+def _masked(chat: ChatSession) -> Answer | None:
+    """The tool results pinb masked on this branch, and the tokens they take off."""
+    from ..core.compaction.masking import masked_results
+    from ..render.html import escape
+    from ..views.masking import masked_rows_html
+
+    masked = masked_results(_require(chat).current_context())
+    if not masked:
+        return None
+    saved = sum(m.saved for m in masked)
+    line = (
+        f"{len(masked):,} old tool result{'s' if len(masked) != 1 else ''} masked on this "
+        f"branch, {saved:,} tokens off (chars/4); the file keeps them (recall, /goto ID)"
+    )
+    text = (
+        line + "\n" + "\n".join(f"{m.entry_id} {m.tool} {m.arguments} −{m.saved:,}" for m in masked)
+    )
+    return Answer(fence(text, "text"), f"<div>{escape(line)}</div>" + masked_rows_html(masked))
+
+
 def _kept(chat: ChatSession, args: str) -> Answer | str:
     session = _require(chat)
     compaction = session.current_context().compaction
+    masked = _masked(chat)
     if compaction is None:
+        if masked is not None:
+            return masked
         return literal(
             "Nothing is compacted on this branch yet: the whole path is sent. "
             "/compact compacts it now."
         )
-    return _compaction(chat, compaction)
+    shown = _compaction(chat, compaction)
+    if masked is None:
+        return shown
+    return Answer(shown.body + "\n\n" + masked.body, (shown.html or "") + (masked.html or ""))
 
 
 def _compact(chat: ChatSession, args: str) -> Answer:
+    from ..core.compaction.masking import MaskReport
+    from ..views import MaskingView
+
     _require(chat)
     done = chat.compact(args or None)
     if done is None:
         raise PinbError("the compaction wrote nothing")
+    if isinstance(done, MaskReport):
+        return _view(MaskingView(done))
     return _compaction(chat, done)
 
 

@@ -538,17 +538,31 @@ class ChatSession:
         """Compact now, as ``%pi compact`` does, with the chat's engine.
 
         Returns the compaction entry written (the user's Pi) or the report (the built-in
-        agent). Raises :class:`SessionBusyError` while another writer holds the session.
+        agent: a :class:`~pinb.core.compaction.masking.MaskReport` when the settings' strategy,
+        or ``--mask`` first in ``instructions``, masked instead). Raises
+        :class:`SessionBusyError` while another writer holds the session.
         """
         session, _ = self.require_session()
+        from ..agent.compact import mask_or_compact
+
+        mask = None
+        if instructions is not None and instructions.split()[:1] == ["--mask"]:
+            mask, instructions = True, " ".join(instructions.split()[1:]) or None
+        if self.settings.engine == "pi" and mask:
+            # Masking is pinb's, and edits in the file the user's Pi reads: Pi never sees
+            # "--mask" as instructions, and summarizes only on a plain /compact.
+            window = self.window().tokens
+            with session.turn("masking", role="chat", who=self.who, long=True):
+                return mask_or_compact(
+                    session, None, settings=self.account_settings(), context_window=window,
+                    mask=True,
+                )  # fmt: skip
         if self.settings.engine == "pi":
             fields: dict[str, Any] = {"customInstructions": instructions} if instructions else {}
             engine = self.pi_engine()
             engine.request(session, self.cwd, "compact", **fields)
             session = self._after_pi(session)
             return session.current_context().compaction
-        from ..agent.compact import compact_to_fit
-
         model = self.model()
         settings = self.compaction_settings().for_model(model.info.provider, model.info.id)
         settings = settings.fit_window(model.info.context_window)
@@ -558,12 +572,13 @@ class ChatSession:
             else ModelSummarizer(model)
         )
         with session.turn("compacting", role="chat", who=self.who, long=True):
-            return compact_to_fit(
+            return mask_or_compact(
                 session,
                 summarizer,
                 instructions,
                 settings,
                 context_window=model.info.context_window,
+                mask=mask,
             )
 
     # -- the end ------------------------------------------------------------------------------

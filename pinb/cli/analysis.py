@@ -343,8 +343,33 @@ def cmd_compactions(args: argparse.Namespace) -> int:
         shown += 1
     if args.json:
         write("\n]\n" if shown else "[]\n")
-    elif shown:
+        return 0
+    masked = _maskings_text(session)
+    if shown:
         write("\n")
-    else:
+    elif not masked:
         say(f"no compactions in {args.file}")
+    if masked:
+        write(("\n" if shown else "") + masked + "\n")
     return 0
+
+
+def _maskings_text(session: Any) -> str:
+    """The maskings of a file (pinb's mask-first compactions): what each masked, what it took
+    off, and that no summary was written (``""`` without any)."""
+    from ..core.compaction.masking import masking_events
+
+    events = masking_events(session)
+    if not events:
+        return ""
+    lines = [
+        f"{len(events)} masking{'s' if len(events) != 1 else ''} (old tool results replaced "
+        "by a one-line placeholder; the file keeps them; no summary written):"
+    ]
+    for event in events:
+        lines.append(
+            f"  context edits {event.first_edit_id}…{event.last_edit_id}: {event.results:,} "
+            f"tool results masked, {event.tokens_saved:,} tokens off (chars/4), 1 summary "
+            "call avoided"
+        )
+    return "\n".join(lines)

@@ -188,6 +188,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     # Fitted to the window, as %pi compact, %pi whatif and the agent fit theirs: one plan.
     window, _ = _window(args, session.build_context())
     settings = load_compaction_settings(session.cwd or None).fit_window(window)
+    if args.mask or (args.offline and settings.strategy == "mask-first"):
+        return _compact_masking(args, session, settings, window)
     if args.plan:
         if args.leaf is not None and args.leaf not in session:
             raise PinbError(f"{args.file}: no entry with id {args.leaf!r}")
@@ -243,6 +245,69 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         f"kept {len(report.kept_ids)}; ≈{report.estimated_before} → {report.tokens_after} tokens"
         + (f" ({report.keep_note})" if report.keep_note else "")
     )
+    return 0
+
+
+def _compact_masking(
+    args: argparse.Namespace, session: Any, settings: Any, window: int | None
+) -> int:
+    """``pinb compact --mask`` (or ``--offline`` under the mask-first strategy)."""
+    from ..agent.compact import mask_or_compact
+    from ..core import ExtractiveSummarizer
+    from ..core.compaction.masking import MaskReport, plan_masking
+    from ..errors import NothingToCompactError
+
+    if args.leaf is not None:
+        raise UsageError("pinb compact --mask works at the session's leaf (no --leaf)")
+    if args.plan:
+        report = plan_masking(session, settings, context_window=window)
+        if args.json:
+            say(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+        else:
+            say(report.describe() + (f": {report.note}" if report.note else ""))
+        return 0
+    with session.turn("pinb compact") as turn:
+        turn.goto = f"pinb goto {args.file}"
+        note = turn.start_note()
+        if note:
+            say(f"note: {note}")
+        try:
+            done = mask_or_compact(
+                session,
+                ExtractiveSummarizer() if args.offline else None,
+                args.instructions,
+                settings,
+                context_window=window,
+                mask=True,
+            )
+        except NothingToCompactError as exc:
+            if args.offline or "masking is not enough" not in str(exc):
+                raise
+            raise NothingToCompactError(
+                f"{args.file}: {exc}; add --offline to write a summary instead"
+            ) from None
+    if not isinstance(done, MaskReport):
+        if args.json:
+            say(json.dumps(_report_json(done), ensure_ascii=False, indent=1))
+            return 0
+        assert done.entry is not None
+        say(f"masking was not enough ({done.masking_note}), so a summary was written:")
+        say(
+            f"appended compaction {done.entry.id}: summarized {len(done.summarized_ids)} "
+            f"entries, kept {len(done.kept_ids)}; ≈{done.estimated_before} → {done.tokens_after} tokens"
+        )
+        return 0
+    if args.json:
+        say(json.dumps(done.to_dict(), ensure_ascii=False, indent=1))
+        return 0
+    edits = len(done.edit_ids)
+    say(
+        f"appended {edits} context edit{'s' if edits != 1 else ''}: {done.describe()}"
+        + (f" — {done.note}" if done.note else "")
+    )
+    if window is None:
+        say("no context window known (--window N): every old tool result was masked")
+    say(f"the originals stay in {args.file}: recall, %pi goto ID, or pinb context --leaf ID")
     return 0
 
 
@@ -337,6 +402,12 @@ def add_parser(sub: Any) -> None:
     mode.add_argument("--plan", action="store_true", help="show what would be summarized and kept")
     mode.add_argument(
         "--offline", action="store_true", help="compact with the extractive summarizer"
+    )
+    comp.add_argument(
+        "--mask",
+        action="store_true",
+        help="mask old tool results first (context edits, no summary); a summary only when "
+        "that cannot get under the threshold, and with --offline",
     )
     comp.add_argument("--leaf", help="plan from this entry instead of the leaf")
     comp.add_argument("--instructions", help="extra focus for the summary")

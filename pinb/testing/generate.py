@@ -17,7 +17,13 @@ from typing import Any
 
 from ..core.file.write import serialize_line
 
-__all__ = ["SessionShape", "generate_session", "iter_session_lines", "legacy_lines"]
+__all__ = [
+    "SessionShape",
+    "generate_session",
+    "iter_session_lines",
+    "legacy_lines",
+    "tool_heavy_session",
+]
 
 _WORDS = [
     "parser",
@@ -344,3 +350,84 @@ def generate_session(
         for value in values:
             handle.write(serialize_line(value))
     return target
+
+
+def tool_heavy_session(
+    folder: str | os.PathLike[str],
+    *,
+    turns: int = 40,
+    result_chars: int = 6_000,
+    cwd: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+) -> Path:
+    """Write a linear, tool-heavy Pi 1.6 session through pinb's own writer, and return its path.
+
+    Each turn: a user request, an assistant ``read`` or ``bash`` call, its result of about
+    ``result_chars`` characters, and a short answer whose usage reports what chars/4 of
+    the context was then (so the reported figure and the estimate agree, as with a
+    tokenizer close to chars/4). Deterministic for a seed; written in ``folder``.
+    """
+    from ..core import Session
+    from ..core.context.tokens import estimate_tokens
+
+    rng = random.Random(seed)
+    session = Session.create(cwd or folder, folder)
+    clock = 1_760_000_000_000
+    total = 0
+
+    def add(message: dict[str, Any]) -> None:
+        nonlocal clock, total
+        clock += 1_000
+        message["timestamp"] = clock
+        if message["role"] == "assistant":
+            cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+            usage: dict[str, Any] = {"input": total, "output": 20, "cacheRead": 0,
+                                     "cacheWrite": 0, "totalTokens": total + 20, "cost": cost}  # fmt: skip
+            message.update(
+                api="openai-completions", provider="loop", model="loop-model", usage=usage
+            )
+        session.append_message(message)
+        total += estimate_tokens(message)
+
+    for turn in range(turns):
+        path = f"src/{rng.choice(_WORDS)}_{turn}.py"
+        bash = turn % 3 == 2
+        name, arguments = (
+            ("bash", {"command": f"pytest -q tests/test_{turn}.py"})
+            if bash
+            else (
+                "read",
+                {"path": path},
+            )
+        )
+        add({"role": "user", "content": [{"type": "text", "text": f"Step {turn}: look at {path}"}]})
+        call_id = f"call_{turn}"
+        add(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+                ],
+                "stopReason": "toolUse",
+            }
+        )
+        words = " ".join(rng.choice(_WORDS) for _ in range(result_chars // 6))
+        body = f"marker-{turn} " + words
+        add(
+            {
+                "role": "toolResult",
+                "toolCallId": call_id,
+                "toolName": name,
+                "content": [{"type": "text", "text": body[:result_chars]}],
+                "isError": False,
+            }
+        )
+        add(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Done with step {turn}: {path} is fine."}],
+                "stopReason": "stop",
+            }
+        )
+    assert session.path is not None
+    return session.path

@@ -13,6 +13,7 @@ from .compaction import CompactionView
 from .context_chart import ContextChartView
 from .context_path import ContextPathView
 from .entry import EntryView
+from .masking import MaskingView
 from .retention import RetentionView
 from .session import session_mimebundle
 from .session_list import SessionListView
@@ -27,6 +28,7 @@ __all__ = [
     "ContextChartView",
     "ContextPathView",
     "EntryView",
+    "MaskingView",
     "MemoryView",
     "RetentionView",
     "SessionExplorer",

@@ -8,6 +8,7 @@ from typing import Any
 from ..analysis.retention.report import RetentionReport, plan_retention, retention_report
 from ..core import Entry, Session, SessionContext
 from ..core.compaction.facts import FactCache
+from ..core.compaction.masking import MaskedResult, masked_results
 from ..core.compaction.reports import CompactionReport
 from ..core.compaction.span import CompactionCost, compaction_cost, split_at_cut
 from ..core.context.accounting import estimated_by_role, thousands
@@ -181,6 +182,8 @@ class CompactionView:
                 )
             except (PinbError, ValueError, KeyError) as exc:  # an odd file: say why
                 self.retention_error = str(exc) or type(exc).__name__
+        #: Tool results masked in the context right after the compaction (its kept part).
+        self.masked = self._read_masked(session)
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -188,6 +191,14 @@ class CompactionView:
                 key = node_key(entry.id)
                 if key in wanted:
                     self._entries[key] = entry
+
+    def _read_masked(self, session: Session | None) -> list[MaskedResult]:
+        if session is None or self.report.entry is None:
+            return []
+        try:
+            return masked_results(session.build_context(self.report.entry.id))
+        except (PinbError, ValueError, KeyError):
+            return []
 
     @property
     def entry_id(self) -> str | None:
@@ -234,6 +245,24 @@ class CompactionView:
         return f"keepRecentTokens {r.keep_recent_tokens:,}{why}; "
 
     __repr__ = to_text
+
+    def _masking_facts(self) -> list[tuple[str, str]]:
+        """Rows on masking: why mask-first needed this summary, and the masks the kept part
+        carries (tool results pinb masked before, still masked after the compaction)."""
+        rows: list[tuple[str, str]] = []
+        if self.report.masking_note:
+            rows.append(("mask first", f"not enough, so a summary: {self.report.masking_note}"))
+        masked = self.masked
+        if masked:
+            saved = sum(m.saved for m in masked)
+            rows.append(
+                (
+                    "masked in the kept part",
+                    f"{plural(len(masked), 'tool result')} masked ({thousands(saved)} tokens "
+                    "off, chars/4): the file keeps them",
+                )
+            )
+        return rows
 
     def _entry_table(self, ids: list[str]) -> str:
         shown = ids[: self.max_rows]
@@ -288,6 +317,7 @@ class CompactionView:
         ]
         if self.cost is not None:
             facts.append(("the compaction entry sends", self.cost.describe()))
+        facts.extend(self._masking_facts())
         window_note = (
             f"share of a {thousands(self.context_window)}-token window ({self.window_source})"
             if self.context_window

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import CompactionSettings, Entry, Session, SessionContext, estimate_tokens
+from ..core.compaction.masking import is_mask_text
 from ..core.compaction.span import CompactionSpan, compaction_span
 from ..core.context.accounting import ContextUsage, thousands
 from ..core.context.build import UNSET
@@ -228,6 +229,10 @@ class ContextPathView:
             edit, edit_key, replacement = None, None, None
             if projected.edit is not None:
                 edit = "omitted" if projected.omitted else "replaced"
+                if edit == "replaced" and projected.messages:
+                    first = projected.messages[0]
+                    if isinstance(first, dict) and is_mask_text(first.get("content")):
+                        edit = "masked"
                 edit_key = node_key(projected.edit.id)
                 if not projected.omitted:
                     replacement = " ".join(_message_text(m) for m in projected.messages).strip()
@@ -271,6 +276,8 @@ class ContextPathView:
     ) -> str:
         if edit == "omitted":
             return f"omitted by context edit {edit_key}"
+        if edit == "masked":
+            return f"masked by pinb (context edit {edit_key}): the file keeps the original"
         if edit == "replaced":
             if entry.type == "custom_message" or entry.role in _EDITABLE:
                 return f"content replaced by context edit {edit_key}"
@@ -370,7 +377,9 @@ class ContextPathView:
                 continue
             label = f"[{shorten(row.label, 40)}] " if row.label else ""
             text = f"{label}{row.preview}"
-            if row.edit == "replaced" and row.status.startswith("content replaced"):
+            if (row.edit == "replaced" and row.status.startswith("content replaced")) or (
+                row.edit == "masked"
+            ):
                 text = f"{label}was: {row.preview} → model sees: {row.replacement or '(empty)'}"
             elif row.edit == "omitted":
                 text = f"{label}was: {row.preview} → omitted from the context"
@@ -423,6 +432,20 @@ class ContextPathView:
             ["role", "tokens (chars/4)", "share", ""], rows, numeric=(1, 2), raw_columns=(3,)
         )
 
+    def _masked_html(self) -> str:
+        """The tool results pinb masked on this path, and the tokens the masks take off."""
+        from ..core.compaction.masking import masked_results
+        from .masking import masked_rows_html
+
+        masked = masked_results(self.context)
+        if not masked:
+            return ""
+        saved = sum(m.saved for m in masked)
+        return heading(
+            f"Masked by pinb: {plural(len(masked), 'tool result')}, {thousands(saved)} tokens "
+            "off (chars/4)"
+        ) + masked_rows_html(masked, 50)
+
     def to_html(self) -> str:
         parts = [
             title(f"Context at leaf {self.leaf_key or '(none)'}"),
@@ -432,13 +455,18 @@ class ContextPathView:
             parts.append(heading("By role (chars/4 estimate)"))
             parts.append(self._roles_table())
         if self.edits:
+            masked = sum(1 for r in self.edits if r.edit == "masked")
             replaced = sum(1 for r in self.edits if r.edit == "replaced")
-            omitted = len(self.edits) - replaced
+            omitted = len(self.edits) - replaced - masked
+            how = f"{replaced:,} replaced, {omitted:,} omitted"
+            if masked:
+                how += f", {masked:,} masked by pinb"
             parts.append(
                 f"<div{style('muted')}>{escape(plural(len(self.edits), 'context edit'))} in "
-                f"effect on this path ({replaced:,} replaced, {omitted:,} omitted): the model sees "
+                f"effect on this path ({how}): the model sees "
                 "the edited content, the file keeps the original.</div>"
             )
+            parts.append(self._masked_html())
         if self.summarized_rows:
             counted = {id(e) for e in self.span.summarized} if self.span is not None else set()
             summarized = [r for r in self.summarized_rows if id(r.entry) in counted]

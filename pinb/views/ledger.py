@@ -113,9 +113,28 @@ def _ledger_lines(ledger: CompactionLedger) -> tuple[str, list[str]]:
     return title, remarks
 
 
+def _masking_line(ledger: CompactionLedger) -> str:
+    """``"masking: 3 maskings, 41 tool results, 52,300 tokens off (chars/4): 3 summary
+    calls avoided"`` (``""`` without any)."""
+    maskings = ledger.maskings
+    if not maskings:
+        return ""
+    results = sum(m.results for m in maskings)
+    saved = sum(m.tokens_saved for m in maskings)
+    return (
+        f"masking: {len(maskings):,} masking{'s' if len(maskings) != 1 else ''}, "
+        f"{results:,} tool results masked, {saved:,} tokens off (chars/4): "
+        f"{ledger.summary_calls_avoided:,} summary call"
+        f"{'s' if ledger.summary_calls_avoided != 1 else ''} avoided"
+    )
+
+
 def ledger_text(ledger: CompactionLedger) -> str:
     """The ledger as plain text: one line per compaction, then what stands out."""
     title, remarks = _ledger_lines(ledger)
+    masking = _masking_line(ledger)
+    if masking:
+        remarks = [masking, *remarks]
     shown = ledger.records[:MAX_ROWS]
     parts = [title]
     if shown:
@@ -134,6 +153,9 @@ def _div(text: str) -> str:
 def ledger_html(ledger: CompactionLedger) -> str:
     """The ledger as HTML that survives a sanitizer."""
     title, remarks = _ledger_lines(ledger)
+    masking = _masking_line(ledger)
+    if masking:
+        remarks = [masking, *remarks]
     shown = ledger.records[:MAX_ROWS]
     body = [f"<div><strong>{escape(title)}</strong></div>"]
     if shown:
@@ -280,6 +302,11 @@ def _what_if_notes(w: WhatIf) -> list[str]:
                 f"{row.name} writes compaction {row.replays} again, the same cut and summary: "
                 f"{score_text(row.retention)} (as %pi compactions --id {row.replays} shows)."
             )
+    if w.folded:
+        notes.append(
+            f"Left out: {', '.join(w.folded)}, which plan the same cut as a column shown "
+            "(--keep N asks for any setting)."
+        )
     if w.leaf_is_compaction:
         parent = w.parent_id or "its parent"
         notes.append(
@@ -288,6 +315,82 @@ def _what_if_notes(w: WhatIf) -> list[str]:
             f"(%pi whatif --leaf {parent})."
         )
     return notes
+
+
+_SIDE_TITLE = "Pi's plan and mask-first side by side"
+
+
+def _side_by_side(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
+    """The strategies as columns: what each writes, what it calls, what the context ends at.
+
+    One column per strategy, in this order: Pi's plan (the current settings' column), then
+    pinb's own. A strategy pinb adds (the kept facts of issue 41) is one more entry of
+    ``columns``, with its figures under the same row names."""
+    current = w.current
+    columns: list[tuple[str, dict[str, object]]] = []
+    if current is not None:
+        after = current.after_tokens if current.after_tokens is not None else None
+        columns.append(
+            (
+                "Pi's plan",
+                {
+                    "writes": "nothing (nothing to compact)"
+                    if current.nothing
+                    else "a compaction entry (its summary)",
+                    "summary calls": None if current.nothing else 1,
+                    "context after": after,
+                    "the model loses": None
+                    if current.nothing
+                    else f"{current.entries_summarized or 0:,} entries, to a summary",
+                    "under the threshold": _yes(after <= current.threshold)
+                    if after is not None and current.threshold is not None
+                    else None,
+                },
+            )
+        )
+    m = w.masking
+    if m is not None:
+        columns.append(
+            (
+                "mask first",
+                {
+                    "writes": f"{len(m.masked):,} context edits"
+                    if m.reaches
+                    else "a compaction entry (masking falls short)",
+                    "summary calls": 0 if m.reaches else 1,
+                    "context after": m.tokens_after if m.reaches else None,
+                    "the model loses": f"{len(m.masked):,} old tool results, to one line each"
+                    if m.reaches
+                    else "as Pi's plan",
+                    "under the threshold": _yes(m.reaches) if m.threshold is not None else None,
+                },
+            )
+        )
+    elif w.masking_nothing:
+        columns.append(("mask first", {"writes": w.masking_nothing}))
+    names = ["writes", "summary calls", "context after", "the model loses", "under the threshold"]
+    headers = ["", *(name for name, _ in columns)]
+    rows: list[Sequence[object]] = [
+        (name, *(values.get(name) for _, values in columns)) for name in names
+    ]
+    return headers, rows
+
+
+def _side_by_side_text(w: WhatIf) -> list[str]:
+    if w.masking is None and not w.masking_nothing:
+        return []
+    headers, rows = _side_by_side(w)
+    return [_SIDE_TITLE, text_table(headers, rows, numeric=(), limit=60)]
+
+
+def _side_by_side_html(w: WhatIf) -> list[str]:
+    if w.masking is None and not w.masking_nothing:
+        return []
+    headers, rows = _side_by_side(w)
+    return [
+        f"<div><strong>{escape(_SIDE_TITLE)}</strong></div>",
+        table(headers, rows, wrap_columns=range(1, len(headers))),
+    ]
 
 
 def _kept(r: RetentionReport | None) -> str | None:
@@ -378,6 +481,7 @@ def what_if_text(w: WhatIf) -> str:
         _what_if_title(w),
         text_table(headers, rows, numeric=numeric, limit=48),
         *_what_if_notes(w),
+        *_side_by_side_text(w),
     ]
     c = w.strategies
     if c is not None and c.rows:
@@ -397,6 +501,7 @@ def what_if_html(w: WhatIf) -> str:
         f"<div><strong>{escape(_what_if_title(w))}</strong></div>",
         table(headers, rows, numeric=range(1, len(headers)), wrap_columns=range(1, len(headers))),
         *(_div(note) for note in _what_if_notes(w)),
+        *_side_by_side_html(w),
     ]
     c = w.strategies
     if c is not None and c.rows:

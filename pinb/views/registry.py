@@ -99,10 +99,23 @@ def _retention_html(value: Any) -> str:
     return RetentionView(value).to_html()
 
 
+def _masking_text(value: Any) -> str:
+    from .masking import masking_text
+
+    return masking_text(value)
+
+
+def _masking_html(value: Any) -> str:
+    from .masking import masking_html
+
+    return masking_html(value)
+
+
 def register_views() -> None:
     """Register every result type's renderer (run once, when :mod:`pinb.views` loads)."""
     register("pinb.core.session.Session", bundle=_session)
     register("pinb.core.compaction.reports.CompactionReport", bundle=_compaction_report)
+    register("pinb.core.compaction.masking.MaskReport", text=_masking_text, html=_masking_html)
     register("pinb.analysis.compare.BranchComparison", text=_comparison_text, html=_comparison_html)
     register(
         "pinb.analysis.compaction.ledger.CompactionLedger", text=_ledger_text, html=_ledger_html

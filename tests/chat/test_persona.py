@@ -346,3 +346,28 @@ def test_a_mention_is_answered_when_the_picker_names_no_one(
 
     replies = run(scenario())
     assert len(replies) == 1 and "offline demo model" in replies[0].body
+
+
+def test_compact_mask_and_kept_in_the_chat_show_what_was_masked(
+    project: Path, loop_server: LLMServer
+) -> None:
+    from pinb.testing.generate import tool_heavy_session
+
+    path = tool_heavy_session(project / "sessions", turns=40, result_chars=6_000, cwd=project)
+    before = path.read_bytes()
+
+    async def scenario() -> list[Any]:
+        room = ChatRoom(project)
+        room.persona.model = MODEL
+        link_chat(room.path, path, notebook=project / "analysis.ipynb")
+        answers = [await room.say(command) for command in ("/compact --mask", "/kept")]
+        await room.close()
+        return answers
+
+    compacted, kept = run(scenario())
+    appended = [json.loads(x)["type"] for x in path.read_bytes()[len(before) :].splitlines()]
+    edits = appended.count("context_edit")
+    assert edits and "compaction" not in appended
+    assert f"Masked {edits} old tool results" in str(compacted.mime_model["data"]["text/html"])
+    assert kept.body.startswith("```") and f"{edits} old tool results masked" in kept.body
+    assert "<script" not in str(kept.mime_model["data"]["text/html"])

@@ -144,3 +144,39 @@ def test_compact_and_kept_with_pis_own_compaction(
         assert f"Compaction {compaction.id}" in answer.mime_model["data"]["text/html"]
     ours = json.loads(json.dumps(session.build_context().to_wire()))
     assert pi16.open(link.session)["context"] == ours
+
+
+def test_compact_mask_with_pi_as_the_engine_masks_and_pi_sends_the_placeholders(
+    project: Path, pi_loop: PiLoop, pi16: PiReference
+) -> None:
+    from pinb.chat.link import link_chat
+    from pinb.core.compaction.masking import MASK_PREFIX
+    from pinb.testing.generate import tool_heavy_session
+
+    # Pi's own settings as they are (no fitting with Pi as the engine): keep 4,000.
+    (pi_loop.agent_dir / "settings.json").write_text(
+        json.dumps({"compaction": {"keepRecentTokens": 4_000}})
+    )
+    path = tool_heavy_session(project / "sessions", turns=20, result_chars=3_000, cwd=project)
+    before = path.read_bytes()
+    pi_loop.server.reply(text="Pi carries on")
+
+    async def scenario() -> tuple[Any, Any]:
+        room = _pi_room(project)
+        link_chat(room.path, path, notebook=project / "analysis.ipynb")
+        masked = await room.say("/compact --mask")
+        answer = await room.say("what is left?")
+        await room.close()
+        return masked, answer
+
+    masked, answer = run(scenario())
+    assert "Pi carries on" in answer.body
+    added = [json.loads(x) for x in path.read_bytes()[len(before) :].splitlines()]
+    edits = [e for e in added if e["type"] == "context_edit"]
+    assert edits and "compaction" not in {e["type"] for e in added}
+    assert "Masked" in masked.mime_model["data"]["text/html"]
+    sent = json.dumps(pi_loop.server.requests[-1].body, ensure_ascii=False)
+    assert sent.count(MASK_PREFIX) == len(edits)  # Pi read the edits from the file
+    assert "--mask" not in sent
+    ours = json.loads(json.dumps(Session.open(path).build_context().to_wire()))
+    assert pi16.open(path)["context"] == ours

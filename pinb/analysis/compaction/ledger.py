@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.compaction.facts import FACT_KINDS, FactCache
+from ...core.compaction.masking import MaskingEvent, masking_events
 from ...core.compaction.plan import find_turn_start
 from ...core.compaction.span import CompactionSplit, compaction_cost, compaction_splits
 from ...core.context.accounting import context_usage, estimated_by_role
@@ -400,6 +401,13 @@ class CompactionLedger(Displayable):
     records: list[CompactionRecord] = field(default_factory=list)
     sessions: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    #: Maskings (pinb's mask-first compactions), each one summary request not made.
+    maskings: list[MaskingEvent] = field(default_factory=list)
+
+    @property
+    def summary_calls_avoided(self) -> int:
+        """Summary requests the maskings took the place of."""
+        return sum(m.summary_calls_avoided for m in self.maskings)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -412,6 +420,8 @@ class CompactionLedger(Displayable):
             "sessions": self.sessions,
             "records": [r.to_dict() for r in self.records],
             "skipped": [asdict(s) for s in self.skipped],
+            "maskings": [asdict(m) for m in self.maskings],
+            "summaryCallsAvoided": self.summary_calls_avoided,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -450,6 +460,7 @@ def compaction_ledger(source: SessionSources) -> CompactionLedger:
     ledger = CompactionLedger()
     for session in iter_sessions(source, ledger.skipped):
         ledger.sessions += 1
+        ledger.maskings.extend(masking_events(session))
         compactions = [e for e in session.entries if e.type == "compaction"]
         if not compactions:
             continue

@@ -24,6 +24,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.compaction.facts import FactCache
+from ...core.compaction.masking import MaskReport, plan_masking
 from ...core.compaction.operations import (
     CompactionPlan,
     load_compaction_settings,
@@ -199,6 +200,13 @@ class WhatIf(Displayable):
     leaf_is_compaction: bool = False
     parent_id: str | None = None
     strategies: StrategyComparison | None = field(default=None, repr=False)
+    #: Masking first at the leaf (the mask-first strategy: what it masks, the figure after,
+    #: whether a summary is still needed), ``None`` when not asked; ``masking_nothing``
+    #: says why there is nothing to mask.
+    masking: MaskReport | None = field(default=None, repr=False)
+    masking_nothing: str | None = None
+    #: Default columns left out because they plan the same cut as one before them.
+    folded: list[str] = field(default_factory=list)
 
     @property
     def current(self) -> WhatIfRow | None:
@@ -219,6 +227,9 @@ class WhatIf(Displayable):
             "current_note": self.current_note,
             "rows": [r.to_dict() for r in self.rows],
             "strategies": self.strategies.to_dict() if self.strategies is not None else None,
+            "masking": self.masking.to_dict() if self.masking is not None else None,
+            "masking_nothing": self.masking_nothing,
+            "folded": self.folded,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -555,7 +566,9 @@ def what_if(
     window = context_window if plan_window is False else plan_window
     margin = limit_margin(window) if window else 0
     chosen = _candidates(settings, keep_recent_tokens, reserve_tokens, base)
-    if not chosen and current is not False:
+    defaulted = not chosen and current is not False
+    if defaulted:
+        assert current is not False
         chosen = default_settings(current)
     if current is not False:  # the current settings asked again are their own column
         chosen = [s for s in chosen if s != current]
@@ -574,6 +587,21 @@ def what_if(
         )
         for label, s in columns
     ]
+    folded: list[str] = []
+    if defaulted:
+        # Default columns teach only where they differ: one that plans the cut of a column
+        # before it (a small session keeps everything either way) is left out, and said.
+        seen: set[tuple[str | None, str | None]] = set()
+        kept_rows = []
+        for r in rows:
+            cut = (r.first_kept_entry_id, r.nothing)
+            if cut in seen:
+                folded.append(r.settings_text)
+                continue
+            seen.add(cut)
+            kept_rows.append(r)
+        rows = kept_rows
+    masked, masking_nothing = _mask_first(session, leaf_id, base, window, usage)
     written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
     name = getattr(written, "name", type(written).__name__) if written is not None else None
     scratch = scratch_copy(session) if written is not None or model is not None else None
@@ -613,6 +641,9 @@ def what_if(
         leaf_is_compaction=entry.type == "compaction",
         parent_id=node_key(parent) if isinstance(parent, str) else None,
         strategies=strategies,
+        masking=masked,
+        masking_nothing=masking_nothing,
+        folded=folded,
     )
 
 
@@ -677,3 +708,25 @@ def compare_strategies(
     )
     assert found.strategies is not None
     return found.strategies
+
+
+def _mask_first(
+    session: Session,
+    leaf_id: str,
+    settings: CompactionSettings,
+    window: int | None,
+    usage: ContextUsage,
+) -> tuple[MaskReport | None, str | None]:
+    """The mask-first strategy at ``leaf_id``, planned on an in-memory copy (nothing written)."""
+    from ...errors import NothingToCompactError
+
+    copy = scratch_copy(session)
+    copy.branch(leaf_id, persist=False)
+    over = usage.threshold is not None and usage.tokens > usage.threshold
+    try:
+        report = plan_masking(
+            copy, settings, context_window=window or None, reason="threshold" if over else "manual"
+        )
+    except NothingToCompactError as exc:
+        return None, str(exc)
+    return report, None

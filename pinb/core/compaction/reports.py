@@ -49,6 +49,9 @@ class CompactionReport:
         compaction read back from a file, which does not record it).
     keep_note:
         Why that keep differs from the settings' own, in words (``""``: it does not).
+    masking_note:
+        Under the ``"mask-first"`` strategy, why masking old tool results was not enough
+        and a summary was written (``""``: masking was not tried).
     """
 
     entry: Entry | None
@@ -68,6 +71,7 @@ class CompactionReport:
     previous_compaction_id: str | None = None
     keep_recent_tokens: int | None = None
     keep_note: str = ""
+    masking_note: str = ""
 
     @property
     def estimated_before(self) -> int:

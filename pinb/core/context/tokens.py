@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from ...errors import UsageError
 from ..format.entries import id_key
 from ..format.target import Pi, PiLike
 from ..js.jsontext import value_text
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMAGE_CHARS",
+    "STRATEGIES",
     "CompactionSettings",
     "ContextEstimate",
     "context_tokens_of_usage",
@@ -29,6 +31,8 @@ __all__ = [
     "tokens_by_role",
 ]
 
+#: The compaction strategies (:attr:`CompactionSettings.strategy`).
+STRATEGIES: Final = ("pi", "mask-first")
 #: Characters an image counts for in an estimate (1200 tokens).
 IMAGE_CHARS: Final = 4800
 
@@ -288,6 +292,11 @@ class CompactionSettings:
     model_overrides:
         Per-model settings, keyed ``provider/model``, each a dict of these attribute names
         (snake_case or Pi's camelCase); see :meth:`for_model`.
+    strategy:
+        pinb's: ``"pi"`` (a summary, as Pi compacts) or ``"mask-first"`` (old tool results
+        masked first, a summary only when that cannot get under the threshold:
+        :mod:`pinb.core.compaction.masking`). Read from ``"pinb": {"compaction":
+        {"strategy": ...}}`` in Pi's settings files, which Pi ignores.
     """
 
     enabled: bool = True
@@ -296,6 +305,7 @@ class CompactionSettings:
     threshold_percent: float | None = None
     summary_model: str | None = None
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
+    strategy: str = "pi"
 
     @classmethod
     def from_wire(cls, data: dict[str, Any] | None) -> CompactionSettings:
@@ -311,6 +321,7 @@ class CompactionSettings:
             "summaryModel": "summary_model",
             "modelOverrides": "model_overrides",  # Pi 1.x's name
             "models": "model_overrides",
+            "strategy": "strategy",
         }
         changes: dict[str, Any] = {}
         for key, value in data.items():
@@ -318,6 +329,11 @@ class CompactionSettings:
             if name == "model_overrides" and isinstance(value, dict):
                 # User and project settings merge before the model is looked up, as in Pi.
                 value = {**changes.get(name, self.model_overrides), **value}
+            if name == "strategy" and value not in STRATEGIES:
+                raise UsageError(
+                    f"compaction strategy {value!r} is not one pinb knows: set "
+                    f"pinb.compaction.strategy to {' or '.join(map(repr, STRATEGIES))}"
+                )
             if name in self.__dataclass_fields__:
                 changes[name] = value
         return replace(self, **changes) if changes else self

@@ -48,7 +48,7 @@ COMMANDS_HELP = """\
 %pi tokens                       context tokens by role and tool
 %pi chart [--leaf ID]            the context request by request: window, threshold, every compaction's drop
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
-%pi compact [--offline] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first)
+%pi compact [--offline] [--mask] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first; --mask: mask old tool results first)
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized and kept
 %pi compactions [PATH] [--id ID]  what each compaction's summary kept of the span it replaced (lost first)
@@ -242,7 +242,8 @@ class PiMagics(
                 f"%pi: unknown command {command!r}"
                 + (f"; did you mean {close[0]!r}?" if close else "; try %pi help")
             )
-        pinb_options = {"--save", "--fit-pi", "--discover"}  # pinb's own, whatever the engine
+        # pinb's own, whatever the engine (masking is edits in the file, which Pi reads).
+        pinb_options = {"--save", "--fit-pi", "--discover", "--mask"}
         if self.engine == "pi" and command in ROUTED_COMMANDS and not pinb_options & set(rest):
             return self._pi_command(command, rest)
         try:

@@ -93,19 +93,43 @@ class SessionCommands(MagicsBase):
         return SessionListView(infos)
 
     def _cmd_compact(self, args: list[str]) -> Any:
-        from ...agent.compact import compact_to_fit
+        """``%pi compact [--offline] [--mask] [INSTRUCTIONS]``: compact now, by the settings'
+        strategy (``--mask``: old tool results masked first, a summary only when that
+        cannot get under the threshold)."""
+        from ...agent.compact import mask_or_compact
         from ...core import ExtractiveSummarizer
-        from ...views import CompactionView
+        from ...core.compaction.masking import MaskReport
+        from ...errors import NothingToCompactError
+        from ...views import CompactionView, MaskingView
 
         offline = "--offline" in args
-        instructions = " ".join(a for a in args if a != "--offline") or None
+        mask = True if "--mask" in args else None
+        instructions = " ".join(a for a in args if a not in ("--offline", "--mask")) or None
         session = self.current_session()
+        if self.engine == "pi":
+            # Only --mask reaches here with the Pi engine: pinb masks, Pi summarizes; with
+            # Pi's settings as they are and its threshold, as the footer of a Pi cell.
+            settings, _ = self._view_settings()
+            window, _ = self._window(session)
+            try:
+                report = mask_or_compact(
+                    session, None, settings=settings, context_window=window, mask=True
+                )
+            except NothingToCompactError as exc:
+                raise NothingToCompactError(
+                    f"{exc}; %pi compact (without --mask) has your Pi summarize"
+                ) from None
+            return MaskingView(report)  # type: ignore[arg-type]
         # Offline compaction writes no request, but plans for the window every view shows
         # all the same (else a small window keeps everything: "nothing to compact").
         model, settings, window, source = self._compaction_inputs(session, offline)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         # The one plan, which `%pi whatif` shows as its "current settings" column.
-        report = compact_to_fit(session, summarizer, instructions, settings, context_window=window)
+        report = mask_or_compact(
+            session, summarizer, instructions, settings, context_window=window, mask=mask
+        )
+        if isinstance(report, MaskReport):
+            return MaskingView(report)
         return CompactionView(report, session, context_window=window, window_source=source)
 
     def _cmd_goto(self, args: list[str]) -> Any:

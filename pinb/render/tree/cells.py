@@ -191,6 +191,8 @@ def _entry_cells(layout: RowLayout, row: Row, text_chars: int, end: str | None =
         tags.append((f"omitted by {short_id(node.edit_key or '')}", "edit"))
     elif node.edit == "replaced":
         tags.append((f"replaced by {short_id(node.edit_key or '')}", "edit"))
+    elif node.edit == "masked":
+        tags.append((f"masked by {short_id(node.edit_key or '')}", "edit"))
     if node.cycle:
         tags.append(("parent loop", "problem"))
     if node.orphan:

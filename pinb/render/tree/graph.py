@@ -54,7 +54,8 @@ class NodeInfo:
 
     ``cycle`` marks an entry whose parent link goes round a loop (the link is cut so the
     entry stays visible), ``orphan`` one whose parent is missing, ``edit`` how the active
-    context changes it (``"replaced"`` / ``"omitted"``, by the entry ``edit_key``), and
+    context changes it (``"replaced"`` / ``"omitted"``, or ``"masked"``: replaced by pinb's
+    placeholder for an old tool result; by the entry ``edit_key``), and
     ``archived`` an archived branch shown because the active path runs through it.
     """
 
@@ -297,6 +298,8 @@ def _build_graph(
     for projected in context.entries:
         if projected.edit is not None:
             state = "omitted" if projected.omitted else "replaced"
+            if state == "replaced" and _masked(projected.messages):
+                state = "masked"  # pinb's placeholder for an old tool result
             edits[node_key(projected.entry.id)] = (state, node_key(projected.edit.id))
     # The leaf as drawn: an archive marker appended at the leaf is hidden, so the leaf shown
     # is the last visible entry of the path.
@@ -465,3 +468,14 @@ def _loop_members(entries: list[Entry], index: Any) -> set[int]:
         for e in walk:
             state[id(e)] = 2
     return members
+
+
+def _masked(messages: list[Any]) -> bool:
+    """Whether an edited entry's messages are a mask pinb wrote (``core.compaction.masking``)."""
+    from ...core.compaction.masking import is_mask_text
+
+    return (
+        bool(messages)
+        and isinstance(messages[0], dict)
+        and is_mask_text(messages[0].get("content"))
+    )

@@ -377,8 +377,12 @@ def test_what_if_grid_defaults_and_nothing_to_compact(tmp_path: Path) -> None:
         (500, 1000), (500, 2000), (900, 1000), (900, 2000),
     ]  # fmt: skip
     defaults = what_if(s, context_window=4000)
-    # The settings in force (Pi's defaults fitted to the window), then half and twice the keep.
-    assert [r.settings.keep_recent_tokens for r in defaults.rows] == [1000, 500, 2000]
+    # The settings in force (Pi's defaults fitted to the window), then half and twice the
+    # keep, each only where it plans a cut of its own: twice keeps what 1,000 keeps here.
+    assert [r.settings.keep_recent_tokens for r in defaults.rows] == [1000, 500]
+    assert defaults.folded == [f"keep 2,000 / reserve {defaults.rows[0].settings.reserve_tokens:,}"]
+    assert len({r.first_kept_entry_id for r in defaults.rows}) == len(defaults.rows)
+    assert "Left out: keep 2,000" in defaults.to_text()
     assert defaults.current is defaults.rows[0]
     tiny = Session.in_memory("/p")
     tiny.append_message(user("hi"))

@@ -256,6 +256,7 @@ def test_a_scan_folds_every_script_as_the_index_does() -> None:
                 scan = scan_search(query, parse_query(query), files, root=sessions_root(),
                                    limit=100_000, fold=True, vectors=vectors, batch=batch)  # fmt: skip
                 assert _seen(scan) == _seen(index), (query, vectors, batch)
+
     # The rule itself, as the index has it: case by FTS5's own table, Latin diacritics
     # folded, nothing folded by compatibility or by str.casefold's extra rules.
     def words(query: str) -> set[str]:

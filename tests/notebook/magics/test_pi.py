@@ -438,3 +438,30 @@ def test_pi_keeps_its_own_thinking_level_until_one_is_chosen(
     pi_loop.server.reply(text="thinking less")
     _cell(shell, "--engine pi", "again")
     assert process.request("get_state")["thinkingLevel"] == "low"
+
+
+def test_compact_mask_with_pi_as_the_engine_is_pinbs_and_pi_continues(
+    shell: InteractiveShell, pi_loop: PiLoop, pi16: PiReference, tmp_path: Path
+) -> None:
+    from pinb.core.compaction.masking import MASK_PREFIX
+    from pinb.testing.generate import tool_heavy_session
+
+    # Pi's settings as they are (the Pi engine fits nothing): keep 4,000.
+    (pi_loop.agent_dir / "settings.json").write_text(
+        json.dumps({"compaction": {"keepRecentTokens": 4_000}})
+    )
+    path = tool_heavy_session(tmp_path / "sessions", turns=20, result_chars=3_000)
+    shell.run_line_magic("config", 'PiMagics.engine = "pi"')
+    with capture_output():
+        shell.run_line_magic("pi", f"open {path}")
+        shell.run_line_magic("pi", f"model {MODEL}")
+    before = path.read_bytes()
+    view = shell.run_line_magic("pi", "compact --mask")
+    added = [json.loads(x)["type"] for x in path.read_bytes()[len(before) :].splitlines()]
+    assert added and set(added) == {"context_edit"} and len(view.report.masked) == len(added)
+    pi_loop.server.reply(text="Pi goes on")
+    assert _cell(shell, "", "what now?").text == "Pi goes on"
+    sent = json.dumps(pi_loop.server.requests[-1].body, ensure_ascii=False)
+    assert sent.count(MASK_PREFIX) == len(added)
+    ours = json.loads(json.dumps(Session.open(path).build_context().to_wire()))
+    assert pi16.open(path)["context"] == ours
