@@ -269,7 +269,8 @@ def _calls(context: SessionContext) -> dict[str, tuple[str, Any]]:
         message = entry.message if entry.type == "message" else None
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
-        for block in message.get("content") or ():
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():  # odd files: any JSON
             if isinstance(block, dict) and block.get("type") == "toolCall":
                 found[str(block.get("id"))] = (
                     str(block.get("name") or "tool"),
