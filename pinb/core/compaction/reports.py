@@ -10,6 +10,7 @@ from typing import Any
 
 from ...display import mimebundle_of
 from ..format.entries import Entry
+from .lost import LostFacts
 
 __all__ = ["BranchReport", "CompactionReport"]
 
@@ -49,6 +50,10 @@ class CompactionReport:
         compaction read back from a file, which does not record it).
     keep_note:
         Why that keep differs from the settings' own, in words (``""``: it does not).
+    kept_facts:
+        The must-keep facts the summary lost that pinb added to it, in its kept-facts
+        section (:mod:`pinb.core.compaction.lost`); ``None`` when the settings write
+        Pi's exact text (``keepFacts: false``) or for a plan.
     """
 
     entry: Entry | None
@@ -68,6 +73,7 @@ class CompactionReport:
     previous_compaction_id: str | None = None
     keep_recent_tokens: int | None = None
     keep_note: str = ""
+    kept_facts: LostFacts | None = None
 
     @property
     def estimated_before(self) -> int:

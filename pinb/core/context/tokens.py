@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMAGE_CHARS",
+    "KEPT_FACTS_BUDGET",
     "CompactionSettings",
     "ContextEstimate",
     "context_tokens_of_usage",
@@ -31,6 +32,9 @@ __all__ = [
 
 #: Characters an image counts for in an estimate (1200 tokens).
 IMAGE_CHARS: Final = 4800
+#: The most a summary pinb writes grows by its kept-facts section (chars/4 tokens): the
+#: bar issue 41 set (at most 2,500 more summary tokens for 95% of the must-keep facts).
+KEPT_FACTS_BUDGET: Final = 2500
 
 
 def _text_len(value: object) -> int:
@@ -288,6 +292,13 @@ class CompactionSettings:
     model_overrides:
         Per-model settings, keyed ``provider/model``, each a dict of these attribute names
         (snake_case or Pi's camelCase); see :meth:`for_model`.
+    keep_facts:
+        pinb's own: every summary pinb writes gets a cited "kept facts" section for the
+        must-keep facts it lost (:mod:`pinb.core.compaction.lost`); ``False`` writes Pi's
+        exact text. Read from ``"pinb": {"compaction": {"keepFacts": false}}``.
+    keep_facts_tokens:
+        pinb's own: the most that section may add to a summary (chars/4 tokens;
+        ``keepFactsTokens``).
     """
 
     enabled: bool = True
@@ -296,6 +307,8 @@ class CompactionSettings:
     threshold_percent: float | None = None
     summary_model: str | None = None
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
+    keep_facts: bool = True
+    keep_facts_tokens: int = KEPT_FACTS_BUDGET
 
     @classmethod
     def from_wire(cls, data: dict[str, Any] | None) -> CompactionSettings:
@@ -311,6 +324,8 @@ class CompactionSettings:
             "summaryModel": "summary_model",
             "modelOverrides": "model_overrides",  # Pi 1.x's name
             "models": "model_overrides",
+            "keepFacts": "keep_facts",
+            "keepFactsTokens": "keep_facts_tokens",
         }
         changes: dict[str, Any] = {}
         for key, value in data.items():
