@@ -99,6 +99,18 @@ def _retention_html(value: Any) -> str:
     return RetentionView(value).to_html()
 
 
+def _given_back_text(value: Any) -> str:
+    from .given_back import given_back_text
+
+    return given_back_text(value)
+
+
+def _given_back_html(value: Any) -> str:
+    from .given_back import given_back_html
+
+    return given_back_html(value)
+
+
 def register_views() -> None:
     """Register every result type's renderer (run once, when :mod:`pinb.views` loads)."""
     register("pinb.core.session.Session", bundle=_session)
@@ -116,6 +128,9 @@ def register_views() -> None:
     register("pinb.analysis.searching.hits.SearchResults", text=_search_text, html=_search_html)
     register(
         "pinb.analysis.retention.report.RetentionReport", text=_retention_text, html=_retention_html
+    )
+    register(
+        "pinb.core.compaction.uncompact.GivenBack", text=_given_back_text, html=_given_back_html
     )
 
 

@@ -110,6 +110,11 @@ class LostFact:
     line: str
 
     @property
+    def body(self) -> str:
+        """The line without its list mark and short citation: ``label: text``."""
+        return self.line[2:].rsplit(" [", 1)[0]
+
+    @property
     def tokens(self) -> int:
         """chars/4 of its line."""
         return text_tokens(self.line + "\n")
