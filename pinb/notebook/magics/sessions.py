@@ -98,11 +98,17 @@ class SessionCommands(MagicsBase):
         from ...views import CompactionView
 
         offline = "--offline" in args
-        instructions = " ".join(a for a in args if a != "--offline") or None
+        keep_facts = "--no-keep-facts" not in args
+        flags = ("--offline", "--no-keep-facts")
+        instructions = " ".join(a for a in args if a not in flags) or None
         session = self.current_session()
         # Offline compaction writes no request, but plans for the window every view shows
         # all the same (else a small window keeps everything: "nothing to compact").
         model, settings, window, source = self._compaction_inputs(session, offline)
+        if not keep_facts:
+            from dataclasses import replace
+
+            settings = replace(settings, keep_facts=False)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         # The one plan, which `%pi whatif` shows as its "current settings" column.
         report = compact_to_fit(session, summarizer, instructions, settings, context_window=window)
