@@ -204,7 +204,9 @@ def system(content: Any = "", *, ts: int = BASE_MS, **fields: Any) -> dict[str, 
     return {"role": "system", "content": content, **fields, "timestamp": ts}
 
 
-def bash_execution(command: str, output: str, *, ts: int = BASE_MS, **fields: Any) -> dict[str, Any]:
+def bash_execution(
+    command: str, output: str, *, ts: int = BASE_MS, **fields: Any
+) -> dict[str, Any]:
     """A ``bashExecution`` message (Pi's ``!command``), exit code 0 unless ``fields`` say."""
     return {
         "role": "bashExecution",

@@ -52,17 +52,20 @@ def _usage(total: int) -> dict[str, object]:
     }
 
 
-def write_work_session(folder: str | Path, *, turns: int = 40, seed: int = 0) -> Session:
+def write_work_session(
+    folder: str | Path, *, turns: int = 40, seed: int = 0, cwd: str | Path = "/home/dev/project"
+) -> Session:
     """Write ``turns`` turns of coding work as a Pi session file in ``folder``.
 
     Each turn: a request about one area of the project (every third with a rule), a read
     and an edit of that area's files, a test command (every other one fails with an error
     line of its own, and a fixed re-run passes), and a final text saying what was done.
-    Tool outputs are a few hundred characters, as a real read is longer.
+    Tool outputs are a few hundred characters, as a real read is longer. ``cwd`` is the
+    project folder the header records (``pi --session`` wants one that exists).
     """
     rng = random.Random(seed)
     session = Session.create(
-        "/home/dev/project",
+        str(cwd),
         folder,
         id_generator=lambda: f"{rng.getrandbits(32):08x}",
     )
