@@ -124,7 +124,8 @@ function render({ model, el }) {
   const bLabel = h("button", "pinb-label", "Set label");
   const bFork = h("button", "pinb-fork", "Fork to new file");
   const bArchive = h("button", "pinb-archive", "Archive branch");
-  actions.append(bContinue, bSummary, labelText, bLabel, bFork, bArchive);
+  const bUncompact = h("button", "pinb-uncompact", "Give back what it lost");
+  actions.append(bContinue, bSummary, labelText, bLabel, bFork, bArchive, bUncompact);
   const status = h("div", "pinb-tw-status pinb-status");
   side.append(actions, status, tabs, panels.details, panels.context_html, panels.compaction_html);
   body.append(treeBox, side);
@@ -368,6 +369,19 @@ function render({ model, el }) {
       : row && row.onPath
         ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
         : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
+    drawUncompact(selected, row);
+  }
+
+  // Give back (pinb uncompact): only a compaction on the active path can, since only its
+  // loss reaches the model's next turn.
+  function drawUncompact(selected, row) {
+    const compaction = !!row && row.kind === "compaction";
+    bUncompact.disabled = !compaction || !row.onPath;
+    bUncompact.title = !compaction
+      ? "Select a compaction entry: this gives back, as one cited message the next turn reads, the facts its summary lost."
+      : !row.onPath
+        ? "This compaction is not on the active path: its loss would not reach the model. Move the leaf after it first."
+        : "Append one cited message with the facts this compaction's summary lost (files, commands, errors, instructions) that the context does not carry.";
   }
 
   function select(i) {
@@ -478,6 +492,7 @@ function render({ model, el }) {
   });
   bFork.addEventListener("click", () => send("fork"));
   bArchive.addEventListener("click", () => send("archive"));
+  bUncompact.addEventListener("click", () => send("uncompact"));
 
   // --- kernel changes ------------------------------------------------------------------
   // The label box shows the selected entry's label as the file now holds it: after a
