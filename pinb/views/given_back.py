@@ -10,18 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.compaction.lost import KEPT_FACTS_HEADING, earlier_kept_facts, text_tokens
-from ..core.compaction.uncompact import UNCOMPACT_TYPE, GivenBack
+from ..core.compaction.lost import kept_facts_of
+from ..core.compaction.uncompact import GivenBack, given_back_costs
 from ..core.describe import one_line, plural
 from ..render.html import div, escape, muted, wrap
 
 __all__ = [
     "given_back_headline",
     "given_back_html",
-    "given_back_of",
     "given_back_text",
     "kept_facts_brief",
-    "kept_facts_of",
     "pinb_additions",
     "pinb_additions_html",
     "pinb_additions_text",
@@ -62,34 +60,6 @@ def given_back_html(given: GivenBack) -> str:
 # -- what a compaction entry shows: pinb's kept facts and its give-backs -------------------
 
 
-def kept_facts_of(summary: str) -> tuple[int, int]:
-    """``(facts, tokens)`` of the kept-facts section pinb added to ``summary`` (``(0, 0)``:
-    none, the summary is Pi's text as written)."""
-    at = summary.find("\n\n" + KEPT_FACTS_HEADING)
-    if at < 0:
-        return 0, 0
-    return len(earlier_kept_facts(summary)), text_tokens(summary[at:])
-
-
-def given_back_of(session: Any, compaction_id: str) -> list[tuple[str, int, int]]:
-    """``(entry id, facts, tokens)`` of each give-back of ``compaction_id`` in the file."""
-    found = []
-    for entry in session.entries:
-        raw = entry.raw
-        details = raw.get("details")
-        if (
-            entry.type == "custom_message"
-            and raw.get("customType") == UNCOMPACT_TYPE
-            and isinstance(details, dict)
-            and details.get("compactionId") == compaction_id
-        ):
-            facts = details.get("facts")
-            content = raw.get("content")
-            tokens = text_tokens(content) if isinstance(content, str) else 0
-            found.append((str(entry.id), len(facts) if isinstance(facts, list) else 0, tokens))
-    return found
-
-
 def kept_facts_brief(summary: str) -> str:
     """``"pinb kept 12 facts the summary lost (340 tokens)"``, or ``""`` without a section."""
     facts, tokens = kept_facts_of(summary)
@@ -110,7 +80,7 @@ def pinb_additions(session: Any, entry: Any) -> dict[str, Any]:
         "keptFacts": {"facts": facts, "tokens": tokens},
         "givenBack": [
             {"entryId": i, "facts": n, "tokens": t}
-            for i, n, t in given_back_of(session, str(entry.id))
+            for i, n, t in given_back_costs(session, str(entry.id))
         ],
     }
 
@@ -122,7 +92,7 @@ def pinb_additions_text(session: Any, entry: Any) -> list[str]:
     brief = kept_facts_brief(summary if isinstance(summary, str) else "")
     if brief:
         lines.append(brief)
-    for entry_id, facts, tokens in given_back_of(session, str(entry.id)):
+    for entry_id, facts, tokens in given_back_costs(session, str(entry.id)):
         lines.append(
             f"given back in {entry_id}: {plural(facts, 'fact')} ({tokens:,} tokens, `pinb uncompact`)"
         )

@@ -137,9 +137,7 @@ DROPPED: Final = _dropped()
 
 def fold(text: str) -> str:
     """``text`` with each character as FTS5 folds it (diacritics it drops removed)."""
-    return "".join(
-        "" if ord(ch) in DROPPED else chr(FOLDS.get(ord(ch), ord(ch))) for ch in text
-    )
+    return "".join("" if ord(ch) in DROPPED else chr(FOLDS.get(ord(ch), ord(ch))) for ch in text)
 
 
 @lru_cache(maxsize=1)
@@ -291,7 +289,8 @@ def probe(db: sqlite3.Connection | None = None) -> tuple[dict[int, int], frozens
         )
         connection.executemany("INSERT INTO temp.probe(rowid, body) VALUES (?, ?)", rows)
         terms = [
-            t for (t,) in connection.execute("SELECT term FROM temp.probe_seen ORDER BY doc, offset")
+            t
+            for (t,) in connection.execute("SELECT term FROM temp.probe_seen ORDER BY doc, offset")
         ]
     finally:
         if own:

@@ -48,6 +48,7 @@ __all__ = [
     "cited_from",
     "earlier_kept_facts",
     "fact_line",
+    "kept_facts_of",
     "kept_facts_section",
     "lost_facts",
     "parse_kinds",
@@ -428,6 +429,15 @@ def kept_facts_section(lost: LostFacts, budget: int | None = None) -> str:
     if lost.omitted:
         lines.append(_omitted_line(lost.omitted, budget or lost.budget))
     return "\n".join(lines)
+
+
+def kept_facts_of(summary: str) -> tuple[int, int]:
+    """``(facts, tokens)`` of the kept-facts section pinb added to ``summary``; ``(0, 0)``
+    when it has none (the summary is its summarizer's text as written)."""
+    at = summary.find("\n\n" + KEPT_FACTS_HEADING)
+    if at < 0:
+        return 0, 0
+    return len(earlier_kept_facts(summary)), text_tokens(summary[at:])
 
 
 def without_kept_facts(summary: str) -> str:

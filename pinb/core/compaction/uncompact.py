@@ -43,6 +43,7 @@ __all__ = [
     "UNCOMPACT_TYPE",
     "GivenBack",
     "given_back",
+    "given_back_costs",
     "uncompact",
 ]
 
@@ -264,6 +265,18 @@ def uncompact(
                 },
             )
     return given
+
+
+def given_back_costs(session: Session, compaction_id: str) -> list[tuple[str, int, int]]:
+    """``(entry id, facts, tokens)`` of each give-back of ``compaction_id``, in file order:
+    what each gave back and what it costs the context (chars/4 of its message)."""
+    found = []
+    for entry in given_back(session, compaction_id):
+        facts = entry.raw["details"].get("facts")
+        content = entry.raw.get("content")
+        tokens = text_tokens(content) if isinstance(content, str) else 0
+        found.append((node_key(entry.id), len(facts) if isinstance(facts, list) else 0, tokens))
+    return found
 
 
 def given_back(session: Session, compaction_id: str) -> list[Entry]:
