@@ -36,6 +36,7 @@ from .matching import TextIndex, judge
 
 __all__ = [
     "DEFAULT_GIVE_BACK_KINDS",
+    "GROUP_HEADINGS",
     "KEPT_FACTS_BUDGET",
     "KEPT_FACTS_HEADING",
     "LOST_KINDS",
@@ -48,10 +49,12 @@ __all__ = [
     "cited_from",
     "earlier_kept_facts",
     "fact_line",
+    "fact_lines",
     "kept_facts_of",
     "kept_facts_section",
     "lost_facts",
     "parse_kinds",
+    "read_fact_lines",
     "section_budget",
     "text_tokens",
     "without_kept_facts",
@@ -65,19 +68,35 @@ MUST_KEEP: Final = ("instruction", "next", "error", "command", "file")
 DEFAULT_GIVE_BACK_KINDS: Final = ("file", "command", "error", "instruction")
 #: The heading of the section pinb adds to a summary: it says pinb wrote it, not Pi.
 KEPT_FACTS_HEADING: Final = "## Kept facts (added by pinb, not Pi's summarizer)"
-#: The rank of each kind of lost fact (lower first), by what a continuation needs most.
+#: The rank of each group of lost facts (lower first), by what a continuation needs most.
+#: Each group is written under its own heading (:data:`GROUP_HEADINGS`), in this order.
 RANKS: Final = {
     "constraint": 0,  # the user's rules: breaking one is the worst failure after a compaction
     "next": 1,  # where the work stands, so the next turn continues it
     "error": 2,  # what failed, so it is not tried again blindly
-    "failed command": 2,
-    "changed file": 3,  # what the work changed
-    "request": 4,  # what the user asked
-    "read file": 5,
-    "command": 6,
-    "decision": 7,
-    "identifier": 8,
-    "number": 9,
+    "failed command": 3,
+    "changed file": 4,  # what the work changed
+    "request": 5,  # what the user asked
+    "read file": 6,
+    "command": 7,
+    "decision": 8,
+    "identifier": 9,
+    "number": 10,
+}
+#: The heading each group's facts are listed under (the label is said once per group, not
+#: once per fact: on a long span that leaves room for a fifth more facts).
+GROUP_HEADINGS: Final = {
+    "constraint": "The user's constraints:",
+    "next": "Next step:",
+    "error": "Errors:",
+    "failed command": "Failed commands:",
+    "changed file": "Files written or edited:",
+    "request": "The user's requests:",
+    "read file": "Files read:",
+    "command": "Commands run:",
+    "decision": "Decisions:",
+    "identifier": "Names:",
+    "number": "Numbers:",
 }
 #: The text of one fact in a line is cut to this many characters (its citation stays whole):
 #: long enough that a cut request still matches its fact by the overlap rule, short enough
@@ -98,22 +117,27 @@ _KIND_NAMES: Final = {
 
 @dataclass(frozen=True)
 class LostFact:
-    """One fact a compaction lost, with its rank and the line that gives it back.
+    """One fact a compaction lost, with its group and the line that gives it back.
 
-    ``kind`` is the fact's kind (``"next"`` for the next step); ``cite`` is
-    ``path:line#entry-id`` (the entry id alone for a session not on disk).
+    ``kind`` is the fact's kind (``"next"`` for the next step); ``group`` its group
+    (:data:`RANKS`); ``cite`` is ``path:line#entry-id`` (the entry id alone for a session
+    not on disk); ``line`` the list item written under the group's heading.
     """
 
     fact: Fact
     kind: str
-    rank: int
+    group: str
     cite: str
     line: str
 
     @property
+    def rank(self) -> int:
+        return RANKS[self.group]
+
+    @property
     def body(self) -> str:
-        """The line without its list mark and short citation: ``label: text``."""
-        return self.line[2:].rsplit(" [", 1)[0]
+        """``group: text``, without the list mark and the short citation (one line)."""
+        return f"{self.group}: " + self.line[2:].rsplit(" [", 1)[0]
 
     @property
     def tokens(self) -> int:
@@ -128,6 +152,18 @@ class LostFact:
             "entryId": self.fact.entry_id,
             "line": self.fact.line,
         }
+
+
+def fact_lines(facts: Sequence[LostFact]) -> list[str]:
+    """The facts as written: each group's heading, then its items (facts in rank order)."""
+    lines: list[str] = []
+    group = None
+    for fact in facts:
+        if fact.group != group:
+            group = fact.group
+            lines.append(GROUP_HEADINGS[group])
+        lines.append(fact.line)
+    return lines
 
 
 @dataclass(frozen=True)
@@ -162,11 +198,12 @@ class LostFacts:
     @property
     def tokens(self) -> int:
         """chars/4 of the facts' lines (what they cost wherever they are written)."""
-        return text_tokens("".join(f.line + "\n" for f in self.facts))
+        return text_tokens("".join(line + "\n" for line in self.lines))
 
     @property
     def lines(self) -> list[str]:
-        return [f.line for f in self.facts]
+        """The lines written: each group's heading, then its facts."""
+        return fact_lines(self.facts)
 
 
 def cite_name(session: Any) -> str | None:
@@ -243,19 +280,13 @@ def _rank_name(fact: Fact, kind: str) -> str:
 
 
 def fact_line(fact: Fact, kind: str, cite: str) -> str:
-    """One fact as a line of a kept-facts section or a give-back: label, text, citation."""
-    label = {
-        "next": "next step",
-        "instruction": fact.detail or "instruction",
-        "file": f"file ({fact.detail})" if fact.detail else "file",
-        "command": "command (failed)" if fact.detail == "failed" else "command",
-        "error": f"error ({fact.detail})" if fact.detail else "error",
-    }.get(kind, kind)
+    """One fact as an item under its group's heading: its text (code in backticks, on one
+    line, cut at :data:`LINE_TEXT_LIMIT`) and its citation."""
     flat = " ".join(fact.text.split())  # one line each: a command may span many
     text = flat if len(flat) <= LINE_TEXT_LIMIT else flat[: LINE_TEXT_LIMIT - 1] + "…"
     if kind == "command" or kind == "file":
         text = f"`{text}`"
-    return f"- {label}: {text} [{cite}]"
+    return f"- {text} [{cite}]"
 
 
 def _cite(fact: Fact, where: str | None) -> str:
@@ -365,7 +396,7 @@ def lost_facts(
             continue
         if judge(fact, kept_index, cwd=cwd).verdict != "lost":
             continue
-        rank = RANKS.get(_rank_name(fact, kind), len(RANKS))
+        rank = RANKS[_rank_name(fact, kind)]
         # The most recent first: its place in the span, else its line in the file.
         at = order.get(fact.entry_id, fact.line or 0) if not is_earlier else (fact.line or 0)
         lost.append((rank, is_earlier, -at, fact, kind))
@@ -373,13 +404,17 @@ def lost_facts(
     given: list[LostFact] = []
     used = 0
     omitted = 0
-    for rank, _, _, fact, kind in lost:
-        cite = _cite(fact, where)
-        item = LostFact(fact, kind, rank, cite, fact_line(fact, kind, _short_cite(fact, where)))
-        cost = item.tokens
+    headed: set[str] = set()
+    for _, _, _, fact, kind in lost:
+        group = _rank_name(fact, kind)
+        line = fact_line(fact, kind, _short_cite(fact, where))
+        item = LostFact(fact, kind, group, _cite(fact, where), line)
+        # A group's heading is paid for by its first fact.
+        cost = item.tokens + (0 if group in headed else text_tokens(GROUP_HEADINGS[group] + "\n"))
         if used + cost > budget:
             omitted += 1
             continue
+        headed.add(group)
         given.append(item)
         used += cost
     return LostFacts(tuple(given), budget, omitted, len(chosen), tuple(kinds), where)
@@ -460,47 +495,41 @@ def earlier_kept_facts(summary: str | None) -> list[Fact]:
     at = summary.find("\n\n" + KEPT_FACTS_HEADING)
     if at < 0:
         return []
-    facts: list[Fact] = []
-    for raw in summary[at:].splitlines():
-        fact = _read_line(raw)
-        if fact is not None:
-            facts.append(fact)
-    return facts
+    return read_fact_lines(summary[at:].splitlines())
 
 
-_LABEL_KINDS: Final = {
-    "next step": "next",
-    "constraint": "instruction",
-    "request": "instruction",
-    "instruction": "instruction",
-    "command": "command",
-    "command (failed)": "command",
+_GROUPS: Final = {heading: group for group, heading in GROUP_HEADINGS.items()}
+#: ``(kind, detail)`` of each group's facts, as read back.
+_GROUP_FACTS: Final = {
+    "constraint": ("instruction", "constraint"),
+    "next": ("next", "final text"),
+    "error": ("error", ""),
+    "failed command": ("command", "failed"),
+    "changed file": ("file", "edited"),
+    "request": ("instruction", "request"),
+    "read file": ("file", "read"),
+    "command": ("command", "ok"),
+    "decision": ("decision", "final text"),
+    "identifier": ("identifier", ""),
+    "number": ("number", ""),
 }
 
 
-def _read_line(raw: str) -> Fact | None:
-    if not raw.startswith("- ") or not raw.endswith("]") or " [" not in raw:
-        return None
-    body, cite = raw[2:-1].rsplit(" [", 1)
-    label, sep, text = body.partition(": ")
-    if not sep:
-        return None
-    kind = _LABEL_KINDS.get(label)
-    detail = ""
-    if kind is None:
-        head, _, rest = label.partition(" (")
-        if head not in ("file", "error"):
-            return None
-        kind, detail = head, rest.removesuffix(")")
-    elif kind == "instruction":
-        detail = label if label != "instruction" else ""
-    elif kind == "command":
-        detail = "failed" if label.endswith("(failed)") else ""
-    if kind in ("file", "command") and text.startswith("`") and text.endswith("`"):
-        text = text[1:-1]
-    where, _, entry_id = cite.rpartition("#")
-    line_text = where.rpartition(":")[2]
-    line = int(line_text) if line_text.isdigit() else None
-    if kind == "next":
-        return Fact("next", text, entry_id, line, "final text")
-    return Fact(kind, text, entry_id, line, detail)
+def read_fact_lines(lines: Iterable[str]) -> list[Fact]:
+    """The facts of lines :func:`fact_lines` wrote (a group's heading, then its items)."""
+    facts: list[Fact] = []
+    group = None
+    for raw in lines:
+        if raw in _GROUPS:
+            group = _GROUPS[raw]
+            continue
+        if group is None or not raw.startswith("- ") or not raw.endswith("]") or " [" not in raw:
+            continue
+        text, cite = raw[2:-1].rsplit(" [", 1)
+        kind, detail = _GROUP_FACTS[group]
+        if kind in ("file", "command") and len(text) > 1 and text[0] == text[-1] == "`":
+            text = text[1:-1]
+        where, _, entry_id = cite.rpartition("#")
+        line = int(where) if where.isdigit() else None
+        facts.append(Fact(kind, text, entry_id, line, detail))
+    return facts

@@ -17,10 +17,12 @@ from pinb.core import (
     load_compaction_settings,
 )
 from pinb.core.compaction.lost import (
+    GROUP_HEADINGS,
     KEPT_FACTS_HEADING,
     cite_name,
     earlier_kept_facts,
     fact_line,
+    fact_lines,
     lost_facts,
     parse_kinds,
     section_budget,
@@ -121,7 +123,9 @@ def test_a_budget_cuts_the_lowest_ranked_and_counts_them(tmp_path: Path) -> None
     _work(session)
     span, kept = _span(session, session.path_to()[-8].id)
     whole = lost_facts(span, "", kept)
-    budget = whole.facts[0].tokens + whole.facts[1].tokens
+    first = whole.facts[:2]
+    headings = {GROUP_HEADINGS[f.group] for f in first}  # each group's heading once
+    budget = sum(f.tokens for f in first) + sum(text_tokens(h + "\n") for h in headings)
     cut = lost_facts(span, "", kept, budget=budget)
     assert [f.line for f in cut.facts] == [f.line for f in whole.facts[:2]]
     assert cut.omitted == len(whole.facts) - 2 and cut.tokens <= budget
@@ -227,18 +231,26 @@ def test_a_later_compaction_carries_earlier_kept_facts_within_one_budget(tmp_pat
         assert later.kept_facts.omitted > 0
 
 
-def test_a_line_reads_back_as_its_fact() -> None:
+def test_a_section_reads_back_as_its_facts() -> None:
     from pinb.core.compaction.facts import Fact
+    from pinb.core.compaction.lost import LostFact
 
     facts = [
-        (Fact("file", "src/a b.py", "ab12cd34", 7, "read, edited"), "file"),
-        (Fact("command", "npm test -- x", "ab12cd35", 8, "failed"), "command"),
-        (Fact("instruction", "Never push: ok [x]", "ab12cd36", 9, "constraint"), "instruction"),
-        (Fact("error", "TypeError: x", "ab12cd37", 10, "bash"), "error"),
+        (
+            Fact("instruction", "Never push: ok [x]", "ab12cd36", 9, "constraint"),
+            "instruction",
+            "constraint",
+        ),
+        (Fact("error", "TypeError: x", "ab12cd37", 10, ""), "error", "error"),
+        (Fact("command", "npm test -- x", "ab12cd35", 8, "failed"), "command", "failed command"),
+        (Fact("file", "src/a b.py", "ab12cd34", 7, "edited"), "file", "changed file"),
+        (Fact("file", "src/c.py", "ab12cd38", 6, "read"), "file", "read file"),
     ]
-    text = "Pi's text\n\n" + KEPT_FACTS_HEADING + "\nintro:\n"
-    text += "\n".join(fact_line(f, k, f"{f.line}#{f.entry_id}") for f, k in facts)
-    assert earlier_kept_facts(text) == [f for f, _ in facts]
+    given = [LostFact(f, k, g, "", fact_line(f, k, f"{f.line}#{f.entry_id}")) for f, k, g in facts]
+    text = "Pi's text\n\n" + KEPT_FACTS_HEADING + "\nintro:\n" + "\n".join(fact_lines(given))
+    # Each group's label is written once, above its facts.
+    assert text.count("Files read:") == 1 and "- `src/c.py` [6#ab12cd38]" in text
+    assert earlier_kept_facts(text) == [f for f, _, _ in facts]
     assert without_kept_facts(text) == "Pi's text"
 
 
