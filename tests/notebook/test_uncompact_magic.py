@@ -17,6 +17,7 @@ from pinb.core.compaction.uncompact import UNCOMPACT_TYPE, GivenBack
 from pinb.notebook import PiMagics
 from pinb.testing import LLMServer
 from pinb.testing.work import write_work_session
+from tests.pi.loop import MODEL, PiLoop
 from tests.shells import pi_shell
 
 
@@ -128,7 +129,9 @@ def test_automatic_compaction_keeps_facts_unless_the_setting_is_off(
             _magics(shell).keep_facts = keep
             shell.run_line_magic("pi", "new")
             for i in range(3):
-                srv.reply(f"answer {i} " + "w" * 1500, usage={"input": 900 * (i + 1), "output": 400})
+                srv.reply(
+                    f"answer {i} " + "w" * 1500, usage={"input": 900 * (i + 1), "output": 400}
+                )
             srv.reply("## Goal\nthe summary")
             srv.reply("answer 3", usage={"input": 900, "output": 4})
             with capture_output():
@@ -145,3 +148,34 @@ def test_automatic_compaction_keeps_facts_unless_the_setting_is_off(
     assert KEPT_FACTS_HEADING in summaries[True]
     assert RULES[0] in summaries[True].split(KEPT_FACTS_HEADING)[1]
     assert KEPT_FACTS_HEADING not in summaries[False]
+
+
+def test_with_pi_as_the_engine_uncompact_reaches_pis_next_turn_through_the_file(
+    shell: InteractiveShell, pi_loop: PiLoop, tmp_path: Path
+) -> None:
+    from pinb.core import ExtractiveSummarizer, compact
+    from pinb.core.context.tokens import CompactionSettings
+
+    session = write_work_session(tmp_path / "s", turns=20, cwd=tmp_path)
+    settings = CompactionSettings(keep_recent_tokens=3000, keep_facts_tokens=300)
+    kept = compact(session, ExtractiveSummarizer(), settings=settings)
+    assert kept.kept_facts is not None and kept.kept_facts.omitted  # more to give back
+    magics = _magics(shell)
+    magics.engine = "pi"
+    with capture_output():
+        shell.run_line_magic("pi", f"open {session.require_path()}")
+        pi_loop.server.reply(text="Pi read it.")
+        first = shell.run_cell(f"%%pi --model {MODEL}\nWhere were we?")
+    assert first.error_in_exec is None
+    given = shell.run_line_magic("pi", "uncompact")
+    assert isinstance(given, GivenBack) and given.entry is not None
+    pi_loop.server.reply(text="Pi carries on.")
+    with capture_output():
+        result = shell.run_cell(f"%%pi --model {MODEL}\nCarry on with the next fixture")
+    assert result.error_in_exec is None
+    assert magics.pi_engine.process is not None  # the cells ran in the user's Pi
+    assert len(pi_loop.server.requests) == 2
+    sent = json.dumps(pi_loop.server.requests[-1].body)
+    assert json.dumps(given.text)[1:-1] in sent  # Pi read the give-back from the file
+    for fact in kept.kept_facts.facts:
+        assert json.dumps(fact.line)[1:-1] in sent
