@@ -7,7 +7,6 @@ panel), so they never say it two ways.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ..core.compaction.lost import kept_facts_of
@@ -21,7 +20,6 @@ __all__ = [
     "given_back_text",
     "kept_facts_brief",
     "pinb_additions",
-    "pinb_additions_html",
     "pinb_additions_text",
 ]
 
@@ -54,7 +52,7 @@ def given_back_html(given: GivenBack) -> str:
         f"<li>{escape(one_line(f.body, 300))} {muted(escape(f.cite))}</li>" for f in given.facts
     )
     body = f"<ul>{items}</ul>" if items else ""
-    return wrap(div(f"<p><b>{escape(given_back_headline(given))}</b></p>{body}"))
+    return wrap(div(f"<div><b>{escape(given_back_headline(given))}</b></div>{body}"))
 
 
 # -- what a compaction entry shows: pinb's kept facts and its give-backs -------------------
@@ -97,10 +95,3 @@ def pinb_additions_text(session: Any, entry: Any) -> list[str]:
             f"given back in {entry_id}: {plural(facts, 'fact')} ({tokens:,} tokens, `pinb uncompact`)"
         )
     return lines
-
-
-def pinb_additions_html(session: Any, entry: Any) -> str:
-    lines: Sequence[str] = pinb_additions_text(session, entry) if session is not None else ()
-    if not lines:
-        return ""
-    return "".join(f"<p>{escape(line)}</p>" for line in lines)
