@@ -478,9 +478,7 @@ def kept_facts_of(summary: str) -> tuple[int, int]:
 def without_kept_facts(summary: str) -> str:
     """``summary`` without a kept-facts section pinb added (Pi's text, as Pi wrote it)."""
     at = summary.find("\n\n" + KEPT_FACTS_HEADING)
-    if at < 0:
-        return summary[: -len(KEPT_FACTS_HEADING)] if summary == KEPT_FACTS_HEADING else summary
-    return summary[:at]
+    return summary if at < 0 else summary[:at]
 
 
 def earlier_kept_facts(summary: str | None) -> list[Fact]:

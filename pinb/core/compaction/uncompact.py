@@ -247,6 +247,7 @@ def uncompact(
     if budget <= 0:
         raise UsageError(f"a budget of {budget} tokens can give nothing back; give a positive one")
     if dry_run:
+        session.refresh()  # what others appended counts, as it would in the turn
         return _plan(session, compaction_id, kinds, budget)
     with session.turn(writer):  # what others appended is read before the facts are judged
         given = _plan(session, compaction_id, kinds, budget)
