@@ -162,5 +162,9 @@ def test_compactions_shows_what_pinb_kept_and_gave_back(tmp_path: Path) -> None:
     added = _first(kept)["pinb"]
     assert added["keptFacts"]["facts"] > 0 and 0 < added["keptFacts"]["tokens"] <= 2500
     assert added["givenBack"] == []
+    # The report tells what pinb's section kept: the section is its evidence's heading.
+    by_pinb = [f for f in _first(kept)["facts"] if f["section"] == KEPT_FACTS_HEADING]
+    assert 0 < len(by_pinb) <= added["keptFacts"]["facts"]
+    assert all(f["summary"] != "lost" for f in by_pinb)
     text = _ok("compactions", str(path), "--rows", "1")
     assert f"pinb kept {added['keptFacts']['facts']} facts the summary lost" in text
