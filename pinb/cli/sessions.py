@@ -297,6 +297,16 @@ def _report_json(report: Any) -> dict[str, Any]:
         "readFiles": report.read_files,
         "modifiedFiles": report.modified_files,
         "summary": report.summary,
+        # What pinb added to the summary: its kept-facts section (null: Pi's exact text).
+        "keptFacts": (
+            {
+                "facts": [f.to_dict() for f in report.kept_facts.facts],
+                "tokens": report.kept_facts.tokens,
+                "omitted": report.kept_facts.omitted,
+            }
+            if report.kept_facts is not None
+            else None
+        ),
     }
 
 

@@ -58,6 +58,17 @@ def test_compact_offline_keeps_95_percent_for_at_most_2500_more_tokens(
     assert "pinb kept" not in out
     out = _ok("compact", str(kept), "--offline")
     assert "pinb kept " in out and "the summary lost" in out
+    again = _session(tmp_path, "json", seed)
+    done = json.loads(_ok("compact", str(again), "--offline", "--json"))
+    section = done["summary"][done["summary"].index(KEPT_FACTS_HEADING) :]
+    assert done["keptFacts"]["facts"] and done["keptFacts"]["tokens"] <= 2500
+    assert all(f"{f['line']}#{f['entryId']}]" in section for f in done["keptFacts"]["facts"])
+    plain_json = json.loads(
+        _ok(
+            "compact", str(_session(tmp_path, "pj", seed)), "--offline", "--json", "--no-keep-facts"
+        )
+    )
+    assert plain_json["keptFacts"] is None
     (without, plain_tokens), (with_facts, tokens) = _kept(plain), _kept(kept)
     assert without < 0.9 and with_facts >= 0.95
     assert 0 < tokens - plain_tokens <= 2500
