@@ -1,6 +1,6 @@
 """The chat's slash commands: pinb's views of the shared session, as Markdown the chat can show.
 
-``/tree``, ``/context``, ``/tokens``, ``/compact``, ``/kept`` answer with the same views
+``/tree``, ``/context``, ``/tokens``, ``/compact``, ``/kept``, ``/uncompact`` answer with the same views
 ``%pi tree``, ``%pi context``, ``%pi tokens``, ``%pi compact`` show in a notebook: the
 tree as its text form (``to_text``) in a fenced block with its picture as a PNG (a
 ``data:`` URI); the tables as the view's own HTML (what an untrusted notebook shows), with
@@ -34,7 +34,10 @@ COMMANDS: dict[str, str] = {
     "/context": "the context path the model sees, and how full it is",
     "/tokens": "where the context's tokens go, by role and by tool",
     "/compact": "compact the context now (optional instructions for the summary)",
-    "/kept": "what the last compaction kept verbatim, what it summarized, and what pinb masked",
+    "/kept": "what the last compaction kept verbatim, what it summarized, what pinb masked, and "
+    "what pinb kept and gave back",
+    "/uncompact": "give back what the last compaction lost, as one cited message the model reads next "
+    "(/uncompact ID for another on the path; --dry-run only says what)",
     "/goto": "move the session to entry ID (the turns a note says were left off the path)",
     "/session": "the linked session; /session open PATH or /session new changes it",
     "/help": "what this persona does and its commands",
@@ -240,6 +243,23 @@ def _compact(chat: ChatSession, args: str) -> Answer:
     return _compaction(chat, done)
 
 
+def _uncompact(chat: ChatSession, args: str) -> Answer:
+    from ..core.compaction.operations import entry_id
+    from ..core.compaction.uncompact import uncompact
+    from ..views.given_back import given_back_html, given_back_text
+
+    words = shlex.split(args)
+    dry_run = "--dry-run" in words
+    ids = [w for w in words if w != "--dry-run"]
+    if len(ids) > 1 or any(w.startswith("-") for w in ids):
+        raise UsageError("usage: /uncompact [ID] [--dry-run] (ID: a compaction on the path)")
+    session = _require(chat)
+    compaction = entry_id(session, ids[0]) if ids else None  # a prefix, as /goto takes
+    with session.turn("giving back what a compaction lost", role="chat", who=chat.who):
+        given = uncompact(session, compaction, dry_run=dry_run, writer="the chat's /uncompact")
+    return Answer(fence(given_back_text(given), "text"), given_back_html(given))
+
+
 def _goto(chat: ChatSession, args: str) -> str:
     words = shlex.split(args)
     if len(words) != 1:
@@ -263,4 +283,5 @@ _HANDLERS: dict[str, Callable[[ChatSession, str], Answer | str]] = {
     "/kept": _kept,
     "/compact": _compact,
     "/goto": _goto,
+    "/uncompact": _uncompact,
 }

@@ -116,6 +116,11 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
         config=True
     )
     auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+    keep_facts = Bool(
+        True,
+        help="add pinb's cited kept-facts section to every summary pinb writes; False: "
+        "Pi's exact summary text",
+    ).tag(config=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -206,6 +211,7 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
             tools=tuple(self.tools),
             context_window=self.context_window,
             auto_compact=self.auto_compact,
+            keep_facts=self.keep_facts,
         )
 
     def _session(self) -> ChatSession:

@@ -93,6 +93,9 @@ class ChatSettings:
         A window to use and show instead of the model's (0: the model's own).
     auto_compact:
         Compact automatically near the window (the built-in agent).
+    keep_facts:
+        Add pinb's cited kept-facts section to every summary pinb writes; ``False``: Pi's
+        exact summary text (a settings file's ``keepFacts: false`` turns it off too).
     """
 
     engine: str = "pinb"
@@ -103,6 +106,7 @@ class ChatSettings:
     tools: tuple[str, ...] = DEFAULT_TOOLS
     context_window: int = 0
     auto_compact: bool = True
+    keep_facts: bool = True
 
 
 def chat_turns(session: Session) -> list[Entry]:
@@ -259,6 +263,8 @@ class ChatSession:
         settings = load_compaction_settings(self.cwd)
         if not self.settings.auto_compact:
             settings = dataclasses.replace(settings, enabled=False)
+        if not self.settings.keep_facts:
+            settings = dataclasses.replace(settings, keep_facts=False)
         return settings
 
     def model_spec(self) -> tuple[str, str]:

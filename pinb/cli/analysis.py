@@ -328,18 +328,26 @@ def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
     from ..analysis.retention.report import iter_session_retention
     from ..core.js.jsontext import json_text
+    from ..views.given_back import pinb_additions, pinb_additions_text
     from ..views.retention import retention_text
 
     session = open_session_file(args.file)
     # Each report printed as it is made and let go: one compaction's span in memory.
     shown = 0
     for report in iter_session_retention(session):
+        entry = session[report.compaction_id]
         if args.json:
-            # The list ``json_text(reports, indent=1)`` prints, an item at a time.
-            item = json_text(report.to_dict(), indent=1).replace("\n", "\n ")
+            # The list ``json_text(reports, indent=1)`` prints, an item at a time; "pinb":
+            # what pinb kept in the summary and gave back after it.
+            value = {**report.to_dict(), "pinb": pinb_additions(session, entry)}
+            item = json_text(value, indent=1).replace("\n", "\n ")
             write(("[\n " if not shown else ",\n ") + item)
         else:
-            write(("\n\n" if shown else "") + retention_text(report, max(0, args.rows)))
+            text = retention_text(report, max(0, args.rows))
+            added = pinb_additions_text(session, entry)
+            if added:
+                text += "\n" + "\n".join(f"  {line}" for line in added)
+            write(("\n\n" if shown else "") + text)
         shown += 1
     if args.json:
         write("\n]\n" if shown else "[]\n")

@@ -1,8 +1,9 @@
-"""``pinb ls``, ``tree``, ``context``, ``tokens``, ``compact`` and ``goto``: the session commands."""
+"""``pinb ls``, ``tree``, ``context``, ``tokens``, ``compact``, ``uncompact`` and ``goto``: the session commands."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -227,6 +228,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         raise UsageError(
             "pinb compact needs --plan or --offline (model summaries run from the notebook: %pi compact)"
         )
+    if args.no_keep_facts:
+        settings = dataclasses.replace(settings, keep_facts=False)
     # One turn: what others appended is read first, and said, before the plan is made.
     with session.turn("pinb compact") as turn:
         turn.goto = f"pinb goto {args.file}"
@@ -245,6 +248,39 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         f"kept {len(report.kept_ids)}; ≈{report.estimated_before} → {report.tokens_after} tokens"
         + (f" ({report.keep_note})" if report.keep_note else "")
     )
+    if report.kept_facts is not None:
+        from ..views.given_back import kept_facts_brief
+
+        say(kept_facts_brief(report.summary) or "pinb kept no facts: the summary lost none")
+    return 0
+
+
+def _cmd_uncompact(args: argparse.Namespace) -> int:
+    from ..core.compaction.lost import DEFAULT_GIVE_BACK_KINDS, parse_kinds
+    from ..core.compaction.uncompact import UNCOMPACT_BUDGET, uncompact
+    from ..views.given_back import given_back_text
+
+    session = _open(args)
+    try:
+        kinds = parse_kinds(args.kinds, DEFAULT_GIVE_BACK_KINDS)
+    except ValueError as exc:
+        raise UsageError(f"pinb uncompact --kinds: {exc}") from exc
+    if args.id is not None and args.id not in session:
+        raise PinbError(
+            f"{args.file}: no entry with id {args.id!r} (`pinb compactions FILE` lists them)"
+        )
+    given = uncompact(
+        session,
+        args.id,
+        kinds=kinds,
+        budget=UNCOMPACT_BUDGET if args.budget is None else args.budget,
+        dry_run=args.dry_run,
+        writer="pinb uncompact",
+    )
+    if args.json:
+        say(json.dumps(given.to_dict(), ensure_ascii=False, indent=1))
+    else:
+        say(given_back_text(given))
     return 0
 
 
@@ -326,6 +362,16 @@ def _report_json(report: Any) -> dict[str, Any]:
         "readFiles": report.read_files,
         "modifiedFiles": report.modified_files,
         "summary": report.summary,
+        # What pinb added to the summary: its kept-facts section (null: Pi's exact text).
+        "keptFacts": (
+            {
+                "facts": [f.to_dict() for f in report.kept_facts.facts],
+                "tokens": report.kept_facts.tokens,
+                "omitted": report.kept_facts.omitted,
+            }
+            if report.kept_facts is not None
+            else None
+        ),
     }
 
 
@@ -366,7 +412,7 @@ def _cmd_goto(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``ls``, ``tree``, ``context``, ``tokens``, ``compact`` and ``goto``."""
+    """Register ``ls``, ``tree``, ``context``, ``tokens``, ``compact``, ``uncompact`` and ``goto``."""
     ls = sub.add_parser("ls", help="list sessions of this folder (or all projects)")
     ls.add_argument("--all", action="store_true", help="every project under the agent dir")
     ls.add_argument("--dir", help="a session folder to list instead")
@@ -412,8 +458,35 @@ def add_parser(sub: Any) -> None:
     comp.add_argument("--leaf", help="plan from this entry instead of the leaf")
     comp.add_argument("--instructions", help="extra focus for the summary")
     comp.add_argument("--window", type=int, help="the model's context window, in tokens")
+    comp.add_argument(
+        "--no-keep-facts",
+        action="store_true",
+        help="write Pi's exact summary, without pinb's cited kept-facts section",
+    )
     comp.add_argument("--json", action="store_true")
     comp.set_defaults(func=_cmd_compact)
+
+    unc = sub.add_parser(
+        "uncompact",
+        help="give back, as one cited message the model reads, what a compaction lost",
+    )
+    unc.add_argument("file")
+    unc.add_argument("--id", help="a compaction on the current path (default: the latest)")
+    unc.add_argument(
+        "--kinds",
+        help="comma-separated: files, commands, errors, instructions, decisions, identifiers, "
+        "numbers, next (default: files,commands,errors,instructions)",
+    )
+    unc.add_argument(
+        "--budget",
+        type=int,
+        # The default is the core's (UNCOMPACT_BUDGET), read when the command runs: the
+        # parser is built for every `pinb` command and imports nothing.
+        help="the most the message may cost, chars/4 tokens (default 2,000)",
+    )
+    unc.add_argument("--dry-run", action="store_true", help="say what would be given back")
+    unc.add_argument("--json", action="store_true")
+    unc.set_defaults(func=_cmd_uncompact)
 
     goto = sub.add_parser("goto", help="move the leaf (optionally leaving a branch summary)")
     goto.add_argument("file")

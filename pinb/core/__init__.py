@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
         prepare_branch_entries,
     )
     from .compaction.fileops import FileOperations, format_file_operations
+    from .compaction.lost import LostFacts, lost_facts
     from .compaction.operations import (
         compact,
         compaction_due,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the names below load on first use (see __getattr__)
     )
     from .compaction.reports import BranchReport, CompactionReport
     from .compaction.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
+    from .compaction.uncompact import GivenBack, uncompact
     from .context.build import (
         BRANCH_SUMMARY_PREFIX,
         BRANCH_SUMMARY_SUFFIX,
@@ -107,6 +109,8 @@ __all__ = [
     "Entry",
     "ExtractiveSummarizer",
     "FileOperations",
+    "GivenBack",
+    "LostFacts",
     "ModelSummarizer",
     "Pi",
     "PiLike",
@@ -131,6 +135,7 @@ __all__ = [
     "find_turn_start",
     "format_file_operations",
     "load_compaction_settings",
+    "lost_facts",
     "migrate_values",
     "navigate",
     "plan_compaction",
@@ -142,6 +147,7 @@ __all__ = [
     "sessions_root",
     "should_compact",
     "tokens_by_role",
+    "uncompact",
     "valid_cut_points",
 ]
 
@@ -167,6 +173,8 @@ _HOMES: dict[str, str] = {
     "Entry": "format.entries",
     "ExtractiveSummarizer": "compaction.summarize",
     "FileOperations": "compaction.fileops",
+    "GivenBack": "compaction.uncompact",
+    "LostFacts": "compaction.lost",
     "ModelSummarizer": "compaction.summarize",
     "NO_CONTENT_SUMMARY": "compaction.branch",
     "Pi": "format.target",
@@ -193,6 +201,7 @@ _HOMES: dict[str, str] = {
     "find_turn_start": "compaction.plan",
     "format_file_operations": "compaction.fileops",
     "load_compaction_settings": "compaction.operations",
+    "lost_facts": "compaction.lost",
     "migrate_values": "format.migrate",
     "navigate": "compaction.operations",
     "plan_compaction": "compaction.operations",
@@ -204,6 +213,7 @@ _HOMES: dict[str, str] = {
     "sessions_root": "file.paths",
     "should_compact": "context.tokens",
     "tokens_by_role": "context.tokens",
+    "uncompact": "compaction.uncompact",
     "valid_cut_points": "compaction.plan",
 }
 

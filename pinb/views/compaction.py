@@ -34,6 +34,7 @@ from ..render.tree.graph import (
     node_key,
     plural,
 )
+from .given_back import pinb_additions_text
 from .retention import retention_brief_html, score_text
 
 __all__ = ["CompactionView", "report_from_entry"]
@@ -184,6 +185,10 @@ class CompactionView:
                 self.retention_error = str(exc) or type(exc).__name__
         #: Tool results masked in the context right after the compaction (its kept part).
         self.masked = self._read_masked(session)
+        #: What pinb added to this compaction: its kept facts and give-backs, one line each.
+        self.pinb_lines: list[str] = []
+        if session is not None and self.report.entry is not None:
+            self.pinb_lines = pinb_additions_text(session, self.report.entry)
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -213,7 +218,7 @@ class CompactionView:
             f"<CompactionView {where}: chars/4 estimate {thousands(r.estimated_before)} → "
             f"{thousands(r.estimated_after)} tokens (saved {thousands(r.tokens_saved)}{share}); "
             f"Pi recorded tokensBefore {thousands(r.tokens_before)}; {self._keep_text()}"
-            f"{self._retention_text()}"
+            f"{self._retention_text()}{self._pinb_text()}"
             f"{plural(len(r.summarized_ids), 'entry')} summarized, {len(r.kept_ids):,} kept>"
         )
 
@@ -235,6 +240,25 @@ class CompactionView:
                 f"<div{style('error')}>not read: {escape(self.retention_error)}</div>"
             )
         return ""
+
+    def _pinb_text(self) -> str:
+        """``"pinb kept 12 facts …; given back in …; "``: what pinb added, when it did."""
+        return "".join(f"{line}; " for line in self.pinb_lines)
+
+    def _pinb_html(self) -> str:
+        """What pinb kept in the summary and gave back after it, with their cost."""
+        if self.report.entry is None:
+            return ""
+        lines = self.pinb_lines or [
+            "pinb added nothing: the summary is as its summarizer wrote it, and nothing was "
+            "given back"
+        ]
+        items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+        hint = (
+            f"<div{style('muted')}>{escape('%pi uncompact')} (or {escape('pinb uncompact FILE')}) "
+            "gives back what the summary lost, as one cited message the next turn reads.</div>"
+        )
+        return heading("What pinb kept and gave back") + f"<ul>{items}</ul>" + hint
 
     def _keep_text(self) -> str:
         """``"keepRecentTokens 700 (why); "``: the keep budget the plan used, when known."""
@@ -367,6 +391,7 @@ class CompactionView:
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),
             self._retention_html(),
+            self._pinb_html(),
             heading(f"Summarized: {plural(len(r.summarized_ids), 'entry')}"),
             self._entry_table(r.summarized_ids),
             heading(f"Kept verbatim: {plural(len(r.kept_ids), 'entry')}"),

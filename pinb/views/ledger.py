@@ -41,7 +41,7 @@ _LEDGER_HEADERS: Final = (
     "session", "compaction", "on path", "tokensBefore", "before est", "after est",
     "next request", "summarized u/a/tool", "tool result chars", "thinking max (summarized)",
     "thinking max (kept)", "summary tok", "checkpoint tok", "files r/m", "split turn",
-    "facts kept", "score",
+    "facts kept", "score", "pinb kept / gave back",
 )  # fmt: skip
 _LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11, 12)
 _LEDGER_NOTE: Final = (
@@ -52,7 +52,9 @@ _LEDGER_NOTE: Final = (
     "what the compaction entry sends (its summary, and the system prompt it replays), the "
     "size the tree shows for it. facts kept: the span's facts its summary kept (verbatim or "
     "paraphrased), and score: their recall weighted by kind (to_frame() has recall per kind; "
-    "%pi compactions --id ID lists each fact and why)."
+    "%pi compactions --id ID lists each fact and why). pinb kept / gave back: the facts pinb "
+    "added to the summary (its cited kept-facts section, counted in summary tok) and gave back "
+    "after it (pinb uncompact), with their tokens."
 )
 _CALIBRATION_NOTE: Final = (
     "Each reply with usage: its reported prompt (input+cacheRead+cacheWrite) against "
@@ -84,6 +86,18 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         _yes(r.split_turn),
         f"{r.facts_kept}/{r.facts}",
         f"{r.score:.0%}" if r.score is not None else "—",
+        _pinb_cell(r),
+    )
+
+
+def _pinb_cell(r: CompactionRecord) -> str:
+    """``"12 (340 tok) / 5 (120 tok)"``: facts pinb kept in the summary and gave back after
+    it, with what each costs (chars/4); ``"—"`` when pinb added nothing."""
+    if not r.kept_facts and not r.given_back:
+        return "—"
+    return (
+        f"{r.kept_facts} ({r.kept_facts_tokens:,} tok) / {r.given_back} "
+        f"({r.given_back_tokens:,} tok)"
     )
 
 

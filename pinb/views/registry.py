@@ -111,6 +111,18 @@ def _masking_html(value: Any) -> str:
     return masking_html(value)
 
 
+def _given_back_text(value: Any) -> str:
+    from .given_back import given_back_text
+
+    return given_back_text(value)
+
+
+def _given_back_html(value: Any) -> str:
+    from .given_back import given_back_html
+
+    return given_back_html(value)
+
+
 def register_views() -> None:
     """Register every result type's renderer (run once, when :mod:`pinb.views` loads)."""
     register("pinb.core.session.Session", bundle=_session)
@@ -129,6 +141,9 @@ def register_views() -> None:
     register("pinb.analysis.searching.hits.SearchResults", text=_search_text, html=_search_html)
     register(
         "pinb.analysis.retention.report.RetentionReport", text=_retention_text, html=_retention_html
+    )
+    register(
+        "pinb.core.compaction.uncompact.GivenBack", text=_given_back_text, html=_given_back_html
     )
 
 

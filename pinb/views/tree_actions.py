@@ -1,7 +1,7 @@
 """The explorer's actions: what the ES module's buttons ask the kernel to do to the session.
 
-Continue here, continue with a branch summary, label, fork, archive and unarchive, each on
-the selected entry; each says in the widget's status line what it did or why it did not.
+Continue here, continue with a branch summary, label, fork, archive, unarchive and give
+back what a compaction lost (``pinb uncompact``), each on the selected entry; each says in the widget's status line what it did or why it did not.
 :class:`~pinb.views.tree_widget.TreeWidget` (the anywidget model: traitlets, layout,
 panels) mixes these in; they act on the session, then ask the model to redraw.
 """
@@ -52,6 +52,7 @@ class TreeActions:
             "fork": self.fork,
             "archive": self.archive,
             "unarchive": lambda: self.unarchive(content.get("target")),
+            "uncompact": self.give_back,
             "refresh": lambda: self.refresh(force=True),
             "select": lambda: self._selected_from_panel(key),
         }
@@ -213,3 +214,24 @@ class TreeActions:
         self.refresh(force=True)
         self._info(f"The branch at {target} is shown again.")
         return marker
+
+    def give_back(self) -> Any:
+        """Give back what the selected compaction lost: one cited message at the leaf
+        (:func:`pinb.core.compaction.uncompact.uncompact`)."""
+        from ..core.compaction.uncompact import uncompact
+        from .given_back import given_back_headline
+
+        target = self._target()
+        if target is None:
+            return None
+        if self.session[target].type != "compaction":
+            self._error("Select a compaction entry: giving back is about what its summary lost.")
+            return None
+        try:
+            given = uncompact(self.session, target, writer="the explorer's give-back")
+        except Exception as exc:  # shown in the widget: a callback has no caller
+            self._error(f"{type(exc).__name__}: {exc}")
+            return None
+        self.refresh(force=True)
+        self._info(given_back_headline(given))
+        return given

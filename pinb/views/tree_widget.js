@@ -126,7 +126,8 @@ function buildDom(el) {
   const bLabel = h("button", "pinb-label", "Set label");
   const bFork = h("button", "pinb-fork", "Fork to new file");
   const bArchive = h("button", "pinb-archive", "Archive branch");
-  actions.append(bContinue, bSummary, labelText, bLabel, bFork, bArchive);
+  const bUncompact = h("button", "pinb-uncompact", "Give back what it lost");
+  actions.append(bContinue, bSummary, labelText, bLabel, bFork, bArchive, bUncompact);
   const status = h("div", "pinb-tw-status pinb-status");
   side.append(actions, status, tabs, panels.details, panels.context_html, panels.compaction_html);
   body.append(treeBox, side);
@@ -134,7 +135,7 @@ function buildDom(el) {
   return {
     title, summary, search, matchNote, zoomOut, zoomIn, zoomFit, leafButton, archivedBox, refresh,
     scroller, canvas, lanesSvg, rowsLayer, legend, archivedList, panels, tabButtons,
-    bContinue, bSummary, labelText, bLabel, bFork, bArchive, status,
+    bContinue, bSummary, labelText, bLabel, bFork, bArchive, bUncompact, status,
   };
 }
 
@@ -351,6 +352,20 @@ function drawPanels(v) {
     : row && row.onPath
       ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
       : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
+  drawUncompact(v, row);
+}
+
+// Give back (pinb uncompact): only a compaction on the active path can, since only its
+// loss reaches the model's next turn.
+function drawUncompact(v, row) {
+  const { bUncompact } = v.ui;
+  const compaction = !!row && row.kind === "compaction";
+  bUncompact.disabled = !compaction || !row.onPath;
+  bUncompact.title = !compaction
+    ? "Select a compaction entry: this gives back, as one cited message the next turn reads, the facts its summary lost."
+    : !row.onPath
+      ? "This compaction is not on the active path: its loss would not reach the model. Move the leaf after it first."
+      : "Append one cited message with the facts this compaction's summary lost (files, commands, errors, instructions) that the context does not carry.";
 }
 
 // The label box shows the selected entry's label as the file now holds it: after a
@@ -489,6 +504,7 @@ function wireActions(v) {
   });
   ui.bFork.addEventListener("click", () => send("fork"));
   ui.bArchive.addEventListener("click", () => send("archive"));
+  ui.bUncompact.addEventListener("click", () => send("uncompact"));
 }
 
 // --- listeners that outlive the view's elements ----------------------------------------

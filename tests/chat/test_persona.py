@@ -371,3 +371,50 @@ def test_compact_mask_and_kept_in_the_chat_show_what_was_masked(
     assert f"Masked {edits} old tool results" in str(compacted.mime_model["data"]["text/html"])
     assert kept.body.startswith("```") and f"{edits} old tool results masked" in kept.body
     assert "<script" not in str(kept.mime_model["data"]["text/html"])
+
+
+def test_uncompact_gives_back_what_the_compaction_lost_and_kept_shows_it(
+    project: Path, loop_server: LLMServer
+) -> None:
+    from pinb.core.compaction.uncompact import UNCOMPACT_TYPE
+
+    for i in range(4):
+        loop_server.reply(text=f"answer {i} " + "words " * 200, usage={"input": 500, "output": 60})
+    for _ in range(2):  # the summary (and a split turn's prefix): it keeps none of the rules
+        loop_server.reply(text="## Goal\nAnswer four questions.")
+    rules = (
+        "Never rename the exported fixtures.",
+        "Always keep the changelog sorted by date.",
+        "Don't reformat the vendored parser module.",
+        "Only edit files under the scripts folder.",
+    )
+
+    async def scenario() -> tuple[list[Any], Path]:
+        room = ChatRoom(project)
+        room.persona.model = MODEL
+        room.persona.keep_facts = False  # Pi's exact summary: the loss stays to give back
+        for rule in rules:
+            await room.say(f"{rule} " + "detail " * 200)
+        answers = [
+            await room.say(command)
+            for command in ("/compact", "/uncompact --dry-run", "/uncompact", "/uncompact", "/kept")
+        ]
+        await room.close()
+        return answers, _session_of(room)
+
+    (compacted, dry, given, again, kept), path = run(scenario())
+    session = Session.open(path)
+    compaction = session.current_context().compaction
+    assert compaction is not None and "Kept facts" not in compaction.raw["summary"]
+    assert f"Compaction {compaction.id}" in str(compacted.mime_model["data"]["text/html"])
+    assert "would give back" in dry.body and "dry run: nothing written" in dry.body
+    entries = [e for e in session.entries if e.raw.get("customType") == UNCOMPACT_TYPE]
+    assert len(entries) == 1, "given back once; the second time nothing was still lost"
+    entry = entries[0]
+    assert entry.type == "custom_message" and entry.raw["details"]["compactionId"] == compaction.id
+    assert "gave back" in given.body and f"in entry {entry.id}" in given.body
+    lost_rules = [r for r in rules if r in entry.raw["content"]]
+    assert lost_rules, "the summary kept none of the user's rules"
+    assert "nothing to give back" in again.body
+    assert f"given back in {entry.id}" in kept.body
+    assert "What pinb kept and gave back" in str(kept.mime_model["data"]["text/html"])

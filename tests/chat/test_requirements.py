@@ -113,4 +113,4 @@ print(json.dumps({"cell": result.error_in_exec is None, "link": read_link("x.cha
                   "commands": len(COMMANDS), "persona": persona}))
 """
     found = _python(code, tmp_path)
-    assert found == {"cell": True, "link": True, "commands": 8, "persona": "ModuleNotFoundError"}
+    assert found == {"cell": True, "link": True, "commands": 9, "persona": "ModuleNotFoundError"}

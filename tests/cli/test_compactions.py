@@ -16,7 +16,7 @@ FACT_KEYS = {"kind", "text", "detail", "entryId", "line", "cite", "summary", "ke
              "evidence", "section", "rule"}  # fmt: skip
 KEYS = {"id", "kind", "firstKeptEntryId", "tokensBefore", "estimatedBefore", "estimatedAfter",
         "summaryTokens", "summarizedEntries", "summarizer", "facts", "recall", "score",
-        "weights", "factsPer1kSummaryTokens", "note"}  # fmt: skip
+        "weights", "factsPer1kSummaryTokens", "note", "pinb"}  # fmt: skip
 
 
 def _run(argv: list[str]) -> int:
@@ -34,6 +34,7 @@ def test_json_lists_every_compaction(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [c["id"] for c in data] == [ids["c1"], ids["c2"]]
     first = data[0]
     assert set(first) == KEYS
+    assert set(first["pinb"]) == {"keptFacts", "givenBack"}  # what pinb added to it
     assert first["firstKeptEntryId"] == ids["u3"] and first["tokensBefore"] == 9000
     assert all(set(f) == FACT_KEYS for f in first["facts"])
     assert {f["summary"] for f in first["facts"]} == {"verbatim", "paraphrased", "lost"}

@@ -483,6 +483,32 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
             assert "pinb-tw-selected" in (_row(page, ids["bash"]).get_attribute("class") or "")
             assert tab.text_content() == "Compaction here"
 
+            # Give back what the compaction lost: only on the active path (the leaf is a4's
+            # branch now, so first continue after the compaction).
+            give_back = page.locator(".pinb-uncompact")
+            _row(page, ids["compaction"]).click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-uncompact').title.includes('not on the active path')"
+            )
+            assert give_back.is_disabled()
+            _row(page, ids["a7"]).click()
+            page.locator(".pinb-continue").click()
+            page.wait_for_function(
+                "id => (document.querySelector(`.pinb-tw-row[data-id='${id}']`) || {})"
+                ".textContent?.includes('◀ leaf')",
+                arg=ids["a7"],
+            )
+            _row(page, ids["compaction"]).click()
+            page.wait_for_function("() => !document.querySelector('.pinb-uncompact').disabled")
+            give_back.click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-tw-status').textContent.startsWith('gave back')"
+            )
+            last = Session.open(session_path).entries[-1]
+            assert last.type == "custom_message" and last.raw["customType"] == "pinb.uncompact"
+            assert last.raw["details"]["compactionId"] == ids["compaction"]
+            assert f"in entry {last.id}" in (page.locator(".pinb-tw-status").text_content() or "")
+
             # Another writer (as Pi would) appends; polling in the kernel shows it.
             Session.open(session_path).append_message(user("appended by another writer"))
             page.wait_for_function(

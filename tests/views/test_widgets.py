@@ -362,3 +362,32 @@ def test_the_archive_list_is_the_same_with_archived_branches_shown(
     assert [list(item) for item in widget.archived_list] == hidden
     widget.show_archived = False
     assert [list(item) for item in widget.archived_list] == hidden
+
+
+def test_give_back_from_the_widget(demo: Demo, comms: list[Any]) -> None:
+    from pinb.core.compaction.uncompact import UNCOMPACT_TYPE
+
+    s, ids = demo.session, demo.ids
+    widget = SessionExplorer(s)
+    action(widget, action="uncompact", id=ids["u2"])  # not a compaction
+    assert widget.status_tone == "error" and "Select a compaction entry" in widget.status
+    entries = len(s.entries)
+    action(widget, action="uncompact", id=ids["compaction"])
+    assert widget.status_tone == "info", widget.status
+    given = [e for e in s.entries if e.raw.get("customType") == UNCOMPACT_TYPE]
+    assert len(given) == 1 and len(s.entries) == entries + 1
+    entry = given[0]
+    assert widget.status.startswith("gave back ") and f"in entry {entry.id}" in widget.status
+    assert row_of(widget, entry.id)["onPath"]  # the new message, drawn at the leaf
+    assert (
+        entry.parent_id == ids["a7"] and entry.raw["details"]["compactionId"] == ids["compaction"]
+    )
+    # The compaction's panel now says what was given back, and what it cost.
+    action(widget, action="select", id=ids["compaction"])
+    frontend_update(widget, tab="compaction_html")
+    assert f"given back in {entry.id}" in widget.compaction_html
+    action(widget, action="uncompact", id=ids["compaction"])  # again: nothing is still lost
+    assert widget.status.startswith("nothing to give back") and len(s.entries) == entries + 1
+    action(widget, action="continue", id=ids["a4"])  # the compaction leaves the path
+    action(widget, action="uncompact", id=ids["compaction"])
+    assert widget.status_tone == "error" and "is not on the current path" in widget.status

@@ -27,7 +27,10 @@ hands the summarizer, which the tests check against :func:`pinb.core.compact`.
 What its summary kept of that span comes from the one retention report
 (:func:`pinb.analysis.retention.report.session_retention`, by compaction id): ``score``, ``facts``
 (of the span), ``facts_kept`` (by the summary), ``facts_per_1k`` (kept per 1,000 summary
-tokens) and ``recall_<kind>`` (NaN for a kind the span has no fact of).
+tokens) and ``recall_<kind>`` (NaN for a kind the span has no fact of). What pinb added
+is its own columns: ``kept_facts`` / ``kept_facts_tokens`` (the cited section pinb wrote into
+the summary, part of ``summary_tokens``) and ``given_back`` / ``given_back_tokens`` /
+``given_back_entries`` (``pinb uncompact`` messages for the compaction, in the file).
 
 This module also gives :func:`usage_calibration` (chars/4 against reported usage, from
 :mod:`pinb.analysis.compaction.calibration`) and :func:`what_if` (other settings replayed with the
@@ -43,9 +46,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.compaction.facts import FACT_KINDS, FactCache
+from ...core.compaction.lost import kept_facts_of
 from ...core.compaction.masking import MaskingEvent, masking_events
 from ...core.compaction.plan import find_turn_start
 from ...core.compaction.span import CompactionSplit, compaction_cost, compaction_splits
+from ...core.compaction.uncompact import given_back_costs
 from ...core.context.accounting import context_usage, estimated_by_role
 from ...core.context.build import SessionContext
 from ...core.context.tokens import estimate_tokens
@@ -105,6 +110,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     "thinking_largest_id", "kept_thinking_blocks", "kept_thinking_chars",
     "kept_thinking_largest", "kept_thinking_largest_id", "lost_entries", "facts", "facts_kept",
     "score", "facts_per_1k", *(f"recall_{kind}" for kind in FACT_KINDS),
+    "kept_facts", "kept_facts_tokens", "given_back", "given_back_tokens", "given_back_entries",
 )  # fmt: skip
 
 
@@ -192,6 +198,11 @@ class CompactionRecord:
     score: float | None = None
     facts_per_1k: float | None = None
     recall: dict[str, float] = field(default_factory=dict)
+    kept_facts: int = 0
+    kept_facts_tokens: int = 0
+    given_back: int = 0
+    given_back_tokens: int = 0
+    given_back_entries: int = 0
 
     @property
     def saved_estimate(self) -> int:
@@ -369,7 +380,22 @@ def compaction_record(
         score=retention.score,
         facts_per_1k=retention.facts_per_1k,
         recall=retention.recall,
+        **_pinb_additions(session, entry, summary),
     )
+
+
+def _pinb_additions(session: Session, entry: Entry, summary: str) -> dict[str, int]:
+    """What pinb added to a compaction: its kept-facts section (facts, chars/4 tokens, part
+    of ``summary_tokens``) and its give-backs (facts, tokens, entries), from the file."""
+    kept, kept_tokens = kept_facts_of(summary)
+    given = given_back_costs(session, str(entry.id))
+    return {
+        "kept_facts": kept,
+        "kept_facts_tokens": kept_tokens,
+        "given_back": sum(n for _, n, _ in given),
+        "given_back_tokens": sum(t for _, _, t in given),
+        "given_back_entries": len(given),
+    }
 
 
 def _count(value: Any) -> int:

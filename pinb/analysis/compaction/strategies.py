@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ...core.compaction.facts import FactCache, extract_facts
+from ...core.compaction.lost import cite_name
 from ...core.compaction.operations import compact
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.summarize import Summarizer
@@ -194,7 +195,8 @@ def replay_summary(
     the summary kept: the retention is read from ``session`` (its file's lines), for the
     cut and summary the copy got (:func:`~pinb.analysis.retention.report.plan_retention`)."""
     scratch.branch(leaf_id, persist=False)
-    done = compact(scratch, summarizer, settings=settings)
+    # The copy's kept facts cite the session's file, as a compaction of it would.
+    done = compact(scratch, summarizer, settings=settings, cite_as=cite_name(session))
     report = plan_retention(
         session, done, leaf_id=leaf_id, summary=done.summary, kind=kind, cache=cache
     )

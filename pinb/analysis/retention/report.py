@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ...core.compaction.facts import FACT_KINDS, Fact, FactCache, extract_facts
+from ...core.compaction.lost import carried_text
 from ...core.compaction.matching import RULES, Match, TextIndex, judge
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.span import CompactionSplit, compaction_splits, split_at_cut
@@ -323,28 +324,6 @@ def span_messages(
     ]
     kept = [m for e in span.kept for m in sent.get(id(e), ()) if not _is_system(m)]
     return summarized, kept, len(span.summarized)
-
-
-def carried_text(message: Any) -> str:
-    """Everything of a message a later turn can read: text, tool-call arguments, results."""
-    if not isinstance(message, dict):
-        return ""
-    parts: list[str] = []
-    content = message.get("content")
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif block.get("type") == "toolCall" and isinstance(block.get("arguments"), dict):
-                parts += [v for v in block["arguments"].values() if isinstance(v, str)]
-    for key in ("command", "output", "summary", "errorMessage"):
-        if isinstance(message.get(key), str):
-            parts.append(message[key])
-    return "\n".join(parts)
 
 
 def retention_of_text(

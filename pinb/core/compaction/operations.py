@@ -37,9 +37,19 @@ from .branch import (
     prepare_branch_entries,
 )
 from .fileops import format_file_operations
+from .lost import (
+    MUST_KEEP,
+    LostFacts,
+    cite_name,
+    earlier_kept_facts,
+    kept_facts_section,
+    lost_facts,
+    section_budget,
+    without_kept_facts,
+)
 from .plan import CompactionPreparation, prepare_compaction, serialize_conversation
 from .reports import BranchReport, CompactionReport
-from .span import split_at_cut
+from .span import split_at_cut, split_with_messages
 from .summarize import Summarizer
 
 __all__ = [
@@ -367,6 +377,7 @@ def compact(
     settings: CompactionSettings | None = None,
     *,
     reason: str = "manual",
+    cite_as: str | None = None,
 ) -> CompactionReport:
     """Summarize the older part of the active path and append a ``compaction`` entry.
 
@@ -380,9 +391,15 @@ def compact(
     instructions:
         Extra focus for the summary (Pi's ``/compact <text>``).
     settings:
-        Compaction settings (Pi's defaults when omitted).
+        Compaction settings (Pi's defaults when omitted). With ``keep_facts`` (the
+        default) the summary gets pinb's cited kept-facts section
+        (:func:`~pinb.core.compaction.lost.kept_facts_section`) for the must-keep facts it
+        lost, within ``keep_facts_tokens``; without, it is Pi's exact text.
     reason:
         ``"manual"``, ``"threshold"`` or ``"overflow"``; recorded in the report.
+    cite_as:
+        The file name the kept facts cite (default: the session's own file's; a copy
+        compacted in memory, as the what-if does, cites the file it was copied from).
 
     Returns
     -------
@@ -401,6 +418,12 @@ def compact(
     previous = prepared.previous_summary if prepared.has_previous_summary else None
     if not isinstance(previous, str):
         previous = None if previous is None else str(previous)
+    earlier: list[Any] = []
+    if settings.keep_facts and previous:
+        # The summarizer never sees an earlier kept-facts section (a model would rewrite
+        # or repeat it); its facts are judged again below and share the one budget.
+        earlier = earlier_kept_facts(previous)
+        previous = without_kept_facts(previous)
     pi = session.pi
     history_messages = convert_to_llm([p.message for p in prepared.messages_to_summarize], pi=pi)
     # Pi 1.x lets the summary use the model's own output limit (v0.58.3: 80% of the reserve).
@@ -436,6 +459,10 @@ def compact(
         summary = history()
     read_files, modified_files = prepared.file_ops.file_lists()
     summary += format_file_operations(read_files, modified_files)
+    where = cite_as or cite_name(session)
+    kept_facts = _kept_facts(session, before, prepared, summary, settings, earlier, where)
+    if kept_facts is not None:
+        summary += kept_facts_section(kept_facts, settings.keep_facts_tokens)
     entry = session.append_compaction(
         summary,
         str(prepared.first_kept_entry_id),
@@ -460,6 +487,32 @@ def compact(
         reason=reason,
         previous_compaction_id=_previous_id(prepared),
         keep_recent_tokens=settings.keep_recent_tokens,
+        kept_facts=kept_facts,
+    )
+
+
+def _kept_facts(
+    session: Session,
+    before: SessionContext,
+    prepared: CompactionPreparation,
+    summary: str,
+    settings: CompactionSettings,
+    earlier: Sequence[Any],
+    where: str | None,
+) -> LostFacts | None:
+    """The must-keep facts ``summary`` lost (``None`` when the settings keep Pi's text)."""
+    if not settings.keep_facts:
+        return None
+    span, summarized, kept = split_with_messages(before, prepared.first_kept_entry_id)
+    return lost_facts(
+        zip(span.summarized, summarized, strict=True),
+        summary,
+        [m for sent in kept for m in sent],
+        MUST_KEEP,
+        section_budget(settings.keep_facts_tokens, where),
+        where=where,
+        cwd=session.cwd or None,
+        earlier=earlier,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...display import mimebundle_of
 from ..format.entries import Entry
+from .lost import LostFacts
 
 __all__ = ["BranchReport", "CompactionReport"]
 
@@ -52,6 +53,10 @@ class CompactionReport:
     masking_note:
         Under the ``"mask-first"`` strategy, why masking old tool results was not enough
         and a summary was written (``""``: masking was not tried).
+    kept_facts:
+        The must-keep facts the summary lost that pinb added to it, in its kept-facts
+        section (:mod:`pinb.core.compaction.lost`); ``None`` when the settings write
+        Pi's exact text (``keepFacts: false``) or for a plan.
     """
 
     entry: Entry | None
@@ -72,6 +77,7 @@ class CompactionReport:
     keep_recent_tokens: int | None = None
     keep_note: str = ""
     masking_note: str = ""
+    kept_facts: LostFacts | None = None
 
     @property
     def estimated_before(self) -> int:

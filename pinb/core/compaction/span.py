@@ -35,6 +35,7 @@ __all__ = [
     "compaction_span",
     "compaction_splits",
     "split_at_cut",
+    "split_with_messages",
 ]
 
 
@@ -115,6 +116,14 @@ def split_at_cut(before: SessionContext, first_kept_id: Any) -> CompactionSpan:
         The first kept entry's id; an id not in the context keeps nothing.
     """
     return _split(before, first_kept_id)[0]
+
+
+def split_with_messages(
+    before: SessionContext, first_kept_id: Any
+) -> tuple[CompactionSpan, tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...]]:
+    """:func:`split_at_cut`, with the messages each summarized and each kept entry sent the
+    model (system messages left out): ``(span, summarized messages, kept messages)``."""
+    return _split(before, first_kept_id)
 
 
 def compaction_span(session: Any, entry: Entry | str) -> CompactionSpan:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMAGE_CHARS",
+    "KEPT_FACTS_BUDGET",
     "STRATEGIES",
     "CompactionSettings",
     "ContextEstimate",
@@ -35,6 +36,9 @@ __all__ = [
 STRATEGIES: Final = ("pi", "mask-first")
 #: Characters an image counts for in an estimate (1200 tokens).
 IMAGE_CHARS: Final = 4800
+#: The most a summary pinb writes grows by its kept-facts section (chars/4 tokens): the
+#: bar issue 41 set (at most 2,500 more summary tokens for 95% of the must-keep facts).
+KEPT_FACTS_BUDGET: Final = 2500
 
 
 def _text_len(value: object) -> int:
@@ -297,6 +301,13 @@ class CompactionSettings:
         masked first, a summary only when that cannot get under the threshold:
         :mod:`pinb.core.compaction.masking`). Read from ``"pinb": {"compaction":
         {"strategy": ...}}`` in Pi's settings files, which Pi ignores.
+    keep_facts:
+        pinb's own: every summary pinb writes gets a cited "kept facts" section for the
+        must-keep facts it lost (:mod:`pinb.core.compaction.lost`); ``False`` writes Pi's
+        exact text. Read from ``"pinb": {"compaction": {"keepFacts": false}}``.
+    keep_facts_tokens:
+        pinb's own: the most that section may add to a summary (chars/4 tokens;
+        ``keepFactsTokens``).
     """
 
     enabled: bool = True
@@ -306,6 +317,8 @@ class CompactionSettings:
     summary_model: str | None = None
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
     strategy: str = "pi"
+    keep_facts: bool = True
+    keep_facts_tokens: int = KEPT_FACTS_BUDGET
 
     @classmethod
     def from_wire(cls, data: dict[str, Any] | None) -> CompactionSettings:
@@ -322,6 +335,8 @@ class CompactionSettings:
             "modelOverrides": "model_overrides",  # Pi 1.x's name
             "models": "model_overrides",
             "strategy": "strategy",
+            "keepFacts": "keep_facts",
+            "keepFactsTokens": "keep_facts_tokens",
         }
         changes: dict[str, Any] = {}
         for key, value in data.items():

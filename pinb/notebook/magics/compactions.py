@@ -1,4 +1,4 @@
-"""``%pi compactions``: what each compaction of a session kept of the span it replaced."""
+"""``%pi compactions`` and ``%pi uncompact``: what each compaction kept, and giving back what it lost."""
 
 from __future__ import annotations
 
@@ -28,3 +28,41 @@ class CompactionsCommands(MagicsBase):
             entry = self._entry_id(session, opts.id)
             return RetentionView(retention_report(session, entry), max_rows=opts.rows)
         return RetentionView(session_retention(session), max_rows=opts.rows)
+
+    def _cmd_uncompact(self, args: list[str]) -> Any:
+        """``%pi uncompact [--id ID] [--kinds KINDS] [--budget TOKENS] [--dry-run] [--json]``:
+        give back what a compaction of the current session lost, as one cited message the
+        next turn reads (either engine: the Pi engine reads it from the file)."""
+        import json
+
+        from ...core.compaction.lost import DEFAULT_GIVE_BACK_KINDS, parse_kinds
+        from ...core.compaction.uncompact import UNCOMPACT_BUDGET, uncompact
+        from ...errors import UsageError
+
+        parser = command_parser("%pi uncompact")
+        parser.add_argument("--id", help="a compaction on the current path (default: the latest)")
+        parser.add_argument(
+            "--kinds", help="comma-separated kinds (default: files,commands,errors,instructions)"
+        )
+        parser.add_argument("--budget", type=int, default=UNCOMPACT_BUDGET)
+        parser.add_argument("--dry-run", action="store_true")
+        parser.add_argument("--json", action="store_true")
+        opts = parser.parse_args(args)
+        try:
+            kinds = parse_kinds(opts.kinds, DEFAULT_GIVE_BACK_KINDS)
+        except ValueError as exc:
+            raise UsageError(f"%pi uncompact --kinds: {exc}") from exc
+        session = self.current_session()
+        compaction = self._entry_id(session, opts.id) if opts.id else None
+        given = uncompact(
+            session,
+            compaction,
+            kinds=kinds,
+            budget=opts.budget,
+            dry_run=opts.dry_run,
+            writer="%pi uncompact",
+        )
+        if opts.json:
+            print(json.dumps(given.to_dict(), ensure_ascii=False, indent=1))
+            return None
+        return given

@@ -48,7 +48,8 @@ COMMANDS_HELP = """\
 %pi tokens                       context tokens by role and tool
 %pi chart [--leaf ID]            the context request by request: window, threshold, every compaction's drop
 %pi totals [BY] [SOURCE]         tokens and cost by session, branch, model, project or day (forks counted once)
-%pi compact [--offline] [--mask] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first; --mask: mask old tool results first)
+%pi compact [--offline] [--mask] [--no-keep-facts] [INSTRUCTIONS]   compact now (the plan %pi whatif shows first; --mask: mask old tool results first; --no-keep-facts: Pi's exact summary, without pinb's kept facts)
+%pi uncompact [--id ID] [--kinds KINDS] [--budget TOKENS] [--dry-run] [--json]   give back what a compaction lost, as one cited message the next turn reads
 %pi compare A [B] [--other PATH]  compare the branches to leaves A and B (B in a fork's file)
 %pi ledger [PATH|GLOB]           every compaction: recorded, before/after, what it summarized and kept
 %pi compactions [PATH] [--id ID]  what each compaction's summary kept of the span it replaced (lost first)

@@ -93,7 +93,7 @@ class SessionCommands(MagicsBase):
         return SessionListView(infos)
 
     def _cmd_compact(self, args: list[str]) -> Any:
-        """``%pi compact [--offline] [--mask] [INSTRUCTIONS]``: compact now, by the settings'
+        """``%pi compact [--offline] [--mask] [--no-keep-facts] [INSTRUCTIONS]``: compact now, by the settings'
         strategy (``--mask``: old tool results masked first, a summary only when that
         cannot get under the threshold)."""
         from ...agent.compact import mask_or_compact
@@ -104,7 +104,9 @@ class SessionCommands(MagicsBase):
 
         offline = "--offline" in args
         mask = True if "--mask" in args else None
-        instructions = " ".join(a for a in args if a not in ("--offline", "--mask")) or None
+        keep_facts = "--no-keep-facts" not in args
+        flags = ("--offline", "--mask", "--no-keep-facts")
+        instructions = " ".join(a for a in args if a not in flags) or None
         session = self.current_session()
         if self.engine == "pi":
             # Only --mask reaches here with the Pi engine: pinb masks, Pi summarizes; with
@@ -123,6 +125,10 @@ class SessionCommands(MagicsBase):
         # Offline compaction writes no request, but plans for the window every view shows
         # all the same (else a small window keeps everything: "nothing to compact").
         model, settings, window, source = self._compaction_inputs(session, offline)
+        if not keep_facts:
+            from dataclasses import replace
+
+            settings = replace(settings, keep_facts=False)
         summarizer = ExtractiveSummarizer() if model is None else self._summarizer(model, settings)
         # The one plan, which `%pi whatif` shows as its "current settings" column.
         report = mask_or_compact(

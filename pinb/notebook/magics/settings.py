@@ -65,6 +65,11 @@ class MagicsBase(Magics):
         config=True
     )
     auto_compact = Bool(True, help="compact automatically near the context window").tag(config=True)
+    keep_facts = Bool(
+        True,
+        help="add pinb's cited kept-facts section to every summary pinb writes (the "
+        "must-keep facts it lost); False: Pi's exact summary text",
+    ).tag(config=True)
     context_window = Int(
         0,
         help="the model's context window in tokens, for runs, views and compaction; "
@@ -244,10 +249,12 @@ class MagicsBase(Magics):
         from ...core import load_compaction_settings
 
         settings = load_compaction_settings(folder)
-        if not self.auto_compact:
-            from dataclasses import replace
+        from dataclasses import replace
 
+        if not self.auto_compact:
             settings = replace(settings, enabled=False)
+        if not self.keep_facts:  # off here or in the settings files: off
+            settings = replace(settings, keep_facts=False)
         return settings
 
     def _window(self, session: Session, model: ChatModel | None = None) -> tuple[int | None, str]:

@@ -454,5 +454,39 @@ def test_the_ledger_shows_what_each_summary_kept_from_the_one_report(tmp_path: P
     shown = to_text(ledger)
     for record in ledger.records:
         line = next(line for line in shown.splitlines() if record.compaction_id in line)
-        assert line.split()[-2:] == [f"{record.facts_kept}/{record.facts}", f"{record.score:.0%}"]
+        words = line.split()
+        at = words.index(f"{record.facts_kept}/{record.facts}")
+        assert words[at + 1] == f"{record.score:.0%}"
+        # Then what pinb added to the summary and gave back after it, with their tokens.
+        added = " ".join(words[at + 2 :])
+        if record.kept_facts or record.given_back:
+            assert added == (
+                f"{record.kept_facts} ({record.kept_facts_tokens:,} tok) / "
+                f"{record.given_back} ({record.given_back_tokens:,} tok)"
+            )
+        else:
+            assert added == "—"
     assert "facts kept: the span's facts its summary kept" in shown
+
+
+def test_the_ledger_counts_what_pinb_kept_and_gave_back(tmp_path: Path) -> None:
+    from pinb.core.compaction.lost import kept_facts_of
+    from pinb.core.compaction.uncompact import uncompact
+    from pinb.testing.work import write_work_session
+
+    session = write_work_session(tmp_path / "s", turns=30)
+    settings = CompactionSettings(keep_recent_tokens=3000, keep_facts_tokens=300)
+    report = compact(session, ExtractiveSummarizer(), settings=settings)
+    given = uncompact(session)
+    assert report.kept_facts is not None and given.entry is not None
+    (record,) = compaction_ledger(session).records
+    assert (record.kept_facts, record.kept_facts_tokens) == kept_facts_of(report.summary)
+    assert record.kept_facts == len(report.kept_facts.facts) > 0
+    assert 0 < record.kept_facts_tokens <= 300 < record.summary_tokens
+    assert (record.given_back, record.given_back_tokens, record.given_back_entries) == (
+        len(given.facts),
+        given.tokens,
+        1,
+    )
+    row = compaction_ledger(session).to_frame().iloc[0]
+    assert row["given_back_tokens"] == given.tokens and row["kept_facts"] == record.kept_facts
