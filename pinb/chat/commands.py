@@ -197,7 +197,7 @@ def _masked(chat: ChatSession) -> Answer | None:
     """The tool results pinb masked on this branch, and the tokens they take off."""
     from ..core.compaction.masking import masked_results
     from ..render.html import escape
-    from ..views.masking import masked_rows_html
+    from ..views.compaction.masking import masked_rows_html
 
     masked = masked_results(_require(chat).current_context())
     if not masked:
@@ -246,7 +246,7 @@ def _compact(chat: ChatSession, args: str) -> Answer:
 def _uncompact(chat: ChatSession, args: str) -> Answer:
     from ..core.compaction.operations import entry_id
     from ..core.compaction.uncompact import uncompact
-    from ..views.given_back import given_back_html, given_back_text
+    from ..views.compaction.given_back import given_back_html, given_back_text
 
     words = shlex.split(args)
     dry_run = "--dry-run" in words

@@ -328,8 +328,8 @@ def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
     from ..analysis.retention.report import iter_session_retention
     from ..core.js.jsontext import json_text
-    from ..views.given_back import pinb_additions, pinb_additions_text
-    from ..views.retention import retention_text
+    from ..views.compaction.given_back import pinb_additions, pinb_additions_text
+    from ..views.compaction.retention import retention_text
 
     session = open_session_file(args.file)
     # Each report printed as it is made and let go: one compaction's span in memory.

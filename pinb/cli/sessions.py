@@ -249,7 +249,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         + (f" ({report.keep_note})" if report.keep_note else "")
     )
     if report.kept_facts is not None:
-        from ..views.given_back import kept_facts_brief
+        from ..views.compaction.given_back import kept_facts_brief
 
         say(kept_facts_brief(report.summary) or "pinb kept no facts: the summary lost none")
     return 0
@@ -258,7 +258,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 def _cmd_uncompact(args: argparse.Namespace) -> int:
     from ..core.compaction.lost import DEFAULT_GIVE_BACK_KINDS, parse_kinds
     from ..core.compaction.uncompact import UNCOMPACT_BUDGET, uncompact
-    from ..views.given_back import given_back_text
+    from ..views.compaction.given_back import given_back_text
 
     session = _open(args)
     try:

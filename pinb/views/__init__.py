@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import registry  # noqa: F401  (fills pinb.display: how each result is shown)
 from .breakdown import ContextBreakdown
-from .compaction import CompactionView
-from .context_chart import ContextChartView
+from .compaction.context_chart import ContextChartView
+from .compaction.masking import MaskingView
+from .compaction.retention import RetentionView
+from .compaction.view import CompactionView
 from .context_path import ContextPathView
 from .entry import EntryView
-from .masking import MaskingView
-from .retention import RetentionView
 from .session import session_mimebundle
 from .session_list import SessionListView
 from .tree import TreeView

@@ -435,7 +435,7 @@ class ContextPathView:
     def _masked_html(self) -> str:
         """The tool results pinb masked on this path, and the tokens the masks take off."""
         from ..core.compaction.masking import masked_results
-        from .masking import masked_rows_html
+        from .compaction.masking import masked_rows_html
 
         masked = masked_results(self.context)
         if not masked:

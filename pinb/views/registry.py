@@ -22,7 +22,7 @@ def _session(session: Any, include: Any, exclude: Any) -> dict[str, Any]:
 
 
 def _compaction_report(report: Any, include: Any, exclude: Any) -> dict[str, Any]:
-    from .compaction import CompactionView
+    from .compaction.view import CompactionView
 
     bundle: dict[str, Any] = CompactionView(report)._repr_mimebundle_(include, exclude)
     return bundle
@@ -41,37 +41,37 @@ def _comparison_html(value: Any) -> str:
 
 
 def _ledger_text(value: Any) -> str:
-    from .ledger import ledger_text
+    from .compaction.ledger import ledger_text
 
     return ledger_text(value)
 
 
 def _ledger_html(value: Any) -> str:
-    from .ledger import ledger_html
+    from .compaction.ledger import ledger_html
 
     return ledger_html(value)
 
 
 def _calibration_text(value: Any) -> str:
-    from .ledger import calibration_text
+    from .compaction.ledger import calibration_text
 
     return calibration_text(value)
 
 
 def _calibration_html(value: Any) -> str:
-    from .ledger import calibration_html
+    from .compaction.ledger import calibration_html
 
     return calibration_html(value)
 
 
 def _what_if_text(value: Any) -> str:
-    from .ledger import what_if_text
+    from .compaction.ledger import what_if_text
 
     return what_if_text(value)
 
 
 def _what_if_html(value: Any) -> str:
-    from .ledger import what_if_html
+    from .compaction.ledger import what_if_html
 
     return what_if_html(value)
 
@@ -88,37 +88,37 @@ def _search_html(value: Any) -> str:
 
 
 def _retention_text(value: Any) -> str:
-    from .retention import retention_text
+    from .compaction.retention import retention_text
 
     return retention_text(value)
 
 
 def _retention_html(value: Any) -> str:
-    from .retention import RetentionView
+    from .compaction.retention import RetentionView
 
     return RetentionView(value).to_html()
 
 
 def _masking_text(value: Any) -> str:
-    from .masking import masking_text
+    from .compaction.masking import masking_text
 
     return masking_text(value)
 
 
 def _masking_html(value: Any) -> str:
-    from .masking import masking_html
+    from .compaction.masking import masking_html
 
     return masking_html(value)
 
 
 def _given_back_text(value: Any) -> str:
-    from .given_back import given_back_text
+    from .compaction.given_back import given_back_text
 
     return given_back_text(value)
 
 
 def _given_back_html(value: Any) -> str:
-    from .given_back import given_back_html
+    from .compaction.given_back import given_back_html
 
     return given_back_html(value)
 

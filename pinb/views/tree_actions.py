@@ -219,7 +219,7 @@ class TreeActions:
         """Give back what the selected compaction lost: one cited message at the leaf
         (:func:`pinb.core.compaction.uncompact.uncompact`)."""
         from ..core.compaction.uncompact import uncompact
-        from .given_back import given_back_headline
+        from .compaction.given_back import given_back_headline
 
         target = self._target()
         if target is None:

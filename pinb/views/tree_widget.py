@@ -38,7 +38,7 @@ from ..render.tree.digraph import to_networkx
 from ..render.tree.graph import SessionGraph, build_graph, node_key, plural
 from ..render.tree.picture import tree_picture_svg, tree_text
 from ..render.tree.rows import RowLayout, row_layout
-from .compaction import CompactionView
+from .compaction.view import CompactionView
 from .context_path import ContextPathView
 from .entry import entry_html
 from .tree_actions import TreeActions

@@ -8,7 +8,7 @@ from typing import Any
 from pinb.core import CompactionSettings, ModelSummarizer, Session, compact, uncompact
 from pinb.core.compaction.lost import KEPT_FACTS_HEADING, text_tokens
 from pinb.views import CompactionView
-from pinb.views.given_back import given_back_text, kept_facts_brief, pinb_additions_text
+from pinb.views.compaction.given_back import given_back_text, kept_facts_brief, pinb_additions_text
 from tests.core.helpers import assistant, tool_result, user
 from tests.views.sanitizers import check_bundle, parse
 

@@ -59,7 +59,7 @@ def test_the_context_path_and_the_tree_mark_masked_results(tmp_path: Path) -> No
 def test_the_ledger_counts_the_summary_calls_masking_avoided(tmp_path: Path) -> None:
     from pinb.analysis.compaction.ledger import compaction_ledger
     from pinb.core.compaction.masking import masking_events
-    from pinb.views.ledger import ledger_html, ledger_text
+    from pinb.views.compaction.ledger import ledger_html, ledger_text
 
     session, report = _masked(tmp_path)
     session.append_message({"role": "user", "content": "more", "timestamp": 1})

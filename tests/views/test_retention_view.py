@@ -74,7 +74,7 @@ def test_the_compaction_view_shows_what_the_summary_kept(tmp_path: Path) -> None
     # recall by kind, the first lost facts linked to their entries, and where all of them are.
     from pinb.analysis.retention.report import retention_report
     from pinb.views import CompactionView
-    from pinb.views.retention import recall_text, score_text
+    from pinb.views.compaction.retention import recall_text, score_text
 
     session, ids = write_story(tmp_path)
     report = retention_report(session, ids["c1"])
@@ -144,7 +144,7 @@ def test_the_explorer_shows_a_compactions_score_and_selects_a_lost_facts_entry(
 ) -> None:
     from pinb.analysis.retention.report import retention_report
     from pinb.views import TreeWidget
-    from pinb.views.retention import score_text
+    from pinb.views.compaction.retention import score_text
     from tests.views.builders import frontend_update
     from tests.views.test_widgets import action
 

@@ -16,7 +16,7 @@ class CompactionsCommands(MagicsBase):
         """``%pi compactions [PATH] [--id ID] [--rows N]``: a :class:`RetentionView` of every
         compaction of the current session (or of the file ``PATH``), or of one (``--id``)."""
         from ...analysis.retention.report import retention_report, session_retention
-        from ...views.retention import RetentionView
+        from ...views.compaction.retention import RetentionView
 
         parser = command_parser("%pi compactions")
         parser.add_argument("path", nargs="?", help="a session file (default: the current one)")

@@ -20,7 +20,7 @@ from pinb.core.compaction.matching import TextIndex, judge
 from pinb.core.compaction.span import compaction_span
 from pinb.core.context.tokens import CompactionSettings
 from pinb.errors import UsageError
-from pinb.views.compaction import report_from_entry
+from pinb.views.compaction.view import report_from_entry
 from tests.analysis.conftest import PI_FIXTURES
 from tests.analysis.retention_story import EXPECTED, write_story
 from tests.samples import TREES

@@ -9,21 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ..core.context.accounting import thousands
-from ..render.html import escape, shorten, table
-from ..render.plain import text_table
-from ..render.tree.graph import plural
-from .compare import container
+from ...core.context.accounting import thousands
+from ...render.html import escape, shorten, table
+from ...render.plain import text_table
+from ...render.tree.graph import plural
+from ..compare import container
 from .retention import score_text
 
 #: The what-if column of the settings in force.
 CURRENT_LABEL: Final = "current settings"
 
 if TYPE_CHECKING:
-    from ..analysis.compaction.ledger import Calibration, CompactionLedger, CompactionRecord
-    from ..analysis.compaction.strategies import StrategyComparison
-    from ..analysis.compaction.whatif import WhatIf
-    from ..analysis.retention.report import RetentionReport
+    from ...analysis.compaction.ledger import Calibration, CompactionLedger, CompactionRecord
+    from ...analysis.compaction.strategies import StrategyComparison
+    from ...analysis.compaction.whatif import WhatIf
+    from ...analysis.retention.report import RetentionReport
 
 __all__ = [
     "calibration_html",
@@ -432,7 +432,7 @@ _STRATEGIES_TITLE: Final = "Strategies at this cut: tokens and what each kept of
 
 
 def _strategy_rows(c: StrategyComparison, *, recall: bool) -> list[tuple[object, ...]]:
-    from ..core.compaction.facts import FACT_KINDS
+    from ...core.compaction.facts import FACT_KINDS
 
     rows: list[tuple[object, ...]] = []
     for row in c.rows:
@@ -519,8 +519,8 @@ def what_if_html(w: WhatIf) -> str:
     ]
     c = w.strategies
     if c is not None and c.rows:
-        from ..analysis.retention.report import KIND_LABELS
-        from ..core.compaction.facts import FACT_KINDS
+        from ...analysis.retention.report import KIND_LABELS
+        from ...core.compaction.facts import FACT_KINDS
 
         recall = [f"recall: {KIND_LABELS[k]}" for k in FACT_KINDS]
         body += [

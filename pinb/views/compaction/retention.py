@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..analysis.retention.report import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
-from ..core.compaction.facts import FACT_KINDS
-from ..core.compaction.matching import RULES
-from ..core.context.accounting import thousands
-from ..core.describe import one_line, plural
-from ..render.html import div, escape, heading, mimebundle, muted, table, title, wrap
+from ...analysis.retention.report import KIND_LABELS, WEIGHTS, FactVerdict, RetentionReport
+from ...core.compaction.facts import FACT_KINDS
+from ...core.compaction.matching import RULES
+from ...core.context.accounting import thousands
+from ...core.describe import one_line, plural
+from ...render.html import div, escape, heading, mimebundle, muted, table, title, wrap
 
 __all__ = [
     "RetentionView",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.compaction.masking import MaskedResult, MaskReport
-from ..core.context.accounting import thousands
-from ..render.html import escape, gauge, heading, mimebundle, style, table, title, wrap
+from ...core.compaction.masking import MaskedResult, MaskReport
+from ...core.context.accounting import thousands
+from ...render.html import escape, gauge, heading, mimebundle, style, table, title, wrap
 
 __all__ = ["MaskingView", "masked_rows_html", "masking_html", "masking_text"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.compaction.lost import kept_facts_of
-from ..core.compaction.uncompact import GivenBack, given_back_costs
-from ..core.describe import one_line, plural
-from ..render.html import div, escape, muted, wrap
+from ...core.compaction.lost import kept_facts_of
+from ...core.compaction.uncompact import GivenBack, given_back_costs
+from ...core.describe import one_line, plural
+from ...render.html import div, escape, muted, wrap
 
 __all__ = [
     "given_back_headline",

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.retention.report import RetentionReport, plan_retention, retention_report
-from ..core import Entry, Session, SessionContext
-from ..core.compaction.facts import FactCache
-from ..core.compaction.masking import MaskedResult, masked_results
-from ..core.compaction.reports import CompactionReport
-from ..core.compaction.span import CompactionCost, compaction_cost, split_at_cut
-from ..core.context.accounting import estimated_by_role, thousands
-from ..core.context.build import UNSET
-from ..core.js.jsontext import value_text
-from ..errors import PinbError
-from ..render.html import (
+from ...analysis.retention.report import RetentionReport, plan_retention, retention_report
+from ...core import Entry, Session, SessionContext
+from ...core.compaction.facts import FactCache
+from ...core.compaction.masking import MaskedResult, masked_results
+from ...core.compaction.reports import CompactionReport
+from ...core.compaction.span import CompactionCost, compaction_cost, split_at_cut
+from ...core.context.accounting import estimated_by_role, thousands
+from ...core.context.build import UNSET
+from ...core.js.jsontext import value_text
+from ...errors import PinbError
+from ...render.html import (
     escape,
     gauge,
     heading,
@@ -25,8 +25,8 @@ from ..render.html import (
     title,
     wrap,
 )
-from ..render.markdown import markdown_to_html
-from ..render.tree.graph import (
+from ...render.markdown import markdown_to_html
+from ...render.tree.graph import (
     entry_kind,
     entry_preview,
     entry_tokens,
@@ -155,7 +155,7 @@ class CompactionView:
         if not context_window and session is not None:
             entry = self.report.entry
             context = session.build_context(entry.id if entry is not None else session.leaf_id)
-        from ..llm.window import resolve_window
+        from ...llm.window import resolve_window
 
         found = resolve_window(
             setting=context_window, setting_source=window_source, session=session, context=context
@@ -413,7 +413,7 @@ class CompactionView:
 
     def figure(self, ax: Any = None) -> Any:
         """Before/after stacked bars by role (chars/4) as a matplotlib ``Figure``."""
-        from ..render.figure import draw_stacked_bars
+        from ...render.figure import draw_stacked_bars
 
         r = self.report
         marks = [("window", self.context_window)] if self.context_window else []

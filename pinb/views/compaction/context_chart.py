@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from ..core import CompactionSettings, Session
-from ..core.context.build import UNSET
-from ..render.context_chart import ContextChart, context_chart, draw_context_chart
-from ..render.html import mimebundle
+from ...core import CompactionSettings, Session
+from ...core.context.build import UNSET
+from ...render.context_chart import ContextChart, context_chart, draw_context_chart
+from ...render.html import mimebundle
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -59,7 +59,7 @@ class ContextChartView:
         settings: CompactionSettings | None = None,
         fit: bool = True,
     ) -> None:
-        from ..llm.window import resolve_window  # the LLM layer loads only when needed
+        from ...llm.window import resolve_window  # the LLM layer loads only when needed
 
         leaf = session.leaf_id if leaf_id is UNSET else leaf_id
         found = resolve_window(
