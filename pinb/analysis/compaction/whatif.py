@@ -231,10 +231,54 @@ class WhatIf(Displayable):
         return f"<WhatIf leaf={self.leaf_id} settings={len(self.rows)}>"
 
 
-def default_settings(current: CompactionSettings) -> list[CompactionSettings]:
-    """Half and twice the current settings' kept tokens (the columns beside the current one)."""
-    keep = current.keep_recent_tokens
-    return [replace(current, keep_recent_tokens=k) for k in (max(1, keep // 2), keep * 2)]
+#: The factors tried, in order, for the columns beside the current one: smaller keeps first.
+_SMALLER_KEEPS = (2, 4, 8, 16)
+_LARGER_KEEPS = (2, 4, 8)
+
+
+def default_settings(
+    current: CompactionSettings, keep: int | None = None
+) -> list[CompactionSettings]:
+    """The keeps tried for the columns beside the current one: halves, then doubles of
+    ``keep`` (default: the current setting's; :func:`what_if` passes the keep the current
+    plan used, which a small session or window makes smaller).
+
+    :func:`what_if` shows the first smaller and the first larger of them whose plan differs
+    from the current one's (see :func:`_distinct_defaults`).
+    """
+    keep = keep or current.keep_recent_tokens
+    keeps = [max(1, keep // f) for f in _SMALLER_KEEPS] + [keep * f for f in _LARGER_KEEPS]
+    own = current.keep_recent_tokens
+    return [replace(current, keep_recent_tokens=k) for k in dict.fromkeys(keeps) if k != own]
+
+
+def _outcome(row: WhatIfRow) -> tuple[Any, ...]:
+    """What a column shows: where it cuts and what it keeps, or why nothing is compacted."""
+    return (row.nothing, row.first_kept_entry_id, row.keep_used)
+
+
+def _distinct_defaults(current: WhatIfRow | None, tried: list[WhatIfRow]) -> list[WhatIfRow]:
+    """The first smaller and the first larger keep whose plan differs from the current one.
+
+    Half and twice the keep often plan the same cut (a small session, or a keep fitted to
+    the window), and three identical columns teach nothing; a side with no different plan
+    is left out.
+    """
+    seen = {_outcome(current)} if current is not None else set()
+    keep = None
+    if current is not None:
+        keep = current.keep_used or current.settings.keep_recent_tokens
+    shown: list[WhatIfRow] = []
+    for smaller in (True, False):
+        for row in tried:
+            tried_keep = row.keep_used or row.settings.keep_recent_tokens
+            if keep is not None and (tried_keep < keep) != smaller:
+                continue
+            if _outcome(row) not in seen:
+                seen.add(_outcome(row))
+                shown.append(row)
+                break
+    return shown
 
 
 def _candidates(
@@ -481,7 +525,8 @@ def what_if(
         Settings to try, used as given.
     keep_recent_tokens / reserve_tokens:
         Values to try on top, each pair of the two (the current settings' for the one not
-        given). With neither, nor ``settings``: half and twice the current keep.
+        given). With neither, nor ``settings``: the nearest smaller and larger keep (halving
+        or doubling the current one) whose plan differs from the current column's.
     summarizer:
         Writes a summary for each setting, on an in-memory copy; ``None``: pinb's offline
         :class:`~pinb.core.ExtractiveSummarizer` when scoring, else no summary.
@@ -555,8 +600,7 @@ def what_if(
     window = context_window if plan_window is False else plan_window
     margin = limit_margin(window) if window else 0
     chosen = _candidates(settings, keep_recent_tokens, reserve_tokens, base)
-    if not chosen and current is not False:
-        chosen = default_settings(current)
+    defaulted = not chosen and current is not False
     if current is not False:  # the current settings asked again are their own column
         chosen = [s for s in chosen if s != current]
     columns = ([(CURRENT, current)] if current is not False else []) + [("", s) for s in chosen]
@@ -574,6 +618,23 @@ def what_if(
         )
         for label, s in columns
     ]
+    if defaulted:
+        assert current is not False
+        tried = [
+            _row(
+                session,
+                leaf_id,
+                s,
+                usage,
+                label="",
+                plan_window=window,
+                margin=margin,
+                reason=reason,
+                fit=fit,
+            )
+            for s in default_settings(current, rows[0].keep_used)
+        ]
+        rows = rows[:1] + _distinct_defaults(rows[0], tried)
     written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
     name = getattr(written, "name", type(written).__name__) if written is not None else None
     scratch = scratch_copy(session) if written is not None or model is not None else None
