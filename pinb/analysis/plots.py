@@ -139,19 +139,34 @@ def plot_cost(sessions: pd.DataFrame, *, top: int = 20, ax: Axes | None = None) 
 
 
 def plot_tool_use(tool_calls: pd.DataFrame, *, top: int = 15, ax: Axes | None = None) -> Figure:
-    """Calls per tool in a ``tool_calls_frame`` (any number of sessions), errors in red."""
+    """Calls per tool in a ``tool_calls_frame`` (any number of sessions), split three ways.
+
+    Pi sets ``isError`` on a ``bash`` call for any non-zero exit, which is often no failure
+    (a test run expected to fail), so those calls get their own colour, apart from the calls
+    whose tool itself failed (``tool_failed``: an edit that did not apply, a missing file).
+    """
     figure, ax = _axes(ax, (7, 3.5))
     if len(tool_calls):
-        errors = tool_calls["is_error"].fillna(False).astype(bool)
+        flagged = tool_calls["is_error"].fillna(False).astype(bool)
+        broke = tool_calls["tool_failed"].fillna(False).astype(bool) & flagged
         counts = tool_calls.groupby("tool_name").size()
-        failed = tool_calls[errors].groupby("tool_name").size().reindex(counts.index, fill_value=0)
+
+        def per_tool(mask: pd.Series) -> pd.Series:
+            return tool_calls[mask].groupby("tool_name").size().reindex(counts.index, fill_value=0)
+
         order = counts.sort_values(ascending=False).head(top).index[::-1]
-        ok = (counts - failed)[order].to_numpy(dtype=float)
-        bad = failed[order].to_numpy(dtype=float)
-        ax.barh(range(len(order)), ok, color="#0969da", label="ok")
-        ax.barh(range(len(order)), bad, left=ok, color="#cf222e", label="error")
-        ax.set_yticks(range(len(order)), [value_text(name) for name in order])
-        ax.legend(loc="lower right", fontsize="small")
+        ok = (counts - per_tool(flagged))[order].to_numpy(dtype=float)
+        exits = per_tool(flagged & ~broke)[order].to_numpy(dtype=float)
+        failed = per_tool(broke)[order].to_numpy(dtype=float)
+        rows = range(len(order))
+        ax.barh(rows, ok, color="#0969da", label="ok")
+        ax.barh(
+            rows, exits, left=ok, color="#d4a72c", label="non-zero exit (isError, not a failure)"
+        )
+        ax.barh(rows, failed, left=ok + exits, color="#cf222e", label="tool failed")
+        ax.set_yticks(rows, [value_text(name) for name in order])
+        # Below the bars: inside the axes the legend would hide the longest ones.
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize="small")
     ax.set_xlabel("calls")
     ax.set_title("Tool use")
     return figure

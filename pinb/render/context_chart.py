@@ -293,8 +293,17 @@ def draw_context_chart(
     elif chart.threshold is not None and chart.threshold > 0:
         ax.plot([], [], color=_THRESHOLD, linewidth=1.0, linestyle="--",
                 label=f"{threshold_label}: above this chart")  # fmt: skip
+    last = chart.requests[-1].number if chart.requests else 1
+    # Labels close together step down a line each, so that none is drawn over another (a
+    # label is about a third of a 25-request axis wide at this size).
+    crowd = max(4.0, 0.3 * last)
+    start, level = None, 0
     for compaction in chart.compactions:
         x = compaction.after_request + 0.5
+        if start is None or x - start >= crowd:
+            start, level = x, 0
+        else:
+            level += 1
         ax.annotate(
             "",
             xy=(x, compaction.tokens_after),
@@ -303,14 +312,13 @@ def draw_context_chart(
         )
         ax.text(
             x + 0.25,
-            (compaction.tokens_before + compaction.tokens_after) / 2,
+            (compaction.tokens_before + compaction.tokens_after) / 2 - level * 0.13 * top,
             compaction.label(),
             color=_DROP,
             fontsize=8,
             va="center",
         )
     ax.set_ylim(0, top * 1.12)
-    last = chart.requests[-1].number if chart.requests else 1
     ax.set_xlim(0.5, last + 1.5)
     ax.set_xlabel("request (one per assistant reply on the path)")
     ax.set_ylabel("tokens in the context")

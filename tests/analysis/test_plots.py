@@ -7,6 +7,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -24,6 +25,7 @@ from pinb.analysis.plots import (
     tree_layout,
 )
 from pinb.core import Session
+from pinb.testing import messages
 
 from .conftest import CASES, PI_FIXTURES, build_demo
 
@@ -88,20 +90,46 @@ def test_plots_draw_into_given_axes(tmp_path: Path) -> None:
     assert len(figure.axes) == 2
 
 
-def test_cost_and_tool_use_bars_match_the_frames() -> None:
+def _failing_test_run(folder: Path) -> Path:
+    """A session whose bash call exits 1 (a test run expected to fail): isError, no failure."""
+    session = Session.create(cwd=folder, sessions_dir=folder)
+    session.append_message(messages.user("run the tests before the fix"))
+    session.append_message(messages.assistant(calls=[("c1", "bash", {"command": "pytest"})]))
+    session.append_message(
+        messages.tool_result("c1", "bash", "1 failed\n\nCommand exited with code 1", error=True)
+    )
+    session.append_message(messages.assistant("As expected, it fails."))
+    return session.require_path()
+
+
+def test_cost_and_tool_use_bars_match_the_frames(tmp_path: Path) -> None:
     sessions = sessions_frame(CASES, progress=False)
     figure = plot_cost(sessions, top=3)
     bars = figure.axes[0].patches
     widths = sorted((b.get_width() for b in bars), reverse=True)
     assert widths == pytest.approx(sorted(sessions.cost, reverse=True)[:3])
-    calls = pd.concat([tool_calls_frame(p) for p in CASES], ignore_index=True)
+    files = [*CASES, _failing_test_run(tmp_path)]
+    calls = pd.concat([tool_calls_frame(p) for p in files], ignore_index=True)
     figure = plot_tool_use(calls)
     patches = figure.axes[0].patches
     tools = calls.tool_name.nunique()
-    ok, failed = patches[:tools], patches[tools:]
+    ok, exits, failed = patches[:tools], patches[tools : 2 * tools], patches[2 * tools :]
     assert len(failed) == tools
-    assert sum(p.get_width() for p in ok) + sum(p.get_width() for p in failed) == len(calls)
-    assert sum(p.get_width() for p in failed) == int(calls.is_error.fillna(False).sum()) > 0
+
+    def width(bars: list[Any]) -> float:
+        return sum(p.get_width() for p in bars)
+
+    assert width(ok) + width(exits) + width(failed) == len(calls)
+    flagged = calls.is_error.fillna(False).astype(bool)
+    broke = calls.tool_failed.fillna(False).astype(bool)
+    # A non-zero exit (isError on bash) is drawn apart from a tool that failed.
+    assert width(exits) == int((flagged & ~broke).sum()) > 0
+    assert width(failed) == int(broke.sum()) > 0
+    assert [t.get_text() for t in figure.axes[0].get_legend().get_texts()] == [
+        "ok",
+        "non-zero exit (isError, not a failure)",
+        "tool failed",
+    ]
     _png(figure)
 
 

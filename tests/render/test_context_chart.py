@@ -6,6 +6,7 @@ import io
 import warnings
 from pathlib import Path
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Annotation
 from PIL import Image
 
@@ -75,6 +76,29 @@ def test_the_picture_draws_those_figures(tmp_path: Path) -> None:
     _, legend = ax.get_legend_handles_labels()
     assert f"window {thousands(WINDOW)} (setting)" in legend
     assert f"threshold {thousands(chart.threshold)} (window − reserve)" in legend
+
+
+def test_labels_of_compactions_close_together_are_not_drawn_over_each_other(
+    tmp_path: Path,
+) -> None:
+    session = _story(tmp_path)
+    chart = context_chart(session, window=WINDOW)
+    gaps = [
+        b.after_request - a.after_request
+        for a, b in zip(chart.compactions, chart.compactions[1:], strict=False)
+    ]
+    assert min(gaps) <= 3, gaps  # the story has compactions a few requests apart
+    figure = draw_context_chart(chart)
+    renderer = FigureCanvasAgg(figure).get_renderer()  # the PNG's own renderer
+    figure.draw(renderer)
+    boxes = [
+        t.get_window_extent(renderer) for t in figure.axes[0].texts if not isinstance(t, Annotation)
+    ]
+    assert len(boxes) == len(chart.compactions)
+    overlaps = [
+        (i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes) if i < j and a.overlaps(b)
+    ]
+    assert overlaps == []
 
 
 def test_the_view_shows_a_png_and_says_it_in_words(tmp_path: Path) -> None:

@@ -242,10 +242,54 @@ class WhatIf(Displayable):
         return f"<WhatIf leaf={self.leaf_id} settings={len(self.rows)}>"
 
 
-def default_settings(current: CompactionSettings) -> list[CompactionSettings]:
-    """Half and twice the current settings' kept tokens (the columns beside the current one)."""
-    keep = current.keep_recent_tokens
-    return [replace(current, keep_recent_tokens=k) for k in (max(1, keep // 2), keep * 2)]
+#: The factors tried, in order, for the columns beside the current one: smaller keeps first.
+_SMALLER_KEEPS = (2, 4, 8, 16)
+_LARGER_KEEPS = (2, 4, 8)
+
+
+def default_settings(
+    current: CompactionSettings, keep: int | None = None
+) -> list[CompactionSettings]:
+    """The keeps tried for the columns beside the current one: halves, then doubles of
+    ``keep`` (default: the current setting's; :func:`what_if` passes the keep the current
+    plan used, which a small session or window makes smaller).
+
+    :func:`what_if` shows the first smaller and the first larger of them whose plan differs
+    from the current one's (see :func:`_distinct_defaults`).
+    """
+    keep = keep or current.keep_recent_tokens
+    keeps = [max(1, keep // f) for f in _SMALLER_KEEPS] + [keep * f for f in _LARGER_KEEPS]
+    own = current.keep_recent_tokens
+    return [replace(current, keep_recent_tokens=k) for k in dict.fromkeys(keeps) if k != own]
+
+
+def _outcome(row: WhatIfRow) -> tuple[Any, ...]:
+    """What a column shows: where it cuts and what it keeps, or why nothing is compacted."""
+    return (row.nothing, row.first_kept_entry_id, row.keep_used)
+
+
+def _distinct_defaults(current: WhatIfRow | None, tried: list[WhatIfRow]) -> list[WhatIfRow]:
+    """The first smaller and the first larger keep whose plan differs from the current one.
+
+    Half and twice the keep often plan the same cut (a small session, or a keep fitted to
+    the window), and three identical columns teach nothing; a side with no different plan
+    is left out.
+    """
+    seen = {_outcome(current)} if current is not None else set()
+    keep = None
+    if current is not None:
+        keep = current.keep_used or current.settings.keep_recent_tokens
+    shown: list[WhatIfRow] = []
+    for smaller in (True, False):
+        for row in tried:
+            tried_keep = row.keep_used or row.settings.keep_recent_tokens
+            if keep is not None and (tried_keep < keep) != smaller:
+                continue
+            if _outcome(row) not in seen:
+                seen.add(_outcome(row))
+                shown.append(row)
+                break
+    return shown
 
 
 def _candidates(
@@ -492,7 +536,8 @@ def what_if(
         Settings to try, used as given.
     keep_recent_tokens / reserve_tokens:
         Values to try on top, each pair of the two (the current settings' for the one not
-        given). With neither, nor ``settings``: half and twice the current keep.
+        given). With neither, nor ``settings``: the nearest smaller and larger keep (halving
+        or doubling the current one) whose plan differs from the current column's.
     summarizer:
         Writes a summary for each setting, on an in-memory copy; ``None``: pinb's offline
         :class:`~pinb.core.ExtractiveSummarizer` when scoring, else no summary.
@@ -567,9 +612,6 @@ def what_if(
     margin = limit_margin(window) if window else 0
     chosen = _candidates(settings, keep_recent_tokens, reserve_tokens, base)
     defaulted = not chosen and current is not False
-    if defaulted:
-        assert current is not False
-        chosen = default_settings(current)
     if current is not False:  # the current settings asked again are their own column
         chosen = [s for s in chosen if s != current]
     columns = ([(CURRENT, current)] if current is not False else []) + [("", s) for s in chosen]
@@ -587,20 +629,25 @@ def what_if(
         )
         for label, s in columns
     ]
-    folded: list[str] = []
     if defaulted:
-        # Default columns teach only where they differ: one that plans the cut of a column
-        # before it (a small session keeps everything either way) is left out, and said.
-        seen: set[tuple[str | None, str | None]] = set()
-        kept_rows = []
-        for r in rows:
-            cut = (r.first_kept_entry_id, r.nothing)
-            if cut in seen:
-                folded.append(r.settings_text)
-                continue
-            seen.add(cut)
-            kept_rows.append(r)
-        rows = kept_rows
+        assert current is not False
+        tried = [
+            _row(
+                session,
+                leaf_id,
+                s,
+                usage,
+                label="",
+                plan_window=window,
+                margin=margin,
+                reason=reason,
+                fit=fit,
+            )
+            for s in default_settings(current, rows[0].keep_used)
+        ]
+        rows = rows[:1] + _distinct_defaults(rows[0], tried)
+    # The default columns each plan a different cut (_distinct_defaults), so none is folded.
+    folded: list[str] = []
     masked, masking_nothing = _mask_first(session, leaf_id, base, window, usage)
     written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
     name = getattr(written, "name", type(written).__name__) if written is not None else None

@@ -105,6 +105,29 @@ def test_a_keep_that_keeps_everything_is_made_smaller_and_says_so(tmp_path: Path
         )
 
 
+@pytest.mark.parametrize(
+    ("turns", "keep", "halves_repeat"),
+    # A small session: any keep from 10,000 up is fitted to the same cut. A longer one: half
+    # and twice the keep already cut elsewhere, and are the columns shown.
+    [(3, 20_000, True), (12, 300, False)],
+)
+def test_the_default_columns_each_plan_a_different_compaction(
+    tmp_path: Path, turns: int, keep: int, halves_repeat: bool
+) -> None:
+    session = _session(tmp_path, turns=turns)
+    current = CompactionSettings(keep_recent_tokens=keep)
+    result = what_if(session, current=current, score=False)
+    outcomes = [(r.nothing, r.first_kept_entry_id, r.keep_used) for r in result.rows]
+    assert len(result.rows) >= 2 and len(set(outcomes)) == len(outcomes), outcomes
+    keeps = [r.settings.keep_recent_tokens for r in result.rows]
+    assert keeps[0] == keep and all(k != keep for k in keeps[1:])
+    halves = what_if(session, current=current, keep_recent_tokens=(keep // 2, keep * 2))
+    cuts = [r.first_kept_entry_id for r in halves.rows]
+    assert (len(set(cuts)) < len(cuts)) == halves_repeat, cuts
+    if not halves_repeat:
+        assert keeps == [keep, keep // 2, keep * 2]
+
+
 def test_pi_s_own_plan_takes_the_settings_as_they_are(tmp_path: Path) -> None:
     session = _session(tmp_path)
     settings = CompactionSettings(keep_recent_tokens=20_000)
