@@ -25,6 +25,7 @@ __all__ = [
     "estimate_projected_tokens",
     "estimate_tokens",
     "last_usage_index",
+    "message_chars",
     "should_compact",
     "tokens_by_role",
 ]
@@ -78,8 +79,16 @@ def estimate_tokens(message: Any, *, pi: PiLike | None = None) -> int:
     messages too (v0.58.3 counts nothing for them). Pi 1.x also estimates ``system``
     messages: content, section texts and the JSON of the tools they add.
     """
+    chars = message_chars(message, pi=pi)
+    return 0 if chars is None else math.ceil(chars / 4)
+
+
+def message_chars(message: Any, *, pi: PiLike | None = None) -> int | None:
+    """The characters :func:`estimate_tokens` counts in ``message`` (``None``: a message
+    Pi does not estimate). Pi's request code divides the same count by 3.5, not 4
+    (:mod:`pinb.agent.pi.limits`)."""
     if not isinstance(message, dict):
-        return 0
+        return None
     newer = Pi.resolve(pi) >= Pi.V1_6
     role = message.get("role")
     chars = 0
@@ -109,8 +118,8 @@ def estimate_tokens(message: Any, *, pi: PiLike | None = None) -> int:
     elif role == "system" and newer:
         chars = _system_chars(message)
     else:
-        return 0
-    return math.ceil(chars / 4)
+        return None
+    return chars
 
 
 def tokens_by_role(messages: Sequence[Any], *, pi: PiLike | None = None) -> dict[str, int]:
