@@ -174,10 +174,20 @@ class ContextUsage:
                 )
             elif threshold > 0:
                 text += f" · compacts above {thousands(threshold)}"
-            else:  # a reserve as large as the window: every request is over the threshold
+            elif self.fitted:  # a reserve as large as the window: every request is over it
                 text += (
                     f" · compacts before every request (a reserve of "
                     f"{thousands(self.settings.reserve_tokens)} leaves no room)"
+                )
+            else:
+                # Pi checks before every request, but its planner keeps the last
+                # keepRecentTokens and finds nothing older to summarize until there is more.
+                keep = self.settings.keep_recent_tokens
+                text += (
+                    f" · Pi tries to compact before every request (a reserve of "
+                    f"{thousands(self.settings.reserve_tokens)} leaves no room) but keeps the "
+                    f"last {thousands(keep)} tokens (keepRecentTokens): it compacts nothing "
+                    f"until the conversation is longer than that"
                 )
         else:
             text += " · window unknown"
