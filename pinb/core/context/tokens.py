@@ -24,6 +24,7 @@ __all__ = [
     "estimate_context_tokens",
     "estimate_projected_tokens",
     "estimate_tokens",
+    "estimate_trigger_tokens",
     "last_usage_index",
     "message_chars",
     "should_compact",
@@ -274,6 +275,25 @@ def estimate_projected_tokens(context: SessionContext) -> ContextEstimate:
         if not (isinstance(message, dict) and message.get("role") == "system"):
             tokens += estimate_tokens(message, pi=context.pi)
     return ContextEstimate(tokens, 0, tokens, None)
+
+
+def estimate_trigger_tokens(context: SessionContext) -> ContextEstimate:
+    """The size both compaction triggers compare with the threshold: pinb's
+    ``compaction_due`` and Pi 1.6's check after a run (``estimateContextTokens`` of its
+    messages), so a footer can show the figure the next check will use.
+
+    Without any usage to go by (a server that reports none) that is every message's
+    chars/4, each ``system`` message counted: after an engine switch both engines' system
+    prompts, as both are sent. With usage it is the usage plus what follows it; usage from
+    before the latest context edit or compaction is not trusted
+    (:func:`estimate_projected_tokens`, which a branch with context edits always uses).
+    """
+    estimate = estimate_context_tokens(context.messages, pi=context.pi)
+    if context.pi < Pi.V1_6:
+        return estimate
+    if estimate.last_usage_index is None and not context.branch_edits:
+        return estimate
+    return estimate_projected_tokens(context)
 
 
 @dataclass(frozen=True)
