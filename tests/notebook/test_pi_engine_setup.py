@@ -223,3 +223,30 @@ def test_after_a_pi_cell_the_footer_says_what_the_next_built_in_cell_will_send(
     # What the built-in cell's request carried: the prediction plus its own prompt and reply.
     assert 0 <= int(now[1].replace(",", "")) - predicted < 20, (predicted, said)
     assert "the next built-in %%pi cell also sends" not in said  # now it is in the replay
+
+
+def test_after_every_engine_switch_the_footer_shows_what_the_next_trigger_counts(
+    shell: InteractiveShell, pi_loop: PiLoop, pi16: Any
+) -> None:
+    """Both ways, against the real Pi: the footer's figure is compaction_due's (the built-in
+    engine's trigger) and Pi's own estimateContextTokens of the file (Pi's)."""
+    from pinb.core import Session
+    from pinb.core.compaction.operations import trigger_tokens
+    from pinb.testing.llm_server import ServerReply
+
+    for turn, engine in enumerate(["pinb", "pi", "pinb", "pi", "pinb"]):
+        pi_loop.server.add(ServerReply(text=f"answer {turn} " + "w" * 200, no_usage=True))
+        result, said = _run(shell, f"%%pi --engine {engine} --model {MODEL}\nquestion {turn}")
+        assert result.error_in_exec is None, said
+        shown = re.search(r"([\d,]+) tokens \(chars/4 estimate", said)
+        assert shown is not None, said
+        figure = int(shown[1].replace(",", ""))
+        path = shell.magics_manager.registry["PiMagics"].session.path
+        assert figure == trigger_tokens(Session.open(path)), (engine, said)
+        preset = {"reserve": 16384, "keep": 20000, "window": 32000}
+        query = {"leaves": [{"key": "@default"}], "branches": [], "plans": ["p"],
+                 "planPresets": {"p": preset}, "budgets": [0], "tree": "nested"}  # fmt: skip
+        pis = pi16.answer(query, path)["@default"]["plan"]["p"]["contextTokens"]
+        assert figure == pis, (engine, figure, pis)
+    systems = [e for e in Session.open(path).entries if e.role == "system"]
+    assert len(systems) >= 2  # both engines' prompts are on the path, and both counted
