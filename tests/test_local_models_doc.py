@@ -19,8 +19,10 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from pinb.agent.pi.limits import PI_CONTEXT_MARGIN, pi_output_limit
 from pinb.llm.config.catalog import BUILTIN_PROVIDERS
 from pinb.llm.config.discover import forget_discoveries
+from pinb.llm.limits import UNREPORTED_WINDOW_OUTPUT
 from pinb.notebook.live import AssistantReply, RunFailedError
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 from pinb.testing.llm_wire import prompt_tokens
@@ -111,6 +113,9 @@ def test_llama_cpp_python_step_by_step(shell, monkeypatch, isolated_agent_dir: P
     with LLMServer(context_window=4096, window_endpoint=title, overflow_style="drop") as server:
         printed = _follow(shell, monkeypatch, title, server)
         assert "window 128,000 (provider default)" in printed  # it does not say
+        # ... so replies are asked small, as the section says, in pinb's one number for it
+        assert f"replies are limited to {UNREPORTED_WINDOW_OUTPUT:,} tokens" in printed
+        assert f"at most {UNREPORTED_WINDOW_OUTPUT:,} tokens" in section
         assert server.probes == ["/props"]  # and /v1/models is not asked
         # tool choice: "required" is refused with an empty 500, and the error says what works
         with pytest.raises(RunFailedError) as info, capture_output():
@@ -163,11 +168,15 @@ def test_your_own_pi_on_the_same_model_step_by_step(shell, monkeypatch, pi_loop)
                 line.replace("http://127.0.0.1:8000", server.url).lstrip("%").partition(" ")
             )
             shell.run_line_magic(name, rest)
-    assert "Pi compacts above 3,072 tokens and keeps 1,024" in captured.stdout
-    assert '"reserveTokens": 1024, "keepRecentTokens": 1024' in section
+    assert "Pi compacts above 6,144 tokens and keeps 2,048" in captured.stdout
+    # Pi's floor as the section states it is the rule pinb restates from Pi's code
+    assert f"keeps {PI_CONTEXT_MARGIN:,} tokens free" in section
+    assert pi_output_limit(4096, 1500, 16_384) == 1 and "`max_completion_tokens: 1`" in section
+    assert pi_output_limit(8192, 1500, 2048) == 2048
+    assert '"reserveTokens": 2048, "keepRecentTokens": 2048' in section
     settings = json.loads((pi_loop.agent_dir / "settings.json").read_text())
     assert settings["compaction"]["modelOverrides"]["llamacpp/smollm2"] == {
-        "reserveTokens": 1024, "keepRecentTokens": 1024,
+        "reserveTokens": 2048, "keepRecentTokens": 2048,
     }  # fmt: skip
     for engine in ("pi", "pinb"):
         server.add(ServerReply(text=f"Hello from {engine}.", no_usage=True))
@@ -179,7 +188,7 @@ def test_your_own_pi_on_the_same_model_step_by_step(shell, monkeypatch, pi_loop)
         said = captured.stdout + reply._repr_mimebundle_()["text/plain"]
         assert "do not fit" not in said
         if engine == "pi":
-            assert "compacts above 3,072" in said  # Pi's own threshold, as the section says
+            assert "compacts above 6,144" in said  # Pi's own threshold, as the section says
         assert server.requests[-1].body["model"] == "smollm2"
         assert server.requests[-1].path == "/v1/chat/completions"  # both at the same URL
     shell.magics_manager.registry["PiMagics"].pi_engine.close()

@@ -578,7 +578,7 @@ class Agent:
             # The server said how large its window is: plan for that from now on.
             with contextlib.suppress(AttributeError):  # a model with read-only info
                 self.model.info = dataclasses.replace(
-                    info, context_window=learned, window_source="server"
+                    info, context_window=learned, window_source="server", note=""
                 )
             session.run_window = (learned, "server")
             yield Notice(f"the server's context window is {learned:,} tokens; using that")

@@ -28,6 +28,7 @@ from typing import Protocol
 __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_OUTPUT_CAP",
+    "UNREPORTED_WINDOW_OUTPUT",
     "ModelLimits",
     "OutputLimit",
     "choose_output_limit",
@@ -42,6 +43,11 @@ log = logging.getLogger("pinb.llm")
 DEFAULT_DEADLINE = 1800.0
 #: The largest limit sent when the caller gives none (hosted models list up to 128,000).
 DEFAULT_OUTPUT_CAP = 32_000
+#: The model's output limit on a local server that does not say its window (nobody gave
+#: one either): a quarter of the 4,096 tokens small local servers are often started with,
+#: so the first request fits one of them beside a system prompt of ~2,000 tokens. The
+#: first overflow names the real window, and pinb plans with that from then on.
+UNREPORTED_WINDOW_OUTPUT = 1024
 
 
 class ModelLimits(Protocol):

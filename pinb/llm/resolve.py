@@ -15,6 +15,7 @@ from pinb.llm.config.credentials import Secret, auth_json_path, find_api_key, re
 from pinb.llm.config.discover import discover_window
 from pinb.llm.config.registry import ModelRegistry, ProviderConfig, default_registry
 from pinb.llm.errors import MissingCredentialsError, UnknownProviderError, UnsupportedApiError
+from pinb.llm.limits import UNREPORTED_WINDOW_OUTPUT
 from pinb.llm.providers.anthropic import AnthropicChatModel
 from pinb.llm.providers.client import HTTPChatModel
 from pinb.llm.providers.openai import OpenAIChatModel
@@ -186,6 +187,17 @@ def resolve_model(
         if answer:
             info = dataclasses.replace(
                 info, context_window=answer.tokens, window_source=answer.label
+            )
+        elif info.max_tokens > UNREPORTED_WINDOW_OUTPUT:
+            # A guessed window on a server that may have a small one: ask for little.
+            info = dataclasses.replace(
+                info,
+                max_tokens=UNREPORTED_WINDOW_OUTPUT,
+                note=(
+                    f"the server does not say its window, so replies are limited to "
+                    f"{UNREPORTED_WINDOW_OUTPUT:,} tokens; give the window (`--window N`, "
+                    "or contextWindow in models.json) to plan for it"
+                ),
             )
     key = find_api_key(
         config.name,

@@ -87,6 +87,9 @@ class ModelInfo:
         Where ``context_window`` came from: ``"setting"`` (given by the caller),
         ``"server"`` (asked of a local server), or empty: the registry's entry when
         ``known``, else the provider's default (see :attr:`window_origin`).
+    note:
+        What the figures above cannot say alone, in one line (``""``: nothing), e.g. that
+        a local server did not say its window and replies are limited until it is known.
     """
 
     provider: str
@@ -100,6 +103,7 @@ class ModelInfo:
     name: str = ""
     known: bool = True
     window_source: str = ""
+    note: str = ""
 
     @property
     def window_origin(self) -> str:

@@ -48,6 +48,7 @@ from .llm_wire import (
     first_argument_event,
     null_content_error,
     prompt_tokens,
+    render_chatml,
 )
 from .tls import Certificate
 
@@ -63,6 +64,10 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     wire: str
+    #: The prompt as the server's chat template renders it for the model (``None``: the
+    #: server renders none: only with ``escape_html``, as llama-cpp-python's
+    #: ``chatml-function-calling`` does).
+    rendered: str | None = None
 
     @property
     def stream(self) -> bool:
@@ -150,7 +155,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": f"no route {self.path}{self._echo()}"}})
             return
-        owner._record(RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire))
+        rendered = render_chatml(body, escape=True) if owner.escape_html else None
+        owner._record(
+            RecordedRequest("POST", self.path, dict(self.headers.items()), body, wire, rendered)
+        )
         owner._take_model_lock()
         # The server's own checks come first and use no scripted reply, as a real
         # server's would not depend on what the test planned to answer.
@@ -184,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return
         reply = owner._next()
         if reply is None and owner.writes_to_limit and isinstance(body, dict):
-            limit = body.get("max_tokens") or body.get("max_completion_tokens") or 16
+            limit = owner._output_limit(body)
             reply = ServerReply(
                 text=("and then the story went on " * limit)[: int(limit) * 4],
                 stop_reason="length",
@@ -401,6 +409,8 @@ class LLMServer:
         echo_request: bool = False,
         certificate: Certificate | None = None,
         drop_reused: int = 0,
+        output_field: str | None = None,
+        escape_html: bool = False,
     ) -> None:
         #: Prompts of at least this many tokens (chars/4) overflow; ``None``: no limit.
         self.context_window = context_window
@@ -435,6 +445,15 @@ class LLMServer:
         #: the connection closing, unanswered: a server closing an idle connection just
         #: as a request arrives. Requests on new connections are served.
         self.drop_reused = drop_reused
+        #: The one output-limit field the server reads (``"max_tokens"`` for llama-cpp-python
+        #: 0.3, whose request schema has no ``max_completion_tokens``: a request carrying only
+        #: that has no limit, and the model writes until the window is full). ``None``:
+        #: either field.
+        self.output_field = output_field
+        #: Render each prompt as llama-cpp-python's ``chatml-function-calling`` template does,
+        #: escaping HTML in every message (``'`` → ``&#39;``, ``&`` → ``&amp;``), into
+        #: `RecordedRequest.rendered`: what the model is shown, beside what was sent.
+        self.escape_html = escape_html
         #: TCP connections accepted so far.
         self.connections = 0
         self._open: set[socket.socket] = set()
@@ -449,6 +468,42 @@ class LLMServer:
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def llama_cpp_python(cls, n_ctx: int = 4096, **options: Any) -> LLMServer:
+        """A server that behaves as llama-cpp-python 0.3 started with ``--n_ctx N`` and
+        ``--chat_format chatml-function-calling`` (its quirks, from its code and a run by hand).
+
+        It says no window (``/props`` is a 404, ``/v1/models`` lists the GGUF path and
+        nothing more); a prompt of ``n_ctx`` tokens or more ends the stream without an event
+        (and gets a 400 naming the window without streaming); ``content: null`` in an
+        assistant message is a 500; ``tool_choice: "required"`` is an empty 500; it reads
+        ``max_tokens`` only (``max_completion_tokens`` is not in its schema), and cuts it to
+        what the window leaves; its template escapes HTML in what the model is shown
+        (`RecordedRequest.rendered`). ``writes_to_limit=True`` adds a small model's habit of
+        writing until its limit. Other options as for `LLMServer`.
+        """
+        settings: dict[str, Any] = {
+            "context_window": n_ctx,
+            "window_endpoint": "llama-cpp-python",
+            "overflow_style": "drop",
+            "reject_null_content": True,
+            "output_field": "max_tokens",
+            "escape_html": True,
+        }
+        settings.update(options)
+        return cls(**settings)
+
+    def _output_limit(self, body: dict[str, Any]) -> int:
+        """How many tokens a model writing to its limit writes for ``body``."""
+        if self.output_field is None:
+            asked = body.get("max_tokens") or body.get("max_completion_tokens")
+            return int(asked) if isinstance(asked, int) and asked > 0 else 16
+        asked = body.get(self.output_field)
+        if self.context_window:  # no limit, or one past the window: what the window leaves
+            room = max(1, self.context_window - prompt_tokens(body))
+            return min(int(asked), room) if isinstance(asked, int) and asked > 0 else room
+        return int(asked) if isinstance(asked, int) and asked > 0 else 16
 
     # ------------------------------------------------------------------ lifecycle
 

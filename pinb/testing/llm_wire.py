@@ -387,6 +387,44 @@ def prompt_tokens(body: Any) -> int:
     return -(-chars // 4)
 
 
+#: What Jinja2's autoescape (MarkupSafe) makes of each character it escapes.
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def render_chatml(body: Any, *, escape: bool) -> str:
+    """The prompt a ChatML template renders from an OpenAI request's messages.
+
+    With ``escape``, each message's text is HTML-escaped as llama-cpp-python's
+    ``chatml-function-calling`` template (Jinja2 with autoescape) does: the model is shown
+    ``&#39;`` where the request said ``'``. Tool messages are left out, as that template does.
+    """
+    messages = body.get("messages") if isinstance(body, dict) else None
+    parts = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") not in (
+            "system",
+            "developer",
+            "user",
+            "assistant",
+        ):
+            continue
+        text = _text_of(message.get("content"))
+        if escape:
+            text = "".join(_HTML_ENTITIES.get(c, c) for c in text)
+        parts.append(f"<|im_start|>{message['role']}\n{text}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
 def null_content_error(body: Any) -> str | None:
     """llama-cpp-python's schema error for an assistant message with ``content: null``."""
     messages = body.get("messages") if isinstance(body, dict) else None

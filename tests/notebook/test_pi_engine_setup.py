@@ -46,7 +46,7 @@ def test_a_models_json_pi_cannot_use_says_why_in_one_line(
         "baseUrl": pi_loop.server.openai_base_url,
         "api": "openai-completions",
         "apiKey": "none",
-        "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+        "models": [{"id": "small", "contextWindow": 8192, "maxTokens": 512}],
     }
     del provider[missing]
     _models(pi_loop, provider)
@@ -65,12 +65,12 @@ def test_save_writes_one_models_json_entry_both_engines_use(
     (pi_loop.agent_dir / "models.json").unlink()
     result, said = _run(
         shell,
-        f"%pi model local/small --save --base-url {pi_loop.server.openai_base_url} --window 4096",
+        f"%pi model local/small --save --base-url {pi_loop.server.openai_base_url} --window 8192",
     )
     assert result.error_in_exec is None, said
     entry = json.loads((pi_loop.agent_dir / "models.json").read_text())["providers"]["local"]
     assert entry["api"] == "openai-completions" and entry["apiKey"] == "none"
-    assert entry["models"] == [{"id": "small", "contextWindow": 4096, "maxTokens": 1024}]
+    assert entry["models"] == [{"id": "small", "contextWindow": 8192, "maxTokens": 2048}]
     # Pi 1.6 lists it ...
     listed = subprocess.run(
         [*pi_loop.argv, "--list-models"],
@@ -79,7 +79,7 @@ def test_save_writes_one_models_json_entry_both_engines_use(
         text=True,
         timeout=120,
     )
-    assert "small" in listed.stdout and "4.1K" in listed.stdout, listed.stdout + listed.stderr
+    assert "small" in listed.stdout and "8.2K" in listed.stdout, listed.stdout + listed.stderr
     # ... and both engines answer with it.
     for engine in ("pinb", "pi"):
         pi_loop.server.reply(text=f"hello from {engine}")
@@ -90,15 +90,17 @@ def test_save_writes_one_models_json_entry_both_engines_use(
 def test_pi_on_a_small_window_says_so_once_and_fit_pi_makes_it_compact_in_the_window(
     shell: InteractiveShell, pi_loop: PiLoop
 ) -> None:
+    # 8,192: the smallest usual window on which Pi 1.6 can answer at all (see test_limits)
     _models(pi_loop, {
         "baseUrl": pi_loop.server.openai_base_url, "api": "openai-completions",
-        "apiKey": "none", "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+        "apiKey": "none", "models": [{"id": "small", "contextWindow": 8192, "maxTokens": 512}],
     })  # fmt: skip
     pi_loop.server.reply(text="first")
     _, said = _run(shell, "%%pi --engine pi --model local/small\none")
-    assert "do not fit local/small's 4,096-token window" in said and "%pi model --fit-pi" in said
-    # Pi's own threshold in the footer: window - reserve, as Pi uses its settings.
-    assert "compacts before every request (a reserve of 16,384 leaves no room)" in said
+    assert "do not fit local/small's 8,192-token window" in said and "%pi model --fit-pi" in said
+    # Pi's own threshold in the footer: window - reserve, as Pi uses its settings, and what
+    # Pi really does then (its keep leaves nothing to summarize).
+    assert "Pi tries to compact before every request (a reserve of 16,384 leaves no room)" in said
     pi_loop.server.reply(text="second")
     _, said = _run(shell, "%%pi --engine pi\ntwo")
     assert "do not fit" not in said  # said once, when Pi started
@@ -107,13 +109,32 @@ def test_pi_on_a_small_window_says_so_once_and_fit_pi_makes_it_compact_in_the_wi
     assert result.error_in_exec is None, said
     settings = json.loads((pi_loop.agent_dir / "settings.json").read_text())
     assert settings["compaction"]["modelOverrides"]["local/small"] == {
-        "reserveTokens": 1024,
-        "keepRecentTokens": 1024,
+        "reserveTokens": 2048,
+        "keepRecentTokens": 2048,
     }
-    assert "Pi compacts above 3,072 tokens and keeps 1,024" in said
+    assert "Pi compacts above 6,144 tokens and keeps 2,048" in said
     pi_loop.server.reply(text="third")
     _, said = _run(shell, "%%pi --engine pi --model local/small\nthree")
-    assert "do not fit" not in said and "compacts above 3,072" in said
+    assert "do not fit" not in said and "compacts above 6,144" in said
+
+
+def test_pi_on_a_4096_window_stops_at_once_with_the_reason_and_the_built_in_engine_answers(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    _models(pi_loop, {
+        "baseUrl": pi_loop.server.openai_base_url, "api": "openai-completions",
+        "apiKey": "none", "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 1024}],
+    })  # fmt: skip
+    result, said = _run(shell, "%%pi --engine pi --model local/small\nhello")
+    assert result.error_in_exec is not None
+    assert "Traceback" not in said
+    assert "at most 1 token (max_completion_tokens)" in said and "--n_ctx" in said, said
+    assert pi_loop.server.requests == []  # Pi sent nothing
+    pi_loop.server.reply(text="from the built-in engine")
+    result, said = _run(shell, "%%pi --engine pinb --model local/small\nhello")
+    assert result.error_in_exec is None and "from the built-in engine" in said, said
+    body = pi_loop.server.requests[-1].body
+    assert body["max_tokens"] > 256  # a useful reply fits: pinb's margin grows with the window
 
 
 def test_a_pi_cells_footer_shows_pis_own_threshold(
@@ -150,7 +171,7 @@ def test_after_open_the_model_is_the_one_the_session_recorded(
 ) -> None:
     _models(pi_loop, {
         "baseUrl": pi_loop.server.openai_base_url, "api": "openai-completions",
-        "apiKey": "none", "models": [{"id": "small", "contextWindow": 4096, "maxTokens": 512}],
+        "apiKey": "none", "models": [{"id": "small", "contextWindow": 8192, "maxTokens": 512}],
     })  # fmt: skip
     pi_loop.server.reply(text="recorded")
     _run(shell, "%%pi --engine pi --model local/small\nfirst")  # Pi records local/small
@@ -160,7 +181,7 @@ def test_after_open_the_model_is_the_one_the_session_recorded(
     magics.session, magics._model, magics._model_spec, magics.model = None, None, None, ""
     _run(shell, f"%pi open {path}")
     _, said = _run(shell, "%pi model")
-    assert said.startswith("local/small · window 4,096 (models.json)"), said
+    assert said.startswith("local/small · window 8,192 (models.json)"), said
     pi_loop.server.reply(text="continued")
     result, said = _run(shell, "%%pi\nsecond")
     assert result.error_in_exec is None and "continued" in said
@@ -202,3 +223,30 @@ def test_after_a_pi_cell_the_footer_says_what_the_next_built_in_cell_will_send(
     # What the built-in cell's request carried: the prediction plus its own prompt and reply.
     assert 0 <= int(now[1].replace(",", "")) - predicted < 20, (predicted, said)
     assert "the next built-in %%pi cell also sends" not in said  # now it is in the replay
+
+
+def test_after_every_engine_switch_the_footer_shows_what_the_next_trigger_counts(
+    shell: InteractiveShell, pi_loop: PiLoop, pi16: Any
+) -> None:
+    """Both ways, against the real Pi: the footer's figure is compaction_due's (the built-in
+    engine's trigger) and Pi's own estimateContextTokens of the file (Pi's)."""
+    from pinb.core import Session
+    from pinb.core.compaction.operations import trigger_tokens
+    from pinb.testing.llm_server import ServerReply
+
+    for turn, engine in enumerate(["pinb", "pi", "pinb", "pi", "pinb"]):
+        pi_loop.server.add(ServerReply(text=f"answer {turn} " + "w" * 200, no_usage=True))
+        result, said = _run(shell, f"%%pi --engine {engine} --model {MODEL}\nquestion {turn}")
+        assert result.error_in_exec is None, said
+        shown = re.search(r"([\d,]+) tokens \(chars/4 estimate", said)
+        assert shown is not None, said
+        figure = int(shown[1].replace(",", ""))
+        path = shell.magics_manager.registry["PiMagics"].session.path
+        assert figure == trigger_tokens(Session.open(path)), (engine, said)
+        preset = {"reserve": 16384, "keep": 20000, "window": 32000}
+        query = {"leaves": [{"key": "@default"}], "branches": [], "plans": ["p"],
+                 "planPresets": {"p": preset}, "budgets": [0], "tree": "nested"}  # fmt: skip
+        pis = pi16.answer(query, path)["@default"]["plan"]["p"]["contextTokens"]
+        assert figure == pis, (engine, figure, pis)
+    systems = [e for e in Session.open(path).entries if e.role == "system"]
+    assert len(systems) >= 2  # both engines' prompts are on the path, and both counted

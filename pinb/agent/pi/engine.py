@@ -31,15 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ...core import Session
-from ...core.context.tokens import CompactionSettings
+from ...core.context.tokens import CompactionSettings, estimate_projected_tokens
 from ...core.file.paths import agent_dir
 from ...core.file.sharing import Turn
 from ...core.file.writers import SessionHold, default_who, describe_process
 from ...llm.config.pi_config import models_json_problem, pi_small_window
 from ...llm.config.secrets import redact_secrets
+from ...llm.providers.overflow import is_context_overflow
 from ..events import AgentEnd, AgentEvent, Notice
 from ..usage import estimate_usage, reported_nothing
 from .events import PiEventMapper, PiRun, UIHandler, cancel_dialog
+from .limits import PiCannotFitError, pi_reply_room
 from .rpc import (
     PiCommandError,
     PiEngineError,
@@ -122,6 +124,8 @@ class PiEngine:
         #: Marks that file as held while Pi runs on it (``pinb rm`` refuses to move it).
         self._hold: SessionHold | None = None
         self._notes: list[str] = []
+        #: The first words of the next cell after one that ended on an overflow.
+        self._overflowed = ""
         self._exit_hook = _close_at_exit(self)
 
     # -- the process ----------------------------------------------------------------------
@@ -357,8 +361,9 @@ class PiEngine:
             process = self.ensure(session, cwd, model, thinking)
             since = session.entries[-1].id if session.entries else None
             self._show_notes(show)
-            run = PiRun(process, prompt, ui=self.ui)
             try:
+                self._check_room(session, process, prompt)
+                run = PiRun(process, prompt, ui=self.ui)
                 try:
                     end = _feed(run.events(), show)
                 except PiCommandError as exc:
@@ -371,11 +376,68 @@ class PiEngine:
                         end = _feed(run.stop(), show)
             finally:
                 self._after(session, turn, since)
+                self._compactions_grown(session, since, show)
         if turn.end_note():
             show(Notice(str(turn.end_note())))
         self._show_notes(show)
         assert end is not None
+        self._overflowed = self._overflow_line(process, end)
         return end
+
+    def _check_room(self, session: Session, process: PiProcess, prompt: str) -> None:
+        """Stop a cell Pi would send with no room for a reply (Pi 1.6's own clamp of its
+        output limit), saying why and what works; after an overflow, say how to recover."""
+        info = process.state.get("model") or {}
+        window, max_tokens = info.get("contextWindow"), info.get("maxTokens")
+        overflowed, self._overflowed = self._overflowed, ""
+        if not isinstance(window, int) or window <= 0 or not isinstance(max_tokens, int):
+            return
+        room = pi_reply_room(
+            session.current_context().messages,
+            prompt,
+            spec=f"{info.get('provider')}/{info.get('id')}",
+            window=window,
+            max_tokens=max_tokens,
+        )
+        if room.starved:
+            raise PiCannotFitError(f"{overflowed} {room.line()}" if overflowed else room.line())
+
+    @staticmethod
+    def _overflow_line(process: PiProcess, end: AgentEnd) -> str:
+        """What the next cell says first when this one ended on an overflow Pi could not
+        compact its way out of."""
+        info = process.state.get("model") or {}
+        window = info.get("contextWindow")
+        last = end.messages[-1] if end.messages else {}
+        if end.stop_reason != "error" or not is_context_overflow(last):
+            return ""
+        size = f"{window:,}-token " if isinstance(window, int) else ""
+        return (
+            f"Pi's last request overflowed the {size}window and Pi could not compact its way "
+            "out:"
+        )
+
+    def _compactions_grown(
+        self, session: Session, since: str | None, show: Callable[[AgentEvent], None]
+    ) -> None:
+        """Report a compaction Pi wrote in this cell that left the context larger than it
+        found it (a small model's summary as long as what it summarized)."""
+        entries = session.entries
+        start = next((i + 1 for i, e in enumerate(entries) if e.id == since), 0)
+        for entry in entries[start:]:
+            before = entry.raw.get("tokensBefore") if entry.type == "compaction" else None
+            if not isinstance(before, int) or before <= 0:
+                continue
+            after = estimate_projected_tokens(session.build_context(entry.id)).tokens
+            if after >= before:
+                show(
+                    Notice(
+                        f"Pi's compaction made the context larger, not smaller: {before:,} → "
+                        f"≈{after:,} tokens (its summary is longer than what it replaced); "
+                        "a built-in cell (`%%pi --engine pinb`) compacts with a summary "
+                        "fitted to the window"
+                    )
+                )
 
     def request(
         self,

@@ -65,6 +65,7 @@ __all__ = [
     "plan_compaction",
     "plan_to_fit",
     "summary_cap",
+    "trigger_tokens",
 ]
 
 SPLIT_TURN_SEPARATOR: Final = "\n\n---\n\n**Turn Context (split turn):**\n\n"
@@ -523,37 +524,45 @@ def compaction_due(
 ) -> bool:
     """Pi's threshold check before a prompt and after a run (§6.6), for the agent.
 
-    Uses the last assistant message on the path: its reported usage, or the context
-    estimate for a failed reply or one whose usage is zero (a server that reports none);
-    in Pi 1.x, the projected estimate when the branch holds context edits. A reply older
-    than the latest compaction is ignored. An unknown window (``None`` or 0) never
-    triggers, unlike Pi (§6.5).
+    Compares :func:`trigger_tokens` with the threshold. An unknown window (``None`` or 0)
+    never triggers, unlike Pi (§6.5).
     """
     settings = settings or CompactionSettings()
     if not settings.enabled or not context_window:
         return False
+    tokens = trigger_tokens(session)
+    return tokens is not None and should_compact(tokens, context_window, settings)
+
+
+def trigger_tokens(session: Session) -> int | None:
+    """The size :func:`compaction_due` compares with the threshold (``None``: no check).
+
+    The last assistant message on the path decides: its reported usage, or the context
+    estimate for a failed reply or one whose usage is zero (a server that reports none:
+    every message, each engine's system prompt included); in Pi 1.x, the projected
+    estimate when the branch holds context edits. No check follows a reply older than the
+    latest compaction, an aborted one, or none.
+    """
     context = session.current_context()  # kept by the session: no walk of the path
     last = next((e for e in reversed(context.path) if e.role == "assistant"), None)
     if last is None:
-        return False
+        return None
     message = last.message or {}
     compaction = context.compaction
     if compaction is not None:
         compacted_at = js_date_ms(compaction.timestamp)
         stamp = message.get("timestamp")
         if compacted_at is not None and isinstance(stamp, int | float) and compacted_at >= stamp:
-            return False
+            return None
     if message.get("stopReason") == "aborted":
-        return False
+        return None
     pi = session.pi
     usage_tokens = context_tokens_of_usage(message.get("usage"))
     if pi >= Pi.V1_6 and context.branch_edits:
-        tokens = estimate_projected_tokens(context).tokens
-    elif message.get("stopReason") == "error" or usage_tokens <= 0:
-        tokens = estimate_context_tokens(context.messages, pi=pi).tokens
-    else:
-        tokens = usage_tokens
-    return should_compact(tokens, context_window, settings)
+        return estimate_projected_tokens(context).tokens
+    if message.get("stopReason") == "error" or usage_tokens <= 0:
+        return estimate_context_tokens(context.messages, pi=pi).tokens
+    return usage_tokens
 
 
 def entry_id(session: Session, given: str) -> str:

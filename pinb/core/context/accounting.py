@@ -15,12 +15,7 @@ from typing import Any, Final
 
 from ..format.target import Pi
 from .build import SessionContext, current_system_message
-from .tokens import (
-    CompactionSettings,
-    estimate_context_tokens,
-    estimate_projected_tokens,
-    estimate_tokens,
-)
+from .tokens import CompactionSettings, estimate_tokens, estimate_trigger_tokens
 
 __all__ = [
     "ESTIMATE",
@@ -48,10 +43,11 @@ class ContextUsage:
     Attributes
     ----------
     tokens:
-        Pi's figure, the one compared with the threshold: the last trustworthy reported
-        usage plus chars/4 for the messages after it, or (``measure == "estimate"``) the
-        chars/4 estimate alone. Pi 1.x distrusts usage older than the latest context edit
-        or compaction on the branch.
+        The figure the compaction trigger compares with the threshold, pinb's and Pi's
+        alike (:func:`~pinb.core.context.tokens.estimate_trigger_tokens`): the last
+        trustworthy reported usage plus chars/4 for the messages after it, or
+        (``measure == "estimate"``) chars/4 of every message, each system message counted.
+        Pi 1.x distrusts usage older than the latest context edit or compaction.
     measure:
         ``"usage+estimate"`` or ``"estimate"``.
     reported_tokens / trailing_tokens / reported_index:
@@ -174,10 +170,20 @@ class ContextUsage:
                 )
             elif threshold > 0:
                 text += f" · compacts above {thousands(threshold)}"
-            else:  # a reserve as large as the window: every request is over the threshold
+            elif self.fitted:  # a reserve as large as the window: every request is over it
                 text += (
                     f" · compacts before every request (a reserve of "
                     f"{thousands(self.settings.reserve_tokens)} leaves no room)"
+                )
+            else:
+                # Pi checks before every request, but its planner keeps the last
+                # keepRecentTokens and finds nothing older to summarize until there is more.
+                keep = self.settings.keep_recent_tokens
+                text += (
+                    f" · Pi tries to compact before every request (a reserve of "
+                    f"{thousands(self.settings.reserve_tokens)} leaves no room) but keeps the "
+                    f"last {thousands(keep)} tokens (keepRecentTokens): it compacts nothing "
+                    f"until the conversation is longer than that"
                 )
         else:
             text += " · window unknown"
@@ -256,11 +262,8 @@ def context_usage(
     window_note:
         What contradicts the window (:attr:`ContextUsage.window_note`).
     """
-    pi = context.pi
-    if pi >= Pi.V1_6:
-        estimate = estimate_projected_tokens(context)
-    else:
-        estimate = estimate_context_tokens(context.messages, pi=pi)
+    # The compaction trigger's own figure, so what a footer says is what the next check sees.
+    estimate = estimate_trigger_tokens(context)
     by_role = estimated_by_role(context)
     fitted = settings or CompactionSettings()
     if fit:

@@ -27,7 +27,9 @@ __all__ = [
     "estimate_context_tokens",
     "estimate_projected_tokens",
     "estimate_tokens",
+    "estimate_trigger_tokens",
     "last_usage_index",
+    "message_chars",
     "should_compact",
     "tokens_by_role",
 ]
@@ -86,8 +88,16 @@ def estimate_tokens(message: Any, *, pi: PiLike | None = None) -> int:
     messages too (v0.58.3 counts nothing for them). Pi 1.x also estimates ``system``
     messages: content, section texts and the JSON of the tools they add.
     """
+    chars = message_chars(message, pi=pi)
+    return 0 if chars is None else math.ceil(chars / 4)
+
+
+def message_chars(message: Any, *, pi: PiLike | None = None) -> int | None:
+    """The characters :func:`estimate_tokens` counts in ``message`` (``None``: a message
+    Pi does not estimate). Pi's request code divides the same count by 3.5, not 4
+    (:mod:`pinb.agent.pi.limits`)."""
     if not isinstance(message, dict):
-        return 0
+        return None
     newer = Pi.resolve(pi) >= Pi.V1_6
     role = message.get("role")
     chars = 0
@@ -117,8 +127,8 @@ def estimate_tokens(message: Any, *, pi: PiLike | None = None) -> int:
     elif role == "system" and newer:
         chars = _system_chars(message)
     else:
-        return 0
-    return math.ceil(chars / 4)
+        return None
+    return chars
 
 
 def tokens_by_role(messages: Sequence[Any], *, pi: PiLike | None = None) -> dict[str, int]:
@@ -273,6 +283,25 @@ def estimate_projected_tokens(context: SessionContext) -> ContextEstimate:
         if not (isinstance(message, dict) and message.get("role") == "system"):
             tokens += estimate_tokens(message, pi=context.pi)
     return ContextEstimate(tokens, 0, tokens, None)
+
+
+def estimate_trigger_tokens(context: SessionContext) -> ContextEstimate:
+    """The size both compaction triggers compare with the threshold: pinb's
+    ``compaction_due`` and Pi 1.6's check after a run (``estimateContextTokens`` of its
+    messages), so a footer can show the figure the next check will use.
+
+    Without any usage to go by (a server that reports none) that is every message's
+    chars/4, each ``system`` message counted: after an engine switch both engines' system
+    prompts, as both are sent. With usage it is the usage plus what follows it; usage from
+    before the latest context edit or compaction is not trusted
+    (:func:`estimate_projected_tokens`, which a branch with context edits always uses).
+    """
+    estimate = estimate_context_tokens(context.messages, pi=context.pi)
+    if context.pi < Pi.V1_6:
+        return estimate
+    if estimate.last_usage_index is None and not context.branch_edits:
+        return estimate
+    return estimate_projected_tokens(context)
 
 
 @dataclass(frozen=True)

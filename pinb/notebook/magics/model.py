@@ -55,6 +55,7 @@ class ModelCommands(MagicsBase):
             f"{info.provider}/{info.id} · window {info.context_window:,} ({info.window_origin})"
             " · max out "
             f"{info.max_tokens:,}" + (f" · {display_url(where)}" if where else "")
+            + (f" · {info.note}" if info.note else "")
         )
 
     def _save_model(

@@ -136,7 +136,6 @@ class PiEngineCommands(MagicsBase):
             return ""
         from ...agent import Agent, AgentConfig
         from ...core.context.accounting import thousands
-        from ...core.context.build import current_system_message
         from ...core.context.tokens import estimate_tokens
         from ...llm.providers.offline import OfflineDemoModel
 
@@ -153,10 +152,8 @@ class PiEngineCommands(MagicsBase):
         if patch is None:
             return ""
         context = session.current_context()
-        current = context.system_message()
-        replay = current_system_message([m for m in (current, patch) if m is not None])
-        grown = estimate_tokens(replay, pi=context.pi) if replay is not None else 0
-        added = grown - (estimate_tokens(current, pi=context.pi) if current is not None else 0)
+        # The patch is one more system message on the path, and the trigger counts each.
+        added = estimate_tokens(patch, pi=context.pi)
         if added <= 0:
             return ""
         total = usage.tokens + added

@@ -272,8 +272,9 @@ def test_local_server_defaults(server, make_model):
     message = model.complete([user("q")])
     assert message["provider"] == "vllm" and message["model"] == "Qwen/Qwen3-8B"
     body = server.last_request.body
-    # every request carries a limit, in the field local servers read
-    assert body["max_tokens"] == 16_384 and "max_completion_tokens" not in body
+    # every request carries a limit, in the field local servers read; a server that says
+    # no window is asked for little (pinb.llm.limits.UNREPORTED_WINDOW_OUTPUT)
+    assert body["max_tokens"] == 1024 and "max_completion_tokens" not in body
     assert "store" not in body
     assert "authorization" not in {k.lower() for k in server.last_request.headers}
     assert message["usage"]["cost"]["total"] == 0
