@@ -37,7 +37,8 @@ The tree::
     │   ├── PiNodeTooOldError              the Node that would run Pi is too old for it
     │   ├── PiHandshakeError               Pi did not answer as Pi 1.x's RPC mode does
     │   ├── PiExitedError                  the Pi process ended while pinb waited for it
-    │   └── PiCommandError                 Pi answered a command with success: false
+    │   ├── PiCommandError                 Pi answered a command with success: false
+    │   └── PiCannotFitError (pinb.agent.pi.limits)  no room for a reply in the window Pi would send
     ├── MemoryStoreError (pinb.memory.records)  the long-term memory database (path)
     │   ├── MemoryCorruptError             the file is damaged or not a SQLite database
     │   ├── MemoryLockedError              another process held its lock too long

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ...core.context.tokens import context_tokens_of_usage, last_usage_index, message_chars
+from ...core.context.tokens import context_tokens_of_usage, message_chars, usage_positive
 from ...core.format.target import Pi
 from ...core.js.wire import dumps, utf16_len
 from ...llm.limits import OutputLimit
@@ -63,7 +63,9 @@ def _system_text(message: dict[str, Any]) -> str:
     else:
         blocks = content if isinstance(content, list) else []
         text = "\n".join(
-            str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            str(b.get("text", ""))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text"
         )
     sections = message.get("sections")
     values = list(sections.values()) if isinstance(sections, dict) else []
@@ -88,10 +90,42 @@ def _tokens(message: Any) -> int:
     return _ceil_tokens(chars) if chars else 0
 
 
+def _request_usage_index(messages: Sequence[Any]) -> int | None:
+    """pi-ai 1.6's ``getLastAssistantUsageInfo``: the last assistant reply whose usage still
+    describes the request's prefix.
+
+    Unlike the compaction trigger's rule (:func:`~pinb.core.context.tokens.last_usage_index`),
+    a reply older than a message before it (a compaction summary, inserted with the time it
+    was written) no longer counts: its usage measured a prefix that is gone. Timestamps
+    compare as JavaScript compares them (a missing one is ``NaN``: never newer, and it
+    poisons the running maximum, as ``Math.max`` does).
+    """
+    latest = -math.inf
+    found: int | None = None
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        stamp = message.get("timestamp")
+        when = (
+            float(stamp)
+            if isinstance(stamp, int | float) and not isinstance(stamp, bool)
+            else math.nan
+        )
+        if (
+            message.get("role") == "assistant"
+            and when >= latest
+            and message.get("stopReason") not in ("aborted", "error")
+            and usage_positive(message.get("usage"))
+        ):
+            found = i
+        latest = math.nan if math.isnan(when) or math.isnan(latest) else max(latest, when)
+    return found
+
+
 def pi_request_tokens(messages: Sequence[Any]) -> int:
     """Pi 1.6's estimate of a request of ``messages`` (its request code's, at 3.5 chars a
-    token): the last assistant usage that counts plus the messages after it, else all."""
-    index = last_usage_index(messages, pi=Pi.V1_6)
+    token): the last assistant usage that still counts plus the messages after it, else all."""
+    index = _request_usage_index(messages)
     if index is None:
         return sum(_tokens(m) for m in messages)
     reported = context_tokens_of_usage(messages[index].get("usage"))
@@ -188,9 +222,7 @@ def pi_reply_room(
     """
     sent = {"role": "user", "content": [{"type": "text", "text": prompt}]}
     everything = [*messages, sent]
-    fixed = sum(
-        _tokens(m) for m in everything if isinstance(m, dict) and m.get("role") == "system"
-    )
+    fixed = sum(_tokens(m) for m in everything if isinstance(m, dict) and m.get("role") == "system")
     return PiReplyRoom(
         spec=spec,
         window=window,

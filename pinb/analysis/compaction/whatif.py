@@ -264,32 +264,39 @@ def default_settings(
 
 
 def _outcome(row: WhatIfRow) -> tuple[Any, ...]:
-    """What a column shows: where it cuts and what it keeps, or why nothing is compacted."""
-    return (row.nothing, row.first_kept_entry_id, row.keep_used)
+    """What a column shows: where it cuts, or why nothing is compacted."""
+    return (row.nothing, row.first_kept_entry_id)
 
 
-def _distinct_defaults(current: WhatIfRow | None, tried: list[WhatIfRow]) -> list[WhatIfRow]:
-    """The first smaller and the first larger keep whose plan differs from the current one.
+def _distinct_defaults(
+    current: WhatIfRow | None, tried: list[WhatIfRow]
+) -> tuple[list[WhatIfRow], list[str]]:
+    """The first smaller and the first larger keep whose cut differs from the current one,
+    and, for a side with none, its nearest keep (said as left out).
 
     Half and twice the keep often plan the same cut (a small session, or a keep fitted to
-    the window), and three identical columns teach nothing; a side with no different plan
-    is left out.
+    the window), and three identical columns teach nothing.
     """
     seen = {_outcome(current)} if current is not None else set()
     keep = None
     if current is not None:
         keep = current.keep_used or current.settings.keep_recent_tokens
     shown: list[WhatIfRow] = []
+    left_out: list[str] = []
     for smaller in (True, False):
-        for row in tried:
-            tried_keep = row.keep_used or row.settings.keep_recent_tokens
-            if keep is not None and (tried_keep < keep) != smaller:
-                continue
-            if _outcome(row) not in seen:
-                seen.add(_outcome(row))
-                shown.append(row)
-                break
-    return shown
+        side = [
+            row
+            for row in tried
+            if keep is None
+            or ((row.keep_used or row.settings.keep_recent_tokens) < keep) == smaller
+        ]
+        found = next((row for row in side if _outcome(row) not in seen), None)
+        if found is not None:
+            seen.add(_outcome(found))
+            shown.append(found)
+        elif side:
+            left_out.append(side[0].settings_text)
+    return shown, left_out
 
 
 def _candidates(
@@ -645,9 +652,10 @@ def what_if(
             )
             for s in default_settings(current, rows[0].keep_used)
         ]
-        rows = rows[:1] + _distinct_defaults(rows[0], tried)
-    # The default columns each plan a different cut (_distinct_defaults), so none is folded.
-    folded: list[str] = []
+        shown, folded = _distinct_defaults(rows[0], tried)
+        rows = rows[:1] + shown
+    else:
+        folded = []
     masked, masking_nothing = _mask_first(session, leaf_id, base, window, usage)
     written = summarizer if summarizer is not None else ExtractiveSummarizer() if score else None
     name = getattr(written, "name", type(written).__name__) if written is not None else None

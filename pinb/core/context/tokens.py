@@ -32,6 +32,7 @@ __all__ = [
     "message_chars",
     "should_compact",
     "tokens_by_role",
+    "usage_positive",
 ]
 
 #: The compaction strategies (:attr:`CompactionSettings.strategy`).
@@ -173,7 +174,7 @@ def _js_plus(left: Any, right: Any) -> Any:
     return js_to_number(left) + js_to_number(right)
 
 
-def _js_usage_positive(usage: Any) -> bool:
+def usage_positive(usage: Any) -> bool:
     """``calculateContextTokens(usage) > 0`` evaluated as JavaScript does, odd values included.
 
     ``totalTokens || input + output + cacheRead + cacheWrite``: a string there is text,
@@ -202,7 +203,7 @@ def last_usage_index(messages: Sequence[Any], *, pi: PiLike | None = None) -> in
         usage = message.get("usage")
         if not js_truthy(usage) or message.get("stopReason") in ("aborted", "error"):
             continue
-        if skip_zero and not _js_usage_positive(usage):
+        if skip_zero and not usage_positive(usage):
             continue
         return i
     return None

@@ -137,3 +137,33 @@ def test_a_context_too_large_for_pi_says_compact_it_not_enlarge_the_window(
     assert not [r for r in pi_loop.server.requests if r.path.endswith("/chat/completions")]
     assert "The context is what has grown" in str(info.value)
     assert "`%%pi --engine pinb`" in str(info.value)
+
+
+def test_after_a_compaction_the_kept_replies_old_usage_no_longer_counts(
+    pi_loop: PiLoop, project: Path
+) -> None:
+    # A long session compacted by pinb: the kept replies still carry the usage they
+    # reported when the whole conversation was sent (~30,000 here). Pi's request estimate
+    # drops a reply older than a message before it (the compaction summary), so its limit
+    # is the model's own; counting that usage would stop the cell as if the window were full.
+    from pinb.core import ExtractiveSummarizer, compact
+    from pinb.core.context.tokens import CompactionSettings
+    from pinb.testing.work import write_work_session
+
+    _models(pi_loop, 32_000)
+    session = write_work_session(project / "sessions", turns=20, cwd=project)
+    compact(session, ExtractiveSummarizer(), settings=CompactionSettings(keep_recent_tokens=3000))
+    kept = session.current_context().messages
+    stale = max(
+        (m["usage"]["totalTokens"] for m in kept if m.get("role") == "assistant"), default=0
+    )
+    assert stale > 28_000 - 4096  # counted, it would leave no room for a reply
+    room = pi_reply_room(kept, "where were we?", spec=SPEC, window=32_000, max_tokens=1000)
+    assert not room.starved
+    engine = PiEngine()
+    try:
+        pi_loop.server.add(ServerReply(text="Pi read it.", no_usage=True))
+        _run(engine, session, "where were we?")
+    finally:
+        engine.close()
+    assert pi_loop.server.requests[-1].body["max_completion_tokens"] == room.limit.tokens == 1000
