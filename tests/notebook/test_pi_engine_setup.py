@@ -146,6 +146,20 @@ def test_a_pi_cells_footer_shows_pis_own_threshold(
     assert "of a 32,000 window (Pi's model) · compacts above 15,616" in said
 
 
+def test_a_one_off_built_in_cell_says_when_the_next_pi_cell_compacts(
+    shell: InteractiveShell, pi_loop: PiLoop
+) -> None:
+    # Pi is the engine; one cell runs pinb's agent. Its footer's "compacts above" is for the
+    # next cell, which is Pi's: Pi's own rule (32,000 - 16,384), not pinb's fitted 24,000.
+    shell.run_line_magic("config", 'PiMagics.engine = "pi"')
+    pi_loop.server.reply(text="hi")
+    _run(shell, f"%%pi --model {MODEL}\nhello")
+    pi_loop.server.reply(text="hi again")
+    result, said = _run(shell, f"%%pi --engine pinb --model {MODEL}\nand you?")
+    assert result.error_in_exec is None
+    assert "· compacts above 15,616 (Pi's own reserve" in said
+
+
 def test_a_routed_compacts_events_stay_in_its_own_cell(
     shell: InteractiveShell, pi_loop: PiLoop
 ) -> None:

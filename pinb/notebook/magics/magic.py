@@ -201,7 +201,12 @@ class PiMagics(
         assert end is not None
         if end.stop_reason == "error":
             raise RunFailedError(end, session.path)
-        context = self._context_usage(session, model)
+        # The footer says when the next cell compacts: the engine that runs it decides.
+        context = (
+            self._pi_context(session)
+            if self.engine == "pi"
+            else self._context_usage(session, model)
+        )
         threshold = context.threshold
         if threshold is not None and context.tokens > threshold and context.share is not None:
             leaf = session.leaf
