@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pinb.agent.tool import ToolContext
-from tests.memory.conftest import project_dirs, store, write_session
+from tests.memory.fixtures import project_dirs, store, write_session
 
 __all__ = ["context", "project_dirs", "store", "workdir", "write_session"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinb.core import Session
-from tests.analysis.conftest import assistant, tool_result, user
+from tests.analysis.builders import assistant, tool_result, user
 
 CWD = "/home/dev/shop"
 

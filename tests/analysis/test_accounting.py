@@ -31,7 +31,7 @@ from pinb.errors import UsageError
 from pinb.testing.story import write_story_session
 from tests.sessions import set_parent_session
 
-from .conftest import assistant, user
+from .builders import assistant, user
 
 
 def _users(session: Session) -> list[str]:

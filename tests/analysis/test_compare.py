@@ -20,7 +20,7 @@ from pinb.errors import EntryNotFoundError
 from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
 from tests.samples import READABLE_CASES, TREES
 
-from .conftest import SCRIPT, assistant, tool_result, user
+from .builders import SCRIPT, assistant, tool_result, user
 from .safe_html import visible_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from pinb.analysis.frames import (
 )
 from pinb.errors import SessionFileError, UsageError
 
-from .conftest import CASES, PI_FIXTURES, build_demo
+from .builders import CASES, PI_FIXTURES, build_demo
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pinb.analysis.export import export_html, export_ipynb, export_markdown, wri
 from pinb.core import Session
 from pinb.errors import EntryNotFoundError, UsageError
 
-from .conftest import CASES, SCRIPT, assistant, tool_result, user
+from .builders import CASES, SCRIPT, assistant, tool_result, user
 
 
 class _Collector(HTMLParser):

@@ -20,7 +20,7 @@ from pinb.analysis.frames import (
 )
 from pinb.core import Session, build_session_context, estimate_tokens
 
-from .conftest import CASES, PI_FIXTURES, build_demo
+from .builders import CASES, PI_FIXTURES, build_demo
 
 
 def test_entries_frame_marks_path_context_depth_and_usage(
@@ -115,7 +115,7 @@ def test_sessions_frame_over_a_folder_with_progress(tmp_path: Path) -> None:
     first, _ = build_demo(folder)
     second = Session.create("/p", folder)
     second.append_message({"role": "user", "content": "only one", "timestamp": 5})
-    from .conftest import assistant
+    from .builders import assistant
 
     second.append_message(assistant("fine", total=50, cost=0.5, ts=6))
     (folder / "not-a-session.jsonl").write_text('{"hello": 1}\n')

@@ -26,7 +26,7 @@ from pinb.core.forks import clone_session
 from pinb.errors import PinbError, UsageError
 from pinb.testing.story import write_story_session
 
-from .conftest import CASES, build_demo
+from .builders import CASES, build_demo
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from pinb.analysis.plots import (
 from pinb.core import Session
 from pinb.testing import messages
 
-from .conftest import CASES, PI_FIXTURES, build_demo
+from .builders import CASES, PI_FIXTURES, build_demo
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from pinb.core import Session
 from pinb.errors import UsageError
 from pinb.notebook.magics import PiMagics
 from pinb.notebook.magics.chat import ChatCommands
-from tests.chat.conftest import ChatRoom
+from tests.chat.room import ChatRoom
 
 
 class PiMagicsWithChat(PiMagics, ChatCommands):

@@ -20,7 +20,8 @@ from pinb.core.context.accounting import context_usage
 from pinb.core.file.writers import holders
 from pinb.llm.window import resolve_window
 from pinb.testing.llm_server import LLMServer
-from tests.chat.conftest import KEY, MODEL, PERSONA_ID, ChatRoom
+from tests.chat.room import PERSONA_ID, ChatRoom
+from tests.pi.loop import KEY, MODEL
 from tests.pi.reference import PiReference
 
 DEADLINE = 120.0

@@ -23,7 +23,7 @@ from pinb.chat.link import METADATA_KEY
 from pinb.chat.turns import chat_turns
 from pinb.core import Session
 from pinb.core.file.paths import sessions_root
-from tests.chat.conftest import PERSONA_ID, ChatRoom
+from tests.chat.room import PERSONA_ID, ChatRoom
 from tests.core.helpers import user
 
 DEADLINE = 120.0

@@ -10,8 +10,8 @@ from typing import Any
 from pinb.chat.link import METADATA_KEY, read_link
 from pinb.chat.turns import chat_turns
 from pinb.core import Session
-from tests.chat.conftest import MODEL, PERSONA_ID, ChatRoom
-from tests.pi.loop import PiLoop
+from tests.chat.room import PERSONA_ID, ChatRoom
+from tests.pi.loop import MODEL, PiLoop
 from tests.pi.reference import PiReference
 
 DEADLINE = 240.0

@@ -26,7 +26,8 @@ from pinb.chat.turns import chat_turns
 from pinb.core import Session
 from pinb.core.file.writers import DEFAULT_WAIT, SessionBusyError
 from pinb.testing.llm_server import LLMServer, ServerReply
-from tests.chat.conftest import KEY, MODEL, ChatRoom
+from tests.chat.room import ChatRoom
+from tests.pi.loop import KEY, MODEL
 from tests.pi.reference import PiReference
 from tests.shells import pi_shell
 

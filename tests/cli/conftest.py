@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.memory.conftest import project_dirs, store, write_session
+from tests.memory.fixtures import project_dirs, store, write_session
 
 __all__ = ["project_dirs", "store", "write_session"]

@@ -15,7 +15,7 @@ from pinb.cli.analysis import add_parser
 from pinb.core import Session
 from pinb.core.file.paths import sessions_dir_for
 from pinb.errors import PinbError
-from tests.analysis.conftest import build_demo
+from tests.analysis.builders import build_demo
 from tests.analysis.test_importers import CLAUDE, _write
 
 

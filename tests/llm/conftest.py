@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pinb.llm import ENV_API_KEYS, HTTPChatModel, ModelRegistry, RetryPolicy, get_model
-from pinb.testing import messages
 from pinb.testing.llm_server import LLMServer
-
-#: Every test coroutine runs under this deadline, so a hang fails instead of blocking CI.
-DEADLINE = 15.0
-
-SPECS = {"openai": "openai/gpt-4o", "anthropic": "anthropic/claude-sonnet-4-5"}
-
-
-def arun(coro: Coroutine[Any, Any, Any], timeout: float = DEADLINE) -> Any:
-    """Run a coroutine to completion with a deadline."""
-    return asyncio.run(asyncio.wait_for(coro, timeout))
+from tests.llm.helpers import SPECS, SleepRecorder
 
 
 @pytest.fixture(autouse=True)
@@ -50,17 +39,6 @@ def server() -> Iterator[LLMServer]:
         yield srv
 
 
-class SleepRecorder:
-    """An injected retry sleep that records the delays and does not wait."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-        await asyncio.sleep(0)
-
-
 @pytest.fixture
 def sleeps() -> SleepRecorder:
     return SleepRecorder()
@@ -83,8 +61,3 @@ def make_model(server: LLMServer, sleeps: SleepRecorder):
         )
 
     return make
-
-
-def user(text: str, ts: int = 1) -> dict[str, Any]:
-    """A Pi user message with one text block."""
-    return messages.user(text, ts=ts)

@@ -11,7 +11,7 @@ from pinb.errors import PinbError
 from pinb.llm import ChatModel, Done, LLMError, TextDelta
 from pinb.testing.scripted import ScriptedLLM, ScriptExhaustedError
 
-from .conftest import user
+from .helpers import user
 
 
 def _ruff_order(name: str) -> tuple[int, str]:

@@ -22,7 +22,7 @@ from pinb.llm import (
 )
 from pinb.testing.llm_server import ServerReply
 
-from .conftest import arun, user
+from .helpers import arun, user
 
 WIRES = ["openai", "anthropic"]
 

@@ -11,7 +11,7 @@ from pinb.llm.types import ModelInfo
 from pinb.testing.llm_server import LLMServer
 from pinb.testing.llm_wire import prompt_tokens
 
-from .conftest import arun, user
+from .helpers import arun, user
 
 
 @pytest.fixture(autouse=True)

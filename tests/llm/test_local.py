@@ -174,7 +174,7 @@ def test_models_json_and_the_setting_win_over_discovery(agent_dir: Path) -> None
 def test_llama_cpp_python_refusing_required_tool_choice_gets_a_hint_not_retries() -> None:
     from pinb.llm import RetryPolicy
 
-    from .conftest import arun, user
+    from .helpers import arun, user
 
     delays: list[float] = []
 
@@ -209,7 +209,7 @@ def test_llama_cpp_python_ends_a_stream_for_any_v1_request_and_window_discovery_
     from pinb.llm import RetryPolicy
     from pinb.llm.local import list_models
 
-    from .conftest import arun, user
+    from .helpers import arun, user
 
     full = "word " * 40
 

@@ -10,7 +10,7 @@ import pytest
 
 from pinb.llm import Done, ModelRegistry, RetryPolicy, TextDelta, get_model
 
-from .conftest import SleepRecorder, arun, user
+from .helpers import SleepRecorder, arun, user
 
 
 class Chunks(httpx.AsyncByteStream):

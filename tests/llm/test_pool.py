@@ -21,7 +21,7 @@ from pinb.llm.local import list_models
 from pinb.testing.llm_server import LLMServer
 from pinb.testing.tls import Certificate, self_signed_certificate
 
-from .conftest import DEADLINE, SleepRecorder, arun, user
+from .helpers import DEADLINE, SleepRecorder, arun, user
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from pinb.core.session import Session
 from pinb.memory import MemoryObserver, MemoryStore, observe, parse_notes, project_id
 
-from .conftest import FailingSummarizer, StubSummarizer, assistant, user
+from .helpers import FailingSummarizer, StubSummarizer, assistant, user
 
 CONVERSATION = [
     user("Please always answer in British English."),

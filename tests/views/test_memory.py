@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pinb.memory import MemoryStore
 from pinb.views.memory import MemoryView
-from tests.memory.conftest import store
+from tests.memory.fixtures import store
 
 __all__ = ["store"]  # the fixture: the standard database in the isolated agent dir
 

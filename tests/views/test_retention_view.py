@@ -10,7 +10,7 @@ from pinb.analysis.retention.report import session_retention
 from pinb.core import Session
 from pinb.display import to_html, to_text
 from pinb.views import RetentionView
-from tests.analysis.conftest import assistant, tool_result, user
+from tests.analysis.builders import assistant, tool_result, user
 from tests.analysis.retention_story import write_story
 from tests.views.sanitizers import check_html_survives, parse
 from tests.views.test_xss import PAYLOADS, TEXT

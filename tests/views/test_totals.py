@@ -8,7 +8,7 @@ from pinb.analysis.totals import DEDUPE_RULE, usage_totals
 from pinb.core import Session
 from pinb.render.html import escape
 from pinb.views.totals import UsageTotalsView
-from tests.analysis.conftest import assistant, user
+from tests.analysis.builders import assistant, user
 from tests.views.sanitizers import check_html_survives
 
 

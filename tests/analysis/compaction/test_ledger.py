@@ -34,7 +34,7 @@ from pinb.display import to_text
 from pinb.testing.story import EXTRA_TASKS, SYSTEM_TOKENS, story_tasks, write_story_session
 from tests.samples import CASE_FILES, LEGACY, READABLE_CASES, TREES
 
-from ..conftest import SCRIPT, assistant, tool_result, user
+from ..builders import SCRIPT, assistant, tool_result, user
 from ..safe_html import visible_text
 
 WINDOW = 5000

@@ -25,7 +25,7 @@ from pinb.llm.limits import limit_margin
 from pinb.testing import ScriptedLLM
 from tests.analysis.retention_story import write_story
 
-from ..conftest import assistant, tool_result, user
+from ..builders import assistant, tool_result, user
 
 
 def _session(tmp_path: Path, *, system: int = 0, turns: int = 3) -> Session:

@@ -14,7 +14,7 @@ from pinb.analysis.retention.frame import (
     plot_retention,
     read_retention,
 )
-from tests.analysis.conftest import PI_FIXTURES
+from tests.analysis.builders import PI_FIXTURES
 from tests.analysis.retention_story import write_story
 
 

@@ -21,7 +21,7 @@ from pinb.core.compaction.span import compaction_span
 from pinb.core.context.tokens import CompactionSettings
 from pinb.errors import UsageError
 from pinb.views.compaction.view import report_from_entry
-from tests.analysis.conftest import PI_FIXTURES
+from tests.analysis.builders import PI_FIXTURES
 from tests.analysis.retention_story import EXPECTED, write_story
 from tests.samples import TREES
 
@@ -256,7 +256,7 @@ def test_command_parts_and_error_lines() -> None:
 
 
 def test_facts_from_bash_executions_and_failed_replies(tmp_path: Path) -> None:
-    from tests.analysis.conftest import assistant, user
+    from tests.analysis.builders import assistant, user
 
     session = Session.create("/w", tmp_path)
     first = session.append_message(user("please check the build")).id
@@ -375,7 +375,7 @@ def test_long_whitespace_runs_finish_and_give_the_right_facts(tmp_path: Path) ->
     import subprocess
     import sys
 
-    from tests.analysis.conftest import assistant, tool_result, user
+    from tests.analysis.builders import assistant, tool_result, user
 
     session = Session.create("/w", tmp_path)
     session.append_message(user("please" + " " * 40_000 + "never delete the parser tests"))

@@ -18,7 +18,7 @@ from pinb.testing import SessionShape, generate_session
 from pinb.testing.story import write_story_session
 from tests.views.sanitizers import check_html_survives
 
-from ..conftest import SCRIPT, assistant, tool_result, user
+from ..builders import SCRIPT, assistant, tool_result, user
 
 
 def _project(name: str) -> Path:

@@ -20,7 +20,7 @@ from pinb.core import Session
 from pinb.core.file.listing import list_all_sessions, list_sessions
 from pinb.core.file.paths import sessions_root
 
-from ..conftest import CASES, assistant, build_demo, user
+from ..builders import CASES, assistant, build_demo, user
 
 
 def _project(name: str) -> Path:

@@ -13,7 +13,7 @@ from pinb.analysis.searching.index import SessionCatalog, default_index_path, li
 from pinb.core import Session
 from pinb.core.file.paths import sessions_root
 
-from ..conftest import assistant, user
+from ..builders import assistant, user
 
 
 def _chat(name: str, words: str) -> Path:

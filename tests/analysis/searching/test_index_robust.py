@@ -29,7 +29,7 @@ from pinb.core import Session
 from pinb.core.file.paths import sessions_root
 from pinb.testing.generate import SessionShape, generate_session
 
-from ..conftest import CASES, user
+from ..builders import CASES, user
 
 pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
 

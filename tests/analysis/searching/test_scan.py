@@ -27,7 +27,7 @@ from pinb.testing import SessionShape, generate_session
 from pinb.testing.story import write_story_session
 from tests.samples import CASE_FILES, LEGACY, TREES
 
-from ..conftest import assistant, build_demo, tool_result, user
+from ..builders import assistant, build_demo, tool_result, user
 
 pytestmark = pytest.mark.slow  # scheduled first: see tests/conftest.py
 

@@ -11,7 +11,7 @@ import pytest
 
 from pinb.llm import MissingCredentialsError, ModelRegistry, RetryPolicy, Secret, get_model
 
-from ..conftest import user
+from ..helpers import user
 
 KEY = "sk-FAKE-7c1d9e2b4a-DO-NOT-LEAK"
 

@@ -11,7 +11,7 @@ from pinb.llm import ModelRegistry, RetryPolicy, get_model
 from pinb.llm.config.discover import forget_discoveries
 from pinb.testing.llm_server import LLMServer, ServerReply, ToolCallScript
 
-from ..conftest import arun, user
+from ..helpers import arun, user
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from pinb.llm.local import LocalServer
 from pinb.llm.urls import join_url, mask_urls, url_secrets
 from pinb.testing.llm_server import LLMServer
 
-from ..conftest import user
+from ..helpers import user
 
 PASSWORD = "pw-7Hq2-userinfo-SECRET"
 QUERY_KEY = "qk-93Jd-query-SECRET"

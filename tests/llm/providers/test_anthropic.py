@@ -10,7 +10,7 @@ from pinb.llm import Done, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd,
 from pinb.llm.providers.anthropic import thinking_budget
 from pinb.testing.llm_server import ToolCallScript
 
-from ..conftest import arun, user
+from ..helpers import arun, user
 
 EDIT = ToolSpec(
     "edit", "Edit a file", {"type": "object", "properties": {"path": {"type": "string"}}}

@@ -19,7 +19,7 @@ from pinb.llm import (
 )
 from pinb.testing.llm_server import ToolCallScript
 
-from ..conftest import arun, user
+from ..helpers import arun, user
 
 READ = ToolSpec(
     "read",

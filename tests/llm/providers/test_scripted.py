@@ -18,7 +18,7 @@ from pinb.llm import (
 )
 from pinb.llm.providers.scripted import Reply, ScriptedLLM, ScriptExhaustedError
 
-from ..conftest import arun, user
+from ..helpers import arun, user
 
 
 def test_protocol_and_recording():
