@@ -75,7 +75,7 @@ class Paths:
         self.url = f"{server.openai_base_url}/chat/completions"
         self.model = _model(server)
         self.body = self.model.build_body(MESSAGES)
-        tls = ssl.create_default_context(cafile=str(cert.cert))
+        tls = ssl.create_default_context(cafile=str(cert.ca))
         self.loop = asyncio.new_event_loop()  # the raw async client's own, kept loop
         self.raw_async_client = httpx.AsyncClient(verify=tls)
         self.raw_sync_client = httpx.Client(verify=tls)
@@ -185,7 +185,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cert = self_signed_certificate(folder / "tls")
-        os.environ["SSL_CERT_FILE"] = str(cert.cert)  # what pinb's pooled clients trust
+        os.environ["SSL_CERT_FILE"] = str(cert.ca)  # what pinb's pooled clients trust
         with LLMServer(certificate=cert) as server:
             requests, opened = turn_connections(server, folder)
             pool.close_pool()

@@ -439,7 +439,7 @@ class LLMServer:
         #: the request as received: method, URL and path with their query, and every
         #: header, as debugging proxies do. Whatever secret a client sent comes back.
         self.echo_request = echo_request
-        #: Serve HTTPS with this certificate (clients must trust ``certificate.cert``).
+        #: Serve HTTPS with this certificate (clients must trust ``certificate.ca``).
         self.certificate = certificate
         #: The next this many requests that come on a kept-alive connection are met by
         #: the connection closing, unanswered: a server closing an idle connection just

@@ -1,9 +1,10 @@
-"""A throwaway self-signed certificate for loopback TLS servers in tests and benchmarks."""
+"""A throwaway certificate authority and certificate for loopback TLS servers in tests.
+
+Made with ``trustme`` (in ``pinb[dev]``), in Python: no ``openssl`` command is needed.
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,52 +13,39 @@ __all__ = ["Certificate", "self_signed_certificate"]
 
 @dataclass(frozen=True)
 class Certificate:
-    """A certificate for ``127.0.0.1`` and ``localhost`` and its private key (PEM files).
+    """A certificate for ``127.0.0.1`` and ``localhost``, its private key, and the throwaway
+    authority that issued it (PEM files).
 
-    ``cert`` is also the one authority that vouches for it: give it to a client as its
-    CA file (``SSL_CERT_FILE``, ``verify=``).
+    A server loads ``cert`` and ``key``; a client trusts ``ca`` (``SSL_CERT_FILE``,
+    ``verify=``), which vouches for nothing else.
     """
 
     cert: Path
     key: Path
+    ca: Path
 
 
-def self_signed_certificate(folder: Path, *, days: int = 2) -> Certificate:
-    """Make a self-signed certificate in ``folder`` with the ``openssl`` command.
+def self_signed_certificate(folder: Path) -> Certificate:
+    """Make a new authority and a certificate it issued for the loopback, in ``folder``.
 
     Raises
     ------
     RuntimeError
-        ``openssl`` is not installed, or failed.
+        ``trustme`` is not installed (``pip install 'pinb[dev]'``).
     """
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise RuntimeError("a TLS test server needs the openssl command (apt-get install openssl)")
+    try:
+        import trustme
+    except ImportError:
+        raise RuntimeError(
+            "a TLS test server needs trustme to make its certificate: pip install 'pinb[dev]'"
+        ) from None
     folder.mkdir(parents=True, exist_ok=True)
-    cert, key = folder / "loopback-cert.pem", folder / "loopback-key.pem"
-    command = [
-        openssl,
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",  # quicker to make and to use than RSA
-        "-nodes",
-        "-keyout",
-        str(key),
-        "-out",
-        str(cert),
-        "-days",
-        str(days),
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"openssl could not make a certificate: {done.stderr.strip()}")
-    return Certificate(cert, key)
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1", "localhost")
+    cert, key, ca = (folder / f"loopback-{n}.pem" for n in ("cert", "key", "ca"))
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    for extra in issued.cert_chain_pems[1:]:
+        extra.write_to_path(str(cert), append=True)
+    issued.private_key_pem.write_to_path(str(key))
+    authority.cert_pem.write_to_path(str(ca))
+    return Certificate(cert, key, ca)

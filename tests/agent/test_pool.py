@@ -73,7 +73,7 @@ def tls(
     certificate: Certificate, isolated_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[LLMServer]:
     """A TLS server the process trusts, named provider ``loop`` in Pi's models.json."""
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.ca))
     monkeypatch.setenv("LOOP_KEY", "loop-key-0123456789")
     pool.close_pool()
     with LLMServer(certificate=certificate) as srv:

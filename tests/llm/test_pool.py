@@ -32,7 +32,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
 @pytest.fixture()
 def tls(certificate: Certificate, monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
     """A TLS loopback server the process trusts, and a pool with nothing kept before or after."""
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.ca))
     pool.close_pool()
     forget_discoveries()
     with LLMServer(certificate=certificate, context_window=8000, window_endpoint="llamacpp") as srv:
@@ -197,7 +197,7 @@ def test_the_blocking_api_called_on_the_shared_loop_does_not_wait_for_itself(
 def test_clients_past_the_limit_are_closed_least_recently_used_first(
     certificate: Certificate, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.ca))
     monkeypatch.setattr(pool, "MAX_CLIENTS", 2)
     pool.close_pool()
     servers = [LLMServer().start() for _ in range(3)]
