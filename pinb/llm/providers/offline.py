@@ -81,6 +81,8 @@ def _outcome(tool: str, output: str, is_error: bool) -> str:
             if failed:
                 text += f" ({', '.join(f'`{name}`' for name in failed[:5])})"
             return f"{text}; {ended}."
+        if lines in ([], ["(no output)"]):  # the bash tool's words for an empty output
+            return f"The command printed nothing; {ended}."
         return f"The command printed {len(lines)} line(s); {ended}."
     if tool == "read":
         defs = re.findall(r"^(?:def|class) (\w+)", output, flags=re.M)

@@ -57,3 +57,11 @@ def test_a_question_without_a_file_or_command_uses_no_tool(tmp_path: Path) -> No
     calls, _, answer = _run(tmp_path / "b", "Which files are in this folder?")
     assert [name for name, _ in calls] == ["ls"]
     assert "file(s) and" in answer and "check.py" not in answer
+
+
+def test_a_command_that_prints_nothing_is_said_to_print_nothing(tmp_path: Path) -> None:
+    # The bash tool's result for an empty output is "(no output)": not a line it printed.
+    calls, outputs, answer = _run(tmp_path, "Run `true` please")
+    assert calls == [("bash", {"command": "true"})]
+    assert outputs == ["(no output)"]
+    assert "The command printed nothing; it succeeded." in answer
