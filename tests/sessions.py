@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pinb.testing import messages
+
 __all__ = ["CASES", "Builder", "assistant", "user", "write_case"]
 
 USAGE = {
@@ -44,7 +46,8 @@ def _iso(second: int) -> str:
 
 
 def user(text: Any, ts: int = 0) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": BASE_MS + ts * 1000}
+    # A string stays the content itself (Pi's other shape of a user message).
+    return messages.user(text, ts=BASE_MS + ts * 1000, block=False)
 
 
 def assistant(
@@ -60,42 +63,27 @@ def assistant(
     provider: str = "anthropic",
     error: str | None = None,
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
     if thinking is not None:
-        content.append({"type": "thinking", "thinking": thinking, "thinkingSignature": "sig"})
-    if text is not None:
-        content.append({"type": "text", "text": text})
-    for i, (name, arguments) in enumerate(calls):
-        content.append(
-            {"type": "toolCall", "id": f"call_{ts}_{i}", "name": name, "arguments": arguments}
-        )
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": content,
-        "api": "anthropic-messages",
-        "provider": provider,
-        "model": model,
-        "usage": usage if usage is not None else {**USAGE, "totalTokens": total or 120},
-        "stopReason": stop or ("toolUse" if calls else "stop"),
-        "timestamp": BASE_MS + ts * 1000,
-    }
-    if error is not None:
-        message["errorMessage"] = error
-    return message
+        blocks.append({"type": "thinking", "thinking": thinking, "thinkingSignature": "sig"})
+    if text is not None:  # "" is an empty text block, as a provider may send one
+        blocks.append(messages.text(text))
+    return messages.assistant(
+        blocks,
+        calls=[(f"call_{ts}_{i}", name, arguments) for i, (name, arguments) in enumerate(calls)],
+        usage=usage if usage is not None else {**USAGE, "totalTokens": total or 120},
+        stop=stop,
+        error=error,
+        ts=BASE_MS + ts * 1000,
+        model=model,
+        provider=provider,
+    )
 
 
 def tool_result(
     name: str, text: Any, *, ts: int = 0, error: bool = False, call: str = "call"
 ) -> dict[str, Any]:
-    content = [{"type": "text", "text": text}] if isinstance(text, str) else text
-    return {
-        "role": "toolResult",
-        "toolCallId": call,
-        "toolName": name,
-        "content": content,
-        "isError": error,
-        "timestamp": BASE_MS + ts * 1000,
-    }
+    return messages.tool_result(call, name, text, error=error, ts=BASE_MS + ts * 1000)
 
 
 def system(content: Any = "", ts: int = 0, **fields: Any) -> dict[str, Any]:

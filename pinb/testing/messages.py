@@ -114,9 +114,12 @@ def tool_call(call_id: str, name: str, arguments: dict[str, Any] | None = None) 
     return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments or {}}
 
 
-def user(content: str | list[Any] | None, *, ts: int = BASE_MS) -> dict[str, Any]:
-    """A user message: ``content`` as one text block, or the blocks (or value) as given."""
-    blocks = [text(content)] if isinstance(content, str) else content
+def user(content: Any, *, ts: int = BASE_MS, block: bool = True) -> dict[str, Any]:
+    """A user message: ``content`` as one text block, or the blocks (or value) as given.
+
+    ``block=False`` keeps a string as the content itself, Pi's other shape of a user message.
+    """
+    blocks = [text(content)] if isinstance(content, str) and block else content
     return {"role": "user", "content": blocks, "timestamp": ts}
 
 

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pinb.testing import messages
+
 __all__ = ["run_pinb", "user_message", "write_session"]
 
 _HEADER = {"type": "session", "version": 3, "id": "s-robust", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/tmp"}  # fmt: skip
@@ -29,7 +31,7 @@ def write_session(path: Path, messages: list[dict[str, Any]]) -> Path:
 
 def user_message(text: str) -> dict[str, Any]:
     """A user message of ``text``."""
-    return {"role": "user", "content": text, "timestamp": 1}
+    return messages.user(text, ts=1, block=False)
 
 
 def run_pinb(*args: str, timeout: float = 60, **kwargs: Any) -> subprocess.CompletedProcess[str]:
