@@ -4,37 +4,19 @@ and 6): a relative path from a subfolder, and a forged removal note.
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pinb.cli import main
 from pinb.core.file.paths import sessions_root
-
-HEADER = {"type": "session", "version": 3, "id": "odd-1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}  # fmt: skip
-
-
-def _message(entry_id: str, parent: str | None, message: dict[str, Any], second: int) -> str:
-    entry = {"type": "message", "id": entry_id, "parentId": parent,
-             "timestamp": f"2025-01-01T00:00:{second:02d}.000Z", "message": message}  # fmt: skip
-    return json.dumps(entry)
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+from tests.odd_lines import HEADER, message_line, run_cli
 
 
 def _session_file(folder: Path, name: str = "s.jsonl") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    path.write_text(json.dumps(HEADER) + "\n" + _message("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, 1) + "\n")  # fmt: skip
+    path.write_text(json.dumps(HEADER) + "\n" + message_line("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, 1) + "\n")  # fmt: skip
     return path
 
 
@@ -43,7 +25,7 @@ def test_rm_of_a_relative_path_from_a_subfolder(monkeypatch: pytest.MonkeyPatch)
     path = _session_file(project)
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")
-    code, _out, err = _run("rm", "../s.jsonl")
+    code, _out, err = run_cli("rm", "../s.jsonl")
     assert code == 0, err
     assert not path.exists()
     agent = sessions_root().parent
@@ -52,7 +34,7 @@ def test_rm_of_a_relative_path_from_a_subfolder(monkeypatch: pytest.MonkeyPatch)
     assert trashed.is_file()
     note = json.loads((trashed.parent / "s.jsonl.removed.json").read_text())
     assert note["originalPath"] == str(path)
-    code, _, err = _run("restore", "../s.jsonl")
+    code, _, err = run_cli("restore", "../s.jsonl")
     assert code == 0, err
     assert path.is_file() and not trashed.exists()
 
@@ -65,7 +47,7 @@ def test_restore_refuses_a_forged_note(tmp_path: Path) -> None:
             "parentSession": None, "relinked": [str(tmp_path / "other.jsonl")]}  # fmt: skip
     (trash / "forged.jsonl.removed.json").write_text(json.dumps(note))
     for name in ("forged", str(victim)):
-        code, _, err = _run("restore", name)
+        code, _, err = run_cli("restore", name)
         assert code == 1
         assert "outside the sessions folder" in err and str(sessions_root()) in err
         assert "internal error" not in err
@@ -74,6 +56,6 @@ def test_restore_refuses_a_forged_note(tmp_path: Path) -> None:
     # A relative or dot-dot path in a note is no way around it.
     note["originalPath"] = str(sessions_root() / ".." / ".." / "escaped.jsonl")
     (trash / "forged.jsonl.removed.json").write_text(json.dumps(note))
-    code, _, err = _run("restore", "forged")
+    code, _, err = run_cli("restore", "forged")
     assert code == 1 and "outside the sessions folder" in err
     assert not (sessions_root().parent.parent / "escaped.jsonl").exists()

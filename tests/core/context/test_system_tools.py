@@ -4,33 +4,15 @@ reproduction 3): merged as Pi merges them, planned as Pi plans, and every comman
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
-from pinb.cli import main
 from pinb.core import Session
 from pinb.core.context.build import current_system_message
 from pinb.core.js.wire import dumps, loads
 from pinb.testing.conformance import answer
+from tests.odd_lines import HEADER, message_line, run_cli
 from tests.pi.reference import PiReference
-
-HEADER = {"type": "session", "version": 3, "id": "odd-1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}  # fmt: skip
-
-
-def _message(entry_id: str, parent: str | None, message: dict[str, Any], second: int) -> str:
-    entry = {"type": "message", "id": entry_id, "parentId": parent,
-             "timestamp": f"2025-01-01T00:00:{second:02d}.000Z", "message": message}  # fmt: skip
-    return json.dumps(entry)
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_a_tool_name_that_is_not_text_builds_a_context(pi16: PiReference, tmp_path: Path) -> None:
@@ -41,9 +23,9 @@ def test_a_tool_name_that_is_not_text_builds_a_context(pi16: PiReference, tmp_pa
     later = {"role": "system", "content": "", "timestamp": 3, "toolsRemoved": [{"name": 1}]}
     path = tmp_path / "s.jsonl"
     path.write_text(
-        "\n".join([json.dumps(HEADER), _message("s1", None, system, 1),
-                   _message("u1", "s1", {"role": "user", "content": "hi", "timestamp": 2}, 2),
-                   _message("s2", "u1", later, 3)])
+        "\n".join([json.dumps(HEADER), message_line("s1", None, system, 1),
+                   message_line("u1", "s1", {"role": "user", "content": "hi", "timestamp": 2}, 2),
+                   message_line("s2", "u1", later, 3)])
         + "\n"
     )  # fmt: skip
     head = current_system_message(Session.open(path).build_context().messages)
@@ -59,5 +41,5 @@ def test_a_tool_name_that_is_not_text_builds_a_context(pi16: PiReference, tmp_pa
     ours = loads(dumps(answer(query, path)))["@default"]
     assert ours == pi
     for command in (["context"], ["tokens"], ["tree"], ["compact", "--plan"]):
-        code, _, err = _run(command[0], str(path), *command[1:])
+        code, _, err = run_cli(command[0], str(path), *command[1:])
         assert code == 0, err

@@ -4,32 +4,14 @@ them, the nesting said once, and every operation and command works on them.
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pinb.cli import main
 from pinb.core import Session
 from tests.fuzz_ops import OPERATIONS, run_all
-
-HEADER = {"type": "session", "version": 3, "id": "odd-1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}  # fmt: skip
-
-
-def _message(entry_id: str, parent: str | None, message: dict[str, Any], second: int) -> str:
-    entry = {"type": "message", "id": entry_id, "parentId": parent,
-             "timestamp": f"2025-01-01T00:00:{second:02d}.000Z", "message": message}  # fmt: skip
-    return json.dumps(entry)
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+from tests.odd_lines import HEADER, message_line, run_cli
 
 
 @pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
@@ -39,7 +21,7 @@ def test_deeply_nested_values_break_nothing(depth: int, tmp_path: Path) -> None:
     obj = '{"a":' * depth + "1" + "}" * depth
     lines = [
         json.dumps(HEADER),
-        _message("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, 1),
+        message_line("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, 1),
         # Tool arguments, content, details, a label and a name, all nested `depth` deep.
         '{"type":"message","id":"a1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z",'
         '"message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"read",'
@@ -50,7 +32,7 @@ def test_deeply_nested_values_break_nothing(depth: int, tmp_path: Path) -> None:
         f'[{{"type":"text","text":"out"}}],"details":{obj},"isError":false,"timestamp":3}}}}',
         f'{{"type":"label","id":"l1","parentId":"r1","timestamp":"2025-01-01T00:00:04.000Z","targetId":"r1","label":{deep}}}',
         f'{{"type":"session_info","id":"n1","parentId":"l1","timestamp":"2025-01-01T00:00:05.000Z","name":{deep}}}',
-        _message("u2", "n1", {"role": "user", "content": "x", "timestamp": 6}, 6)[:-2]
+        message_line("u2", "n1", {"role": "user", "content": "x", "timestamp": 6}, 6)[:-2]
         + f',"extra":{obj}}}}}',
     ]
     path = tmp_path / "deep.jsonl"
@@ -65,5 +47,5 @@ def test_deeply_nested_values_break_nothing(depth: int, tmp_path: Path) -> None:
     operations = OPERATIONS if depth <= 1500 else {k: OPERATIONS[k] for k in ("core", "views")}
     failures = run_all([path], operations)
     assert not failures, "\n".join(map(str, failures))
-    code, out, _ = _run("tree", str(path))
+    code, out, _ = run_cli("tree", str(path))
     assert code == 0 and "[[[[" in out and "…" in out  # shown cut, with a visible ellipsis
