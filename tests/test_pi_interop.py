@@ -25,6 +25,7 @@ from pinb.core.file.write import serialize_line
 from pinb.core.forks import fork_from
 from tests.core.helpers import assistant, tool_result, user
 from tests.core.test_pi_conformance import compare
+from tests.pi.loop import pi_print
 from tests.pi.reference import PiReference
 from tests.sessions import write_case
 
@@ -323,19 +324,6 @@ def test_pinb_reads_pi_forks_and_branched_copies(pi16: PiReference, tmp_path: Pa
 # --- the real pi CLI and pinb's agent continue each other --------------------------------
 
 
-def _run_pi(
-    reference: PiReference, agent_dir: Path, cwd: Path, session: Path, prompt: str
-) -> subprocess.CompletedProcess[str]:
-    argv = [
-        *reference.cli_argv(),
-        "-p", "--session", str(session), "--model", "loop/loop-model", "--offline",
-        "--no-tools", "--no-extensions", "--no-skills", "--no-context-files",
-        "--no-prompt-templates", prompt,
-    ]  # fmt: skip
-    env = {**reference.environment(), "PI_CODING_AGENT_DIR": str(agent_dir)}
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
-
-
 def test_the_pi_cli_and_pinb_continue_each_other(
     pi16: PiReference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,7 +349,7 @@ def test_the_pi_cli_and_pinb_continue_each_other(
         assert session.path is not None and session.path.exists()
 
         server.reply(text="Pi's answer", usage={"input": 30, "output": 5})
-        done = _run_pi(pi16, agent_dir, project, session.path, "second question, in the pi CLI")
+        done = pi_print(pi16, agent_dir, project, session.path, "second question, in the pi CLI")
         assert done.returncode == 0, done.stderr
         assert "Pi's answer" in done.stdout
         sent = json.dumps(server.requests[-1].body)
@@ -377,7 +365,7 @@ def test_the_pi_cli_and_pinb_continue_each_other(
         assert "second question, in the pi CLI" in sent and "Pi's answer" in sent
 
         server.reply(text="Pi again", usage={"input": 70, "output": 3})
-        done = _run_pi(pi16, agent_dir, project, session.path, "fourth, in Pi")
+        done = pi_print(pi16, agent_dir, project, session.path, "fourth, in Pi")
         assert done.returncode == 0, done.stderr
         assert "third question from pinb" in json.dumps(server.requests[-1].body)
         assert not compare(session.path, "1.6.0", pi16)
@@ -424,7 +412,7 @@ def test_the_pi_cli_continues_a_file_pinb_masked(
             "models": [{"id": "loop-model", "contextWindow": 64000, "maxTokens": 1000}],
         }}}))  # fmt: skip
         server.reply(text="Pi continues", usage={"input": 40_000, "output": 5})
-        done = _run_pi(pi16, agent_dir, project, path, "what is left to do?")
+        done = pi_print(pi16, agent_dir, project, path, "what is left to do?")
         assert done.returncode == 0, done.stderr
         assert "Pi continues" in done.stdout
         sent = json.dumps(server.requests[-1].body, ensure_ascii=False)

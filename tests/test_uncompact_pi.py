@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from pinb.core.compaction.uncompact import UNCOMPACT_TYPE, uncompact
 from pinb.core.context.tokens import CompactionSettings
 from pinb.testing.work import write_work_session
 from tests.core.test_pi_conformance import compare
+from tests.pi.loop import pi_print
 from tests.pi.reference import PiReference
 
 #: A short session (Pi's harness answers with the whole tree, one level per entry) that
@@ -61,19 +61,6 @@ def test_pi_reads_kept_facts_and_a_give_back_as_pinb_does(
     assert last["content"] == given.text and last["display"] is True
 
 
-def _run_pi(
-    pi16: PiReference, agent_dir: Path, cwd: Path, session: Path, prompt: str
-) -> subprocess.CompletedProcess[str]:
-    argv = [
-        *pi16.cli_argv(),
-        "-p", "--session", str(session), "--model", "loop/loop-model", "--offline",
-        "--no-tools", "--no-extensions", "--no-skills", "--no-context-files",
-        "--no-prompt-templates", prompt,
-    ]  # fmt: skip
-    env = {**pi16.environment(), "PI_CODING_AGENT_DIR": str(agent_dir)}
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
 def test_pi_and_pinb_continue_an_uncompacted_file_with_the_facts(
     pi16: PiReference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,7 +85,7 @@ def test_pi_and_pinb_continue_an_uncompacted_file_with_the_facts(
             "models": [{"id": "loop-model", "contextWindow": 400000, "maxTokens": 1000}],
         }}}))  # fmt: skip
         server.reply(text="Pi carries on.", usage={"input": 30000, "output": 5})
-        done = _run_pi(pi16, agent_dir, tmp_path, path, "Carry on with the next fixture")
+        done = pi_print(pi16, agent_dir, tmp_path, path, "Carry on with the next fixture")
         assert done.returncode == 0, done.stderr
         sent = json.dumps(server.requests[-1].body)
         for fact in (*kept.kept_facts.facts[:5], *given.facts[:5]):

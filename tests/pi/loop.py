@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,22 @@ def configure(
     path = agent_dir / "models.json"
     path.write_text(json.dumps({"providers": {"loop": config}}), encoding="utf-8")
     return path
+
+
+def pi_print(
+    reference: PiReference, agent_dir: Path, cwd: Path, session: Path, prompt: str
+) -> subprocess.CompletedProcess[str]:
+    """``pi -p --session SESSION PROMPT`` on the loopback model, with nothing of the user's
+    (no tools, extensions, skills, context files or templates): the real Pi continuing a file."""
+    argv = [
+        *reference.cli_argv(),
+        "-p", "--session", str(session), "--model", MODEL, "--offline",
+        "--no-tools", "--no-extensions", "--no-skills", "--no-context-files",
+        "--no-prompt-templates", prompt,
+    ]  # fmt: skip
+    env = {**reference.environment(), "PI_CODING_AGENT_DIR": str(agent_dir)}
+    # the timeout guards a hang only
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def engine_env(reference: PiReference, agent_dir: Path) -> dict[str, str]:
