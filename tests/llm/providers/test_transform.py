@@ -6,6 +6,7 @@ import copy
 
 from pinb.llm import ModelInfo, transform_messages
 from pinb.llm.providers.transform import NO_RESULT_TEXT, anthropic_tool_id
+from pinb.testing import messages
 
 TARGET = ModelInfo("anthropic", "claude-sonnet-4-5", "anthropic-messages")
 
@@ -18,16 +19,10 @@ def assistant(
     api="anthropic-messages",
     ts=2,
 ):
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": api,
-        "provider": provider,
-        "model": model,
-        "usage": {},
-        "stopReason": stop,
-        "timestamp": ts,
-    }
+    # No usage: the transform must not need one.
+    return messages.assistant(
+        content, usage={}, stop=stop, ts=ts, model=model, provider=provider, api=api
+    )
 
 
 def call(call_id, name="read"):
