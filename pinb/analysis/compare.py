@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..display import Displayable
 from ..errors import EntryNotFoundError
 from ..render.tree.graph import entry_preview, entry_tokens, node_key
 from .ancestry import file_relation, shared_prefix
+from .renamed import renamed
 from .sources import open_session
 
 if TYPE_CHECKING:
@@ -89,16 +89,7 @@ class FailedToolCall:
 _DEPRECATED = {"ToolError": "FailedToolCall"}  # renamed: a record, named like an exception
 
 
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
-        warnings.warn(
-            f"pinb.analysis.compare.{name} is now {new}; import {new} instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(__name__, globals(), _DEPRECATED)
 
 
 @dataclass(frozen=True)

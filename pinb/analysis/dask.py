@@ -40,6 +40,7 @@ from .frames import (
     tool_call_rows,
 )
 from .lineage import header_reference, session_lineage
+from .renamed import renamed
 from .sources import open_session_bytes, session_paths
 
 if TYPE_CHECKING:
@@ -190,16 +191,7 @@ class _FsReader:
 _DEPRECATED = {"SessionFile": "FileRef"}  # renamed: pinb.core.file.write has a SessionFile
 
 
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
-        warnings.warn(
-            f"pinb.analysis.dask.{name} is now {new}; import {new} instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(__name__, globals(), _DEPRECATED)
 
 
 def _is_url(item: Any) -> bool:
