@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ...core.compaction.facts import FACT_KINDS, Fact, FactCache, extract_facts
+from ...core.compaction.facts import FACT_KINDS, KIND_LABELS, Fact, FactCache, extract_facts
 from ...core.compaction.lost import carried_text
 from ...core.compaction.matching import RULES, Match, TextIndex, judge
 from ...core.compaction.reports import CompactionReport
@@ -79,16 +79,6 @@ WEIGHTS: Final = {
     "command": 0.10,
     "identifier": 0.10,
     "number": 0.05,
-}
-#: How each kind is named for people.
-KIND_LABELS: Final = {
-    "file": "files",
-    "command": "commands",
-    "error": "errors",
-    "instruction": "instructions",
-    "decision": "decisions",
-    "identifier": "identifiers",
-    "number": "numbers",
 }
 _KEPT: Final = ("verbatim", "paraphrased")
 

@@ -53,6 +53,7 @@ from .words import (
 
 __all__ = [
     "FACT_KINDS",
+    "KIND_LABELS",
     "MAX_IDENTIFIERS",
     "MAX_NUMBERS",
     "MIN_WORDS",
@@ -79,6 +80,16 @@ FACT_KINDS: Final = (
     "identifier",
     "number",
 )
+#: How each kind is named for people (the plural: "files", "commands", ...).
+KIND_LABELS: Final = {
+    "file": "files",
+    "command": "commands",
+    "error": "errors",
+    "instruction": "instructions",
+    "decision": "decisions",
+    "identifier": "identifiers",
+    "number": "numbers",
+}
 #: A request or a final text with fewer content words is not a fact ("ok", "go on").
 MIN_WORDS: Final = 3
 #: At most this many identifiers per span, the most named first.

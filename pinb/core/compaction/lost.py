@@ -31,7 +31,7 @@ from typing import Any, Final
 from ..context.tokens import KEPT_FACTS_BUDGET, estimate_tokens
 from ..describe import node_key
 from ..format.entries import Entry
-from .facts import FACT_KINDS, Fact, FactCache, content_words, extract_facts
+from .facts import FACT_KINDS, KIND_LABELS, Fact, FactCache, content_words, extract_facts
 from .matching import TextIndex, judge
 
 __all__ = [
@@ -103,16 +103,7 @@ GROUP_HEADINGS: Final = {
 #: that the budget holds the lost facts of a long span (measured on real Pi files).
 LINE_TEXT_LIMIT: Final = 160
 
-_KIND_NAMES: Final = {
-    "file": "files",
-    "command": "commands",
-    "error": "errors",
-    "instruction": "instructions",
-    "decision": "decisions",
-    "identifier": "identifiers",
-    "number": "numbers",
-    "next": "next",
-}
+_KIND_NAMES: Final = {**KIND_LABELS, "next": "next"}
 
 
 @dataclass(frozen=True)
