@@ -214,11 +214,14 @@ def test_offline_plans_and_masking_side_by_side(tmp_path: Path) -> None:
     )
     names = [r.name for r in found.rows]
     assert names == [
-        "pi plan, current settings + offline-extractive",
-        "pi plan, keep 400 + offline-extractive",
+        "pi plan, current settings",
+        "pi plan + pinb kept facts, current settings",
+        "pi plan + pinb kept facts, keep 400",
+        "mask-first (a summary is needed)",
         "observation masking (current cut)",
     ]
-    offline, wider, masked = found.rows
+    _, offline, wider, _, masked = found.rows
+    assert {r.summarizer for r in found.rows[:3]} == {"offline-extractive"}
     assert offline.retention is not None and masked.retention is not None
     assert wider.retention is not None
     # The same cut for the current plan and for masking; a bigger keep summarizes less.
@@ -271,7 +274,8 @@ def test_the_lab_scores_every_column_on_tokens_and_retention(tmp_path: Path) -> 
         session, ids["a17"], current=STORY_SETTINGS, keep_recent_tokens=[400]
     )
     assert [r.to_dict() for r in lab.strategies.rows] == [r.to_dict() for r in compared.rows]
-    for column, row in zip(lab.rows, lab.strategies.rows, strict=False):
+    # Pi's exact text first, then each column's own summary (pinb's kept facts added).
+    for column, row in zip(lab.rows, lab.strategies.rows[1:], strict=False):
         assert column.retention is row.retention and column.retention is not None
         assert column.summary == row.retention.summary
         assert column.summary_tokens == row.retention.summary_tokens
@@ -289,7 +293,7 @@ def test_the_lab_scores_every_column_on_tokens_and_retention(tmp_path: Path) -> 
     text = to_text(lab)
     assert f"Most facts kept per 1,000 summary tokens: {best.name} " in text
     html = to_html(lab)
-    assert "Strategies at this cut" in html and "recall: decisions" in html
+    assert "Strategies at this cut" in html and "Recall by kind, Pi" in html
     for row in lab.strategies.scored():
         assert row.retention is not None and row.name in text and row.name in html
     # Tokens only: nothing written, nothing scored.
