@@ -301,7 +301,7 @@ def mask_first_retention(
     summarized, kept, count = span_messages(before, first)
     copy = scratch_copy(session)
     copy.branch(leaf_id, persist=False)
-    write_masks(copy, plan)
+    write_masks(copy, dataclasses.replace(plan))  # it fills in what it wrote: not the plan
     after = copy.build_context()
     masked, _, _ = span_messages(after, first)
     sent = [m for _, messages in masked for m in messages]
