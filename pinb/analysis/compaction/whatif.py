@@ -508,7 +508,10 @@ def _mask_first_row(
             summary_needed=False,
             context_after=plan.tokens_after,
             threshold=plan.threshold,
-            note=f"{plan.describe()}: {plan.note}; 1 summary call avoided",
+            note=f"{plan.describe()}: {plan.note}; the oldest: "
+            + ", ".join(f"{m.tool} {m.arguments}".strip() for m in plan.masked[:3])
+            + ("…" if len(plan.masked) > 3 else "")
+            + "; 1 summary call avoided",
         )
     why = nothing if plan is None else plan.describe()
     instead = compaction.name if compaction is not None else None

@@ -473,6 +473,17 @@ def _recall_line(r: RetentionReport) -> str:
     return ", ".join(f"{KIND_LABELS[k]} {share:.0%}" for k, share in r.recall.items())
 
 
+def _first_facts(summary: str, shown: int = 2) -> str:
+    """``", among them: “…”, “…”"``: the first facts of a summary's kept-facts section."""
+    from ...core.compaction.lost import earlier_kept_facts
+
+    facts = earlier_kept_facts(summary)
+    if not facts:
+        return ""
+    quoted = ", ".join(f"“{shorten(f.text, 80)}”" for f in facts[:shown])
+    return f" ({plural(len(facts), 'fact')}, among them {quoted})"
+
+
 def _kept_facts_notes(c: StrategyComparison) -> list[str]:
     """What pinb's section adds to Pi's summary at this cut, and kind by kind."""
     pi = next((r for r in c.rows if r.method == "summary" and r.added_tokens is None), None)
@@ -488,6 +499,7 @@ def _kept_facts_notes(c: StrategyComparison) -> list[str]:
             if ours.added_tokens
             else "the summary lost no must-keep fact, so nothing is added"
         )
+        + _first_facts(ours.retention.summary)
         + "."
     ]
     if pi is not None and pi.retention is not None:
