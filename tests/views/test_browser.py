@@ -867,3 +867,45 @@ def test_a_removed_tree_widget_view_leaves_no_listener_behind(tmp_path: Path) ->
     assert by_step["one removed"] == by_step["one view"]
     assert by_step["both removed"] == (0, 0)
     assert counts["notes"] == ["", "3 matches"]
+
+
+def test_what_if_strategies_read_whole_at_a_notebook_s_width(tmp_path: Path) -> None:
+    """The strategies table (Pi's plan, pinb's kept facts, mask-first, observation masking)
+    shows its four columns inside a 900-pixel output without scrolling, in Chromium."""
+    from pinb.analysis.compaction.whatif import what_if
+    from pinb.testing.generate import tool_heavy_session
+
+    result = what_if(
+        tool_heavy_session(tmp_path, turns=40, result_chars=6_000), context_window=64_000
+    )
+    html = result._repr_mimebundle_()["text/html"]
+    with watchdog(BUDGET_S), chromium_page(1000, 1400) as page:
+        page.goto("about:blank")
+        page.set_content(f"<div id='cell' style='width:900px'>{html}</div>")
+        found = page.evaluate(
+            """() => {
+              const title = [...document.querySelectorAll('strong')]
+                .find((s) => s.textContent.startsWith('Strategies at this cut'));
+              let box = title.parentElement.nextElementSibling;
+              const right = document.getElementById('cell').getBoundingClientRect().right;
+              const rows = [...box.querySelectorAll('.pinb-tr')].map((tr) =>
+                [...tr.querySelectorAll('.pinb-td')].map((td) => {
+                  const r = td.getBoundingClientRect();
+                  return { text: td.textContent, right: r.right };
+                }));
+              return { right, scroll: box.scrollWidth, width: box.clientWidth, rows };
+            }"""
+        )
+        assert found["scroll"] <= found["width"] + 1, found  # no scrolling
+        heads = [cell["text"] for cell in found["rows"][0]]
+        assert heads == [
+            "strategy",
+            "facts kept · score",
+            "tokens it costs",
+            "context after (chars/4)",
+        ]
+        names = [row[0]["text"] for row in found["rows"][1:]]
+        assert "pi plan + pinb kept facts, current settings" in names and "mask-first" in names
+        for row in found["rows"]:
+            assert len(row) == 4 and all(c["right"] <= found["right"] + 1 for c in row), row
+        assert page.evaluate("window.__pinb_xss") is None

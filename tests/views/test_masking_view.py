@@ -97,3 +97,36 @@ def test_what_if_shows_pis_plan_and_mask_first_side_by_side(tmp_path: Path) -> N
     writes = next(line for line in block if line.startswith("writes"))
     assert f"{len(masking.masked)} context edits" in writes and "a compaction entry" in writes
     assert "mask first" in result._repr_mimebundle_()["text/html"]
+
+
+def test_what_if_strategy_rows_escape_what_the_session_says(tmp_path: Path) -> None:
+    """The kept-facts and mask-first rows quote the session (a lost command, a masked
+    call's arguments): escaped, in HTML that reads the same after the sanitizers."""
+    from pinb.analysis.compaction.whatif import what_if
+    from tests.views.sanitizers import check_html_survives, visible_text
+
+    session = Session.open(tool_heavy_session(tmp_path, turns=40, result_chars=6_000))
+    # Arguments the model wrote are untrusted text: every read's path, every command run
+    # (the offline summary loses some commands, which pinb's kept facts then quote).
+    for i, entry in enumerate(e for e in session.entries if e.role == "assistant"):
+        for block in entry.message["content"]:  # type: ignore[index]
+            if block.get("type") == "toolCall":
+                args = block["arguments"]
+                if block["name"] == "read":
+                    args["path"] = f"{HOSTILE} {i}"
+                else:
+                    args["command"] += f" # {HOSTILE}"
+    result = what_if(session, context_window=64_000)
+    assert result.strategies is not None
+    names = [r.name for r in result.strategies.rows]
+    assert "pi plan + pinb kept facts, current settings" in names and "mask-first" in names
+    text = result.to_text()
+    mask_line = next(line for line in text.splitlines() if line.startswith("mask-first: "))
+    kept_line = next(line for line in text.splitlines() if "among them “" in line)
+    assert "<img src=x" in mask_line and "<img src=x" in kept_line  # quoted as written
+    html = result._repr_mimebundle_()["text/html"]
+    assert "<img" not in html and "&lt;img src=x" in html
+    check_html_survives(html)
+    shown = visible_text(html)
+    assert "<img src=x onerror=" in shown  # the browser shows the text, never the markup
+    assert "no summary · 0 summary calls (1 avoided)" in shown

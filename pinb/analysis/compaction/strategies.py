@@ -9,9 +9,17 @@ session itself (its citations are the file's lines):
   (:func:`pinb.core.compaction.operations.plan_to_fit`), a summary that needs no model;
 - **Pi's prompt** (:class:`~pinb.core.ModelSummarizer`) at the current settings' cut,
   when a model is given;
+- **Pi's plan + pinb's kept facts** at the current settings' cut: the same summary with
+  the cited section pinb adds by default (``keepFacts``), written by the one writer
+  (:func:`~pinb.core.compaction.operations.compact`); the row says what the section adds;
+- **mask-first** (:func:`pinb.core.compaction.masking.plan_masking`): old tool results
+  masked oldest first until the context is under the threshold, a summary only when that
+  falls short (then its figures are the compaction pinb writes instead);
 - **observation masking** at the current settings' cut, as JetBrains measured it ("The
   Complexity Trap", arXiv 2508.21433): no summary; the span stays, every tool result in
   it replaced by a one-line placeholder (:data:`MASK`). Its "summary" is the masked span.
+  It is the one masking row scored on exactly the span Pi's summary replaces, fact for
+  fact; mask-first's span ends where masking stops (the kept budget and the current turn).
 
 The strategies are replayed here; which ones run, and on what, is the what-if lab's
 (:mod:`pinb.analysis.compaction.whatif`): :func:`~pinb.analysis.compaction.whatif.what_if`
@@ -29,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ...core.compaction.facts import FactCache, extract_facts
-from ...core.compaction.lost import cite_name
+from ...core.compaction.lost import cite_name, kept_facts_of
+from ...core.compaction.masking import MaskReport, write_masks
 from ...core.compaction.operations import compact
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.summarize import Summarizer
@@ -53,6 +62,7 @@ __all__ = [
     "MASK",
     "StrategyComparison",
     "StrategyRow",
+    "mask_first_retention",
     "mask_message",
     "masked_retention",
     "replay_summary",
@@ -72,8 +82,9 @@ class StrategyRow:
     name:
         ``"pi plan, keep 20,000 + offline-extractive"``, ``"observation masking"``, …
     method:
-        ``"summary"`` (a summary replaces the span) or ``"masking"`` (the span stays,
-        its tool results hidden).
+        ``"summary"`` (a summary replaces the span), ``"masking"`` (the span stays, its
+        tool results hidden) or ``"mask-first"`` (masking until under the threshold, a
+        summary only when that falls short).
     summarizer:
         Who wrote the summary (``""`` for masking).
     settings:
@@ -83,6 +94,18 @@ class StrategyRow:
         ``retention`` is ``None``).
     retention:
         The retention report: tokens before/after (chars/4), recall by kind, score.
+    added_tokens:
+        What pinb's kept-facts section adds to the summary (chars/4, its heading
+        included; ``0``: the summary lost no must-keep fact; ``None``: Pi's exact text).
+    summary_calls:
+        Summaries the strategy needs a summarizer for (a model's request each, with a
+        model): 1 for a compaction, 0 when masking is enough.
+    masked / summary_needed / context_after / threshold:
+        Mask-first's plan: tool results masked, whether a summary is still needed, the
+        context after by the threshold check's figure (a summary needed: the compaction's
+        chars/4 after) and the threshold it was masked for.
+    note:
+        The strategy's detail in one line (``""``: none).
     """
 
     name: str
@@ -92,6 +115,20 @@ class StrategyRow:
     keep_used: int | None = None
     nothing: str | None = None
     retention: RetentionReport | None = field(default=None, repr=False, compare=False)
+    added_tokens: int | None = None
+    summary_calls: int | None = None
+    masked: int | None = None
+    summary_needed: bool | None = None
+    context_after: int | None = None
+    threshold: int | None = None
+    note: str = ""
+
+    @property
+    def tokens_after(self) -> int | None:
+        """The context right after the strategy (chars/4), scored or not."""
+        if self.context_after is not None:
+            return self.context_after
+        return self.retention.estimated_after if self.retention is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.retention
@@ -111,8 +148,21 @@ class StrategyRow:
             "kept": r.kept_count if r else None,
             "score": r.score if r else None,
             "facts_per_1k": r.facts_per_1k if r else None,
+            "added_tokens": self.added_tokens,
+            "summary_calls": self.summary_calls,
+            "masked": self.masked,
+            "summary_needed": self.summary_needed,
+            "context_after": self.tokens_after,
+            "threshold": self.threshold,
+            "note": self.note,
             **{f"recall_{k}": v for k, v in (r.recall.items() if r else ())},
         }
+
+    def with_kept_facts(self) -> StrategyRow:
+        """The row with :attr:`added_tokens` read from its summary's kept-facts section."""
+        if self.retention is None:
+            return self
+        return dataclasses.replace(self, added_tokens=kept_facts_of(self.retention.summary)[1])
 
 
 @dataclass
@@ -231,4 +281,48 @@ def masked_retention(
         cwd=cwd,
         note="no summary: the span stays with its tool results hidden; its 'summary' is the "
         "masked span (summary tokens: its chars/4)",
+    )
+
+
+def mask_first_retention(
+    session: Session, leaf_id: str, plan: MaskReport, cache: FactCache | None = None
+) -> RetentionReport | None:
+    """What mask-first's ``plan`` keeps of the context before the first entry it protects.
+
+    The masks are written (:func:`~pinb.core.compaction.masking.write_masks`) on an
+    in-memory copy, so the placeholders judged are the ones a ``pinb compact --mask`` of
+    the file appends; the facts are read from ``session`` (their citations are its lines).
+    ``None`` when masking protects nothing (no span to score) or the plan falls short (a
+    summary is written instead, and no mask)."""
+    first = plan.protected_from
+    if first is None or not plan.reaches or not plan.masked:
+        return None
+    before = session.build_context(leaf_id)
+    summarized, kept, count = span_messages(before, first)
+    copy = scratch_copy(session)
+    copy.branch(leaf_id, persist=False)
+    write_masks(copy, dataclasses.replace(plan))  # it fills in what it wrote: not the plan
+    after = copy.build_context()
+    masked, _, _ = span_messages(after, first)
+    sent = [m for _, messages in masked for m in messages]
+    text = "\n\n".join(carried_text(m) for m in sent)
+    cwd = session.cwd or None
+    return RetentionReport(
+        compaction_id=None,
+        kind="mask-first",
+        first_kept_entry_id=first,
+        tokens_before=None,
+        estimated_before=sum(estimated_by_role(before).values()),
+        estimated_after=sum(estimated_by_role(after).values()),
+        summary_tokens=sum(
+            estimated_by_role(SessionContext(messages=sent, pi=session.pi)).values()
+        ),
+        summarized_entries=count,
+        summary=text,
+        verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
+        session_id=session.id,
+        session_path=os.fspath(session.path) if session.path is not None else None,
+        cwd=cwd,
+        note=f"no summary: {plan.describe()}; its 'summary' is the span before the entry "
+        "masking protects, masks in place (summary tokens: its chars/4)",
     )

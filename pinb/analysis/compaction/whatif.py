@@ -9,9 +9,12 @@ session. Each compaction is also carried out on an in-memory copy of the session
 (:meth:`~pinb.core.Session.from_bytes`, whose appends never touch a disk) with a summary
 (pinb's offline one unless another summarizer is given), so the summary's own size counts
 in the size after, and what the summary kept of the span is scored (the one retention
-report). Beside the columns, observation masking at the current cut and, with a model, Pi's
-own summary prompt are scored the same way (:func:`score_columns`, the strategies replayed by
-:mod:`pinb.analysis.compaction.strategies`): which keeps most per token.
+report). Beside the columns, at the current cut: Pi's plan (Pi's exact summary alone) and
+Pi's plan + pinb's kept facts (what pinb's compaction writes by default), mask-first at the
+leaf, observation masking and, with a model, Pi's own summary prompt are scored the same
+way (:func:`score_columns`, the strategies replayed by
+:mod:`pinb.analysis.compaction.strategies`): which keeps most, and at what cost in tokens
+and summary calls.
 :func:`compare_strategies` is that comparison alone.
 """
 
@@ -44,6 +47,7 @@ from ..sources import open_session
 from .strategies import (
     StrategyComparison,
     StrategyRow,
+    mask_first_retention,
     masked_retention,
     replay_summary,
     scratch_copy,
@@ -421,6 +425,115 @@ def _summarizer_of(model: Any) -> Summarizer:
     return ModelSummarizer(model)
 
 
+def _column_row(column: WhatIfRow, label: str, summarizer: str | None) -> StrategyRow:
+    """A column's summary as a strategy: Pi's plan, with pinb's kept facts when its
+    settings add them (the summary the column wrote is what pinb's compaction writes)."""
+    if column.nothing is not None:
+        return StrategyRow(
+            f"pi plan, {label}",
+            "summary",
+            summarizer or "",
+            column.settings,
+            nothing=column.nothing,
+        )
+    row = StrategyRow(
+        _plan_name(label, kept_facts=column.settings.keep_facts),
+        "summary",
+        summarizer or "",
+        column.settings,
+        column.keep_used,
+        retention=column.retention,
+        summary_calls=1,
+    )
+    return row.with_kept_facts() if column.settings.keep_facts else row
+
+
+def _plan_name(label: str, *, kept_facts: bool) -> str:
+    """``pi plan, current settings``; ``pi plan + pinb kept facts, keep 400``. Short, so the
+    table reads at a notebook's width; the row's ``summarizer`` says who wrote it."""
+    head = "pi plan + pinb kept facts" if kept_facts else "pi plan"
+    return f"{head}, {label}"
+
+
+def _replayed(
+    session: Session,
+    scratch: Session,
+    leaf_id: str,
+    column: WhatIfRow,
+    summarizer: Summarizer,
+    *,
+    kept_facts: bool,
+    label: str,
+    cache: FactCache | None,
+) -> StrategyRow:
+    """The current column's compaction written again with or without pinb's kept facts
+    (the one writer, :func:`~pinb.core.compaction.operations.compact`, on the copy)."""
+    assert column.plan is not None
+    used = replace(column.plan.used, keep_facts=kept_facts)
+    name = _plan_name(label, kept_facts=kept_facts)
+    _, report = replay_summary(session, scratch, leaf_id, used, summarizer, name, cache)
+    row = StrategyRow(
+        name,
+        "summary",
+        getattr(summarizer, "name", type(summarizer).__name__),
+        used,
+        column.keep_used,
+        retention=report,
+        summary_calls=1,
+    )
+    return row.with_kept_facts() if kept_facts else row
+
+
+def _mask_first_row(
+    session: Session,
+    leaf_id: str,
+    plan: MaskReport | None,
+    nothing: str | None,
+    compaction: StrategyRow | None,
+    settings: CompactionSettings,
+    cache: FactCache | None,
+) -> StrategyRow:
+    """Mask-first at the leaf: the masks alone when they reach the threshold (scored on a
+    copy with the masks written); else the compaction pinb writes instead, no mask."""
+    if plan is not None and plan.reaches:
+        return StrategyRow(
+            "mask-first",
+            "mask-first",
+            "",
+            settings,
+            settings.keep_recent_tokens,
+            retention=mask_first_retention(session, leaf_id, plan, cache),
+            summary_calls=0,
+            masked=len(plan.masked),
+            summary_needed=False,
+            context_after=plan.tokens_after,
+            threshold=plan.threshold,
+            note=f"{plan.describe()}: {plan.note}; the oldest: "
+            + ", ".join(f"{m.tool} {m.arguments}".strip() for m in plan.masked[:3])
+            + ("…" if len(plan.masked) > 3 else "")
+            + "; 1 summary call avoided",
+        )
+    why = nothing if plan is None else plan.describe()
+    instead = compaction.name if compaction is not None else None
+    figures = compaction if compaction is not None and compaction.retention is not None else None
+    return StrategyRow(
+        "mask-first (a summary is needed)",
+        "mask-first",
+        figures.summarizer if figures is not None else "",
+        settings,
+        figures.keep_used if figures is not None else None,
+        nothing=None if figures is not None else f"{why}; the summary is not scored",
+        retention=figures.retention if figures is not None else None,
+        added_tokens=figures.added_tokens if figures is not None else None,
+        summary_calls=1,
+        masked=0,
+        summary_needed=True,
+        threshold=plan.threshold if plan is not None else None,
+        note=f"{why}; so no mask is written and the summary is the one of "
+        + (f"'{instead}'" if instead else "the current settings"),
+    )
+
+
 def score_columns(
     session: Session,
     leaf_id: str,
@@ -432,69 +545,94 @@ def score_columns(
     masking: bool = True,
     window: int | None = None,
     cache: FactCache | None = None,
+    written: Summarizer | None = None,
+    mask_first: MaskReport | None = None,
+    mask_first_nothing: str | None = None,
 ) -> StrategyComparison:
     """The strategies of a what-if's columns, scored.
 
-    ``columns`` are the what-if's (:class:`WhatIfRow`): each with a
-    summary written by ``summarizer`` carries its retention, a column with nothing to
-    compact says why. At the current settings' cut (the column labelled "current
-    settings", else the first planned one): ``model``'s summary with Pi's prompt (a chat
-    model, or the summarizer ``%pi compact`` uses with it) and observation masking.
+    ``columns`` are the what-if's (:class:`WhatIfRow`): each with a summary written by
+    ``summarizer`` carries its retention (with pinb's kept facts when its settings add
+    them), a column with nothing to compact says why. At the current settings' cut (the
+    column labelled "current settings", else the first planned one), first, side by
+    side: Pi's plan (Pi's exact summary alone) and Pi's plan + pinb's kept facts, both
+    by ``written`` (the summarizer of the columns), one of them the column's own;
+    ``model``'s summary with Pi's prompt (a chat model, or the summarizer ``%pi
+    compact`` uses with it); then, with ``masking``, mask-first (``mask_first``, the
+    plan at the leaf, or ``mask_first_nothing``: why nothing is masked) and observation
+    masking at the cut.
     """
     one_reserve = len({c.settings.reserve_tokens for c in columns}) == 1
-    rows: list[StrategyRow] = []
-    for column in columns:
-        label = column.label or (
+
+    def label_of(column: WhatIfRow) -> str:
+        return column.label or (
             f"keep {column.settings.keep_recent_tokens:,}" if one_reserve else column.name
         )
-        if column.nothing is not None:
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label}",
-                    "summary",
-                    summarizer or "",
-                    column.settings,
-                    nothing=column.nothing,
-                )
-            )
-        elif column.retention is not None:
-            rows.append(
-                StrategyRow(
-                    f"pi plan, {label} + {summarizer}",
-                    "summary",
-                    summarizer or "",
-                    column.settings,
-                    column.keep_used,
-                    retention=column.retention,
-                )
-            )
+
+    rows = [
+        _column_row(c, label_of(c), summarizer)
+        for c in columns
+        if c.nothing is not None or c.retention is not None
+    ]
     planned = [c for c in columns if c.nothing is None and c.plan is not None]
     current = next((c for c in planned if c.label), planned[0] if planned else None)
+    own = None  # the current column's compaction: what pinb writes at this cut
     if current is not None and current.plan is not None and current.first_kept_entry_id:
+        copy = scratch if scratch is not None else scratch_copy(session)
+        at = next(
+            (i for i, r in enumerate(rows) if r.retention is current.retention),
+            None,
+        )
+        if at is not None and written is not None:
+            own = rows[at]
+            # The other of the pair, written by the same writer at the same cut.
+            other = _replayed(
+                session,
+                copy,
+                leaf_id,
+                current,
+                written,
+                kept_facts=not current.settings.keep_facts,
+                label=label_of(current),
+                cache=cache,
+            )
+            pair = [other, own] if current.settings.keep_facts else [own, other]
+            rows = [*pair, *(r for i, r in enumerate(rows) if i != at)]
         if model is not None:
-            written = _summarizer_of(model)
-            name = f"pi plan, current settings + {written.name} (Pi's prompt)"
+            made = _summarizer_of(model)
+            name = f"pi plan, current settings, {made.name} (Pi's prompt)"
             report: RetentionReport | None = None
             nothing = None
             try:
-                copy = scratch if scratch is not None else scratch_copy(session)
-                _, report = replay_summary(
-                    session, copy, leaf_id, current.plan.used, written, "pi prompt", cache
-                )
+                # Pi's prompt, Pi's exact text: no kept facts of pinb's in this row.
+                used = replace(current.plan.used, keep_facts=False)
+                _, report = replay_summary(session, copy, leaf_id, used, made, "pi prompt", cache)
             except PinbError as exc:  # the model could not write it: the row says why
-                nothing = f"{written.name} wrote no summary: {exc}"
+                nothing = f"{made.name} wrote no summary: {exc}"
             rows.append(
                 StrategyRow(
                     name,
                     "summary",
-                    written.name,
+                    made.name,
                     current.settings,
                     current.keep_used,
                     nothing=nothing,
                     retention=report,
+                    summary_calls=1,
                 )
             )
         if masking:
+            rows.append(
+                _mask_first_row(
+                    session,
+                    leaf_id,
+                    mask_first,
+                    mask_first_nothing,
+                    own,
+                    current.settings,
+                    cache,
+                )
+            )
             rows.append(
                 StrategyRow(
                     "observation masking (current cut)",
@@ -505,6 +643,7 @@ def score_columns(
                     retention=masked_retention(
                         session, leaf_id, current.first_kept_entry_id, cache
                     ),
+                    summary_calls=0,
                 )
             )
     return StrategyComparison(session.id, leaf_id, rows, window)
@@ -682,6 +821,9 @@ def what_if(
             masking=masking,
             window=context_window,
             cache=cache,
+            written=written,
+            mask_first=masked,
+            mask_first_nothing=masking_nothing,
         )
     entry = session[leaf_id]
     parent = entry.raw.get("parentId") if entry.type == "compaction" else None

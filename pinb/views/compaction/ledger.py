@@ -21,7 +21,7 @@ CURRENT_LABEL: Final = "current settings"
 
 if TYPE_CHECKING:
     from ...analysis.compaction.ledger import Calibration, CompactionLedger, CompactionRecord
-    from ...analysis.compaction.strategies import StrategyComparison
+    from ...analysis.compaction.strategies import StrategyComparison, StrategyRow
     from ...analysis.compaction.whatif import WhatIf
     from ...analysis.retention.report import RetentionReport
 
@@ -423,41 +423,97 @@ def _per_1k(r: RetentionReport | None) -> str | None:
     return f"{r.facts_per_1k:.1f}" if r.facts_per_1k is not None else "—"
 
 
-#: The strategies table: what each leaves in the context, and what it kept of the span.
+#: The strategies table: what each keeps of the span, what it costs, what the context ends
+#: at. Four columns, so it reads whole at a notebook's width; the detail is in the notes
+#: under it (and every figure in ``to_frame()`` / ``to_dict()``).
 _STRATEGY_HEADERS: Final = (
-    "strategy", "context after (chars/4)", "summary (chars/4)", "facts kept", "score",
-    "kept per 1k summary tokens",
+    "strategy", "facts kept · score", "tokens it costs", "context after (chars/4)",
 )  # fmt: skip
 _STRATEGIES_TITLE: Final = "Strategies at this cut: tokens and what each kept of the span"
 
 
-def _strategy_rows(c: StrategyComparison, *, recall: bool) -> list[tuple[object, ...]]:
-    from ...core.compaction.facts import FACT_KINDS
+def _cost(row: StrategyRow) -> str | None:
+    """``"445 summary (84 pinb's) · 1 call"``; ``"no summary · 0 calls (1 avoided)"``."""
+    calls = row.summary_calls
+    said = "" if calls is None else f" · {plural(calls, 'summary call')}"
+    if row.method == "mask-first" and not row.summary_needed:
+        return f"no summary{said} (1 avoided)"
+    r = row.retention
+    if r is None:
+        return said[3:] or None
+    if row.method == "masking":
+        return f"no summary (masked span {r.summary_tokens:,}){said}"
+    added = f" ({row.added_tokens:,} pinb's)" if row.added_tokens else ""
+    return f"{r.summary_tokens:,} summary{added}{said}"
 
+
+def _after(row: StrategyRow) -> str | None:
+    after = row.tokens_after
+    if after is None:
+        return None
+    if row.method == "mask-first" and row.threshold is not None:
+        return f"{after:,} (threshold {row.threshold:,})"
+    return f"{after:,}"
+
+
+def _strategy_rows(c: StrategyComparison) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for row in c.rows:
         r = row.retention
-        if r is None:
-            rows.append((row.name, None, None, row.nothing, None, None))
-            continue
-        figures: tuple[object, ...] = (
-            row.name,
-            r.estimated_after,
-            r.summary_tokens,
-            _kept(r),
-            _score(r),
-            _per_1k(r),
-        )
-        if recall:
-            shares = r.recall
-            figures += tuple(f"{shares[k]:.0%}" if k in shares else None for k in FACT_KINDS)
-        rows.append(figures)
+        kept = f"{_kept(r)} · {_score(r)}" if r is not None else row.nothing
+        if r is None and row.method == "mask-first" and row.nothing is None:
+            kept = "not scored"
+        rows.append((row.name, kept, _cost(row), _after(row)))
     return rows
+
+
+def _recall_line(r: RetentionReport) -> str:
+    from ...analysis.retention.report import KIND_LABELS
+
+    return ", ".join(f"{KIND_LABELS[k]} {share:.0%}" for k, share in r.recall.items())
+
+
+def _first_facts(summary: str, shown: int = 2) -> str:
+    """``", among them: “…”, “…”"``: the first facts of a summary's kept-facts section."""
+    from ...core.compaction.lost import earlier_kept_facts
+
+    facts = earlier_kept_facts(summary)
+    if not facts:
+        return ""
+    quoted = ", ".join(f"“{shorten(f.text, 80)}”" for f in facts[:shown])
+    return f" ({plural(len(facts), 'fact')}, among them {quoted})"
+
+
+def _kept_facts_notes(c: StrategyComparison) -> list[str]:
+    """What pinb's section adds to Pi's summary at this cut, and kind by kind."""
+    pi = next((r for r in c.rows if r.method == "summary" and r.added_tokens is None), None)
+    ours = next((r for r in c.rows if r.added_tokens is not None), None)
+    if ours is None or ours.retention is None:
+        return []
+    notes = [
+        f"{ours.name}: the summary of Pi's plan with the cited \"Kept facts (added by pinb, not "
+        "Pi's summarizer)\" section pinb's compactions add by default (keepFacts; "
+        "--no-keep-facts writes Pi's text alone): "
+        + (
+            f"{ours.added_tokens:,} tokens for the must-keep facts the summary lost"
+            if ours.added_tokens
+            else "the summary lost no must-keep fact, so nothing is added"
+        )
+        + _first_facts(ours.retention.summary)
+        + "."
+    ]
+    if pi is not None and pi.retention is not None:
+        notes.append(
+            f"Recall by kind, Pi's plan: {_recall_line(pi.retention)}; with pinb's kept facts: "
+            f"{_recall_line(ours.retention)}."
+        )
+    return notes
 
 
 def _strategy_notes(c: StrategyComparison) -> list[str]:
     """Which strategy keeps most per token, highest, and leaves least; what the figures are."""
-    notes: list[str] = []
+    notes: list[str] = _kept_facts_notes(c)
+    notes.extend(f"{row.name}: {row.note}." for row in c.rows if row.method == "mask-first")
     most = c.best("facts_per_1k")
     high = c.best("score")
     least = c.best("estimated_after")
@@ -475,14 +531,17 @@ def _strategy_notes(c: StrategyComparison) -> list[str]:
         )
     if any(r.method == "masking" for r in c.rows):
         notes.append(
-            "Observation masking writes no summary: the span stays with each tool result "
-            "replaced by a one-line placeholder, and its summary column is the masked span."
+            "Observation masking writes no summary: the span Pi's summary replaces stays, "
+            "each tool result in it replaced by a one-line placeholder (its facts are judged "
+            "against the masked span). Mask-first masks old results only until the context "
+            "is under the threshold, and never the kept budget or the current turn."
         )
     notes.append(
         "facts kept: the span's facts (files, commands, errors, instructions, decisions, "
         "code names, numbers) the summary holds verbatim or paraphrased — a match of words, "
         "not of meaning; score: their recall weighted by kind (%pi compactions --id ID lists "
-        "each fact of a recorded compaction and why)."
+        "each fact of a recorded compaction and why; to_frame() has recall per kind and "
+        "facts kept per 1,000 summary tokens). summary calls: summaries a model would write."
     )
     return notes
 
@@ -501,9 +560,7 @@ def what_if_text(w: WhatIf) -> str:
     if c is not None and c.rows:
         parts += [
             _STRATEGIES_TITLE,
-            text_table(
-                _STRATEGY_HEADERS, _strategy_rows(c, recall=False), numeric=range(1, 6), limit=60
-            ),
+            text_table(_STRATEGY_HEADERS, _strategy_rows(c), numeric=(3,), limit=60),
             *_strategy_notes(c),
         ]
     return "\n".join(parts)
@@ -519,18 +576,9 @@ def what_if_html(w: WhatIf) -> str:
     ]
     c = w.strategies
     if c is not None and c.rows:
-        from ...analysis.retention.report import KIND_LABELS
-        from ...core.compaction.facts import FACT_KINDS
-
-        recall = [f"recall: {KIND_LABELS[k]}" for k in FACT_KINDS]
         body += [
             f"<div><strong>{escape(_STRATEGIES_TITLE)}</strong></div>",
-            table(
-                [*_STRATEGY_HEADERS, *recall],
-                _strategy_rows(c, recall=True),
-                numeric=range(1, len(_STRATEGY_HEADERS) + len(recall)),
-                wrap_columns=(0,),
-            ),
+            table(_STRATEGY_HEADERS, _strategy_rows(c), numeric=(3,), wrap_columns=range(3)),
             *(_div(note) for note in _strategy_notes(c)),
         ]
     return container("".join(body), "pinb-what-if")

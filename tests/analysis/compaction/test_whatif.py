@@ -214,11 +214,14 @@ def test_offline_plans_and_masking_side_by_side(tmp_path: Path) -> None:
     )
     names = [r.name for r in found.rows]
     assert names == [
-        "pi plan, current settings + offline-extractive",
-        "pi plan, keep 400 + offline-extractive",
+        "pi plan, current settings",
+        "pi plan + pinb kept facts, current settings",
+        "pi plan + pinb kept facts, keep 400",
+        "mask-first (a summary is needed)",
         "observation masking (current cut)",
     ]
-    offline, wider, masked = found.rows
+    _, offline, wider, _, masked = found.rows
+    assert {r.summarizer for r in found.rows[:3]} == {"offline-extractive"}
     assert offline.retention is not None and masked.retention is not None
     assert wider.retention is not None
     # The same cut for the current plan and for masking; a bigger keep summarizes less.
@@ -271,7 +274,8 @@ def test_the_lab_scores_every_column_on_tokens_and_retention(tmp_path: Path) -> 
         session, ids["a17"], current=STORY_SETTINGS, keep_recent_tokens=[400]
     )
     assert [r.to_dict() for r in lab.strategies.rows] == [r.to_dict() for r in compared.rows]
-    for column, row in zip(lab.rows, lab.strategies.rows, strict=False):
+    # Pi's exact text first, then each column's own summary (pinb's kept facts added).
+    for column, row in zip(lab.rows, lab.strategies.rows[1:], strict=False):
         assert column.retention is row.retention and column.retention is not None
         assert column.summary == row.retention.summary
         assert column.summary_tokens == row.retention.summary_tokens
@@ -289,7 +293,7 @@ def test_the_lab_scores_every_column_on_tokens_and_retention(tmp_path: Path) -> 
     text = to_text(lab)
     assert f"Most facts kept per 1,000 summary tokens: {best.name} " in text
     html = to_html(lab)
-    assert "Strategies at this cut" in html and "recall: decisions" in html
+    assert "Strategies at this cut" in html and "Recall by kind, Pi" in html
     for row in lab.strategies.scored():
         assert row.retention is not None and row.name in text and row.name in html
     # Tokens only: nothing written, nothing scored.
@@ -309,3 +313,146 @@ def test_a_model_that_cannot_summarize_is_a_row_that_says_why(tmp_path: Path) ->
     failed = found.rows[-1]
     assert failed.retention is None and failed.nothing and "wrote no summary" in failed.nothing
     assert all(r.retention is not None for r in found.rows[:-1])
+
+
+# -- Pi's plan, pinb's kept facts and mask-first, against what pinb compact writes ----------
+
+#: The window both the lab and ``pinb compact`` are given.
+WINDOW = 32_000
+
+
+def _story_at(tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
+    """The retention story's file up to ``a17`` (its lines before the second compaction), so
+    the file's leaf is where the lab replays; a real file, written by pinb's appends."""
+    session, ids = write_story(tmp_path / "story")
+    assert session.path is not None
+    lines = session.path.read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if ids["a17"].encode() in line.split(b",")[1])
+    path = tmp_path / name / session.path.name
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines[: at + 1]))
+    assert Session.open(path).leaf_id == ids["a17"]
+    return path, ids
+
+
+def _copy(path: Path, folder: Path) -> Path:
+    """``path`` copied under the same name (so the kept facts cite the same file name)."""
+    folder.mkdir()
+    copy = folder / path.name
+    copy.write_bytes(path.read_bytes())
+    return copy
+
+
+def test_kept_facts_row_is_pi_s_summary_plus_the_section_pinb_compact_writes(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from pinb.core.compaction.lost import KEPT_FACTS_HEADING, kept_facts_of, without_kept_facts
+    from tests.odd_lines import run_cli
+
+    path, _ = _story_at(tmp_path, "lab")
+    before = path.read_bytes()
+    lab = what_if(path, context_window=WINDOW)
+    assert lab.strategies is not None and path.read_bytes() == before
+    pi, ours = lab.strategies.rows[:2]
+    assert (pi.name, ours.name) == (
+        "pi plan, current settings",
+        "pi plan + pinb kept facts, current settings",
+    )
+    assert pi.retention is not None and ours.retention is not None
+    # Pi's summary lost facts on this story; pinb's section gives some back: it keeps more.
+    assert pi.retention.kept_count < len(pi.retention.verdicts)
+    assert ours.retention.kept_count > pi.retention.kept_count
+    assert ours.retention.score is not None and pi.retention.score is not None
+    assert ours.retention.score >= pi.retention.score
+    # The same cut, the same summary: pinb's row is Pi's text and the section after it.
+    assert ours.retention.first_kept_entry_id == pi.retention.first_kept_entry_id
+    assert pi.added_tokens is None and KEPT_FACTS_HEADING not in pi.retention.summary
+    assert without_kept_facts(ours.retention.summary) == pi.retention.summary
+
+    # What the real `pinb compact` writes on the same file, with and without the section.
+    done: dict[str, dict[str, object]] = {}
+    for flags in ((), ("--no-keep-facts",)):
+        copy = _copy(path, tmp_path / f"cli{len(flags)}")
+        code, out, err = run_cli(
+            "compact", str(copy), "--offline", "--window", str(WINDOW), "--json", *flags
+        )
+        assert code == 0, err
+        done[flags[0] if flags else "keep"] = json.loads(out)
+    written, plain = done["keep"], done["--no-keep-facts"]
+    assert written["firstKeptEntryId"] == ours.retention.first_kept_entry_id
+    assert written["summary"] == ours.retention.summary
+    assert plain["summary"] == pi.retention.summary and plain["keptFacts"] is None
+    section_tokens = kept_facts_of(str(written["summary"]))[1]
+    assert section_tokens > 0 and ours.added_tokens == section_tokens
+    assert ours.to_dict()["added_tokens"] == section_tokens
+    # Shown as pinb's, with what it adds, in the table and its notes.
+    text = lab.to_text()
+    assert f"({section_tokens:,} pinb's)" in text
+    assert "Kept facts (added by pinb, not Pi's summarizer)" in text
+    assert lab.to_dict()["strategies"]["rows"][1]["added_tokens"] == section_tokens
+
+
+def _tool_heavy(tmp_path: Path, case: str) -> Path:
+    from pinb.testing.generate import tool_heavy_session
+
+    if case == "nothing to mask":  # the story's tool results are shorter than a placeholder
+        return _story_at(tmp_path, "src")[0]
+    folder = tmp_path / "src"
+    folder.mkdir()
+    if case == "falls short":
+        # Everything recent is kept and the threshold sits under it: masking cannot get there.
+        (folder / ".pi").mkdir()
+        (folder / ".pi" / "settings.json").write_text(
+            '{"compaction": {"keepRecentTokens": 30000},'
+            ' "pinb": {"compaction": {"thresholdPercent": 40}}}'
+        )
+    return tool_heavy_session(folder, turns=40, result_chars=6_000)
+
+
+@pytest.mark.parametrize("case", ["reaches", "falls short", "nothing to mask"])
+def test_mask_first_row_says_what_pinb_compact_mask_does_on_the_file(
+    tmp_path: Path, case: str
+) -> None:
+    import json
+
+    from tests.odd_lines import run_cli
+
+    path = _tool_heavy(tmp_path, case)
+    window = 64_000 if case != "nothing to mask" else WINDOW
+    lab = what_if(path, context_window=window)
+    assert lab.strategies is not None
+    (row,) = [r for r in lab.strategies.rows if r.method == "mask-first"]
+
+    copy = _copy(path, tmp_path / "cli")
+    before = copy.read_bytes()
+    code, out, err = run_cli("compact", str(copy), "--mask", "--window", str(window), "--json")
+    appended = [json.loads(line) for line in copy.read_bytes()[len(before) :].splitlines()]
+    # pinb compact --mask writes masks only when no summary is needed; else it says why and
+    # writes nothing (a summary needs --offline).
+    assert row.summary_needed is (code != 0)
+    if row.summary_needed:
+        assert appended == [] and "nothing was written" in err
+        # The same reason: nothing to mask, or masks that fall short of the threshold.
+        assert ("Nothing to mask" in row.note) == ("Nothing to mask" in err)
+        assert ("not enough" in row.note) == ("masking is not enough" in err)
+        assert row.summary_calls == 1 and row.masked == 0
+        assert row.name == "mask-first (a summary is needed)"
+        # Its figures are the compaction pinb writes instead: the current column's.
+        current = lab.current
+        assert current is not None and row.retention is current.retention
+    else:
+        report = json.loads(out)
+        assert {e["type"] for e in appended} == {"context_edit"}
+        assert row.masked == len(appended) == len(report["masked"])
+        assert row.context_after == report["tokensAfter"] <= (row.threshold or 0)
+        assert row.summary_calls == 0 and "1 summary call avoided" in row.note
+        assert row.note.startswith("would mask") and lab.masking is not None
+        assert not lab.masking.written  # the lab's plan stays a plan
+        # Scored on a copy with the masks written: every fact of a masked span is still
+        # there in the words the conversation said, or in a placeholder.
+        assert row.retention is not None and row.retention.verdicts
+        figures = row.to_dict()
+        assert (figures["masked"], figures["summary_needed"]) == (row.masked, False)
+        assert "no summary · 0 summary calls (1 avoided)" in lab.to_text()
