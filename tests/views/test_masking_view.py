@@ -99,6 +99,28 @@ def test_what_if_shows_pis_plan_and_mask_first_side_by_side(tmp_path: Path) -> N
     assert "mask first" in result._repr_mimebundle_()["text/html"]
 
 
+def test_what_if_shows_one_table_of_strategies_and_names_pinbs_section(tmp_path: Path) -> None:
+    """Scored, the strategies table holds Pi's exact plan, pinb's kept facts and mask-first,
+    so the two-column table is not drawn again; unscored, its first column says whether the
+    current settings add pinb's kept facts (they do by default)."""
+    from pinb.analysis.compaction.whatif import what_if
+
+    session = Session.open(tool_heavy_session(tmp_path, turns=40, result_chars=6_000))
+    scored = what_if(session, context_window=64_000).to_text()
+    assert "mask-first" in scored and "Pi's plan and mask-first side by side" not in scored
+    plain = what_if(session, context_window=64_000, score=False).to_text()
+    header = plain[plain.index("Pi's plan and mask-first side by side") :].splitlines()[1]
+    assert "Pi's plan + pinb kept facts" in header
+    exact = what_if(
+        session,
+        context_window=64_000,
+        score=False,
+        current=CompactionSettings(keep_facts=False),
+    ).to_text()
+    header = exact[exact.index("Pi's plan and mask-first side by side") :].splitlines()[1]
+    assert "Pi's plan" in header and "kept facts" not in header
+
+
 def test_what_if_strategy_rows_escape_what_the_session_says(tmp_path: Path) -> None:
     """The kept-facts and mask-first rows quote the session (a lost command, a masked
     call's arguments): escaped, in HTML that reads the same after the sanitizers."""

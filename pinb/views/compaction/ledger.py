@@ -346,7 +346,9 @@ def _side_by_side(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
         after = current.after_tokens if current.after_tokens is not None else None
         columns.append(
             (
-                "Pi's plan",
+                # The current column is written as pinb writes it: with the kept-facts
+                # section unless the settings turn it off; the name says which.
+                "Pi's plan + pinb kept facts" if current.settings.keep_facts else "Pi's plan",
                 {
                     "writes": "nothing (nothing to compact)"
                     if current.nothing
@@ -390,15 +392,24 @@ def _side_by_side(w: WhatIf) -> tuple[list[str], list[Sequence[object]]]:
     return headers, rows
 
 
-def _side_by_side_text(w: WhatIf) -> list[str]:
+def _shows_side_by_side(w: WhatIf) -> bool:
+    """The two-column table, only when the strategies table (which has Pi's exact plan,
+    pinb's kept facts and mask-first as rows, scored) is not shown: one table, not two
+    saying the same."""
     if w.masking is None and not w.masking_nothing:
+        return False
+    return w.strategies is None or not w.strategies.rows
+
+
+def _side_by_side_text(w: WhatIf) -> list[str]:
+    if not _shows_side_by_side(w):
         return []
     headers, rows = _side_by_side(w)
     return [_SIDE_TITLE, text_table(headers, rows, numeric=(), limit=60)]
 
 
 def _side_by_side_html(w: WhatIf) -> list[str]:
-    if w.masking is None and not w.masking_nothing:
+    if not _shows_side_by_side(w):
         return []
     headers, rows = _side_by_side(w)
     return [
