@@ -14,7 +14,7 @@ from pinb.core.compaction.uncompact import UNCOMPACT_TYPE
 from pinb.errors import UsageError
 from pinb.testing.work import write_work_session
 from pinb.views import CompactionView
-from pinb.views.compaction.widget import CompactionWidget
+from pinb.views.compaction_widget import CompactionWidget
 from tests.pi.reference import PiReference
 from tests.views.sanitizers import check_html_survives, parse
 from tests.views.test_xss import TEXT

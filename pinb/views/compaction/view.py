@@ -442,7 +442,7 @@ class CompactionView:
 
     def widget(self) -> Any:
         """This compaction as a live widget with a real "Give back what it lost" button
-        (:class:`~pinb.views.compaction.widget.CompactionWidget`; needs anywidget).
+        (:class:`~pinb.views.compaction_widget.CompactionWidget`; needs anywidget).
 
         Raises
         ------
@@ -456,9 +456,11 @@ class CompactionView:
                 "only a recorded compaction with its session can give back: "
                 "CompactionView(entry_id, session)"
             )
-        from .widget import CompactionWidget
+        # By the facade, which loads the widget (anywidget) on first use: the widget draws
+        # this view, so this module never imports it.
+        from ... import views
 
-        return CompactionWidget(self.report.entry, self._session, **self._options)
+        return views.CompactionWidget(self.report.entry, self._session, **self._options)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         # In a live kernel a recorded compaction shows as the widget, whose button gives

@@ -1,7 +1,7 @@
 """``CompactionWidget``: a compaction's view in a live kernel, with a real give-back button.
 
 Two files make the widget: this model (the view's HTML, the button's state and the status
-line, synced with the browser) and one ES module (``widget.js``) that draws them. The
+line, synced with the browser) and one ES module (``compaction_widget.js``) that draws them. The
 button calls the explorer's own give-back (:meth:`pinb.views.tree_actions.TreeActions.
 give_back`, which calls :func:`pinb.core.compaction.uncompact.uncompact`), so the two
 buttons are one implementation; then the view is drawn again from the file, and the status
@@ -18,11 +18,11 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ...core import Entry, Session
-from ...core.describe import node_key
-from ...render.html import mimebundle
-from ..tree_actions import TreeActions
-from .view import CompactionView
+from ..core import Entry, Session
+from ..core.describe import node_key
+from ..render.html import mimebundle
+from .compaction.view import CompactionView
+from .tree_actions import TreeActions
 
 __all__ = ["CompactionWidget"]
 
@@ -48,7 +48,7 @@ class CompactionWidget(TreeActions, anywidget.AnyWidget):
         ``max_lost``).
     """
 
-    _esm = _HERE / "widget.js"
+    _esm = _HERE / "compaction_widget.js"
 
     html = traitlets.Unicode("", help="The view's HTML, without the give-back command.").tag(
         sync=True
