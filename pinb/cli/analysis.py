@@ -328,7 +328,7 @@ def cmd_compactions(args: argparse.Namespace) -> int:
     """``pinb compactions FILE [--json] [--rows N]``."""
     from ..analysis.retention.report import iter_session_retention
     from ..core.js.jsontext import json_text
-    from ..views.compaction.given_back import pinb_additions, pinb_additions_text
+    from ..views.compaction.given_back import pinb_added, pinb_additions
     from ..views.compaction.retention import retention_text
 
     session = open_session_file(args.file)
@@ -343,10 +343,7 @@ def cmd_compactions(args: argparse.Namespace) -> int:
             item = json_text(value, indent=1).replace("\n", "\n ")
             write(("[\n " if not shown else ",\n ") + item)
         else:
-            text = retention_text(report, max(0, args.rows))
-            added = pinb_additions_text(session, entry)
-            if added:
-                text += "\n" + "\n".join(f"  {line}" for line in added)
+            text = retention_text(report, max(0, args.rows), pinb_added(session, entry))
             write(("\n\n" if shown else "") + text)
         shown += 1
     if args.json:

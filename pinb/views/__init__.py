@@ -1,7 +1,7 @@
 """Views of sessions that display anywhere (``_repr_mimebundle_``), plus the ipywidgets explorer."""
 
-# ``SessionExplorer``/``TreeWidget`` (anywidget) and ``MemoryView`` are imported on first use, so the plain
-# views work without ipywidgets installed.
+# ``SessionExplorer``/``TreeWidget``, ``CompactionWidget`` (anywidget) and ``MemoryView`` are
+# imported on first use, so the plain views work without ipywidgets installed.
 
 from __future__ import annotations
 
@@ -20,10 +20,13 @@ from .session_list import SessionListView
 from .tree import TreeView
 
 if TYPE_CHECKING:
+    from .compaction_widget import CompactionWidget
+    from .memory import MemoryView
     from .tree_widget import SessionExplorer, TreeWidget
 
 __all__ = [
     "CompactionView",
+    "CompactionWidget",
     "ContextBreakdown",
     "ContextChartView",
     "ContextPathView",
@@ -40,6 +43,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "CompactionWidget":
+        from .compaction_widget import CompactionWidget
+
+        return CompactionWidget
     if name in ("SessionExplorer", "TreeWidget"):
         from . import tree_widget
 

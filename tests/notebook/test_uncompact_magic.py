@@ -18,6 +18,7 @@ from pinb.notebook import PiMagics
 from pinb.testing import LLMServer
 from pinb.testing.work import write_work_session
 from tests.pi.loop import MODEL, PiLoop
+from tests.pi.reference import PiReference
 from tests.shells import pi_shell
 
 
@@ -58,9 +59,13 @@ def _magics(ip: InteractiveShell) -> PiMagics:
 
 
 def test_compact_shows_the_loss_uncompact_gives_it_back_and_the_next_cell_sends_it(
-    shell: InteractiveShell, server: LLMServer, tmp_path: Path
+    shell: InteractiveShell, server: LLMServer, tmp_path: Path, pi16: PiReference
 ) -> None:
-    path = write_work_session(tmp_path / "s", turns=60).require_path()
+    """The whole story as a user meets it: compact, see the loss, give it back, the next
+    cell's request carries it, and the real Pi 1.6.0 opening the file has it too."""
+    # 40 turns: Pi's harness answers with the whole tree, a level per entry (past Python's
+    # JSON nesting limit for a much longer file).
+    path = write_work_session(tmp_path / "s", turns=40).require_path()
     with capture_output():
         shell.run_line_magic("pi", f"open {path}")
     shell.run_line_magic("pi", "compact --offline --no-keep-facts")
@@ -68,9 +73,12 @@ def test_compact_shows_the_loss_uncompact_gives_it_back_and_the_next_cell_sends_
     compaction = session.entries[-1]
     assert compaction.type == "compaction" and KEPT_FACTS_HEADING not in compaction.raw["summary"]
     shown = shell.run_line_magic("pi", "compactions")._repr_mimebundle_()["text/plain"]
-    assert "lost (" in shown
+    assert "lost (" in shown and "given back" not in shown
     dry = shell.run_line_magic("pi", "uncompact --dry-run")
     assert isinstance(dry, GivenBack) and dry.entry is None and dry.facts
+    lost = shown.split("  lost (", 1)[1].split("  kept (", 1)[0]
+    for fact in dry.facts[:10]:  # what uncompact would give back is what the view calls lost
+        assert f"#{fact.fact.entry_id}" in lost
     assert session.entries[-1] is compaction
     given = shell.run_line_magic("pi", "uncompact")
     assert isinstance(given, GivenBack) and given.entry is not None
@@ -79,6 +87,10 @@ def test_compact_shows_the_loss_uncompact_gives_it_back_and_the_next_cell_sends_
     assert text.startswith(f"gave back {len(given.facts)} facts compaction {compaction.id} lost")
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["customType"] == UNCOMPACT_TYPE and last["parentId"] == compaction.id
+    # %pi compactions now says what was given back, and marks each fact given back.
+    shown = shell.run_line_magic("pi", "compactions")._repr_mimebundle_()["text/plain"]
+    assert f"given back in {given.entry.id}: {len(given.facts)} facts" in shown
+    assert shown.count(f"given back in {given.entry.id} · ") == min(len(given.facts), 40)
     # The next cell's request carries the facts given back, as a user message.
     server.reply("Carrying on.")
     with capture_output():
@@ -93,6 +105,12 @@ def test_compact_shows_the_loss_uncompact_gives_it_back_and_the_next_cell_sends_
     with capture_output() as captured:
         shell.run_line_magic("pi", "uncompact --json --dry-run")
     assert json.loads(captured.stdout)["entryId"] is None
+    # The real Pi opening the file builds a context with the facts given back in it.
+    opened = pi16.open(path)
+    custom = [m for m in opened["context"]["messages"] if m.get("customType") == UNCOMPACT_TYPE]
+    assert [m["content"] for m in custom] == [last["content"]]
+    for fact in given.facts:
+        assert fact.line in custom[0]["content"]
 
 
 def test_uncompact_errors_are_one_line(shell: InteractiveShell, tmp_path: Path) -> None:

@@ -525,6 +525,81 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
     assert time.monotonic() - started < BUDGET_S
 
 
+def test_compaction_view_gives_back_from_its_button(lab: tuple[str, str, Path]) -> None:
+    """A CompactionView shown in a live kernel is the widget: its button appends one give-back
+    to the file, says what it appended, redraws, and a second click writes nothing."""
+    started = time.monotonic()
+    base, token, root = lab
+    folder = root / "giveback"
+    demo = demo_session(folder / "sessions", text=TEXT)
+    session_path = demo.session.path
+    assert session_path is not None
+    compaction = demo.ids["compaction"]
+    code = [
+        "import os, pathlib\n",
+        "pathlib.Path('kernel.pid').write_text(str(os.getpid()))\n",
+        "from pinb.core import Session\n",
+        "from pinb.views import CompactionView\n",
+        f"session = Session.open({str(session_path)!r})\n",
+        f"CompactionView({compaction!r}, session)",
+    ]
+    _write_notebook(folder / "giveback.ipynb", [_cell(code)])
+    ARTIFACTS.mkdir(exist_ok=True)
+    lines = session_path.read_text().splitlines()
+    with watchdog(BUDGET_S), chromium_page(1300, 1200) as page:
+        try:
+            _start_kernel(base, token, "giveback/giveback.ipynb")
+            page.goto(
+                f"{base}/lab/workspaces/giveback/tree/giveback/giveback.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            _run_all(page)
+            button = page.locator(".pinb-cw-give-back")
+            button.wait_for()
+            view = page.locator(".pinb-cw")
+            assert button.text_content() == "Give back what it lost"
+            assert not button.is_disabled()
+            body = page.locator(".pinb-cw-body").text_content() or ""
+            assert f"Compaction {compaction}" in body and "What pinb kept and gave back" in body
+            assert "%pi uncompact" not in body  # the button stands where the command was
+            assert "<script>window.__pinb_xss=1</script>" in body  # a lost command, as text
+            revision = int(view.get_attribute("data-revision") or 0)
+            button.click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-cw-status').textContent"
+                ".startsWith('gave back')"
+            )
+            grown = session_path.read_text().splitlines()
+            assert len(grown) == len(lines) + 1 and grown[: len(lines)] == lines
+            added = json.loads(grown[-1])
+            assert added["customType"] == "pinb.uncompact"
+            assert added["details"]["compactionId"] == compaction
+            status = page.locator(".pinb-cw-status").text_content() or ""
+            assert f"in entry {added['id']}: {added['details']['tokens']:,} of" in status
+            assert f"{len(added['details']['facts'])} fact" in status
+            page.wait_for_function(
+                "id => document.querySelector('.pinb-cw-body').textContent"
+                ".includes('given back in ' + id)",
+                arg=added["id"],
+            )
+            assert int(view.get_attribute("data-revision") or 0) > revision
+            page.wait_for_function("() => !document.querySelector('.pinb-cw-give-back').disabled")
+            _no_injected_markup(page)
+            view.screenshot(path=str(ARTIFACTS / "compaction-give-back.png"))
+            button.click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-cw-status').textContent"
+                ".startsWith('nothing to give back')"
+            )
+            assert session_path.read_text().splitlines() == grown
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "giveback-failure.png"), full_page=True)
+            raise
+    assert time.monotonic() - started < BUDGET_S
+
+
 def test_saved_outputs_show_untrusted(lab: tuple[str, str, Path]) -> None:
     """A notebook with saved outputs, opened untrusted: tree pictures visible, no raw markup."""
     from tests.views.sanitizers import saved_outputs_notebook

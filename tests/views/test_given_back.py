@@ -85,9 +85,11 @@ def test_kept_facts_are_named_with_their_cost(tmp_path: Path) -> None:
     )
     assert report.kept_facts is not None and report.entry is not None
     section = report.summary[report.summary.index("\n\n" + KEPT_FACTS_HEADING) :]
+    kinds = sorted(f.kind for f in report.kept_facts.facts)
+    assert kinds == ["command", "error", "instruction"]  # one of each: the brief names them
     assert kept_facts_brief(report.summary) == (
-        f"pinb kept {len(report.kept_facts.facts)} facts the summary lost "
-        f"({text_tokens(section):,} tokens, its own section)"
+        f"pinb kept {len(report.kept_facts.facts)} facts the summary lost (1 instruction, "
+        f"1 error, 1 command; {text_tokens(section):,} tokens, its own section)"
     )
     assert HOSTILE in section  # the summary is text: kept as written, escaped when shown
     html = CompactionView(report.entry, session).to_html()

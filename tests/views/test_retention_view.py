@@ -208,3 +208,67 @@ def test_hostile_facts_stay_text_in_the_compaction_view_the_explorer_and_the_lab
             shows_facts,
         )
     assert to_text(lab).count("Strategies at this cut") == 1
+
+
+def test_with_its_session_each_compaction_says_what_pinb_kept_and_gave_back(
+    tmp_path: Path,
+) -> None:
+    from pinb.core import CompactionSettings, ExtractiveSummarizer, compact, uncompact
+    from pinb.core.compaction.lost import KEPT_FACTS_HEADING
+    from pinb.core.describe import plural
+    from pinb.testing.work import write_work_session
+    from pinb.views.compaction.given_back import kept_facts_brief
+    from tests.views.sanitizers import check_bundle
+
+    session = write_work_session(tmp_path / "s", turns=20)
+    settings = CompactionSettings(keep_recent_tokens=3000, keep_facts_tokens=300)
+    kept = compact(session, ExtractiveSummarizer(), settings=settings)
+    assert kept.entry is not None and kept.kept_facts is not None and kept.kept_facts.omitted
+    given = uncompact(session)  # what the section had no room for
+    assert given.entry is not None and given.facts
+    (report,) = session_retention(session)
+    brief = kept_facts_brief(kept.summary)
+    assert brief.startswith(f"pinb kept {len(kept.kept_facts.facts)} facts the summary lost (")
+
+    bare = RetentionView(report)  # without the session: nothing of pinb's said
+    assert "given back" not in bare.to_text() and "pinb kept" not in bare.to_text()
+    view = RetentionView(report, session=session)
+    text = view.to_text()
+    assert f"  {brief}" in text
+    assert (
+        f"  given back in {given.entry.id}: {plural(len(given.facts), 'fact')} "
+        f"({given.tokens:,} tokens" in text
+    )
+    # Each fact given back is marked so where the report calls it lost.
+    lost = text.split("  lost (", 1)[1].split("  kept (", 1)[0]
+    for fact in given.facts:
+        line = next(row for row in lost.splitlines() if f"#{fact.fact.entry_id}" in row
+                    and fact.fact.text[:40] in row)  # fmt: skip
+        assert line.strip().startswith(f"given back in {given.entry.id} · ")
+    # Facts matched under pinb's heading are counted as pinb's.
+    by_pinb = [v for v in report.verdicts if v.kept and v.summary.section == KEPT_FACTS_HEADING]
+    assert by_pinb
+    assert (
+        f"{len(by_pinb):,} of the {report.kept_count:,} kept matched in pinb's kept-facts section"
+        in text
+    )
+    assert f"{len(given.facts):,} of the {len(report.lost):,} lost given back since" in text
+
+    bundle = view._repr_mimebundle_()
+    check_bundle(bundle, picture=False)
+    html = bundle["text/html"]
+    # The headline first: the score, then what pinb kept and gave back, then the tables.
+    assert (
+        html.index("score <b>") < html.index("What pinb kept and gave back") < html.index("Lost: ")
+    )
+    assert escape_text(brief) in html and f"given back in {given.entry.id}" in html
+    assert html.count(f"given back in {given.entry.id}") == 1 + len(given.facts)
+    assert html.count("kept by pinb&#x27;s section") + html.count("kept by pinb's section") >= len(
+        by_pinb
+    )
+
+
+def escape_text(text: str) -> str:
+    from pinb.render.html import escape
+
+    return escape(text)

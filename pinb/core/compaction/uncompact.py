@@ -44,6 +44,7 @@ __all__ = [
     "GivenBack",
     "given_back",
     "given_back_costs",
+    "given_back_facts",
     "uncompact",
 ]
 
@@ -277,6 +278,22 @@ def given_back_costs(session: Session, compaction_id: str) -> list[tuple[str, in
         content = entry.raw.get("content")
         tokens = text_tokens(content) if isinstance(content, str) else 0
         found.append((node_key(entry.id), len(facts) if isinstance(facts, list) else 0, tokens))
+    return found
+
+
+def given_back_facts(session: Session, compaction_id: str) -> dict[tuple[str, str], str]:
+    """``(fact's entry id, fact's text) -> give-back entry id``: which facts of
+    ``compaction_id``'s span a give-back has since put back in the context (the first that
+    did), read from the entries' ``details`` as :func:`uncompact` wrote them."""
+    found: dict[tuple[str, str], str] = {}
+    for entry in given_back(session, compaction_id):
+        facts = entry.raw["details"].get("facts")
+        for fact in facts if isinstance(facts, list) else ():
+            if not isinstance(fact, dict):
+                continue
+            source, text = fact.get("entryId"), fact.get("text")
+            if isinstance(source, str) and isinstance(text, str):
+                found.setdefault((source, text), node_key(entry.id))
     return found
 
 

@@ -14,7 +14,8 @@ class CompactionsCommands(MagicsBase):
 
     def _cmd_compactions(self, args: list[str]) -> Any:
         """``%pi compactions [PATH] [--id ID] [--rows N]``: a :class:`RetentionView` of every
-        compaction of the current session (or of the file ``PATH``), or of one (``--id``)."""
+        compaction of the current session (or of the file ``PATH``), or of one (``--id``),
+        with what pinb kept in each summary and gave back after it."""
         from ...analysis.retention.report import retention_report, session_retention
         from ...views.compaction.retention import RetentionView
 
@@ -26,8 +27,9 @@ class CompactionsCommands(MagicsBase):
         session = self._open(opts.path) if opts.path else self.current_session()
         if opts.id:
             entry = self._entry_id(session, opts.id)
-            return RetentionView(retention_report(session, entry), max_rows=opts.rows)
-        return RetentionView(session_retention(session), max_rows=opts.rows)
+            report = retention_report(session, entry)
+            return RetentionView(report, max_rows=opts.rows, session=session)
+        return RetentionView(session_retention(session), max_rows=opts.rows, session=session)
 
     def _cmd_uncompact(self, args: list[str]) -> Any:
         """``%pi uncompact [--id ID] [--kinds KINDS] [--budget TOKENS] [--dry-run] [--json]``:

@@ -7,21 +7,30 @@ panel), so they never say it two ways.
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
-from ...core.compaction.lost import kept_facts_of
-from ...core.compaction.uncompact import GivenBack, given_back_costs
+from ...core.compaction.facts import KIND_LABELS, Fact
+from ...core.compaction.lost import KEPT_FACTS_HEADING, earlier_kept_facts, kept_facts_of
+from ...core.compaction.uncompact import GivenBack, given_back_costs, given_back_facts
 from ...core.describe import one_line, plural
 from ...render.html import div, escape, muted, wrap
 
 __all__ = [
+    "PinbAdditions",
     "given_back_headline",
     "given_back_html",
     "given_back_text",
     "kept_facts_brief",
+    "pinb_added",
     "pinb_additions",
     "pinb_additions_text",
 ]
+
+#: How one fact of each kind of a kept-facts section is named (``next``: the next step).
+_KIND_NAMES: Final = {**{kind: kind for kind in KIND_LABELS}, "next": "next step"}
 
 
 def given_back_headline(given: GivenBack) -> str:
@@ -59,12 +68,16 @@ def given_back_html(given: GivenBack) -> str:
 
 
 def kept_facts_brief(summary: str) -> str:
-    """``"pinb kept 12 facts the summary lost (340 tokens)"``, or ``""`` without a section."""
+    """``"pinb kept 12 facts the summary lost (5 files, 3 commands, …; 340 tokens, its own
+    section)"``, or ``""`` without a section."""
     facts, tokens = kept_facts_of(summary)
     if not facts:
         return ""
+    kinds = Counter(f.kind for f in earlier_kept_facts(summary))
+    named = ", ".join(plural(n, _KIND_NAMES.get(kind, kind)) for kind, n in kinds.most_common())
     return (
-        f"pinb kept {plural(facts, 'fact')} the summary lost ({tokens:,} tokens, its own section)"
+        f"pinb kept {plural(facts, 'fact')} the summary lost ({named}; {tokens:,} tokens, its "
+        "own section)"
     )
 
 
@@ -95,3 +108,59 @@ def pinb_additions_text(session: Any, entry: Any) -> list[str]:
             f"given back in {entry_id}: {plural(facts, 'fact')} ({tokens:,} tokens, `pinb uncompact`)"
         )
     return lines
+
+
+@dataclass(frozen=True)
+class PinbAdditions:
+    """What pinb added to one compaction, as every view of it marks its facts.
+
+    Attributes
+    ----------
+    lines:
+        :func:`pinb_additions_text`: the kept-facts section and each give-back, one line each.
+    section:
+        The facts of the kept-facts section, read back from the summary.
+    given:
+        ``(fact's entry id, fact's text) -> give-back entry id``
+        (:func:`~pinb.core.compaction.uncompact.given_back_facts`).
+    """
+
+    lines: tuple[str, ...] = ()
+    section: tuple[Fact, ...] = ()
+    given: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def mark(self, fact: Fact, section: str = "") -> str:
+        """What pinb did for one fact of the span, in words (``""``: nothing).
+
+        ``section`` is the heading above the summary's passage that matched the fact: a
+        fact matched under pinb's heading was kept by pinb's section, not by the
+        summarizer. A fact the judge calls lost may still sit in the section (its line is
+        cut at 160 characters) or have been given back since.
+        """
+        given = self.given.get((fact.entry_id, fact.text))
+        if given is not None:
+            return f"given back in {given}"
+        if section == KEPT_FACTS_HEADING or self._in_section(fact):
+            return "kept by pinb's section"
+        return ""
+
+    def _in_section(self, fact: Fact) -> bool:
+        flat = " ".join(fact.text.split())
+        for kept in self.section:
+            if kept.entry_id != fact.entry_id:
+                continue
+            text = kept.text.removesuffix("…")
+            if text and flat.startswith(text):
+                return True
+        return False
+
+
+def pinb_added(session: Any, entry: Any) -> PinbAdditions:
+    """:class:`PinbAdditions` of a compaction entry of ``session`` (every view's one reading)."""
+    summary = entry.raw.get("summary")
+    text = summary if isinstance(summary, str) else ""
+    return PinbAdditions(
+        lines=tuple(pinb_additions_text(session, entry)),
+        section=tuple(earlier_kept_facts(text)),
+        given=given_back_facts(session, str(entry.id)),
+    )

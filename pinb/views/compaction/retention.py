@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,9 +14,11 @@ from ...core.compaction.matching import RULES
 from ...core.context.accounting import thousands
 from ...core.describe import one_line, plural
 from ...render.html import div, escape, heading, mimebundle, muted, table, title, wrap
+from .given_back import PinbAdditions, pinb_added
 
 __all__ = [
     "RetentionView",
+    "pinb_score_text",
     "recall_text",
     "retention_brief_html",
     "retention_html",
@@ -99,21 +101,60 @@ def score_text(report: RetentionReport) -> str:
     )
 
 
+def _mark(added: PinbAdditions | None, verdict: FactVerdict) -> str:
+    return added.mark(verdict.fact, verdict.summary.section) if added is not None else ""
+
+
+def pinb_score_text(report: RetentionReport, added: PinbAdditions | None) -> str:
+    """``4 of the 11 kept matched in pinb's kept-facts section; 3 of the 7 lost given back since``: what
+    of the score is pinb's doing (``""`` when pinb did nothing for this compaction)."""
+    if added is None:
+        return ""
+    kept = [v for v in report.verdicts if v.kept]
+    by_section = sum(_mark(added, v) == "kept by pinb's section" for v in kept)
+    lost = report.lost
+    marks = [_mark(added, v) for v in lost]
+    given = sum(m.startswith("given back") for m in marks)
+    in_section = sum(m == "kept by pinb's section" for m in marks)
+    parts = []
+    if by_section:
+        parts.append(
+            f"{by_section:,} of the {len(kept):,} kept matched in pinb's kept-facts section"
+        )
+    if in_section:
+        parts.append(
+            f"{in_section:,} of the {len(lost):,} lost are in pinb's section all the same (its "
+            "lines cut long text)"
+        )
+    if given:
+        parts.append(f"{given:,} of the {len(lost):,} lost given back since (`%pi uncompact`)")
+    return "; ".join(parts)
+
+
 def _see_all(report: RetentionReport) -> str:
     if report.compaction_id is not None:
         return f"%pi compactions --id {report.compaction_id}"
     return "%pi whatif (a summary written for each cut, scored)"
 
 
-def retention_brief_html(report: RetentionReport, max_lost: int = 5) -> str:
+def retention_brief_html(
+    report: RetentionReport, max_lost: int = 5, added: PinbAdditions | None = None
+) -> str:
     """The same as HTML: the score line, recall by kind, the first lost facts (linked to
-    their entries, ``data-pinb-entry`` naming each for the explorer), how to see all."""
+    their entries, ``data-pinb-entry`` naming each for the explorer), how to see all.
+
+    ``added``: what pinb kept and gave back for this compaction (:func:`pinb_added`); each
+    lost fact then says whether it was given back since.
+    """
     r = report
     planned = _unsummarized(r)
     parts = [
         heading("What a summary of this cut must keep" if planned else "What the summary kept"),
         div(f"<b>{escape(score_text(r))}</b>"),
     ]
+    pinb_line = pinb_score_text(r, added)
+    if pinb_line:
+        parts.append(div(escape(pinb_line)))
     if not planned:
         parts.append(div(escape(f"recall: {recall_text(r)}")))
         parts.append(
@@ -129,6 +170,7 @@ def retention_brief_html(report: RetentionReport, max_lost: int = 5) -> str:
                 one_line(v.fact.text, 160),
                 v.fact.detail,
                 "yes" if v.kept_messages else "no",
+                *((_mark(added, v),) if added is not None else ()),
                 _source(r, v),
             )
             for v in lost
@@ -141,14 +183,10 @@ def retention_brief_html(report: RetentionReport, max_lost: int = 5) -> str:
             else f"{'The fact' if count == 1 else f'The {count:,} facts'} {how}:"
         )
         parts.append(div(escape(shown), "muted"))
-        parts.append(
-            table(
-                ["kind", "fact", "detail", "in kept messages", "source"],
-                rows,
-                raw_columns=(4,),
-                wrap_columns=(1,),
-            )
-        )
+        headers = ["kind", "fact", "detail", "in kept messages", "source"]
+        if added is not None:
+            headers.insert(4, "pinb")
+        parts.append(table(headers, rows, raw_columns=(len(headers) - 1,), wrap_columns=(1,)))
     more = len(r.lost) - len(lost)
     also = f"… and {more:,} more. " if more > 0 else ""
     parts.append(
@@ -163,8 +201,14 @@ def _fact_line(report: RetentionReport, verdict: FactVerdict, limit: int = 100) 
     return f"{fact.kind:<11} {one_line(fact.text, limit)}{detail}  {report.cite(fact)}"
 
 
-def retention_text(report: RetentionReport, max_rows: int = 40) -> str:
-    """The report as plain text: figures, recall by kind, lost facts then kept ones."""
+def retention_text(
+    report: RetentionReport, max_rows: int = 40, added: PinbAdditions | None = None
+) -> str:
+    """The report as plain text: figures, recall by kind, lost facts then kept ones.
+
+    ``added`` (:func:`pinb_added`): what pinb kept and gave back, said after the figures,
+    and each fact pinb kept or gave back marked so.
+    """
     r = report
     lines = [
         f"{_name(r)} ({r.kind}): score {_percent(r.score)}, "
@@ -183,11 +227,17 @@ def retention_text(report: RetentionReport, max_rows: int = 40) -> str:
     ]
     if r.note:
         lines.append(f"  note: {r.note}")
+    if added is not None:
+        lines += [f"  {line}" for line in added.lines]
+        pinb_line = pinb_score_text(r, added)
+        if pinb_line:
+            lines.append(f"  {pinb_line}")
     lost = r.lost
     carried = sum(v.kept_messages for v in lost)
     lines.append(f"  lost ({len(lost):,}; {carried:,} still in the kept messages):")
     for verdict in lost[:max_rows]:
-        mark = "in kept messages · " if verdict.kept_messages else ""
+        marks = [_mark(added, verdict)] + (["in kept messages"] if verdict.kept_messages else [])
+        mark = "".join(f"{m} · " for m in marks if m)
         lines.append(f"    {mark}{_fact_line(r, verdict)}")
     if len(lost) > max_rows:
         lines.append(f"    … and {len(lost) - max_rows:,} more")
@@ -195,7 +245,9 @@ def retention_text(report: RetentionReport, max_rows: int = 40) -> str:
     lines.append(f"  kept ({len(kept):,}):")
     for verdict in kept[:max_rows]:
         evidence = one_line(verdict.summary.evidence, 80)
-        lines.append(f"    {verdict.verdict:<11} {_fact_line(r, verdict, 60)}  ← {evidence!r}")
+        by = _mark(added, verdict)
+        by = f"  ({by})" if by else ""
+        lines.append(f"    {verdict.verdict:<11} {_fact_line(r, verdict, 60)}  ← {evidence!r}{by}")
     if len(kept) > max_rows:
         lines.append(f"    … and {len(kept) - max_rows:,} more")
     return "\n".join(lines)
@@ -227,8 +279,31 @@ def _source(report: RetentionReport, verdict: FactVerdict) -> str:
     )
 
 
-def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
-    """The report as sanitizer-safe HTML: every fact and every piece of evidence escaped."""
+def _pinb_block(report: RetentionReport, added: PinbAdditions | None) -> str:
+    """What pinb kept in the summary and gave back after it, one line each, and what of the
+    score is its doing (``""`` without a session to read the give-backs from)."""
+    if added is None:
+        return ""
+    lines = list(added.lines) or [
+        "pinb added nothing: the summary is as its summarizer wrote it, and nothing was given back"
+    ]
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    pinb_line = pinb_score_text(report, added)
+    return (
+        heading("What pinb kept and gave back")
+        + f"<ul>{items}</ul>"
+        + (div(escape(pinb_line)) if pinb_line else "")
+    )
+
+
+def retention_html(
+    report: RetentionReport, max_rows: int = 200, added: PinbAdditions | None = None
+) -> str:
+    """The report as sanitizer-safe HTML: every fact and every piece of evidence escaped.
+
+    ``added`` (:func:`pinb_added`): what pinb kept and gave back, right below the score,
+    and a ``pinb`` column on each fact (kept by pinb's section, given back in an entry).
+    """
     r = report
     rows = []
     for kind in FACT_KINDS:
@@ -268,6 +343,7 @@ def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
             v.fact.detail,
             "yes" if v.kept_messages else "no",
             v.summary.rule,
+            *((_mark(added, v),) if added is not None else ()),
             _source(r, v),
         )
         for v in lost[:max_rows]
@@ -281,10 +357,12 @@ def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
             v.summary.rule,
             (f"[{v.summary.section}] " if v.summary.section else "")
             + one_line(v.summary.evidence, 200),
+            *((_mark(added, v),) if added is not None else ()),
             _source(r, v),
         )
         for v in kept[:max_rows]
     ]
+    pinb_column = ["pinb"] if added is not None else []
 
     def more(count: int) -> str:
         return div(muted(f"… and {count - max_rows:,} more"), "muted") if count > max_rows else ""
@@ -298,6 +376,7 @@ def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
             + (f", {escape(r.summarizer)}" if r.summarizer else "")
             + ")"
         ),
+        _pinb_block(r, added),
         div(escape(_figures(r)), "muted"),
         summary_table,
         div(
@@ -312,20 +391,24 @@ def retention_html(report: RetentionReport, max_rows: int = 200) -> str:
     ]
     if r.note:
         parts.append(div(escape(r.note), "warn"))
+    lost_headers = ["kind", "fact", "detail", "in kept messages", "closest", *pinb_column, "source"]
+    kept_headers = [
+        "kind", "fact", "verdict", "rule", "evidence (the summary's text)", *pinb_column, "source"
+    ]  # fmt: skip
     parts += [
         heading(f"Lost: {len(lost):,} ({carried:,} still in the kept messages)"),
         table(
-            ["kind", "fact", "detail", "in kept messages", "closest", "source"],
+            lost_headers,
             lost_rows,
-            raw_columns=(5,),
+            raw_columns=(len(lost_headers) - 1,),
             wrap_columns=(1, 4),
         ),
         more(len(lost)),
         heading(f"Kept by the summary: {len(kept):,}"),
         table(
-            ["kind", "fact", "verdict", "rule", "evidence (the summary's text)", "source"],
+            kept_headers,
             kept_rows,
-            raw_columns=(5,),
+            raw_columns=(len(kept_headers) - 1,),
             wrap_columns=(1, 4),
         ),
         more(len(kept)),
@@ -346,30 +429,63 @@ class RetentionView:
     (``path:line#entry-id`` in the link's title); then the kept facts with the summary's
     text that matched. Plain text and sanitizer-safe HTML, every session text escaped.
 
+    With the session, each compaction also says what pinb kept (its kept-facts section:
+    facts, kinds, tokens) and gave back after it (each ``pinb.uncompact`` entry: facts,
+    tokens, entry id), and each fact pinb kept or gave back is marked so, as ``pinb
+    compactions`` prints it (:func:`~pinb.views.compaction.given_back.pinb_added`).
+
     Parameters
     ----------
     reports:
         A report, or several (every compaction of a session).
     max_rows:
         Longest fact list shown per section.
+    session:
+        The session the reports were read from, for what pinb kept and gave back.
     """
 
     def __init__(
-        self, reports: RetentionReport | Iterable[RetentionReport], *, max_rows: int = 200
+        self,
+        reports: RetentionReport | Iterable[RetentionReport],
+        *,
+        max_rows: int = 200,
+        session: Any = None,
     ) -> None:
         self.reports: Sequence[RetentionReport] = (
             [reports] if isinstance(reports, RetentionReport) else list(reports)
         )
         self.max_rows = max_rows
+        #: What pinb added to each recorded compaction, by its id (with a session only).
+        self.added: Mapping[str, PinbAdditions] = {}
+        if session is not None:
+            self.added = {
+                r.compaction_id: pinb_added(session, session[r.compaction_id])
+                for r in self.reports
+                if r.compaction_id is not None and r.compaction_id in session
+            }
+
+    def _added(self, report: RetentionReport) -> PinbAdditions | None:
+        return self.added.get(report.compaction_id) if report.compaction_id else None
 
     def to_text(self) -> str:
         if not self.reports:
             return "<RetentionView: no compactions>"
-        return "\n\n".join(retention_text(r, min(self.max_rows, 40)) for r in self.reports)
+        return "\n\n".join(
+            retention_text(r, min(self.max_rows, 40), self._added(r)) for r in self.reports
+        )
 
     __repr__ = to_text
 
+    def _pinb_cell(self, report: RetentionReport) -> str:
+        """``kept 12 · gave back 5``: the facts pinb kept and gave back for one compaction."""
+        added = self._added(report)
+        if added is None:
+            return "—"
+        given = len(added.given)
+        return f"kept {len(added.section):,} · gave back {given:,}"
+
     def _overview(self) -> str:
+        pinb = bool(self.added)
         rows = [
             (
                 r.compaction_id or r.kind,
@@ -378,13 +494,16 @@ class RetentionView:
                 r.summary_tokens,
                 len(r.verdicts),
                 _percent(r.score),
+                *((self._pinb_cell(r),) if pinb else ()),
                 *(_percent(r.recall.get(k)) for k in FACT_KINDS),
             )
             for r in self.reports
         ]
         headers = ["compaction", "before", "after", "summary", "facts", "score"]
+        headers += ["pinb"] if pinb else []
         headers += [KIND_LABELS[k] for k in FACT_KINDS]
-        return table(headers, rows, numeric=tuple(range(1, 6 + len(FACT_KINDS))))
+        kinds = range(6 + pinb, 6 + pinb + len(FACT_KINDS))
+        return table(headers, rows, numeric=(*range(1, 6), *kinds))
 
     def to_html(self) -> str:
         if not self.reports:
@@ -396,7 +515,7 @@ class RetentionView:
                 escape("tokens: chars/4 estimate before and after each compaction"), "muted"
             )
             body += self._overview()
-        body += "".join(retention_html(r, self.max_rows) for r in self.reports)
+        body += "".join(retention_html(r, self.max_rows, self._added(r)) for r in self.reports)
         return wrap(body, "pinb-retention")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:

@@ -34,7 +34,7 @@ from ...render.tree.graph import (
     node_key,
     plural,
 )
-from .given_back import pinb_additions_text
+from .given_back import PinbAdditions, pinb_added
 from .retention import retention_brief_html, score_text
 
 __all__ = ["CompactionView", "report_from_entry"]
@@ -185,10 +185,20 @@ class CompactionView:
                 self.retention_error = str(exc) or type(exc).__name__
         #: Tool results masked in the context right after the compaction (its kept part).
         self.masked = self._read_masked(session)
-        #: What pinb added to this compaction: its kept facts and give-backs, one line each.
-        self.pinb_lines: list[str] = []
+        #: What pinb added to this compaction: its kept facts and give-backs, and which
+        #: facts of the span each holds (``None`` without a session or for a dry run).
+        self.pinb: PinbAdditions | None = None
         if session is not None and self.report.entry is not None:
-            self.pinb_lines = pinb_additions_text(session, self.report.entry)
+            self.pinb = pinb_added(session, self.report.entry)
+        #: The same, one line each.
+        self.pinb_lines: list[str] = list(self.pinb.lines) if self.pinb is not None else []
+        self._session = session
+        self._options: dict[str, Any] = {
+            "context_window": context_window,
+            "window_source": window_source,
+            "max_rows": max_rows,
+            "max_lost": max_lost,
+        }
         self._entries: dict[str, Entry] = {}
         if session is not None:
             wanted = {*self.report.summarized_ids, *self.report.kept_ids, *self.report.after_ids}
@@ -234,7 +244,7 @@ class CompactionView:
 
     def _retention_html(self) -> str:
         if self.retention is not None:
-            return retention_brief_html(self.retention, self.max_lost)
+            return retention_brief_html(self.retention, self.max_lost, self.pinb)
         if self.retention_error:
             return heading("What the summary kept") + (
                 f"<div{style('error')}>not read: {escape(self.retention_error)}</div>"
@@ -245,8 +255,9 @@ class CompactionView:
         """``"pinb kept 12 facts …; given back in …; "``: what pinb added, when it did."""
         return "".join(f"{line}; " for line in self.pinb_lines)
 
-    def _pinb_html(self) -> str:
-        """What pinb kept in the summary and gave back after it, with their cost."""
+    def _pinb_html(self, hint: bool = True) -> str:
+        """What pinb kept in the summary and gave back after it, with their cost; ``hint``:
+        the command that gives back (a widget has its button instead)."""
         if self.report.entry is None:
             return ""
         lines = self.pinb_lines or [
@@ -254,11 +265,13 @@ class CompactionView:
             "given back"
         ]
         items = "".join(f"<li>{escape(line)}</li>" for line in lines)
-        hint = (
+        said = (
             f"<div{style('muted')}>{escape('%pi uncompact')} (or {escape('pinb uncompact FILE')}) "
             "gives back what the summary lost, as one cited message the next turn reads.</div>"
+            if hint
+            else ""
         )
-        return heading("What pinb kept and gave back") + f"<ul>{items}</ul>" + hint
+        return heading("What pinb kept and gave back") + f"<ul>{items}</ul>" + said
 
     def _keep_text(self) -> str:
         """``"keepRecentTokens 700 (why); "``: the keep budget the plan used, when known."""
@@ -323,6 +336,12 @@ class CompactionView:
         )
 
     def to_html(self) -> str:
+        """The view as sanitizer-safe HTML, with the command that gives back what it lost."""
+        return self.html(hint=True)
+
+    def html(self, *, hint: bool = True) -> str:
+        """:meth:`to_html`; ``hint=False`` leaves out the give-back command (the widget's
+        button stands there instead)."""
         r = self.report
         saved = r.tokens_saved  # the same measure (chars/4) on both sides
         share = f" ({saved / r.estimated_before:.0%})" if r.estimated_before else ""
@@ -391,7 +410,7 @@ class CompactionView:
             table(["role", "before", "after", "change"], role_rows, numeric=(1, 2, 3)),
             table(["", ""], facts, wrap_columns=(1,)),
             self._retention_html(),
-            self._pinb_html(),
+            self._pinb_html(hint),
             heading(f"Summarized: {plural(len(r.summarized_ids), 'entry')}"),
             self._entry_table(r.summarized_ids),
             heading(f"Kept verbatim: {plural(len(r.kept_ids), 'entry')}"),
@@ -421,5 +440,44 @@ class CompactionView:
             [("before", dict(r.before_by_role)), ("after", dict(r.after_by_role))], ax, marks=marks
         )
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def widget(self) -> Any:
+        """This compaction as a live widget with a real "Give back what it lost" button
+        (:class:`~pinb.views.compaction_widget.CompactionWidget`; needs anywidget).
+
+        Raises
+        ------
+        UsageError
+            A dry run (nothing to give back yet) or a view without its session.
+        """
+        from ...errors import UsageError
+
+        if self._session is None or self.report.entry is None:
+            raise UsageError(
+                "only a recorded compaction with its session can give back: "
+                "CompactionView(entry_id, session)"
+            )
+        # By the facade, which loads the widget (anywidget) on first use: the widget draws
+        # this view, so this module never imports it.
+        from ... import views
+
+        return views.CompactionWidget(self.report.entry, self._session, **self._options)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        # In a live kernel a recorded compaction shows as the widget, whose button gives
+        # back what it lost; its bundle keeps this HTML (with the command) for a saved or
+        # untrusted notebook and nbconvert, where no kernel answers a click.
+        if self._session is not None and self.report.entry is not None and _live_kernel():
+            try:
+                widget = self.widget()
+            except ImportError:  # no anywidget: the static view says which command to run
+                pass
+            else:
+                return widget._repr_mimebundle_(include=include, exclude=exclude)
         return mimebundle(self.to_text(), html=self.to_html(), include=include, exclude=exclude)
+
+
+def _live_kernel() -> bool:
+    """Whether this process is a Jupyter kernel, where a widget's clicks reach Python."""
+    from ...core.file.writers import describe_process
+
+    return describe_process() == "a Jupyter kernel"
