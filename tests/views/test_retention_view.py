@@ -272,3 +272,12 @@ def escape_text(text: str) -> str:
     from pinb.render.html import escape
 
     return escape(text)
+
+
+def test_a_share_of_all_says_all() -> None:
+    from pinb.views.compaction.retention import share
+
+    assert share(3, 7, "lost") == "3 of the 7 lost"
+    assert share(1, 1, "lost") == "the one lost fact"
+    assert share(2, 2, "kept") == "both kept facts"
+    assert share(7, 7, "lost") == "all 7 lost facts"

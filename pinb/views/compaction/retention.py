@@ -105,6 +105,16 @@ def _mark(added: PinbAdditions | None, verdict: FactVerdict) -> str:
     return added.mark(verdict.fact, verdict.summary.section) if added is not None else ""
 
 
+def share(part: int, whole: int, what: str) -> str:
+    """``"3 of the 7 lost"``; all of them as ``"the one lost fact"``, ``"both lost facts"``,
+    ``"all 7 lost facts"`` (never "1 of the 1 lost")."""
+    if part == whole:
+        return {1: f"the one {what} fact", 2: f"both {what} facts"}.get(
+            whole, f"all {whole:,} {what} facts"
+        )
+    return f"{part:,} of the {whole:,} {what}"
+
+
 def pinb_score_text(report: RetentionReport, added: PinbAdditions | None) -> str:
     """``4 of the 11 kept matched in pinb's kept-facts section; 3 of the 7 lost given back since``: what
     of the score is pinb's doing (``""`` when pinb did nothing for this compaction)."""
@@ -119,15 +129,15 @@ def pinb_score_text(report: RetentionReport, added: PinbAdditions | None) -> str
     parts = []
     if by_section:
         parts.append(
-            f"{by_section:,} of the {len(kept):,} kept matched in pinb's kept-facts section"
+            f"{share(by_section, len(kept), 'kept')} matched in pinb's kept-facts section"
         )
     if in_section:
         parts.append(
-            f"{in_section:,} of the {len(lost):,} lost are in pinb's section all the same (its "
+            f"{share(in_section, len(lost), 'lost')}: in pinb's section all the same (its "
             "lines cut long text)"
         )
     if given:
-        parts.append(f"{given:,} of the {len(lost):,} lost given back since (`%pi uncompact`)")
+        parts.append(f"{share(given, len(lost), 'lost')} given back since (`%pi uncompact`)")
     return "; ".join(parts)
 
 
