@@ -128,9 +128,7 @@ def pinb_score_text(report: RetentionReport, added: PinbAdditions | None) -> str
     in_section = sum(m == "kept by pinb's section" for m in marks)
     parts = []
     if by_section:
-        parts.append(
-            f"{share(by_section, len(kept), 'kept')} matched in pinb's kept-facts section"
-        )
+        parts.append(f"{share(by_section, len(kept), 'kept')} matched in pinb's kept-facts section")
     if in_section:
         parts.append(
             f"{share(in_section, len(lost), 'lost')}: in pinb's section all the same (its "
