@@ -400,7 +400,7 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
             page.locator(".pinb-tw-tab-context_html").click()
             page.wait_for_function(
                 "id => document.querySelector('.pinb-context').textContent"
-                ".includes('Context at leaf ' + id)",
+                ".includes('Context from ' + id)",  # "leaf" is the session's leaf only
                 arg=ids["a4"],
             )
 
