@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import EntryNotFoundError, InvalidEntryError, SessionFileError
 from .file.paths import iso_now, resolve_cwd, session_file_name, sessions_dir_for
@@ -15,7 +15,20 @@ from .format.migrate import new_entry_id
 from .format.target import Pi, PiLike
 from .session import Session, _new_header
 
-__all__ = ["clone_session", "create_branched_session", "fork_from", "fork_session", "user_text"]
+__all__ = [
+    "ForkKind",
+    "clone_session",
+    "create_branched_session",
+    "fork_at",
+    "fork_from",
+    "fork_kind",
+    "fork_session",
+    "user_text",
+]
+
+#: What forking at an entry does: ``"fork"`` (a new file ending before a user message,
+#: whose text comes back to send again) or ``"clone"`` (the path up to and including it).
+ForkKind = Literal["fork", "clone"]
 
 
 def user_text(message: Any) -> str:
@@ -142,6 +155,34 @@ def fork_session(
         )
         return _new_session(header, [], _target_folder(session, sessions_dir), session), text
     return create_branched_session(session, parent, sessions_dir=sessions_dir), text
+
+
+def fork_kind(entry: Entry) -> ForkKind:
+    """The one rule for forking at an entry, as Pi 1.x draws it: ``"fork"`` or ``"clone"``.
+
+    Pi's ``/fork`` picks a user message and starts a new file that ends before it (its
+    text goes back to the editor); ``/clone`` copies the branch up to and including an
+    entry. So a user message forks, and any other entry clones.
+    """
+    return "fork" if entry.role == "user" else "clone"
+
+
+def fork_at(
+    session: Session, entry_id: str, *, sessions_dir: str | os.PathLike[str] | None = None
+) -> tuple[Session, str | None]:
+    """Fork or clone at ``entry_id`` by :func:`fork_kind`: ``(new session, text to resend)``.
+
+    The text is the user message's, for a fork; ``None`` for a clone. ``%pi fork ID`` and
+    the explorer's fork button both call this.
+
+    Raises
+    ------
+    EntryNotFoundError
+        ``entry_id`` is not in the session.
+    """
+    if fork_kind(session[entry_id]) == "fork":
+        return fork_session(session, entry_id, sessions_dir=sessions_dir)
+    return clone_session(session, entry_id, sessions_dir=sessions_dir), None
 
 
 def clone_session(

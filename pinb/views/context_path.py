@@ -135,6 +135,8 @@ class ContextPathView:
         self.max_rows = max_rows
         with gc_paused():
             leaf = session.leaf_id if leaf_id is UNSET else leaf_id
+            #: Seen from the session's leaf (else from an entry elsewhere in the tree).
+            self.at_leaf = leaf == session.leaf_id or leaf == _leaf_as_drawn(session)
             self.context: SessionContext = session.build_context(leaf)
             self.usage: ContextUsage = account(
                 self.context,
@@ -448,7 +450,14 @@ class ContextPathView:
 
     def to_html(self) -> str:
         parts = [
-            title(f"Context at leaf {self.leaf_key or '(none)'}"),
+            # "leaf" names the session's leaf only: from any other entry the context is
+            # what the model would see if the conversation went on from there.
+            title(
+                f"Context at leaf {self.leaf_key or '(none)'}"
+                if self.at_leaf
+                else f"Context from {self.leaf_key or '(none)'} (not the leaf: as if the "
+                "conversation went on from here)"
+            ),
             usage_html(self.usage),
         ]
         if self.usage.by_role:
@@ -534,3 +543,14 @@ _ROW_CLASS = {
     "compaction": "pinb-summary-row",
     "after": "pinb-after",
 }
+
+
+def _leaf_as_drawn(session: Session) -> Any:
+    """The session's leaf with pinb's hidden markers after it seen through, as the tree
+    draws it (an archive marker appended at the leaf is not the conversation's end)."""
+    entry = session.get(session.leaf_id)
+    seen: set[int] = set()
+    while entry is not None and is_hidden_marker(entry) and id(entry) not in seen:
+        seen.add(id(entry))
+        entry = session.get(entry.parent_id)
+    return entry.id if entry is not None else None

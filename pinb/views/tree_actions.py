@@ -1,7 +1,11 @@
 """The explorer's actions: what the ES module's buttons ask the kernel to do to the session.
 
 Continue here, continue with a branch summary, label, fork, archive, unarchive and give
-back what a compaction lost (``pinb uncompact``), each on the selected entry; each says in the widget's status line what it did or why it did not.
+back what a compaction lost (``pinb uncompact``), each on the selected entry; each says in
+the widget's status line what it did or why it did not. Continuing or forking at a user
+message follows Pi (``/tree``, ``/fork``): the new path ends before it, and its text comes
+back in :attr:`editor_text`, which the ES module shows in a box to edit and copy as a
+``%%pi`` cell.
 :class:`~pinb.views.tree_widget.TreeWidget` (the anywidget model: traitlets, layout,
 panels) mixes these in; they act on the session, then ask the model to redraw.
 """
@@ -11,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..render.html import shorten
+from ..core.forks import ForkKind, fork_at, fork_kind
 from ..render.tree.graph import plural
 from .accounting import resolve_window
 
@@ -19,7 +23,28 @@ if TYPE_CHECKING:
     from ..core import Session
     from ..render.tree.graph import SessionGraph
 
-__all__ = ["TreeActions"]
+__all__ = ["TreeActions", "fork_button"]
+
+#: The fork button's label and tooltip for each kind of fork (said before it is clicked).
+_FORK_BUTTON: dict[ForkKind, tuple[str, str]] = {
+    "fork": (
+        "Fork before this message",
+        "A new session file that ends just before this user message, as Pi's /fork: the "
+        "message itself is not copied; its text comes back below, to edit and send again.",
+    ),
+    "clone": (
+        "Copy the path to here into a new file",
+        "A new session file holding the path from the first entry up to and including this "
+        "one, as Pi's /clone (fork before a user message: select that message).",
+    ),
+}
+
+
+def fork_button(kind: ForkKind | None) -> tuple[str, str]:
+    """The fork button's ``(label, tooltip)`` for what forking at the selection does."""
+    if kind is None:
+        return "Fork to new file", "Select an entry first."
+    return _FORK_BUTTON[kind]
 
 
 class TreeActions:
@@ -30,6 +55,9 @@ class TreeActions:
         selected_id: str | None
         status: str
         status_tone: str
+        editor_text: str
+        editor_note: str
+        leaf: str | None
         graph: SessionGraph | None
         navigate: Callable[[Session, str, bool], Any] | None
         summarizer: Any
@@ -57,8 +85,11 @@ class TreeActions:
             "select": lambda: self._selected_from_panel(key),
         }
         handler = handlers.get(str(action))
-        if handler is not None:
-            handler()
+        if handler is None:
+            return
+        if action not in ("select", "refresh"):
+            self._editor("")  # the text to resend belongs to the action that gave it
+        handler()
 
     def _selected_from_panel(self, key: Any) -> None:
         """A link in a panel (a fact's entry) asked to select ``key`` (selected above)."""
@@ -73,6 +104,23 @@ class TreeActions:
         self.status_tone = "error"
         self.status = text
 
+    def _editor(self, text: str | None, note: str = "") -> None:
+        """Offer ``text`` to edit and send again (``""``/``None``: nothing to offer)."""
+        self.editor_text = text or ""
+        self.editor_note = (note or "Paste it into a new cell to send it again.") if text else ""
+
+    def _moved(self, target: str, text: str | None) -> str:
+        """What the status line says of the leaf's move (the leaf named as the header names it)."""
+        leaf = self.leaf or "(none)"
+        if text is None:
+            return f"Leaf moved to {leaf}"
+        if leaf == target:  # a navigate callback's own rule
+            return f"Leaf moved to {leaf}; the text it gave back is below to edit"
+        return (
+            f"Leaf moved to {leaf}, before the message {target} (as Pi's /tree: continuing "
+            "at a user message sends it again); its text is below to edit"
+        )
+
     def _target(self) -> str | None:
         if not self.selected_id or self.selected_id not in self.session:
             self._error("Select an entry in the tree first.")
@@ -80,7 +128,11 @@ class TreeActions:
         return self.selected_id
 
     def continue_here(self) -> Any:
-        """Move the leaf to the selected entry (with ``navigate`` if given)."""
+        """Move the leaf to the selected entry (with ``navigate`` if given).
+
+        As Pi's ``/tree`` (:meth:`Session.navigate`): at a user message the leaf goes to
+        its parent and the message's text is offered to edit and send again.
+        """
         target = self._target()
         if target is None:
             return None
@@ -88,15 +140,14 @@ class TreeActions:
             if self.navigate is not None:
                 result = self.navigate(self.session, target, False)
             else:
-                self.session.branch(target)
-                result = None
+                result = self.session.navigate(target)
         except Exception as exc:  # shown in the widget: a callback has no caller
             self._error(f"{type(exc).__name__}: {exc}")
             return None
         self.refresh(force=True)
         text = getattr(result, "editor_text", None)
-        extra = f" Text to edit and resend: {shorten(text, 200)}" if text else ""
-        self._info(f"Leaf moved to {self.session.leaf_id}.{extra}")
+        self._editor(text)
+        self._info(f"{self._moved(target, text)}.")
         return result
 
     def continue_with_summary(self) -> Any:
@@ -129,14 +180,14 @@ class TreeActions:
             return None
         self.refresh(force=True)
         text = getattr(result, "editor_text", None)
-        extra = f" Text to edit and resend: {shorten(text, 200)}" if text else ""
         summary = getattr(result, "summary_entry", None)
         made = (
             f"with branch summary {summary.id}, written by {by}"
             if summary is not None
             else "(nothing on the branch left to summarize)"
         )
-        self._info(f"Leaf moved to {self.session.leaf_id} {made}.{extra}")
+        self._editor(text)
+        self._info(f"{self._moved(target, text)} {made}.")
         return result
 
     def set_label(self, text: str | None) -> None:
@@ -156,20 +207,37 @@ class TreeActions:
         )
 
     def fork(self) -> Any:
-        """Copy the path to the selected entry into a new session file (or call ``fork``)."""
+        """Fork at the selected entry into a new session file, as ``%pi fork ID`` does.
+
+        One rule (:func:`pinb.core.forks.fork_kind`): a user message forks before it (Pi's
+        ``/fork``; its text is offered to send again), any other entry copies the path up
+        to and including it (Pi's ``/clone``). A ``fork`` callable, if given, is called
+        instead. Returns ``(new session, text or None)``, or the callable's result.
+        """
         target = self._target()
         if target is None:
             return None
         try:
+            kind = fork_kind(self.session[target])
             if self.fork_callable is not None:
-                result = self.fork_callable(self.session, target)
+                result: Any = self.fork_callable(self.session, target)
+                new, text = (result[0], result[1]) if isinstance(result, tuple) else (result, None)
             else:
-                result = self.session.clone(target)
+                new, text = result = fork_at(self.session, target)
         except Exception as exc:
             self._error(f"{type(exc).__name__}: {exc}")
             return None
-        where = getattr(result, "path", result)
-        self._info(f"Forked the path to {target}: {where}")
+        where = getattr(new, "path", new)
+        if kind == "fork":
+            self._editor(text, f"Paste it into a new cell after %pi open {where} to send it there.")
+            self._info(
+                f"Forked before the user message {target} into {where} (its text is below to "
+                f"edit; %pi open {where} continues there)."
+            )
+        else:
+            self._info(
+                f"Copied the path up to {target} into {where} (%pi open {where} continues there)."
+            )
         return result
 
     def archive(self, note: str | None = None) -> Any:

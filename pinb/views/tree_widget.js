@@ -124,18 +124,32 @@ function buildDom(el) {
   const labelText = h("input", "pinb-label-text");
   labelText.placeholder = "label (empty clears)";
   const bLabel = h("button", "pinb-label", "Set label");
-  const bFork = h("button", "pinb-fork", "Fork to new file");
+  const bFork = h("button", "pinb-fork", "Fork to new file"); // relabelled by fork_hint
   const bArchive = h("button", "pinb-archive", "Archive branch");
   const bUncompact = h("button", "pinb-uncompact", "Give back what it lost");
   actions.append(bContinue, bSummary, labelText, bLabel, bFork, bArchive, bUncompact);
   const status = h("div", "pinb-tw-status pinb-status");
-  side.append(actions, status, tabs, panels.details, panels.context_html, panels.compaction_html);
+  // A user message's text given back by continue or fork: edited here, copied as a cell.
+  // It arrives as a trait and is only ever set as the box's value (never as HTML).
+  const editor = h("div", "pinb-tw-editor");
+  const editorTitle = h("div", "pinb-tw-editor-title", "Text to edit and send again:");
+  const editorText = h("textarea", "pinb-editor-text");
+  editorText.rows = 4;
+  editorText.spellcheck = false;
+  const editorRow = h("div", "pinb-tw-editor-row");
+  const bCopyCell = h("button", "pinb-copy-cell", "Copy as a %%pi cell");
+  bCopyCell.title = "Copies %%pi and this text to the clipboard, as a cell that sends it again.";
+  const editorNote = h("span", "pinb-tw-editor-note");
+  editorRow.append(bCopyCell, editorNote);
+  editor.append(editorTitle, editorText, editorRow);
+  side.append(actions, status, editor, tabs, panels.details, panels.context_html, panels.compaction_html);
   body.append(treeBox, side);
   root.append(header, toolbar, body);
   return {
     title, summary, search, matchNote, zoomOut, zoomIn, zoomFit, leafButton, archivedBox, refresh,
     scroller, canvas, lanesSvg, rowsLayer, legend, archivedList, panels, tabButtons,
     bContinue, bSummary, labelText, bLabel, bFork, bArchive, bUncompact, status,
+    editor, editorText, bCopyCell, editorNote,
   };
 }
 
@@ -301,6 +315,27 @@ function scrollToRow(v, i) {
   }
 }
 
+// Where the selected row sits in the scroller's window (px from its top); null when it is
+// not in view (the user scrolled away from it: a redraw then leaves the scroll alone).
+function selectedOffset(v) {
+  const i = v.rowOf.get(v.model.get("selected_id"));
+  if (i === undefined) return null;
+  const g = geometry(v);
+  const offset = rowTop(v, i, g) - v.ui.scroller.scrollTop;
+  return offset + g.rowH > 0 && offset < v.ui.scroller.clientHeight ? offset : null;
+}
+
+// Scroll so the selected row sits ``offset`` px from the window's top again (in view).
+function keepOffset(v, offset) {
+  const i = v.rowOf.get(v.model.get("selected_id"));
+  if (i === undefined) return;
+  const { scroller, canvas } = v.ui;
+  const g = geometry(v);
+  canvas.style.height = `${rowTop(v, Math.max(1, v.rows.length), g)}px`; // room to scroll to
+  const room = Math.max(0, scroller.clientHeight - g.rowH);
+  scroller.scrollTop = Math.max(0, rowTop(v, i, g) - Math.min(Math.max(0, offset), room));
+}
+
 function drawHeader(v) {
   const { model, ui } = v;
   ui.title.textContent = model.get("title");
@@ -353,6 +388,37 @@ function drawPanels(v) {
       ? "The active path cannot be archived: select an entry on another branch, or move the leaf off this one first."
       : "Hide the branch that starts here (nothing is deleted; unarchive brings it back).";
   drawUncompact(v, row);
+  // The kernel decides what forking here does (the rule %pi fork follows) and says it.
+  const [forkLabel, forkTitle] = model.get("fork_hint") || [];
+  ui.bFork.textContent = forkLabel || "Fork to new file";
+  ui.bFork.title = forkTitle || "";
+  ui.bFork.disabled = !selected;
+}
+
+// The text to send again: shown while an action has given one back.
+function drawEditor(v) {
+  const { model, ui } = v;
+  const text = model.get("editor_text") || "";
+  ui.editor.style.display = text ? "" : "none";
+  ui.editorText.value = text;
+  ui.editorNote.textContent = model.get("editor_note") || "";
+}
+
+// The box's text (as edited) as a %%pi cell, to the clipboard. Where the page may not
+// write the clipboard (not a secure context, or refused), the cell is selected in the box
+// so Ctrl+C copies it, and the note says so.
+async function copyCell(v) {
+  const { ui } = v;
+  const cell = `%%pi\n${ui.editorText.value}`;
+  try {
+    if (!navigator.clipboard || !navigator.clipboard.writeText) throw new Error("no clipboard");
+    await navigator.clipboard.writeText(cell);
+    ui.editorNote.textContent = "Copied: paste it into a new cell to send it again.";
+  } catch (error) {
+    ui.editorText.value = cell;
+    ui.editorText.select();
+    ui.editorNote.textContent = "The browser refused the clipboard: the cell is selected, press Ctrl+C (⌘C) to copy it.";
+  }
 }
 
 // Give back (pinb uncompact): only a compaction on the active path can, since only its
@@ -505,6 +571,7 @@ function wireActions(v) {
   ui.bFork.addEventListener("click", () => send("fork"));
   ui.bArchive.addEventListener("click", () => send("archive"));
   ui.bUncompact.addEventListener("click", () => send("uncompact"));
+  ui.bCopyCell.addEventListener("click", () => copyCell(v));
 }
 
 // --- listeners that outlive the view's elements ----------------------------------------
@@ -517,8 +584,12 @@ function listenerTable(v) {
   const { model } = v;
   const panels = () => drawPanels(v);
   const onRows = () => {
+    // The selected entry keeps its place on screen when the rows are laid out again
+    // (continue, fork, archive move the active path): else it slides out of view.
+    const anchor = selectedOffset(v);
     indexRows(v);
     drawHeader(v);
+    if (anchor !== null) keepOffset(v, anchor);
     draw(v);
     drawPanels(v);
     if (document.activeElement !== v.ui.labelText) syncLabel(v);
@@ -562,6 +633,9 @@ function listenerTable(v) {
     [model, "change:compaction_html", panels],
     [model, "change:compaction_label", panels],
     [model, "change:status", panels],
+    [model, "change:fork_hint", panels],
+    [model, "change:editor_text", () => drawEditor(v)],
+    [model, "change:editor_note", () => drawEditor(v)],
     [model, "change:matches", onMatches],
     [model, "change:match_note", onMatchNote],
     [window, "pointermove", onPointerMove],
@@ -602,6 +676,7 @@ function render({ model, el }) {
   indexRows(v);
   drawHeader(v);
   drawPanels(v);
+  drawEditor(v);
   syncLabel(v);
   // The first paint, once the element has its size.
   requestAnimationFrame(() => {

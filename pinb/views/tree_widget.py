@@ -31,6 +31,7 @@ import traitlets
 from ..core import CompactionSettings, Session
 from ..core.compaction.facts import FactCache
 from ..core.context.accounting import thousands
+from ..core.forks import fork_kind
 from ..errors import PinbError
 from ..render.html import escape, muted, style, wrap
 from ..render.tree.cells import legend_items, row_cells, title_lines
@@ -41,13 +42,14 @@ from ..render.tree.rows import RowLayout, row_layout
 from .compaction.view import CompactionView
 from .context_path import ContextPathView
 from .entry import entry_html
-from .tree_actions import TreeActions
+from .tree_actions import TreeActions, fork_button
 
 __all__ = ["WIDGET_MAX_ROWS", "Fork", "Navigate", "SessionExplorer", "TreeWidget"]
 
 #: ``navigate(session, target_id, summarize)``: move the leaf, optionally with a summary.
 Navigate = Callable[[Session, str, bool], Any]
-#: ``fork(session, entry_id)``: copy the path to ``entry_id`` into a new session file.
+#: ``fork(session, entry_id)``: fork at ``entry_id`` into a new session file; may return
+#: ``(new session, text to send again or None)`` as :func:`pinb.core.forks.fork_at` does.
 Fork = Callable[[Session, str], Any]
 
 #: Rows the widget sends to the browser at most (side branches fold beyond it).
@@ -75,8 +77,9 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         (``%pi explore`` passes the configured model's); without one, pinb's offline
         extractive summarizer writes them, and the status line says so.
     fork:
-        ``fork(session, entry_id)`` for "fork"; by default the path up to the selected
-        entry is copied into a new session file (:meth:`Session.clone`).
+        ``fork(session, entry_id)`` for "fork"; by default the rule ``%pi fork`` follows
+        (:func:`pinb.core.forks.fork_at`): before a user message (its text offered to send
+        again), else the path up to and including the entry.
     context_window / window_source:
         The window the context and compaction panels measure against; by default the model
         registry's for the session's model, else unknown.
@@ -113,6 +116,13 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         "Compaction here", help="The compaction tab's name: a dry run, or the compaction selected."
     ).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
+    editor_text = traitlets.Unicode(
+        "", help="A user message's text given back by continue or fork, to edit and send again."
+    ).tag(sync=True)
+    editor_note = traitlets.Unicode("", help="Where to paste editor_text.").tag(sync=True)
+    fork_hint: traitlets.List[Any] = traitlets.List(
+        help="[label, tooltip] of the fork button for the selected entry."
+    ).tag(sync=True)
     status_tone = traitlets.Unicode("info").tag(sync=True)
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)
     match_note = traitlets.Unicode("").tag(sync=True)
@@ -266,6 +276,8 @@ class TreeWidget(TreeActions, anywidget.AnyWidget):
         entry = node.entry if node is not None else (session.get(key) if key else None)
         self._panel_entry = entry
         self._stale = {"context_html", "compaction_html"}
+        # The rule %pi fork follows, said on the button before it is pressed.
+        self.fork_hint = list(fork_button(fork_kind(entry) if entry is not None else None))
         if entry is None:
             self.details = wrap(muted("Select an entry in the tree."))
             self.context_html = ""

@@ -400,7 +400,7 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
             page.locator(".pinb-tw-tab-context_html").click()
             page.wait_for_function(
                 "id => document.querySelector('.pinb-context').textContent"
-                ".includes('Context at leaf ' + id)",
+                ".includes('Context from ' + id)",  # "leaf" is the session's leaf only
                 arg=ids["a4"],
             )
 
@@ -984,3 +984,92 @@ def test_what_if_strategies_read_whole_at_a_notebook_s_width(tmp_path: Path) -> 
         for row in found["rows"]:
             assert len(row) == 4 and all(c["right"] <= found["right"] + 1 for c in row), row
         assert page.evaluate("window.__pinb_xss") is None
+
+
+def test_explorer_keeps_the_selection_and_offers_the_text_to_resend(
+    lab: tuple[str, str, Path], tmp_path: Path
+) -> None:
+    """Continue at a user message off the path of a long story: the row stays selected and
+    in view after the tree is laid out again, its text waits in an editable box, and the
+    copy button puts a ready ``%%pi`` cell with the edited text on the clipboard."""
+    from pinb.testing.story import EXTRA_TASKS, story_tasks, write_story_session
+
+    base, token, root = lab
+    folder = root / "resend"
+    story = write_story_session(folder / "s", tasks=story_tasks(extras=EXTRA_TASKS[:2]))
+    assert story.path is not None
+    on_path = {e.id for e in story.path_to()}
+    target = next(e for e in story.entries if e.role == "user" and e.id not in on_path)
+    text = target.message["content"][0]["text"]
+    _explorer_notebook(folder / "resend.ipynb", story.path, story.entries[0].id)
+    ARTIFACTS.mkdir(exist_ok=True)
+    in_view = (
+        "id => { const r = document.querySelector(`.pinb-tw-row[data-id='${id}']`);"
+        " const s = document.querySelector('.pinb-tw-scroller'); if (!r) return false;"
+        " const a = r.getBoundingClientRect(), b = s.getBoundingClientRect();"
+        " return r.className.includes('pinb-tw-selected') && a.top >= b.top && a.bottom <= b.bottom; }"
+    )
+    with watchdog(BUDGET_S), chromium_page(1500, 1100) as page:
+        try:
+            page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+            _start_kernel(base, token, "resend/resend.ipynb")
+            page.goto(
+                f"{base}/lab/workspaces/resend/tree/resend/resend.ipynb?token={token}",
+                wait_until="domcontentloaded",
+            )
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            _run_all(page)
+            widget = page.locator('.pinb-tw[data-ready="1"]')
+            widget.wait_for()
+            editor = widget.locator(".pinb-tw-editor")
+            assert not editor.is_visible()  # nothing to resend yet
+            # Select the message with the search box (Enter jumps to the hit).
+            widget.locator(".pinb-tw-search").fill(target.id)
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-tw-matchnote').textContent === '1 match'"
+            )
+            widget.locator(".pinb-tw-search").press("Enter")
+            page.wait_for_function(in_view, arg=target.id)
+            fork = widget.locator(".pinb-fork")
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-fork').textContent === 'Fork before this message'"
+            )
+            assert "/fork" in (fork.get_attribute("title") or "")
+            widget.screenshot(path=str(ARTIFACTS / "explorer-resend-selected.png"))
+
+            widget.locator(".pinb-continue").click()
+            page.wait_for_function(
+                "id => document.querySelector('.pinb-tw-status').textContent"
+                ".includes('before the message ' + id)",
+                arg=target.id,
+            )
+            leaf = target.parent_id
+            assert Session.open(story.path).leaf_id == leaf
+            assert "◀ leaf" in (_row(page, str(leaf)).text_content() or "")
+            # The selection survived the new layout, in view, and its panel still shows it.
+            page.wait_for_function(in_view, arg=target.id)
+            assert target.id in (widget.locator(".pinb-details").text_content() or "")
+            # The text waits in a box (a value, never HTML), editable, copied as a cell.
+            editor.wait_for()
+            box = widget.locator(".pinb-editor-text")
+            assert box.input_value() == text
+            assert "paste it into a new cell" in (editor.text_content() or "").lower()
+            box.fill(text + " Keep it short.")
+            widget.locator(".pinb-copy-cell").click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-tw-editor-note').textContent.startsWith('Copied')"
+            )
+            copied = page.evaluate("() => navigator.clipboard.readText()")
+            assert copied == f"%%pi\n{text} Keep it short."
+            widget.screenshot(path=str(ARTIFACTS / "explorer-resend.png"))
+            # Another entry's fork copies up to it, and says so before it is pressed.
+            _row(page, str(leaf)).click()
+            page.wait_for_function(
+                "() => document.querySelector('.pinb-fork').textContent"
+                " === 'Copy the path to here into a new file'"
+            )
+            _no_injected_markup(page)
+        except Exception:
+            with contextlib.suppress(Exception):
+                page.screenshot(path=str(ARTIFACTS / "explorer-resend-failure.png"), full_page=True)
+            raise

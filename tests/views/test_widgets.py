@@ -62,7 +62,9 @@ def test_clicking_a_row_updates_the_panels(demo: Demo, comms: list[Any]) -> None
     assert widget.selected_id == target
     assert target in widget.details and "src/config.py" in widget.details
     frontend_update(widget, tab="context_html")
-    assert f"Context at leaf {target}" in widget.context_html
+    # "leaf" is said of the session's leaf only: a1 is another entry.
+    assert f"Context from {target} (not the leaf" in widget.context_html
+    assert "Context at leaf" not in widget.context_html
     frontend_update(widget, tab="compaction_html")
     # The plan %pi compact would carry out here, with the keep it would use.
     assert "A dry run" in widget.compaction_html
@@ -97,12 +99,21 @@ def test_continue_label_fork_from_the_widget(demo: Demo, comms: list[Any]) -> No
     assert s.label(ids["u2"]) == "first try" and row_of(widget, ids["u2"])["label"] == "first try"
     action(widget, action="label", id=ids["u2"], text="")
     assert s.label(ids["u2"]) is None and "cleared" in widget.status
+    # Forking at a user message ends before it, as Pi's /fork and %pi fork do.
+    frontend_update(widget, selected_id=ids["a4"])
+    assert widget.fork_hint[0] == "Copy the path to here into a new file"
+    frontend_update(widget, selected_id=ids["u2"])
+    assert widget.fork_hint[0] == "Fork before this message"
     action(widget, action="fork", id=ids["u2"])
     copies = [p for p in s.path.parent.glob("*.jsonl") if p != s.path]  # type: ignore[union-attr]
     assert len(copies) == 1
     copy = Session.open(copies[0])
-    assert copy.leaf_id == ids["u2"] and copy.parent_session == str(s.path)
-    assert str(copies[0]) in widget.status
+    assert ids["u2"] not in copy and copy.leaf_id == ids["a2"]
+    assert copy.parent_session == str(s.path)
+    assert str(copies[0]) in widget.status and widget.editor_text == "Also run the tests "
+    assert f"after %pi open {copies[0]}" in widget.editor_note
+    action(widget, action="label", id=ids["u2"], text="")  # another action: the text goes
+    assert widget.editor_text == "" and widget.editor_note == ""
 
 
 def test_branch_summary_from_the_widget(demo: Demo, comms: list[Any]) -> None:
@@ -138,7 +149,10 @@ def test_navigate_callable_is_used(demo: Demo, comms: list[Any]) -> None:
     action(widget, action="summarize", id=demo.ids["a4"])
     action(widget, action="continue", id=demo.ids["a2"])
     assert calls == [(demo.ids["a4"], True), (demo.ids["a2"], False)]
-    assert "edit me" in widget.status
+    assert widget.editor_text == "edit me"  # offered in its box, not buried in the status
+    assert widget.status == (
+        f"Leaf moved to {demo.ids['a2']}; the text it gave back is below to edit."
+    )
 
 
 def test_archive_and_unarchive_from_the_widget(demo: Demo, comms: list[Any]) -> None:

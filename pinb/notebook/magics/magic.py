@@ -55,7 +55,7 @@ COMMANDS_HELP = """\
 %pi compactions [PATH] [--id ID]  what each compaction's summary kept of the span it replaced (lost first)
 %pi whatif [--keep N ...] [--reserve N ...] [--no-score] [--model] [--offline] [--leaf ID]   what %pi compact will do, and under other settings; each strategy's summary scored (what it kept; --model: the model's too, one request)
 %pi goto ID [--summarize [INSTRUCTIONS]] [--offline] [--label TEXT]   move the leaf
-%pi fork [ID] [--stay]           fork before user message ID (or clone the branch) into a new file, then continue there (--stay: keep the current session)
+%pi fork [ID] [--stay]           fork before user message ID (another entry: copy the path up to it; no ID: the branch) into a new file, then continue there (--stay: keep the current session)
 %pi label ID TEXT                label an entry ("" clears)
 %pi name TEXT                    name the session
 %pi model [provider/model] [--base-url URL]   show or choose the model ("offline": scripted demo)

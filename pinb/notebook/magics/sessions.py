@@ -177,7 +177,7 @@ class SessionCommands(MagicsBase):
 
     def _cmd_fork(self, args: list[str]) -> None:
         from ...core.describe import plural
-        from ...core.forks import clone_session, fork_session
+        from ...core.forks import clone_session, fork_at
 
         parser = command_parser("%pi fork")
         parser.add_argument("id", nargs="?")
@@ -188,8 +188,13 @@ class SessionCommands(MagicsBase):
         session = self.current_session()
         if opts.id:
             target = self._entry_id(session, opts.id)
-            new, text = fork_session(session, target)
-            made = f"forked the path before {target} into {new.require_path().name}"
+            # The explorer's fork button follows the same rule (core.forks.fork_kind).
+            new, text = fork_at(session, target)
+            made = (
+                f"forked the path before {target} into {new.require_path().name}"
+                if text is not None
+                else f"copied the path up to {target} into {new.require_path().name}"
+            )
         else:
             new, text = clone_session(session), None
             made = f"cloned the branch into {new.require_path().name}"
