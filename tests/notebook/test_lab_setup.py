@@ -349,8 +349,9 @@ def _test_checkout(tmp_path: Path) -> Path:
     (fake / "python3").write_text(
         textwrap.dedent(f"""\
         #!/bin/sh
-        # python3 - (the Pi install): nothing to do; python3 -m venv .venv: a stand-in venv.
-        if [ "$1" = "-" ]; then cat >/dev/null; exit 0; fi
+        # python3 -m tests.pi.reference (the Pi install): nothing to do;
+        # python3 -m venv .venv: a stand-in venv.
+        if [ "$2" = "tests.pi.reference" ]; then exit 0; fi
         echo "venv" >> {events}
         mkdir -p .venv/bin
         cp {checkout / "venv-python"} .venv/bin/python

@@ -17,6 +17,7 @@ import platform
 import queue
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -400,3 +401,30 @@ def reference(version: str, root: Path | None = None) -> Iterator[PiReference]:
     """Install if needed and yield a PiReference that is closed afterwards."""
     with PiReference(version, ensure_installed(root)) as ref:
         yield ref
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m tests.pi.reference [--check]``: the install, for ``.ci/test`` and ``.ci/lab``.
+
+    Installs into :func:`install_dir` (a no-op when current) and says where; ``--check``
+    installs nothing and exits 0 only when the pinned packages are already there. Needs
+    only the standard library, so the system ``python3`` runs it before ``.venv`` exists.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--check"]:
+        return 0 if _installed(install_dir(), _pinned_digest()) else 1
+    if args:
+        print("usage: python3 -m tests.pi.reference [--check]", file=sys.stderr)
+        return 2
+    try:
+        root = ensure_installed()
+    except InstallError as exc:
+        print(f"Pi reference install failed: {exc}", file=sys.stderr)
+        return 1
+    versions = ", ".join(PI_PACKAGES)
+    print(f"Pi {versions} and Node 22 are installed in {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
