@@ -253,34 +253,64 @@ def replay_summary(
     return done, dataclasses.replace(report, compaction_id=None)
 
 
-def masked_retention(
-    session: Session, leaf_id: str, first_kept_id: str, cache: FactCache | None = None
+def _masking_report(
+    session: Session,
+    before: SessionContext,
+    after: SessionContext,
+    first_kept_id: str,
+    sent: list[Any],
+    spans: tuple[Any, Any, int],
+    *,
+    kind: str,
+    note: str,
+    cache: FactCache | None,
 ) -> RetentionReport:
-    """Observation masking at ``first_kept_id``: the span stays, its tool results hidden."""
-    before = session.build_context(leaf_id)
-    summarized, kept, count = span_messages(before, first_kept_id)
-    masked = [mask_message(m) for _, messages in summarized for m in messages]
-    system = [m for m in before.messages if isinstance(m, dict) and m.get("role") == "system"]
-    after = SessionContext(messages=[*system, *masked, *kept], pi=session.pi)
-    span = SessionContext(messages=masked, pi=session.pi)
-    text = "\n\n".join(carried_text(m) for m in masked)
+    """A masking strategy's report: ``sent`` (the span as masked) stands as its summary,
+    judged against the facts of the span (``spans``: :func:`span_messages` of ``before``)."""
+    summarized, kept, count = spans
+    text = "\n\n".join(carried_text(m) for m in sent)
     cwd = session.cwd or None
     return RetentionReport(
         compaction_id=None,
-        kind="observation masking",
+        kind=kind,
         first_kept_entry_id=first_kept_id,
         tokens_before=None,
         estimated_before=sum(estimated_by_role(before).values()),
         estimated_after=sum(estimated_by_role(after).values()),
-        summary_tokens=sum(estimated_by_role(span).values()),
+        summary_tokens=sum(
+            estimated_by_role(SessionContext(messages=sent, pi=session.pi)).values()
+        ),
         summarized_entries=count,
         summary=text,
         verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
         session_id=session.id,
         session_path=os.fspath(session.path) if session.path is not None else None,
         cwd=cwd,
+        note=note,
+    )
+
+
+def masked_retention(
+    session: Session, leaf_id: str, first_kept_id: str, cache: FactCache | None = None
+) -> RetentionReport:
+    """Observation masking at ``first_kept_id``: the span stays, its tool results hidden."""
+    before = session.build_context(leaf_id)
+    spans = span_messages(before, first_kept_id)
+    summarized, kept, _ = spans
+    masked = [mask_message(m) for _, messages in summarized for m in messages]
+    system = [m for m in before.messages if isinstance(m, dict) and m.get("role") == "system"]
+    after = SessionContext(messages=[*system, *masked, *kept], pi=session.pi)
+    return _masking_report(
+        session,
+        before,
+        after,
+        first_kept_id,
+        masked,
+        spans,
+        kind="observation masking",
         note="no summary: the span stays with its tool results hidden; its 'summary' is the "
         "masked span (summary tokens: its chars/4)",
+        cache=cache,
     )
 
 
@@ -298,31 +328,22 @@ def mask_first_retention(
     if first is None or not plan.reaches or not plan.masked:
         return None
     before = session.build_context(leaf_id)
-    summarized, kept, count = span_messages(before, first)
+    spans = span_messages(before, first)
     copy = scratch_copy(session)
     copy.branch(leaf_id, persist=False)
     write_masks(copy, dataclasses.replace(plan))  # it fills in what it wrote: not the plan
     after = copy.build_context()
     masked, _, _ = span_messages(after, first)
     sent = [m for _, messages in masked for m in messages]
-    text = "\n\n".join(carried_text(m) for m in sent)
-    cwd = session.cwd or None
-    return RetentionReport(
-        compaction_id=None,
+    return _masking_report(
+        session,
+        before,
+        after,
+        first,
+        sent,
+        spans,
         kind="mask-first",
-        first_kept_entry_id=first,
-        tokens_before=None,
-        estimated_before=sum(estimated_by_role(before).values()),
-        estimated_after=sum(estimated_by_role(after).values()),
-        summary_tokens=sum(
-            estimated_by_role(SessionContext(messages=sent, pi=session.pi)).values()
-        ),
-        summarized_entries=count,
-        summary=text,
-        verdicts=retention_of_text(extract_facts(summarized, cache=cache), text, kept, cwd),
-        session_id=session.id,
-        session_path=os.fspath(session.path) if session.path is not None else None,
-        cwd=cwd,
         note=f"no summary: {plan.describe()}; its 'summary' is the span before the entry "
         "masking protects, masks in place (summary tokens: its chars/4)",
+        cache=cache,
     )
