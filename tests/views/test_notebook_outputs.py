@@ -310,6 +310,11 @@ def test_a_newcomer_reads_every_output_whole(
                 output = outputs.nth(i)
                 problems += [f"{name} output {i}: {p}" for p in output.evaluate(_CLIPPED_JS)]
                 text += output.evaluate(_TEXT_JS) + "\n"
+            # Screenshots after every check: an element screenshot (one taller than the view,
+            # here 03's CompactionView) leaves the scroll boxes laid out meanwhile with no
+            # scrollbar, in the page the checks read (not in a browser a reader scrolls).
+            for i in range(count):
+                output = outputs.nth(i)
                 box = output.bounding_box()
                 if box is not None and box["height"] > 4:
                     output.screenshot(path=str(SHOTS / f"{notebook.stem}-{i:02d}.png"))
