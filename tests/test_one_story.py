@@ -296,10 +296,9 @@ def read_ledger(figures: Figures, where: str, ledger: Any) -> None:
     """The ledger's ``summarized u/a/tool`` messages of each compaction (one per entry here),
     and what each compaction entry sends (summary tok + checkpoint tok)."""
     text = ledger._repr_mimebundle_()["text/plain"]
-    for line in text.splitlines():
-        found = re.search(r"^\w{8}\s+(\w{8})\s.*?\s(\d+)/(\d+)/(\d+)\s", line)
-        if found:
-            figures.compaction(found[1], where, sum(int(x) for x in found.groups()[1:]), None)
+    for row in _ledger_table(text.splitlines(), "compaction"):
+        messages = sum(int(x) for x in row["summarized u/a/tool"].split("/"))
+        figures.compaction(row["compaction"], where, messages, None)
     story = NotebookStory(where)
     _read_ledger_output(story, where, text)
     for (key, context), found in story.sizes.items():
@@ -907,23 +906,32 @@ def _read_compaction_output(story: NotebookStory, where: str, plain: str, html: 
             story.add(story.retention, found[1], (f"{where} {name}", _kept(*scored.groups())))
 
 
-def _read_ledger_output(story: NotebookStory, where: str, plain: str) -> None:
-    lines = plain.splitlines()
-    header = next((line for line in lines if line.startswith("session ")), None)
+def _ledger_table(lines: list[str], first: str) -> list[dict[str, str]]:
+    """The rows of the ledger's table whose header starts with ``first`` (split on runs of
+    two spaces, as the text table aligns them)."""
+    header = next((line for line in lines if line.startswith(first + " ")), None)
     if header is None:
-        return  # no compaction: no table
+        return []  # no compaction: no table
     columns = re.split(r"\s{2,}", header.strip())
+    rows = []
     for line in lines[lines.index(header) + 1 :]:
         cells = re.split(r"\s{2,}", line.strip())
         if len(cells) != len(columns):
             break
-        row = dict(zip(columns, cells, strict=True))
-        size = _n(row["summary tok"]) + _n(row["checkpoint tok"])
-        story.add(story.sizes, (row["compaction"], "after"), (where, size))
-        story.add(story.summaries, row["compaction"], (where, _n(row["summary tok"])))
+        rows.append(dict(zip(columns, cells, strict=True)))
+    return rows
+
+
+def _read_ledger_output(story: NotebookStory, where: str, plain: str) -> None:
+    lines = plain.splitlines()
+    for row in _ledger_table(lines, "session"):
         kept, facts = (_n(x) for x in row["facts kept"].split("/"))
         figures = (row["score"], facts, kept, facts - kept)
         story.add(story.retention, row["compaction"], (where, figures))
+    for row in _ledger_table(lines, "compaction"):  # where each compaction's size went
+        size = _n(row["summary tok"]) + _n(row["checkpoint tok"])
+        story.add(story.sizes, (row["compaction"], "after"), (where, size))
+        story.add(story.summaries, row["compaction"], (where, _n(row["summary tok"])))
 
 
 def _saved(path: Path) -> list[dict[str, Any]]:

@@ -37,24 +37,33 @@ __all__ = [
 #: Longest table a view shows (frames have every row).
 MAX_ROWS: Final = 40
 
+#: What each compaction did, the columns a reader needs (each measure named in its header).
 _LEDGER_HEADERS: Final = (
-    "session", "compaction", "on path", "tokensBefore", "before est", "after est",
-    "next request", "summarized u/a/tool", "tool result chars", "thinking max (summarized)",
-    "thinking max (kept)", "summary tok", "checkpoint tok", "files r/m", "split turn",
-    "facts kept", "score", "pinb kept / gave back",
+    "session", "compaction", "on path", "Pi's tokensBefore", "before (chars/4)",
+    "after (chars/4)", "saved", "facts kept", "score", "pinb kept / gave back",
 )  # fmt: skip
-_LEDGER_NUMERIC: Final = (3, 4, 5, 6, 8, 9, 10, 11, 12)
+_LEDGER_NUMERIC: Final = (3, 4, 5, 6)
 _LEDGER_NOTE: Final = (
-    "tokensBefore: as Pi recorded it. before/after est: chars/4 of the context at the "
-    "compaction's parent and at the compaction itself (no usage exists right after it). "
-    "next request: input+cacheRead+cacheWrite of the first reply after it, which also "
-    "holds the system prompt, the tools and the new prompt. summary tok + checkpoint tok: "
-    "what the compaction entry sends (its summary, and the system prompt it replays), the "
-    "size the tree shows for it. facts kept: the span's facts its summary kept (verbatim or "
-    "paraphrased), and score: their recall weighted by kind (to_frame() has recall per kind; "
-    "%pi compactions --id ID lists each fact and why). pinb kept / gave back: the facts pinb "
-    "added to the summary (its cited kept-facts section, counted in summary tok) and gave back "
-    "after it (pinb uncompact), with their tokens."
+    "Pi's tokensBefore: the figure Pi recorded in the entry. before/after (chars/4): the "
+    "estimate of the context at the compaction's parent and at the compaction itself (no "
+    "usage exists right after it); saved is their difference, so both sides are one measure. "
+    "facts kept: the span's facts its summary kept (verbatim or paraphrased), and score: their "
+    "recall weighted by kind (to_frame() has recall per kind; %pi compactions --id ID lists "
+    "each fact and why). pinb kept / gave back: the facts pinb added to the summary (its cited "
+    "kept-facts section) and gave back after it (pinb uncompact), with their tokens."
+)
+#: Where each compaction's size went: the detail under the first table.
+_DETAIL_HEADERS: Final = (
+    "compaction", "next request", "summarized u/a/tool", "tool result chars",
+    "thinking max (summarized)", "thinking max (kept)", "summary tok", "checkpoint tok",
+    "files r/m", "split turn",
+)  # fmt: skip
+_DETAIL_NUMERIC: Final = (1, 3, 4, 5, 6, 7)
+_DETAIL_NOTE: Final = (
+    "next request: input+cacheRead+cacheWrite of the first reply after it, which also holds "
+    "the system prompt, the tools and the new prompt. summary tok + checkpoint tok: what the "
+    "compaction entry sends (its summary, pinb's kept facts included, and the system prompt it "
+    "replays), the size the tree shows for it."
 )
 _CALIBRATION_NOTE: Final = (
     "Each reply with usage: its reported prompt (input+cacheRead+cacheWrite) against "
@@ -67,7 +76,7 @@ _CALIBRATION_NOTE: Final = (
 
 
 def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
-    roles = r.summarized_by_role
+    share = f" ({r.saved_estimate / r.before_estimate:.0%})" if r.before_estimate else ""
     return (
         r.session_id[:8],
         r.compaction_id,
@@ -75,6 +84,17 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         r.tokens_before,
         r.before_estimate,
         r.after_estimate,
+        f"{r.saved_estimate:,}{share}",
+        f"{r.facts_kept}/{r.facts}",
+        f"{r.score:.0%}" if r.score is not None else "—",
+        _pinb_cell(r),
+    )
+
+
+def _detail_row(r: CompactionRecord) -> tuple[object, ...]:
+    roles = r.summarized_by_role
+    return (
+        r.compaction_id,
         r.next_request_tokens,
         f"{roles.get('user', 0)}/{roles.get('assistant', 0)}/{roles.get('toolResult', 0)}",
         r.tool_result_chars,
@@ -84,9 +104,6 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         r.checkpoint_tokens,
         f"{r.read_files}/{r.modified_files}",
         _yes(r.split_turn),
-        f"{r.facts_kept}/{r.facts}",
-        f"{r.score:.0%}" if r.score is not None else "—",
-        _pinb_cell(r),
     )
 
 
@@ -153,7 +170,14 @@ def ledger_text(ledger: CompactionLedger) -> str:
     parts = [title]
     if shown:
         rows = [_ledger_row(r) for r in shown]
-        parts += [text_table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC), _LEDGER_NOTE]
+        details = [_detail_row(r) for r in shown]
+        parts += [
+            text_table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC),
+            _LEDGER_NOTE,
+            "Where each compaction's size went:",
+            text_table(_DETAIL_HEADERS, details, numeric=_DETAIL_NUMERIC),
+            _DETAIL_NOTE,
+        ]
     else:
         parts.append("no compaction entries")
     more = _more(len(ledger.records), len(shown))
@@ -174,7 +198,14 @@ def ledger_html(ledger: CompactionLedger) -> str:
     body = [f"<div><strong>{escape(title)}</strong></div>"]
     if shown:
         rows = [_ledger_row(r) for r in shown]
-        body += [table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC), _div(_LEDGER_NOTE)]
+        details = [_detail_row(r) for r in shown]
+        body += [
+            table(_LEDGER_HEADERS, rows, numeric=_LEDGER_NUMERIC),
+            _div(_LEDGER_NOTE),
+            '<div style="margin-top:8px"><strong>Where each compaction\'s size went</strong></div>',
+            table(_DETAIL_HEADERS, details, numeric=_DETAIL_NUMERIC),
+            _div(_DETAIL_NOTE),
+        ]
     else:
         body.append(_div("no compaction entries"))
     body.append(_div(_more(len(ledger.records), len(shown))))
