@@ -16,6 +16,7 @@ __all__ = [
     "clean_text",
     "div",
     "escape",
+    "fold",
     "gauge",
     "heading",
     "mimebundle",
@@ -89,6 +90,11 @@ STYLES: dict[str, str] = {
         "margin:2px 0;max-height:30em;overflow:auto"
     ),
     "md": "border-left:3px solid #d0d7de;padding-left:8px",
+    # A long section's body: at most a third of a screen, the rest a scroll away (sanitizer
+    # safe, unlike <details>: nbconvert's clean_html escapes that into visible text, and
+    # drops the style, so there the section simply shows whole).
+    "fold": "max-height:26em;overflow-y:auto;border-top:1px solid #d0d7de;"
+    "border-bottom:1px solid #d0d7de",
     # The model's Markdown (pinb.render.markdown): a quote, a rule, a strikethrough.
     "quote": "border-left:3px solid #d0d7de;padding-left:8px;color:#57606a;margin:4px 0",
     "rule": "border-top:1px solid #d0d7de;margin:6px 0",
@@ -136,6 +142,12 @@ def title(text: object) -> str:
 def heading(text: object) -> str:
     """A section heading inside a view."""
     return div(escape(text), "heading")
+
+
+def fold(body: str) -> str:
+    """``body`` (trusted HTML) in a box at most a third of a screen tall that scrolls, so a
+    long table or summary never pushes the rest of its view a screen down."""
+    return f'<div class="pinb-fold"{style("fold")}>{body}</div>'
 
 
 def muted(text: object) -> str:

@@ -16,6 +16,7 @@ from ..core.format.target import Pi
 from ..core.gc import gc_paused
 from ..render.html import (
     escape,
+    fold,
     gauge,
     heading,
     mimebundle,
@@ -490,10 +491,10 @@ class ContextPathView:
             )
             parts.append(heading("Not sent"))
             parts.append(f"<div{style('muted')}>{escape(note)}</div>")
-            parts.append(self._table(self.summarized_rows, running=False))
+            parts.append(fold(self._table(self.summarized_rows, running=False)))
         parts.append(heading("What the model sees, in order"))
         if self.context_rows:
-            parts.append(self._table(self.context_rows, running=True))
+            parts.append(fold(self._table(self.context_rows, running=True)))
         else:
             parts.append(muted("Nothing: the context is empty."))
         parts.append(

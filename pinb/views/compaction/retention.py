@@ -13,7 +13,7 @@ from ...core.compaction.facts import FACT_KINDS
 from ...core.compaction.matching import RULES
 from ...core.context.accounting import thousands
 from ...core.describe import one_line, plural
-from ...render.html import div, escape, heading, mimebundle, muted, table, title, wrap
+from ...render.html import div, escape, fold, heading, mimebundle, muted, table, title, wrap
 from .given_back import PinbAdditions, pinb_added
 
 __all__ = [
@@ -413,11 +413,13 @@ def retention_html(
         ),
         more(len(lost)),
         heading(f"Kept by the summary: {len(kept):,}"),
-        table(
-            kept_headers,
-            kept_rows,
-            raw_columns=(len(kept_headers) - 1,),
-            wrap_columns=(1, 4),
+        fold(
+            table(
+                kept_headers,
+                kept_rows,
+                raw_columns=(len(kept_headers) - 1,),
+                wrap_columns=(1, 4),
+            )
         ),
         more(len(kept)),
         heading("How each kind is matched"),

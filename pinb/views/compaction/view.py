@@ -17,6 +17,7 @@ from ...core.js.jsontext import value_text
 from ...errors import PinbError
 from ...render.html import (
     escape,
+    fold,
     gauge,
     heading,
     mimebundle,
@@ -412,13 +413,13 @@ class CompactionView:
             self._retention_html(),
             self._pinb_html(hint),
             heading(f"Summarized: {plural(len(r.summarized_ids), 'entry')}"),
-            self._entry_table(r.summarized_ids),
+            fold(self._entry_table(r.summarized_ids)),
             heading(f"Kept verbatim: {plural(len(r.kept_ids), 'entry')}"),
-            self._entry_table(r.kept_ids),
+            fold(self._entry_table(r.kept_ids)),
         ]
         if r.after_ids:
             parts.append(heading(f"After it: {plural(len(r.after_ids), 'entry')}"))
-            parts.append(self._entry_table(r.after_ids))
+            parts.append(fold(self._entry_table(r.after_ids)))
         if r.entry is None and not r.summary:
             parts.append(
                 heading("Summary")
@@ -426,7 +427,7 @@ class CompactionView:
                 "nothing is summarized or written yet).</div>"
             )
         else:
-            parts.append(heading("Summary") + markdown_to_html(r.summary))
+            parts.append(heading("Summary") + fold(markdown_to_html(r.summary)))
         parts.append(files)
         return wrap("".join(parts), "pinb-compaction")
 
