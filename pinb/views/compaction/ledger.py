@@ -109,13 +109,12 @@ def _detail_row(r: CompactionRecord) -> tuple[object, ...]:
 
 def _pinb_cell(r: CompactionRecord) -> str:
     """``"12 (340 tok) / 5 (120 tok)"``: facts pinb kept in the summary and gave back after
-    it, with what each costs (chars/4); ``"—"`` when pinb added nothing."""
+    it, with what each costs (chars/4; ``"/ 0"`` alone when nothing was given back); ``"—"``
+    when pinb added nothing."""
     if not r.kept_facts and not r.given_back:
         return "—"
-    return (
-        f"{r.kept_facts} ({r.kept_facts_tokens:,} tok) / {r.given_back} "
-        f"({r.given_back_tokens:,} tok)"
-    )
+    given = f" ({r.given_back_tokens:,} tok)" if r.given_back else ""
+    return f"{r.kept_facts} ({r.kept_facts_tokens:,} tok) / {r.given_back}{given}"
 
 
 def _more(total: int, shown: int) -> str:
