@@ -192,9 +192,39 @@ def open_link(link: ChatLink) -> Session:
         raise ChatLinkError(link, exc.reason) from exc
 
 
-def default_chat_path(notebook: str | os.PathLike[str]) -> Path:
-    """The chat beside a notebook: ``analysis.ipynb`` → ``analysis.chat``."""
-    return Path(notebook).with_suffix(".chat")
+def default_chat_path(
+    folder: str | os.PathLike[str],
+    session: str | os.PathLike[str],
+    session_id: str,
+    name: str | None = None,
+) -> Path:
+    """The chat ``%pi chat`` makes for ``session`` in ``folder`` (the notebook's).
+
+    Named after the session, short and readable: its name (``/name`` in Pi) made safe for
+    a file name, else ``session-<first 8 of its id>``, as ``%pi tree`` heads it. A chat of
+    that name that continues another session (or none) is left alone: the next free
+    ``-2``, ``-3`` … is taken, so no chat file is ever reused for another conversation.
+    A chat already linked to ``session`` is returned as it is.
+    """
+    target = Path(os.path.abspath(session))
+    stem = _file_stem(name) if name else ""
+    if not stem:
+        stem = "session-" + (_file_stem(session_id)[:8] or "new")
+    base = Path(os.path.abspath(folder))
+    for n in range(1, 1000):
+        chat = base / (f"{stem}.chat" if n == 1 else f"{stem}-{n}.chat")
+        if not os.path.lexists(chat):
+            return chat
+        link = read_link(chat)
+        if link is not None and os.path.abspath(link.session) == str(target):
+            return chat
+    raise FileExistsError(f"{base}: no free name for a chat of {target.name}")
+
+
+def _file_stem(name: str) -> str:
+    """``name`` as a short file name: letters, digits, ``-`` and ``_`` (at most 40)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())
+    return "-".join(part for part in cleaned.split("-") if part)[:40].strip("-_")
 
 
 def record_path(chat: str | os.PathLike[str]) -> Path:
