@@ -18,7 +18,7 @@ from pinb.core import Session
 from pinb.errors import UsageError
 from pinb.notebook.magics import PiMagics
 from pinb.notebook.magics.chat import ChatCommands
-from tests.chat.room import ChatRoom
+from tests.chat.room import PERSONA_ID, ChatRoom
 
 
 class PiMagicsWithChat(PiMagics, ChatCommands):
@@ -176,3 +176,40 @@ def test_a_kernel_that_knows_no_notebook_puts_the_chat_in_its_folder_not_the_ses
     value, _, _ = _run(shell, "%pi chat")
     assert value.link.chat == project / "parser-fix-2.chat"
     assert mine.read_bytes() == before and read_link(mine) is None
+
+
+def test_the_link_is_said_once_when_the_chat_opens_and_again_only_when_it_changes(
+    shell: InteractiveShell, project: Path
+) -> None:
+    from jupyterlab_chat.ychat import YChat
+
+    _run(shell, "%%pi\nWhat is in app.py?")
+    value, _, _ = _run(shell, "%pi chat")
+    chat_file = value.link.chat
+    session = _magics(shell).session
+    # The chat opens with Pi's message naming the session and the notebook: said before
+    # anyone writes.
+    document = json.loads(chat_file.read_text())
+    [opening] = document["messages"]
+    assert opening["sender"] == PERSONA_ID
+    assert f"continues {session.require_path().name}" in opening["body"]
+    assert "the notebook analysis.ipynb" in opening["body"]
+    other = Session.create(project)
+    other.append_message({"role": "user", "content": "elsewhere", "timestamp": 1})
+
+    async def chat_turns() -> list[str]:
+        ychat = YChat()
+        ychat.set(chat_file.read_text())  # the chat as the server loads it from the file
+        ychat.initial_path = chat_file.name
+        room = ChatRoom(project, chat_file.name, chat=ychat)
+        bodies = [(await room.say("first")).body, (await room.say("second")).body]
+        link_chat(chat_file, other.require_path(), notebook=project / "analysis.ipynb")
+        bodies += [(await room.say("third")).body, (await room.say("fourth")).body]
+        await room.close()
+        return [body.replace("\\", "") for body in bodies]
+
+    first, second, third, fourth = asyncio.run(asyncio.wait_for(chat_turns(), 120))
+    assert "offline demo model" in first and "offline demo model" in second
+    for body in (first, second, fourth):
+        assert "continues" not in body, body
+    assert f"this chat now continues {other.require_path().name}" in third
