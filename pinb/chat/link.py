@@ -42,11 +42,14 @@ if TYPE_CHECKING:
     from ..core import Session
 
 __all__ = [
+    "ANNOUNCED_KEY",
     "LINK_FOLDER",
     "LINK_MIMETYPE",
     "METADATA_KEY",
+    "PERSONA_ID",
     "ChatLink",
     "ChatLinkError",
+    "announced",
     "default_chat_path",
     "ensure_chat_file",
     "kernel_notebook",
@@ -63,6 +66,10 @@ METADATA_KEY = "pinb"
 LINK_FOLDER = ".pinb-chat"
 #: The mimetype of the link in a ``%pi chat`` output (saved in the notebook, never drawn).
 LINK_MIMETYPE = "application/vnd.pinb.chat-link+json"
+#: The persona's user id in a chat (Jupyter AI's ``jupyter-ai-personas::<package>::<class>``).
+PERSONA_ID = "jupyter-ai-personas::pinb::PinbPersona"
+#: The key, in a chat message's metadata, of the link (its ``linked_at``) the message announced.
+ANNOUNCED_KEY = "pinb_link"
 
 
 def _now() -> str:
@@ -192,9 +199,39 @@ def open_link(link: ChatLink) -> Session:
         raise ChatLinkError(link, exc.reason) from exc
 
 
-def default_chat_path(notebook: str | os.PathLike[str]) -> Path:
-    """The chat beside a notebook: ``analysis.ipynb`` → ``analysis.chat``."""
-    return Path(notebook).with_suffix(".chat")
+def default_chat_path(
+    folder: str | os.PathLike[str],
+    session: str | os.PathLike[str],
+    session_id: str,
+    name: str | None = None,
+) -> Path:
+    """The chat ``%pi chat`` makes for ``session`` in ``folder`` (the notebook's).
+
+    Named after the session, short and readable: its name (``/name`` in Pi) made safe for
+    a file name, else ``session-<first 8 of its id>``, as ``%pi tree`` heads it. A chat of
+    that name that continues another session (or none) is left alone: the next free
+    ``-2``, ``-3`` … is taken, so no chat file is ever reused for another conversation.
+    A chat already linked to ``session`` is returned as it is.
+    """
+    target = Path(os.path.abspath(session))
+    stem = _file_stem(name) if name else ""
+    if not stem:
+        stem = "session-" + (_file_stem(session_id)[:8] or "new")
+    base = Path(os.path.abspath(folder))
+    for n in range(1, 1000):
+        chat = base / (f"{stem}.chat" if n == 1 else f"{stem}-{n}.chat")
+        if not os.path.lexists(chat):
+            return chat
+        link = read_link(chat)
+        if link is not None and os.path.abspath(link.session) == str(target):
+            return chat
+    raise FileExistsError(f"{base}: no free name for a chat of {target.name}")
+
+
+def _file_stem(name: str) -> str:
+    """``name`` as a short file name: letters, digits, ``-`` and ``_`` (at most 40)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())
+    return "-".join(part for part in cleaned.split("-") if part)[:40].strip("-_")
 
 
 def record_path(chat: str | os.PathLike[str]) -> Path:
@@ -236,11 +273,55 @@ def read_link(chat: str | os.PathLike[str], metadata: Any = None) -> ChatLink | 
     return max(links, key=lambda link: link.linked_at)
 
 
-def _chat_document(metadata: dict[str, Any]) -> bytes:
-    """A new, empty chat in jupyterlab-chat's file format (its id as the server makes one)."""
+def announced(messages: Any) -> set[str]:
+    """The links (their ``linked_at``) the chat's messages announced already."""
+    found = set()
+    for message in messages if isinstance(messages, list) else []:
+        metadata = getattr(message, "metadata", None)
+        if metadata is None and isinstance(message, dict):
+            metadata = message.get("metadata")
+        value = metadata.get(ANNOUNCED_KEY) if isinstance(metadata, dict) else None
+        if isinstance(value, str):
+            found.add(value)
+    return found
+
+
+def _announcement(link: ChatLink) -> dict[str, Any]:
+    """The chat's first message: which session it continues, said once, as Pi says it."""
+    notebook = f" ({link.notebook.name})" if link.notebook is not None else ""
+    body = (
+        f"*{link.describe()}.* A message to Pi here and a `%%pi` cell in the notebook"
+        f"{notebook} are turns of this one session; `/session` says which it is, `/tree` "
+        "shows it. Pi says it again only when the link changes."
+    )
+    return {
+        "type": "msg",
+        "id": str(uuid.uuid4()),
+        "body": body,
+        "time": datetime.now(UTC).timestamp(),
+        "sender": PERSONA_ID,
+        "raw_time": False,
+        "metadata": {ANNOUNCED_KEY: link.linked_at},
+    }
+
+
+def _chat_document(metadata: dict[str, Any], link: ChatLink | None = None) -> bytes:
+    """A new chat in jupyterlab-chat's file format (its id as the server makes one); a linked
+    one opens with Pi's message saying which session it continues."""
+    users: dict[str, Any] = {}
+    messages: list[dict[str, Any]] = []
+    if link is not None:
+        messages.append(_announcement(link))
+        # The persona registers itself (with its avatar) when the chat opens.
+        users[PERSONA_ID] = {
+            "username": PERSONA_ID,
+            "name": "Pi",
+            "display_name": "Pi",
+            "bot": True,
+        }
     document = {
-        "messages": [],
-        "users": {},
+        "messages": messages,
+        "users": users,
         "attachments": {},
         "metadata": {"id": uuid.uuid4().hex, **metadata},
     }
@@ -248,14 +329,15 @@ def _chat_document(metadata: dict[str, Any]) -> bytes:
 
 
 def ensure_chat_file(chat: str | os.PathLike[str], link: ChatLink | None = None) -> bool:
-    """Create the chat file when it does not exist (with the link in its metadata).
+    """Create the chat file when it does not exist (with the link in its metadata, and a first
+    message that says it).
 
     An existing chat is never rewritten: the Jupyter server may hold it open, and saves all
     of it on every message. Returns whether the file was created.
     """
     metadata = {METADATA_KEY: link.to_metadata()} if link is not None else {}
     try:
-        write_new_file(chat, _chat_document(metadata))
+        write_new_file(chat, _chat_document(metadata, link))
     except FileExistsError:
         return False
     return True

@@ -51,7 +51,7 @@ from ..render.html import escape
 from .avatar import avatar_file
 from .commands import COMMANDS, parse_command, run_command
 from .control import RunControl, RunOutcome, busy_line
-from .link import METADATA_KEY, ChatLinkError
+from .link import METADATA_KEY, ChatLinkError, announced
 from .markdown import clean, literal
 from .transcript import ChatTranscript
 from .turns import DEFAULT_TOOLS, ENGINES, ChatSession, ChatSettings
@@ -252,7 +252,8 @@ class PinbPersona(BasePersona):  # type: ignore[misc]  # the manager ships no ty
         goes on.
         """
         try:
-            note = await asyncio.to_thread(chat.follow_link, self._link_metadata())
+            said = announced(self.chat.get_messages())
+            note = await asyncio.to_thread(chat.follow_link, self._link_metadata(), said)
         except ChatLinkError as exc:
             self.log.warning("%s: %s", chat.chat.name, exc)
             if _relinks(command):

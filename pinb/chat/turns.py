@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,11 +166,13 @@ class ChatSession:
         folder = Path(session.cwd) if session is not None and session.cwd else None
         return folder if folder is not None and folder.is_dir() else self.chat.parent
 
-    def follow_link(self, metadata: Any = None) -> str | None:
+    def follow_link(self, metadata: Any = None, said: Collection[str] = ()) -> str | None:
         """Continue the session the chat is linked to now (the notebook may have relinked).
 
-        ``metadata`` is the chat's ``metadata["pinb"]`` as the live chat holds it. Returns a
-        line to show when the session changed, else ``None``.
+        ``metadata`` is the chat's ``metadata["pinb"]`` as the live chat holds it; ``said``
+        the links (``linked_at``) the chat's messages announced already
+        (:func:`~pinb.chat.link.announced`). Returns a line to show when the session
+        changed and the chat has not said so yet, else ``None``: the link is said once.
 
         Raises
         ------
@@ -196,6 +198,8 @@ class ChatSession:
             self._drop()
             raise
         self._use(session, link)
+        if link.linked_at and link.linked_at in said:
+            return None  # the chat's first message said it (the notebook created the chat)
         return "this chat now " + link.describe().split(" ", 1)[1]
 
     def _drop(self) -> None:

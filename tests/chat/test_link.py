@@ -86,7 +86,29 @@ def test_the_notebook_a_kernel_runs_for(tmp_path: Path, monkeypatch: pytest.Monk
     assert kernel_notebook({"__session__": "/w/console-1"}) is None  # a console, not a notebook
     monkeypatch.setenv("JPY_SESSION_NAME", os.fspath(tmp_path / "n.ipynb"))
     assert kernel_notebook(None) == tmp_path / "n.ipynb"
-    assert default_chat_path(tmp_path / "n.ipynb") == tmp_path / "n.chat"
+
+
+def test_the_default_chat_is_named_after_its_session_and_never_another_chats(
+    tmp_path: Path,
+) -> None:
+    session = tmp_path / "sessions" / "2026-01-01T00-00-00-000Z_01a2502e-9ee5-74df.jsonl"
+    uid = "01a2502e-9ee5-74df"
+    first = default_chat_path(tmp_path, session, uid)
+    assert first == tmp_path / "session-01a2502e.chat"
+    assert default_chat_path(tmp_path, session, uid, "Fix the parser: v2!") == (
+        tmp_path / "fix-the-parser-v2.chat"
+    )
+    # A chat of that name that is no chat of this session is left alone: the next name.
+    ensure_chat_file(first)
+    second = default_chat_path(tmp_path, session, uid)
+    assert second == tmp_path / "session-01a2502e-2.chat"
+    other = tmp_path / "sessions" / "2026-01-01T00-00-09-000Z_01a2502e-ffff.jsonl"
+    link_chat(second, other)
+    assert default_chat_path(tmp_path, session, uid) == tmp_path / "session-01a2502e-3.chat"
+    # The chat already linked to this session is this session's chat.
+    link_chat(tmp_path / "session-01a2502e-3.chat", session)
+    assert default_chat_path(tmp_path, session, uid) == tmp_path / "session-01a2502e-3.chat"
+    assert json.loads(first.read_text())["messages"] == []  # untouched
 
 
 def test_the_notebook_keeps_the_last_link_it_showed(tmp_path: Path) -> None:

@@ -14,20 +14,46 @@ __all__ = ["ChatCommands"]
 class ChatCommands(MagicsBase):
     """``%pi chat [CHAT] [--follow]``."""
 
-    def _chat_path(self, given: str | None, notebook: Path | None) -> Path:
-        from ...chat.link import default_chat_path, notebook_link
+    def _folder(self, notebook: Path | None) -> Path:
+        """Where a new chat goes: beside the notebook (the kernel's working folder)."""
+        if notebook is not None and notebook.is_absolute():
+            return notebook.parent
+        return Path.cwd()
+
+    def _saved_chat(self, notebook: Path | None) -> Path | None:
+        """The chat this notebook linked before (its saved ``%pi chat`` output), if it exists."""
+        from ...chat.link import notebook_link
+
+        saved = notebook_link(notebook) if notebook is not None else None
+        if saved is not None and Path(saved["chat"]).exists():
+            return Path(saved["chat"])
+        return None
+
+    def _chat_path(self, given: str | None, notebook: Path | None, session: Any) -> Path:
+        """The chat to link or follow: the one named, else the notebook's own.
+
+        Linking a written session: the chat the notebook linked to it before, else a chat
+        named after it beside the notebook (:func:`~pinb.chat.link.default_chat_path`).
+        Without one: the chat the notebook linked before, else ``NOTEBOOK.chat`` (or
+        ``pi.chat`` when the kernel does not know its notebook) beside it, which its first
+        message links to a new session.
+        """
+        from ...chat.link import default_chat_path, read_link
 
         if given:
             return Path(given).expanduser().resolve()
-        if notebook is not None:
-            saved = notebook_link(notebook)  # the chat this notebook linked before
-            if saved is not None and Path(saved["chat"]).exists():
-                return Path(saved["chat"])
-            return default_chat_path(notebook).resolve()
-        raise UsageError(
-            "%pi chat: name the chat file (%pi chat NAME.chat): this kernel does not know "
-            "which notebook it runs for"
-        )
+        saved = self._saved_chat(notebook)
+        if session is None:
+            if saved is not None:
+                return saved
+            name = notebook.with_suffix(".chat").name if notebook is not None else "pi.chat"
+            return self._folder(notebook) / name
+        path = session.require_path().resolve()
+        if saved is not None:
+            link = read_link(saved)
+            if link is not None and link.session.resolve() == path:
+                return saved
+        return default_chat_path(self._folder(notebook), path, session.id, session.name)
 
     def _cmd_chat(self, args: list[str]) -> Any:
         """Link the current session to a chat (the ``.chat`` beside the notebook by default).
@@ -44,14 +70,15 @@ class ChatCommands(MagicsBase):
         parser.add_argument("--follow", action="store_true")
         opts = parser.parse_args(args)
         notebook = kernel_notebook(self.shell.user_ns if self.shell is not None else None)
-        chat = self._chat_path(opts.chat, notebook)
-        if chat.suffix != ".chat":
-            raise UsageError(f"%pi chat: {chat.name} is not a .chat file")
         session = self.session
         if session is not None:
             session.refresh()
+        linking = session is not None and session.is_persisted and not opts.follow
+        chat = self._chat_path(opts.chat, notebook, session if linking else None)
+        if chat.suffix != ".chat":
+            raise UsageError(f"%pi chat: {chat.name} is not a .chat file")
         before = read_link(chat)
-        if opts.follow or session is None or not session.is_persisted:
+        if not linking:
             if before is not None and before.session.is_file():
                 self.session = self._open(before.session)
                 return ChatLinkView(before, "follows")
@@ -68,6 +95,7 @@ class ChatCommands(MagicsBase):
                 "follows the session it starts"
             )
             return None
+        assert session is not None  # linking: a written session
         path = session.require_path().resolve()
         link = link_chat(chat, path, notebook=notebook)
         note = ""
