@@ -67,7 +67,7 @@ COMMANDS_HELP = """\
 %pi export html|md|ipynb [-o PATH] [--tree]  export the branch (default: next to the notebook)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
-%pi chat [CHAT] [--follow]       link this session to a chat beside the notebook; --follow: continue the chat's
+%pi chat [CHAT] [--follow]       link this session to a chat beside the notebook; --follow: continue the chat's session
 %pi rm FILE                      move a session to the trash (refused while someone holds it)
 %pi help                         this list"""
 
