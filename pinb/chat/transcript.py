@@ -19,7 +19,7 @@ from typing import Any
 from ..agent.events import AgentEnd, AgentEvent
 from ..agent.transcript import Step, ToolCall, Transcript
 from ..core.context.accounting import ContextUsage
-from ..core.describe import KEY_ARGUMENTS, one_line
+from ..core.describe import KEY_ARGUMENTS, one_line, output_lines
 from ..render.markdown import MarkdownStream
 from .markdown import code, literal
 
@@ -52,8 +52,8 @@ def _outcome(tool: ToolCall) -> str:
     text = (tool.result or "").strip()
     if tool.is_error:
         return one_line(text.split("\n")[0] if text else "", _RESULT_CHARS)
-    lines = len(text.splitlines())
-    return f"{lines:,} line{'s' if lines != 1 else ''}" if lines else ""
+    lines = len(output_lines(text))
+    return f"{lines:,} line{'s' if lines != 1 else ''}" if lines else "no output"
 
 
 class _Text:

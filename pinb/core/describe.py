@@ -21,6 +21,7 @@ __all__ = [
     "BOOKKEEPING",
     "KEY_ARGUMENTS",
     "KIND_NAMES",
+    "NO_OUTPUT",
     "entry_kind",
     "entry_preview",
     "entry_tokens",
@@ -30,6 +31,7 @@ __all__ = [
     "message_text",
     "node_key",
     "one_line",
+    "output_lines",
     "plural",
     "tool_tokens",
 ]
@@ -52,6 +54,17 @@ KEY_ARGUMENTS: dict[str, str] = {
     "find": "pattern",
     "python": "code",
 }
+
+
+#: What Pi's bash tool (and pinb's python tool) return for a command that printed nothing.
+NO_OUTPUT = "(no output)"
+
+
+def output_lines(text: str) -> list[str]:
+    """The non-blank lines a tool's output printed: none for :data:`NO_OUTPUT`, so every
+    line that counts them (a chat's tool line, the demo model's reply) agrees with the file."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [] if lines == [NO_OUTPUT] else lines
 
 
 def entry_kind(entry: Entry) -> str:

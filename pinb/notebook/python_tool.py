@@ -9,6 +9,7 @@ import traceback
 from typing import Any
 
 from ..agent.tool import ToolContext, ToolResult
+from ..core.describe import NO_OUTPUT
 
 __all__ = ["PythonTool"]
 
@@ -61,4 +62,4 @@ class PythonTool:
             text += ("" if not text or text.endswith("\n") else "\n") + repr(value)
         if len(text) > _LIMIT:
             text = text[:_LIMIT] + f"\n[... {len(text) - _LIMIT} more characters]"
-        return ToolResult.text(text or "(no output)")
+        return ToolResult.text(text or NO_OUTPUT)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pinb.agent.events import AgentEnd, ModelEvent
+from pathlib import Path
+
+from pinb.agent.events import AgentEnd, ModelEvent, ToolEnd, ToolStart
+from pinb.agent.tool import ToolContext
+from pinb.agent.tools import BashTool
 from pinb.chat.transcript import ChatTranscript
 from pinb.llm import TextDelta, ToolCallStart
 from pinb.render.markdown import markdown_to_markdown
@@ -36,3 +40,17 @@ def test_text_followed_by_a_tool_call_is_rendered_whole() -> None:
     _streamed(transcript, REPLY)
     transcript.add(ModelEvent(ToolCallStart(1, "c1", "ls")))
     assert transcript.markdown().startswith(markdown_to_markdown(REPLY) + "\n\n- `ls`")
+
+
+def test_a_tool_line_counts_what_the_command_printed_as_the_file_has_it(tmp_path: Path) -> None:
+    """``true`` prints nothing: its result in the file is ``(no output)``, and the chat's line
+    says so, not "1 line"; a command that prints two lines says 2."""
+    transcript = ChatTranscript()
+    context = ToolContext(cwd=tmp_path)
+    for call_id, command in (("c1", "true"), ("c2", "printf 'a\\nb\\n'")):
+        result = BashTool(temp_dir=tmp_path).execute({"command": command}, context)
+        transcript.add(ToolStart(call_id, "bash", {"command": command}))
+        transcript.add(ToolEnd(call_id, "bash", result))
+    shown = transcript.markdown()
+    assert "`true` — ✓ no output" in shown, shown
+    assert "— ✓ 2 lines" in shown, shown

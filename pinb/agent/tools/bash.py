@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pinb.core.describe import NO_OUTPUT
 from pinb.core.js.wire import js_number
 
 from ..tool import ToolContext, ToolResult
@@ -292,7 +293,7 @@ class BashTool:
                 else f"Command timed out after {js_number(timeout or 0)} seconds"
             )
             return ToolResult.error(f"{text}\n\n{status}" if text else status)
-        text = text or "(no output)"
+        text = text or NO_OUTPUT
         if code != 0:
             code = 128 - code if code < 0 else code
             return ToolResult.error(f"{text}\n\nCommand exited with code {code}")

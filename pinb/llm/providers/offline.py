@@ -22,6 +22,7 @@ from typing import Any, Unpack
 
 from pinb.llm.types import CancelToken, RequestFields, RequestOptions, StreamEvent
 
+from ...core.describe import output_lines
 from ...core.format.content import content_text
 from .scripted import Reply, ScriptedCall, ScriptedLLM
 
@@ -62,7 +63,7 @@ def _intent(prompt: str, tools: set[str]) -> tuple[str, str, dict[str, Any]] | N
 
 def _outcome(tool: str, output: str, is_error: bool) -> str:
     """What a tool's output amounts to, in a line or two, without repeating it."""
-    lines = [line for line in output.splitlines() if line.strip()]
+    lines = output_lines(output)
     if tool == "bash":
         failed = [
             line.split()[1].rstrip(":")
@@ -81,7 +82,7 @@ def _outcome(tool: str, output: str, is_error: bool) -> str:
             if failed:
                 text += f" ({', '.join(f'`{name}`' for name in failed[:5])})"
             return f"{text}; {ended}."
-        if lines in ([], ["(no output)"]):  # the bash tool's words for an empty output
+        if not lines:
             return f"The command printed nothing; {ended}."
         return f"The command printed {len(lines)} line(s); {ended}."
     if tool == "read":
