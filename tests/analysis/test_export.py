@@ -11,7 +11,14 @@ from pathlib import Path
 import mistune
 import pytest
 
-from pinb.analysis.export import export_html, export_ipynb, export_markdown, write_export
+from pinb.analysis.export import (
+    default_export_path,
+    export_html,
+    export_ipynb,
+    export_markdown,
+    shown_path,
+    write_export,
+)
 from pinb.core import Session
 from pinb.errors import EntryNotFoundError, UsageError
 
@@ -208,38 +215,92 @@ def test_every_entry_kind_is_drawn_a_system_prompt_included(tmp_path: Path) -> N
     assert "You are a careful coding agent." in text and "section rules" in text
 
 
-def test_the_export_magic_writes_next_to_the_notebook_or_where_told(
+def test_the_default_export_path_is_a_short_name_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    session = Session.create(tmp_path / "project", tmp_path / "sessions")
+    session.append_message(user("first"))
+    folder = tmp_path / "notebooks" / "exports"
+    # Unnamed: the id's first 8 characters, not the file's long timestamped stem.
+    first = default_export_path(session, "html", folder)
+    assert folder.is_dir() and first == folder / f"{session.id[:8]}.html"
+    assert session.path is not None and session.path.stem not in first.name
+    first.write_text("earlier export\n")
+    second = default_export_path(session, "html", folder)
+    assert second == folder / f"{session.id[:8]}-2.html"
+    assert first.read_text() == "earlier export\n"  # choosing a name never touches a file
+    assert default_export_path(session, "md", folder) == folder / f"{session.id[:8]}.md"
+    # Named (Pi's session_info): the name as a slug.
+    session.set_name("Fix the login bug!")
+    assert default_export_path(session, "html", folder) == folder / "fix-the-login-bug.html"
+    # A name with nothing a file name can keep falls back to the id.
+    session.set_name("修复 ✓")
+    assert default_export_path(session, "ipynb", folder) == folder / f"{session.id[:8]}.ipynb"
+    with pytest.raises(UsageError, match="unknown export format"):
+        default_export_path(session, "pdf", folder)
+
+
+def test_the_default_export_folder_is_exports_in_the_current_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
+    monkeypatch.chdir(tmp_path)
+    session = Session.create(tmp_path / "project", tmp_path / "sessions")
+    session.set_name("demo")
+    target = default_export_path(session, "md")
+    assert target == Path("exports") / "demo.md" and (tmp_path / "exports").is_dir()
+    assert shown_path(target.resolve()) == str(Path("exports") / "demo.md")
+    outside = tmp_path.parent / "elsewhere.md"
+    assert shown_path(outside) == str(outside.resolve())
+    # A file where the folder should be: one line saying what to do, not a traceback.
+    (tmp_path / "blocked").write_text("a file\n")
+    with pytest.raises(UsageError, match="blocked: cannot make the export folder"):
+        default_export_path(session, "md", tmp_path / "blocked")
+    assert (tmp_path / "blocked").read_text() == "a file\n"
+
+
+def test_the_export_magic_writes_into_exports_beside_the_notebook_or_where_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from IPython.utils.io import capture_output
+
+    from tests.shells import pi_shell
 
     notebook_folder = tmp_path / "notebooks"
     notebook_folder.mkdir()
+    (notebook_folder / "01-start.ipynb").write_text("{}\n")
     monkeypatch.chdir(notebook_folder)  # JupyterLab starts the kernel in the notebook's folder
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
     session = Session.create(tmp_path / "project", tmp_path / "sessions")
     session.append_message(user("pinb/offline-demo said word_count is fine"))
     session.append_message(assistant("Yes.", total=5))
-    saved = magics.session
-    magics.session = session
-    try:
+    with pi_shell() as ip:
+        ip.magics_manager.registry["PiMagics"].session = session
         with capture_output() as shown:
             ip.run_line_magic("pi", "export md")
-        written = list(notebook_folder.glob("*.md"))
-        assert len(written) == 1 and f"wrote {written[0].resolve()}" in shown.stdout
-        assert "pinb/offline-demo said word_count is fine" in written[0].read_text()
+        written = notebook_folder / "exports" / f"{session.id[:8]}.md"
+        assert shown.stdout.startswith(f"wrote exports/{written.name} ")
+        assert "pinb/offline-demo said word_count is fine" in written.read_text()
+        session.set_name("Word count check")
+        with capture_output() as shown:
+            ip.run_line_magic("pi", "export html")
+            ip.run_line_magic("pi", "export html")
+        assert "wrote exports/word-count-check.html " in shown.stdout
+        assert "wrote exports/word-count-check-2.html " in shown.stdout
+        # Nothing but the notebook and the exports folder beside the notebook.
+        assert sorted(p.name for p in notebook_folder.iterdir()) == ["01-start.ipynb", "exports"]
+        assert sorted(p.name for p in (notebook_folder / "exports").iterdir()) == [
+            written.name,
+            "word-count-check-2.html",
+            "word-count-check.html",
+        ]
         elsewhere = tmp_path / "out"
         elsewhere.mkdir()
-        with capture_output():
+        with capture_output() as shown:
             ip.run_line_magic("pi", f"export html -o {elsewhere}")
             ip.run_line_magic("pi", f"export html -o {elsewhere / 'named.html'} --tree")
-        assert len(list(elsewhere.glob("*.html"))) == 2 and (elsewhere / "named.html").is_file()
-        assert not list(tmp_path.glob("*.html")) and len(list(notebook_folder.iterdir())) == 1
-    finally:
-        magics.session = saved
+        assert sorted(p.name for p in elsewhere.iterdir()) == [
+            "named.html",
+            "word-count-check.html",
+        ]
+        assert f"wrote {elsewhere / 'named.html'}" in shown.stdout  # outside the cwd: in full
+        assert not list(tmp_path.glob("*.html"))
 
 
 def test_the_models_markdown_renders_in_every_export_and_fetches_nothing(tmp_path: Path) -> None:
