@@ -327,3 +327,86 @@ def test_the_models_markdown_renders_in_every_export_and_fetches_nothing(tmp_pat
         assert isinstance(rendered, str) and "<img" not in rendered
     assert "[image: chart](http://203.0.113.7/c.png?d=1)" in markdown
     assert "[image: ref](http://203.0.113.7/r.png?d=2)" in markdown
+
+
+class _Sections(HTMLParser):
+    """Per ``<h2>`` of the page's main part: the anchors of its articles and of its links."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.articles: dict[str, list[str]] = {}
+        self.links: dict[str, list[str]] = {}
+        self._heading: str | None = None
+        self._in_h2 = False
+        self._in_main = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "main":
+            self._in_main = True
+        elif tag == "h2" and self._in_main:
+            self._in_h2, self._heading = True, ""
+        elif tag == "article" and self._heading is not None:
+            self.articles[self._heading].append(found["id"] or "")
+        elif tag == "a" and self._heading is not None and self._in_main:
+            self.links[self._heading].append((found["href"] or "").lstrip("#"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h2" and self._in_h2:
+            self._in_h2 = False
+            assert self._heading is not None
+            self.articles[self._heading] = []
+            self.links[self._heading] = []
+
+    def handle_data(self, data: str) -> None:
+        if self._in_h2:
+            self._heading = (self._heading or "") + data
+
+
+def test_the_html_context_path_is_what_the_model_reads_after_a_compaction(
+    tmp_path: Path,
+) -> None:
+    from pinb.core import CompactionSettings, ExtractiveSummarizer
+    from pinb.testing.work import write_work_session
+
+    session = write_work_session(tmp_path / "s", turns=8)
+    settings = CompactionSettings(reserve_tokens=2000, keep_recent_tokens=400)
+    session.compact(ExtractiveSummarizer(), settings=settings)
+    for turn in range(4):
+        session.append_message(user(f"Now rename reader {turn}."))
+        session.append_message(assistant(f"Renamed reader {turn}. " + "Checked. " * 120, total=5))
+    session.compact(ExtractiveSummarizer(), settings=settings)  # the last one on the path counts
+    session.append_message(user("And the tests?"))
+    session.append_message(assistant("They pass.", total=5))
+    context = session.build_context()
+    entry_of = {f"e{i}": e for i, e in enumerate(session.entries)}
+    page = _Sections()
+    page.feed(export_html(session))
+    whole_path = "Whole path, root to leaf (summarized entries included)"
+    assert list(page.articles) == ["Context path", whole_path]
+    # The context path is the core's context entries, in the context's order: the last
+    # compaction's summary first, then the kept entries, then what follows.
+    drawn = [entry_of[anchor] for anchor in page.articles["Context path"]]
+    expected = [e for e in context.sources if not e.is_navigation]
+    assert [e.id for e in drawn] == [e.id for e in expected]
+    assert (
+        drawn[0] is context.compaction and drawn[1].id == context.compaction.raw["firstKeptEntryId"]
+    )
+    summarized = [e for e in context.path if not any(e is s for s in context.sources)]
+    assert len(summarized) > 10 and any(e.type == "compaction" for e in summarized)
+    assert not {e.id for e in summarized} & {e.id for e in drawn}
+    # The whole path follows, named as such: the summarized entries in full, each context
+    # entry a link up to its one article; together, every entry of the path once.
+    rest = [entry_of[anchor] for anchor in page.articles[whole_path]]
+    assert [e.id for e in rest] == [e.id for e in summarized if not e.is_navigation]
+    linked = [entry_of[anchor] for anchor in page.links[whole_path]]
+    in_path_order = [e for e in context.path if any(e is s for s in expected)]
+    assert [e.id for e in linked] == [e.id for e in in_path_order]
+    assert in_path_order[-3] is context.compaction  # the summary sits after what it kept
+    # Without a compaction the context is the whole path: one section, nothing repeated.
+    plain = Session.create(tmp_path / "p", tmp_path / "p" / "s")
+    plain.append_message(user("hi"))
+    plain.append_message(assistant("hello", total=5))
+    one = _Sections()
+    one.feed(export_html(plain))
+    assert one.articles == {"Context path": ["e0", "e1"]} and one.links == {"Context path": []}
