@@ -183,8 +183,9 @@ def _path_sections(path: list[Item], context: list[Item]) -> tuple[str, set[str]
             rows.append(_html_article(item, position))
     html += (
         "<h2>Whole path, root to leaf (summarized entries included)</h2>"
-        f"<p class='meta'>Every entry on the branch; the {len(left_out)} not in the context "
-        "path above are shown in full (the file still holds them), the others link to it.</p>"
+        f"<p class='meta'>Every entry on the branch: the {len(left_out)} "
+        f"{'entry' if len(left_out) == 1 else 'entries'} the context path above leaves out "
+        "in full (the file still holds them), the others as links up to it.</p>"
         f"{''.join(rows)}"
     )
     return html, shown | {item.anchor for item in left_out}
