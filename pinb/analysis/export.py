@@ -42,10 +42,14 @@ def write_export(
     *,
     leaf: Any = UNSET,
     whole_tree: bool = False,
+    make_folder: bool = False,
 ) -> str:
     """Render ``session`` as ``"html"``, ``"md"`` or ``"ipynb"``; write it to ``out`` if given.
 
-    Returns the rendered text. The session file itself is only read.
+    Returns the rendered text. The session file itself is only read. ``make_folder``
+    makes ``out``'s folder when missing (the ``exports`` folder of
+    :func:`default_export_path`), only once the text is rendered, so a failed export
+    leaves no empty folder behind.
     """
     if not isinstance(session, Session):
         session = Session.open(session)
@@ -67,6 +71,8 @@ def write_export(
     if out is not None:
         if session.path is not None and _same_file(session.path, out):
             raise UsageError(f"{out}: is the session being exported; choose another output file")
+        if make_folder:
+            _make_folder(Path(out).parent)
         # Never truncate the old file first: a failure leaves it as it was.
         replace_file(out, text.encode("utf-8"))
     return text
@@ -75,7 +81,8 @@ def write_export(
 def default_export_path(
     session: Session, fmt: str, folder: str | os.PathLike[str] = "exports"
 ) -> Path:
-    """A new file in ``folder`` (made when missing) with a short name from the session.
+    """A new file in ``folder`` with a short name from the session (only the name: pass
+    ``make_folder=True`` to :func:`write_export` to make a missing folder).
 
     The name is the session's name (Pi's ``session_info``) as a slug, else its id's first
     8 characters: ``exports/fix-the-login-bug.html``, ``exports/01a2503c.html``. Exports
@@ -98,6 +105,15 @@ def default_export_path(
         # The file's stem is a long timestamp; the id's first 8 characters tell sessions apart.
         base = _slug(session.id[:8], 8) or "session"
     folder = Path(folder)
+    target = folder / f"{base}{_SUFFIXES[fmt]}"
+    number = 1
+    while target.exists():
+        number += 1
+        target = folder / f"{base}-{number}{_SUFFIXES[fmt]}"
+    return target
+
+
+def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -105,12 +121,6 @@ def default_export_path(
             f"{folder}: cannot make the export folder ({error.strerror or error}); "
             "choose another with -o"
         ) from error
-    target = folder / f"{base}{_SUFFIXES[fmt]}"
-    number = 1
-    while target.exists():
-        number += 1
-        target = folder / f"{base}-{number}{_SUFFIXES[fmt]}"
-    return target
 
 
 def shown_path(path: str | os.PathLike[str], cwd: str | os.PathLike[str] = ".") -> str:

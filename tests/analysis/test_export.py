@@ -221,8 +221,11 @@ def test_the_default_export_path_is_a_short_name_in_a_folder_of_its_own(tmp_path
     folder = tmp_path / "notebooks" / "exports"
     # Unnamed: the id's first 8 characters, not the file's long timestamped stem.
     first = default_export_path(session, "html", folder)
-    assert folder.is_dir() and first == folder / f"{session.id[:8]}.html"
+    assert first == folder / f"{session.id[:8]}.html"
     assert session.path is not None and session.path.stem not in first.name
+    assert not folder.exists()  # choosing a name makes nothing; the write makes the folder
+    write_export(session, "html", first, make_folder=True)
+    assert folder.is_dir() and first.read_text().startswith("<!DOCTYPE html>")
     first.write_text("earlier export\n")
     second = default_export_path(session, "html", folder)
     assert second == folder / f"{session.id[:8]}-2.html"
@@ -245,14 +248,19 @@ def test_the_default_export_folder_is_exports_in_the_current_folder(
     session = Session.create(tmp_path / "project", tmp_path / "sessions")
     session.set_name("demo")
     target = default_export_path(session, "md")
-    assert target == Path("exports") / "demo.md" and (tmp_path / "exports").is_dir()
+    assert target == Path("exports") / "demo.md"
     assert shown_path(target.resolve()) == str(Path("exports") / "demo.md")
     outside = tmp_path.parent / "elsewhere.md"
     assert shown_path(outside) == str(outside.resolve())
+    # A failed export leaves no empty folder behind: the folder is made after rendering.
+    with pytest.raises(EntryNotFoundError):
+        write_export(session, "md", target, leaf="missing", make_folder=True)
+    assert not (tmp_path / "exports").exists()
     # A file where the folder should be: one line saying what to do, not a traceback.
     (tmp_path / "blocked").write_text("a file\n")
+    blocked = default_export_path(session, "md", tmp_path / "blocked")
     with pytest.raises(UsageError, match="blocked: cannot make the export folder"):
-        default_export_path(session, "md", tmp_path / "blocked")
+        write_export(session, "md", blocked, make_folder=True)
     assert (tmp_path / "blocked").read_text() == "a file\n"
 
 

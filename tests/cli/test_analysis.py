@@ -77,6 +77,9 @@ def test_export_writes_a_short_name_into_exports_by_default(
     path, _ = build_demo(tmp_path / "s")
     Session.open(path).set_name("Fix the failing checks!")
     monkeypatch.chdir(tmp_path)
+    with pytest.raises(PinbError):
+        _run(["export", str(path), "--html", "--leaf", "missing"])
+    assert not (tmp_path / "exports").exists()  # a failed export makes no folder
     assert _run(["export", str(path), "--html"]) == 0
     out = capsys.readouterr()
     written = tmp_path / "exports" / "fix-the-failing-checks.html"

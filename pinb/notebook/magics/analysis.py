@@ -167,6 +167,6 @@ class AnalysisCommands(MagicsBase):
             )
         else:
             target = default_export_path(session, opts.format, folder / "exports")
-        write_export(session, opts.format, target, whole_tree=opts.tree)
+        write_export(session, opts.format, target, whole_tree=opts.tree, make_folder=not wanted)
         where = "" if wanted else " (exports/ beside the notebook; -o PATH to choose)"
         print(f"wrote {shown_path(target, folder)}{where}")
