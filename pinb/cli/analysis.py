@@ -253,11 +253,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
         write(write_export(session, args.fmt, None, leaf=leaf, whole_tree=args.tree))
         return 0
-    from ..analysis.export import default_export_path
+    from ..analysis.export import default_export_path, shown_path
 
-    out = args.output if args.output is not None else default_export_path(session, args.fmt)
-    write_export(session, args.fmt, out, leaf=leaf, whole_tree=args.tree)
-    say(f"wrote {out}")
+    chosen = args.output is None
+    out = default_export_path(session, args.fmt) if chosen else args.output
+    write_export(session, args.fmt, out, leaf=leaf, whole_tree=args.tree, make_folder=chosen)
+    say(f"wrote {shown_path(out)}")
     return 0
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 import mistune
 import pytest
 
-from pinb.analysis.export import export_html, export_ipynb, export_markdown, write_export
+from pinb.analysis.export import (
+    default_export_path,
+    export_html,
+    export_ipynb,
+    export_markdown,
+    shown_path,
+    write_export,
+)
 from pinb.core import Session
 from pinb.errors import EntryNotFoundError, UsageError
 
@@ -208,38 +215,100 @@ def test_every_entry_kind_is_drawn_a_system_prompt_included(tmp_path: Path) -> N
     assert "You are a careful coding agent." in text and "section rules" in text
 
 
-def test_the_export_magic_writes_next_to_the_notebook_or_where_told(
+def test_the_default_export_path_is_a_short_name_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    session = Session.create(tmp_path / "project", tmp_path / "sessions")
+    session.append_message(user("first"))
+    folder = tmp_path / "notebooks" / "exports"
+    # Unnamed: the id's first 8 characters, not the file's long timestamped stem.
+    first = default_export_path(session, "html", folder)
+    assert first == folder / f"{session.id[:8]}.html"
+    assert session.path is not None and session.path.stem not in first.name
+    assert not folder.exists()  # choosing a name makes nothing; the write makes the folder
+    write_export(session, "html", first, make_folder=True)
+    assert folder.is_dir() and first.read_text().startswith("<!DOCTYPE html>")
+    first.write_text("earlier export\n")
+    second = default_export_path(session, "html", folder)
+    assert second == folder / f"{session.id[:8]}-2.html"
+    assert first.read_text() == "earlier export\n"  # choosing a name never touches a file
+    assert default_export_path(session, "md", folder) == folder / f"{session.id[:8]}.md"
+    # Named (Pi's session_info): the name as a slug.
+    session.set_name("Fix the login bug!")
+    assert default_export_path(session, "html", folder) == folder / "fix-the-login-bug.html"
+    # A name with nothing a file name can keep falls back to the id.
+    session.set_name("修复 ✓")
+    assert default_export_path(session, "ipynb", folder) == folder / f"{session.id[:8]}.ipynb"
+    with pytest.raises(UsageError, match="unknown export format"):
+        default_export_path(session, "pdf", folder)
+
+
+def test_the_default_export_folder_is_exports_in_the_current_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
+    monkeypatch.chdir(tmp_path)
+    session = Session.create(tmp_path / "project", tmp_path / "sessions")
+    session.set_name("demo")
+    target = default_export_path(session, "md")
+    assert target == Path("exports") / "demo.md"
+    assert shown_path(target.resolve()) == str(Path("exports") / "demo.md")
+    outside = tmp_path.parent / "elsewhere.md"
+    assert shown_path(outside) == str(outside.resolve())
+    # A failed export leaves no empty folder behind: the folder is made after rendering.
+    with pytest.raises(EntryNotFoundError):
+        write_export(session, "md", target, leaf="missing", make_folder=True)
+    assert not (tmp_path / "exports").exists()
+    # A file where the folder should be: one line saying what to do, not a traceback.
+    (tmp_path / "blocked").write_text("a file\n")
+    blocked = default_export_path(session, "md", tmp_path / "blocked")
+    with pytest.raises(UsageError, match="blocked: cannot make the export folder"):
+        write_export(session, "md", blocked, make_folder=True)
+    assert (tmp_path / "blocked").read_text() == "a file\n"
+
+
+def test_the_export_magic_writes_into_exports_beside_the_notebook_or_where_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from IPython.utils.io import capture_output
+
+    from tests.shells import pi_shell
 
     notebook_folder = tmp_path / "notebooks"
     notebook_folder.mkdir()
+    (notebook_folder / "01-start.ipynb").write_text("{}\n")
     monkeypatch.chdir(notebook_folder)  # JupyterLab starts the kernel in the notebook's folder
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "pinb")
-    magics = ip.magics_manager.registry["PiMagics"]
     session = Session.create(tmp_path / "project", tmp_path / "sessions")
     session.append_message(user("pinb/offline-demo said word_count is fine"))
     session.append_message(assistant("Yes.", total=5))
-    saved = magics.session
-    magics.session = session
-    try:
+    with pi_shell() as ip:
+        ip.magics_manager.registry["PiMagics"].session = session
         with capture_output() as shown:
             ip.run_line_magic("pi", "export md")
-        written = list(notebook_folder.glob("*.md"))
-        assert len(written) == 1 and f"wrote {written[0].resolve()}" in shown.stdout
-        assert "pinb/offline-demo said word_count is fine" in written[0].read_text()
+        written = notebook_folder / "exports" / f"{session.id[:8]}.md"
+        assert shown.stdout.startswith(f"wrote exports/{written.name} ")
+        assert "pinb/offline-demo said word_count is fine" in written.read_text()
+        session.set_name("Word count check")
+        with capture_output() as shown:
+            ip.run_line_magic("pi", "export html")
+            ip.run_line_magic("pi", "export html")
+        assert "wrote exports/word-count-check.html " in shown.stdout
+        assert "wrote exports/word-count-check-2.html " in shown.stdout
+        # Nothing but the notebook and the exports folder beside the notebook.
+        assert sorted(p.name for p in notebook_folder.iterdir()) == ["01-start.ipynb", "exports"]
+        assert sorted(p.name for p in (notebook_folder / "exports").iterdir()) == [
+            written.name,
+            "word-count-check-2.html",
+            "word-count-check.html",
+        ]
         elsewhere = tmp_path / "out"
         elsewhere.mkdir()
-        with capture_output():
+        with capture_output() as shown:
             ip.run_line_magic("pi", f"export html -o {elsewhere}")
             ip.run_line_magic("pi", f"export html -o {elsewhere / 'named.html'} --tree")
-        assert len(list(elsewhere.glob("*.html"))) == 2 and (elsewhere / "named.html").is_file()
-        assert not list(tmp_path.glob("*.html")) and len(list(notebook_folder.iterdir())) == 1
-    finally:
-        magics.session = saved
+        assert sorted(p.name for p in elsewhere.iterdir()) == [
+            "named.html",
+            "word-count-check.html",
+        ]
+        assert f"wrote {elsewhere / 'named.html'}" in shown.stdout  # outside the cwd: in full
+        assert not list(tmp_path.glob("*.html"))
 
 
 def test_the_models_markdown_renders_in_every_export_and_fetches_nothing(tmp_path: Path) -> None:
@@ -266,3 +335,86 @@ def test_the_models_markdown_renders_in_every_export_and_fetches_nothing(tmp_pat
         assert isinstance(rendered, str) and "<img" not in rendered
     assert "[image: chart](http://203.0.113.7/c.png?d=1)" in markdown
     assert "[image: ref](http://203.0.113.7/r.png?d=2)" in markdown
+
+
+class _Sections(HTMLParser):
+    """Per ``<h2>`` of the page's main part: the anchors of its articles and of its links."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.articles: dict[str, list[str]] = {}
+        self.links: dict[str, list[str]] = {}
+        self._heading: str | None = None
+        self._in_h2 = False
+        self._in_main = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "main":
+            self._in_main = True
+        elif tag == "h2" and self._in_main:
+            self._in_h2, self._heading = True, ""
+        elif tag == "article" and self._heading is not None:
+            self.articles[self._heading].append(found["id"] or "")
+        elif tag == "a" and self._heading is not None and self._in_main:
+            self.links[self._heading].append((found["href"] or "").lstrip("#"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h2" and self._in_h2:
+            self._in_h2 = False
+            assert self._heading is not None
+            self.articles[self._heading] = []
+            self.links[self._heading] = []
+
+    def handle_data(self, data: str) -> None:
+        if self._in_h2:
+            self._heading = (self._heading or "") + data
+
+
+def test_the_html_context_path_is_what_the_model_reads_after_a_compaction(
+    tmp_path: Path,
+) -> None:
+    from pinb.core import CompactionSettings, ExtractiveSummarizer
+    from pinb.testing.work import write_work_session
+
+    session = write_work_session(tmp_path / "s", turns=8)
+    settings = CompactionSettings(reserve_tokens=2000, keep_recent_tokens=400)
+    session.compact(ExtractiveSummarizer(), settings=settings)
+    for turn in range(4):
+        session.append_message(user(f"Now rename reader {turn}."))
+        session.append_message(assistant(f"Renamed reader {turn}. " + "Checked. " * 120, total=5))
+    session.compact(ExtractiveSummarizer(), settings=settings)  # the last one on the path counts
+    session.append_message(user("And the tests?"))
+    session.append_message(assistant("They pass.", total=5))
+    context = session.build_context()
+    entry_of = {f"e{i}": e for i, e in enumerate(session.entries)}
+    page = _Sections()
+    page.feed(export_html(session))
+    whole_path = "Whole path, root to leaf (summarized entries included)"
+    assert list(page.articles) == ["Context path", whole_path]
+    # The context path is the core's context entries, in the context's order: the last
+    # compaction's summary first, then the kept entries, then what follows.
+    drawn = [entry_of[anchor] for anchor in page.articles["Context path"]]
+    expected = [e for e in context.sources if not e.is_navigation]
+    assert [e.id for e in drawn] == [e.id for e in expected]
+    assert (
+        drawn[0] is context.compaction and drawn[1].id == context.compaction.raw["firstKeptEntryId"]
+    )
+    summarized = [e for e in context.path if not any(e is s for s in context.sources)]
+    assert len(summarized) > 10 and any(e.type == "compaction" for e in summarized)
+    assert not {e.id for e in summarized} & {e.id for e in drawn}
+    # The whole path follows, named as such: the summarized entries in full, each context
+    # entry a link up to its one article; together, every entry of the path once.
+    rest = [entry_of[anchor] for anchor in page.articles[whole_path]]
+    assert [e.id for e in rest] == [e.id for e in summarized if not e.is_navigation]
+    linked = [entry_of[anchor] for anchor in page.links[whole_path]]
+    in_path_order = [e for e in context.path if any(e is s for s in expected)]
+    assert [e.id for e in linked] == [e.id for e in in_path_order]
+    assert in_path_order[-3] is context.compaction  # the summary sits after what it kept
+    # Without a compaction the context is the whole path: one section, nothing repeated.
+    plain = Session.create(tmp_path / "p", tmp_path / "p" / "s")
+    plain.append_message(user("hi"))
+    plain.append_message(assistant("hello", total=5))
+    one = _Sections()
+    one.feed(export_html(plain))
+    assert one.articles == {"Context path": ["e0", "e1"]} and one.links == {"Context path": []}

@@ -189,7 +189,7 @@ def test_cli_export_of_odd_files_prints_no_traceback(
             capture_output=True,
             text=True,
             timeout=60,
-            cwd=tmp_path,  # the export is written here, named after the session
+            cwd=tmp_path,  # the export is written into exports/ here, named after the session
         )
         assert result.returncode == 0 and result.stderr == "", result.stderr
         assert (

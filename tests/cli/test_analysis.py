@@ -71,21 +71,25 @@ def test_export_to_stdout_and_file(tmp_path: Path, capsys: pytest.CaptureFixture
         _run(["export", str(path)])  # a format is required
 
 
-def test_export_writes_a_file_named_after_the_session_by_default(
+def test_export_writes_a_short_name_into_exports_by_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = build_demo(tmp_path / "s")
     Session.open(path).set_name("Fix the failing checks!")
     monkeypatch.chdir(tmp_path)
+    with pytest.raises(PinbError):
+        _run(["export", str(path), "--html", "--leaf", "missing"])
+    assert not (tmp_path / "exports").exists()  # a failed export makes no folder
     assert _run(["export", str(path), "--html"]) == 0
     out = capsys.readouterr()
-    written = tmp_path / "fix-the-failing-checks.html"
-    assert out.out.strip() == f"wrote {written.name}" and "<html" not in out.out
+    written = tmp_path / "exports" / "fix-the-failing-checks.html"
+    assert out.out.strip() == "wrote exports/fix-the-failing-checks.html" and "<html" not in out.out
     assert written.read_text().startswith("<!DOCTYPE html>")
     # Never over an earlier file: the next export gets a number.
     assert _run(["export", str(path), "--html"]) == 0
-    assert capsys.readouterr().out.strip() == "wrote fix-the-failing-checks-2.html"
-    assert written.read_text() == (tmp_path / "fix-the-failing-checks-2.html").read_text()
+    assert capsys.readouterr().out.strip() == "wrote exports/fix-the-failing-checks-2.html"
+    assert written.read_text() == (written.parent / "fix-the-failing-checks-2.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "s"]
 
 
 def test_html_to_a_terminal_is_refused_with_a_hint(tmp_path: Path) -> None:

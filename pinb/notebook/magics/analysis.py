@@ -144,9 +144,10 @@ class AnalysisCommands(MagicsBase):
         )
 
     def _cmd_export(self, args: list[str]) -> None:
-        """Write the current branch as HTML, Markdown or a notebook: where ``-o`` says, else
-        next to the notebook (the kernel's folder, which JupyterLab sets to the notebook's)."""
-        from ...analysis.export import default_export_path, write_export
+        """Write the current branch as HTML, Markdown or a notebook: where ``-o`` says (a file,
+        or a folder to name one in), else into ``exports/`` beside the notebook (the kernel's
+        folder, which JupyterLab sets to the notebook's)."""
+        from ...analysis.export import default_export_path, shown_path, write_export
 
         parser = command_parser("%pi export")
         parser.add_argument("format", choices=("html", "md", "ipynb"))
@@ -165,7 +166,7 @@ class AnalysisCommands(MagicsBase):
                 default_export_path(session, opts.format, chosen) if chosen.is_dir() else chosen
             )
         else:
-            target = default_export_path(session, opts.format, folder)
-        write_export(session, opts.format, target, whole_tree=opts.tree)
-        where = "" if wanted else " (next to the notebook: the kernel's folder; -o PATH to choose)"
-        print(f"wrote {target.resolve()}{where}")
+            target = default_export_path(session, opts.format, folder / "exports")
+        write_export(session, opts.format, target, whole_tree=opts.tree, make_folder=not wanted)
+        where = "" if wanted else " (exports/ beside the notebook; -o PATH to choose)"
+        print(f"wrote {shown_path(target, folder)}{where}")

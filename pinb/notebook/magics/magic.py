@@ -64,7 +64,7 @@ COMMANDS_HELP = """\
 %pi model --fit-pi               fit Pi's compaction settings to its model's small window
 %pi thinking LEVEL               off, minimal, low, medium, high, xhigh
 %pi tools [+name|-name ...]      show or change tools (+python: run code in this kernel)
-%pi export html|md|ipynb [-o PATH] [--tree]  export the branch (default: next to the notebook)
+%pi export html|md|ipynb [-o PATH] [--tree]  export the branch (default: exports/ beside the notebook)
 %pi memory [list|save|recall|forget|inject|promote] ...   long-term memory
 %pi memory observe on|off        propose memory notes before compactions and after runs
 %pi chat [CHAT] [--follow]       link this session to a chat beside the notebook; --follow: continue the chat's session

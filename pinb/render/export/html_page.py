@@ -49,7 +49,7 @@ main{padding:8px 16px;min-width:0}article{border:1px solid #d0d7de;border-radius
  margin:8px 0;padding:6px 10px}article h3{font-size:13px;margin:0 0 4px 0}
 article h3 small{color:#6e7781;font-weight:normal}
 .role-user{background:#f6fbff}.role-assistant{background:#fff}.role-toolResult{background:#f6f8fa}
-.summary{background:#fff8e1}.summarized{opacity:.55}.meta-entry{font-size:12px;color:#6e7781;
+.summary{background:#fff8e1}.path-row{margin:2px 0;font-size:12px}.path-row a{color:inherit}.summarized{opacity:.55}.meta-entry{font-size:12px;color:#6e7781;
  border-style:dashed}.error{color:#cf222e}.badge{display:inline-block;padding:0 6px;
  border-radius:8px;font-size:11px;background:#eaeef2;margin-left:4px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;border-radius:4px;
@@ -154,6 +154,43 @@ def _html_article(item: Item, index: int) -> str:
     )
 
 
+def _path_sections(path: list[Item], context: list[Item]) -> tuple[str, set[str]]:
+    """The context path (what the model reads, in its order), then, when a compaction left
+    entries out of it, the whole path with those entries in full; and the anchors drawn."""
+    articles = "".join(_html_article(item, i) for i, item in enumerate(context, start=1))
+    compacted = bool(context) and context[0].entry.type == "compaction"
+    note = (
+        "What the model reads, in order: the compaction's summary, then the entries it kept "
+        "(from its <code>firstKeptEntryId</code>), then what follows."
+        if compacted
+        else "What the model reads, in order: the whole path."
+    )
+    html = f"<h2>Context path</h2><p class='meta'>{note}</p>{articles}"
+    shown = {item.anchor for item in context}
+    left_out = [item for item in path if item.anchor not in shown]
+    if not left_out:
+        return html, shown
+    rows = []
+    for position, item in enumerate(path, start=1):
+        if item.anchor in shown:
+            # Drawn above already: one line linking to it, so no anchor is drawn twice.
+            rows.append(
+                f"<p class='path-row'><a href='#{item.anchor}'>#{position} "
+                f"{_esc(short(preview(item.entry), 90))}</a>"
+                "<span class='badge'>in context</span></p>"
+            )
+        else:
+            rows.append(_html_article(item, position))
+    html += (
+        "<h2>Whole path, root to leaf (summarized entries included)</h2>"
+        f"<p class='meta'>Every entry on the branch: the {len(left_out)} "
+        f"{'entry' if len(left_out) == 1 else 'entries'} the context path above leaves out "
+        "in full (the file still holds them), the others as links up to it.</p>"
+        f"{''.join(rows)}"
+    )
+    return html, shown | {item.anchor for item in left_out}
+
+
 def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False) -> str:
     """A standalone HTML page: the tree on the left, the context path (or all entries) beside.
 
@@ -170,8 +207,13 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
     whole_tree:
         Show every entry of every branch, in tree order, instead of one path.
     """
-    tree, items = select_items(session, leaf, whole_tree)
-    shown = {item.anchor for item in items}
+    tree, items, context = select_items(session, leaf, whole_tree)
+    if whole_tree:
+        articles = (_html_article(item, i) for i, item in enumerate(items, start=1))
+        sections = f"<h2>All entries</h2>{''.join(articles)}"
+        shown = {item.anchor for item in items}
+    else:
+        sections, shown = _path_sections(items, context)
     tree_rows = []
     for item in tree:
         if item.entry.is_navigation:
@@ -185,13 +227,11 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
             f"<li class='{'on-path' if item.on_path else ''}' style='padding-left:{level}em'>"
             f"<span class='dot'>{'●' if item.on_path else '·'}</span>{link}{badge}</li>"
         )
-    articles = [_html_article(item, i) for i, item in enumerate(items, start=1)]
     title = session_title(session)
     meta = (
         f"session {_esc(session.id)} · cwd {_esc(session.cwd)} · {len(session.entries)} entries"
         f" · leaf {_esc(items[-1].entry.id if items else '-')}"
     )
-    heading = "All entries" if whole_tree else "Context path"
     return clean(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -200,5 +240,5 @@ def export_html(session: Session, *, leaf: Any = UNSET, whole_tree: bool = False
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
         f"<header><h1>{_esc(title)}</h1><p class='meta'>{meta}</p></header>"
         f"<nav><h2>Tree</h2><ol>{''.join(tree_rows)}</ol></nav>"
-        f"<main><h2>{heading}</h2>{''.join(articles)}</main></body></html>\n"
+        f"<main>{sections}</main></body></html>\n"
     )

@@ -81,7 +81,7 @@ def export_markdown(session: Session, *, leaf: Any = UNSET, whole_tree: bool = F
     become entities); tool arguments and outputs are fenced code blocks; prompts and
     other text render as exactly what the session holds.
     """
-    _, items = select_items(session, leaf, whole_tree)
+    _, items, _ = select_items(session, leaf, whole_tree)
     lines = [f"# {literal_line(session_title(session))}", ""]
     lines.append(f"- session: {code(as_text(session.id))}")
     lines.append(f"- cwd: {code(as_text(session.cwd))}")

@@ -51,7 +51,7 @@ def export_ipynb(
     A tool call's cell holds a comment naming the tool and its arguments as a JSON
     literal, so running the notebook never repeats what the agent did.
     """
-    _, items = select_items(session, leaf, whole_tree)
+    _, items, _ = select_items(session, leaf, whole_tree)
     results: dict[str, dict[str, Any]] = {}
     for item in items:
         message = item.entry.message

@@ -101,8 +101,12 @@ class Item:
     level: int = 0
 
 
-def select_items(session: Session, leaf: Any, whole_tree: bool) -> tuple[list[Item], list[Item]]:
-    """``(tree, items)``: every entry in tree order, and the entries to show in full."""
+def select_items(
+    session: Session, leaf: Any, whole_tree: bool
+) -> tuple[list[Item], list[Item], list[Item]]:
+    """``(tree, items, context)``: every entry in tree order, the entries to show in full
+    (the branch's whole path, or every entry), and the entries in the model's context, in
+    the context's order (the compaction's summary, then what it kept, then what follows)."""
     leaf_id = session.leaf_id if leaf is UNSET else leaf
     if leaf_id is not None and leaf is not UNSET and leaf_id not in session:
         raise EntryNotFoundError(str(leaf_id))
@@ -120,7 +124,11 @@ def select_items(session: Session, leaf: Any, whole_tree: bool) -> tuple[list[It
     else:
         items = [Item(e, anchors[id(e)], True, id(e) in in_context) for e in context.path]
         items = [item for item in items if not item.entry.is_navigation]
-    return tree, items
+    # The one context builder's entries, not a walk of our own: what the model reads.
+    shown_context = [
+        Item(e, anchors[id(e)], True, True) for e in context.sources if not e.is_navigation
+    ]
+    return tree, items, shown_context
 
 
 def tree_order(session: Session) -> Iterator[tuple[Entry, int]]:
