@@ -10,6 +10,7 @@ prints no warning box, and the real first start with uv installs and starts Jupy
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -480,3 +481,7 @@ def test_the_real_first_start_with_uv(tmp_path: Path) -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", done.stdout.strip()), done.stdout
     python = str(checkout / ".venv" / "bin" / "python")
     assert _pinb_imported_by(python, env, tmp_path).is_relative_to(checkout)
+    # JupyterLab's news (a notification, and requests to jupyter.org) is off in this .venv.
+    page_config = checkout / ".venv" / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    disabled = json.loads(page_config.read_text())["disabledExtensions"]
+    assert disabled == {"@jupyterlab/apputils-extension:announcements": True}
