@@ -58,6 +58,7 @@ __all__ = [
     "open_link",
     "read_link",
     "record_path",
+    "server_path",
 ]
 
 #: The key of the link in a chat's metadata (``metadata["pinb"]``).
@@ -387,6 +388,29 @@ def kernel_notebook(user_ns: dict[str, Any] | None = None) -> Path | None:
     if not isinstance(name, str) or not name.endswith(".ipynb"):
         return None
     return Path(name)
+
+
+def server_path(path: str | os.PathLike[str]) -> str | None:
+    """``path`` as the Jupyter server that started this kernel names it (relative to its
+    root, ``/``-separated), or ``None``: a kernel no server started, or a path outside it.
+
+    Read from the server's own ``jpserver-<pid>.json`` in Jupyter's runtime folder (the
+    kernel's ``JPY_PARENT_PID`` is the server's pid): a file on this machine, no request.
+    """
+    pid = os.environ.get("JPY_PARENT_PID", "")
+    if not pid.isdigit():
+        return None
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    info = _read_json(Path(jupyter_runtime_dir()) / f"jpserver-{pid}.json")
+    root = info.get("root_dir") if isinstance(info, dict) else None
+    if not isinstance(root, str) or not root:
+        return None
+    full = Path(os.path.abspath(path))
+    try:
+        return full.relative_to(Path(os.path.abspath(os.path.expanduser(root)))).as_posix()
+    except ValueError:
+        return None
 
 
 def notebook_link(notebook: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..render.html import div, escape, wrap
-from .link import LINK_MIMETYPE, ChatLink
+from .link import LINK_MIMETYPE, ChatLink, server_path
+
+#: jupyterlab-chat's command that opens a chat (``inSidePanel``: in the side panel).
+OPEN_CHAT = "jupyterlab-chat:open"
 
 __all__ = ["ChatLinkView"]
 
@@ -31,6 +35,25 @@ class ChatLinkView:
         self.link = link
         self.action = action
         self.note = note
+        #: The chat as the Jupyter server names it (``None``: no server started the kernel).
+        self.server_path = server_path(link.chat)
+
+    def _open_html(self) -> str:
+        """A link that opens the chat in JupyterLab's chat side panel, beside the notebook.
+
+        JupyterLab's command linker runs it (``data-commandlinker-*``, a click, nothing
+        fetched); a sanitizer drops those attributes and leaves the words, inert.
+        """
+        if self.server_path is None:
+            return ""
+        args = json.dumps({"filepath": self.server_path, "inSidePanel": True})
+        return (
+            f'<div><a data-commandlinker-command="{OPEN_CHAT}" '
+            f'data-commandlinker-args="{escape(args)}" '
+            'style="cursor:pointer;color:#0969da;text-decoration:underline">'
+            f"Open {escape(self.link.chat.name)} beside this notebook</a> (the chat side panel) "
+            "and ask Pi there; %pi tree shows the chat's turns as pinb.chat rows</div>"
+        )
 
     def to_text(self) -> str:
         link = self.link
@@ -60,7 +83,11 @@ class ChatLinkView:
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         text = self.to_text()
-        html = wrap("".join(div(escape(line)) for line in text.splitlines()), "pinb-chat-link")
+        lines = text.splitlines()
+        opener = self._open_html()
+        if opener:  # the link stands where the words say how to open the chat
+            lines = lines[:-1]
+        html = wrap("".join(div(escape(line)) for line in lines) + opener, "pinb-chat-link")
         link = self.link
         data: dict[str, Any] = {
             "text/plain": text,

@@ -437,3 +437,47 @@ def test_a_hostile_reply_fetches_nothing_in_the_chat_or_its_exports(
                 raise
             assert leaving == [], leaving
     assert catcher.hits == [], catcher.hits
+
+
+def test_pi_chat_opens_its_chat_beside_the_notebook(
+    tmp_path: Path, isolated_agent_dir: Path
+) -> None:
+    """``%pi chat`` in a notebook in a subfolder: the chat is made beside the notebook, named
+    after the session, and its output's link opens it in JupyterLab's chat side panel, the
+    notebook still in view, the chat's first message saying which session it continues."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium")
+    root = tmp_path / "lab"
+    (root / "work").mkdir(parents=True)
+    _write_notebook(
+        root / "work" / "demo.ipynb",
+        [
+            _cell(["%load_ext pinb\n", '%config PiMagics.model = "offline"']),
+            _cell(["%%pi\n", "hi"]),
+            _cell(["%pi chat"]),
+        ],
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watchdog(BUDGET_S), jupyter_lab(root) as (base, token), chromium_page(1400, 1000) as page:
+        _start_kernel(base, token, "work/demo.ipynb")
+        page.goto(
+            f"{base}/lab/workspaces/beside/tree/work/demo.ipynb?token={token}",
+            wait_until="domcontentloaded",
+        )
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell .jp-InputArea-editor")
+        _run_cell(page, 0)
+        _run_cell(page, 1, "this run")
+        _run_cell(page, 2, "beside this notebook")
+        (session,) = (isolated_agent_dir / "sessions").rglob("*.jsonl")
+        (chat,) = root.rglob("*.chat")
+        assert chat.parent == root / "work"
+        assert chat.name == f"session-{Session.open(session).id[:8]}.chat"
+        page.get_by_text(f"Open {chat.name} beside this notebook").click()
+        said = f"{chat.name} continues {session.name}"
+        messages = page.locator("#jp-left-stack .jp-chat-rendered-message")
+        messages.filter(has_text=said).first.wait_for()
+        assert page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").count() == 1
+        assert page.locator("#jp-main-dock-panel .jp-chat-messages-container").count() == 0
+        assert page.locator(".jp-Dialog").count() == 0  # nothing asked: the command just ran
+        page.screenshot(path=str(ARTIFACTS / "chat-opened-beside.png"))
+    assert read_link(chat) is not None and read_link(chat).session == session.resolve()

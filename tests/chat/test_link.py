@@ -167,3 +167,35 @@ def test_a_link_that_names_no_session_is_one_line_naming_it_as_written(tmp_path:
             "(or `/session open PATH` or `/session new` here)"
         )
         assert refused.value.reason == reason and refused.value.link is link
+
+
+def test_the_chat_is_named_as_the_server_that_started_the_kernel_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``server_path`` reads the server's own ``jpserver-<pid>.json``: the chat relative to
+    its root, ``None`` outside it or for a kernel no server started; the view's link opens
+    that path in the chat side panel, the name escaped."""
+    from pinb.chat.link import ChatLink, server_path
+    from pinb.chat.linkview import ChatLinkView
+    from pinb.render.html import escape
+
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    root = tmp_path / "root"
+    chat = root / "work" / 'a"<b>.chat'
+    chat.parent.mkdir(parents=True)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("JPY_PARENT_PID", raising=False)
+    assert server_path(chat) is None  # no server started this kernel
+    monkeypatch.setenv("JPY_PARENT_PID", "4242")
+    assert server_path(chat) is None  # no such server's file
+    (runtime / "jpserver-4242.json").write_text(json.dumps({"root_dir": str(root)}))
+    assert server_path(chat) == 'work/a"<b>.chat'
+    assert server_path(tmp_path / "elsewhere.chat") is None
+    session = tmp_path / "s.jsonl"
+    session.write_text("")
+    html = ChatLinkView(ChatLink(chat=chat, session=session))._repr_mimebundle_()[0]["text/html"]
+    assert 'data-commandlinker-command="jupyterlab-chat:open"' in html
+    args = json.dumps({"filepath": 'work/a"<b>.chat', "inSidePanel": True})
+    assert f'data-commandlinker-args="{escape(args)}"' in html
+    assert "<b>" not in html

@@ -192,9 +192,11 @@ def wait_or_kill(process: subprocess.Popen[bytes]) -> None:
 
 
 def _start_kernel(base: str, token: str, notebook: str) -> None:
-    """Start the notebook's kernel through the REST API, so Lab attaches to it directly."""
+    """Start the notebook's kernel through the REST API, so Lab attaches to it directly
+    (named as JupyterLab names it: ``path`` from the root, ``name`` the file's)."""
+    name = notebook.rsplit("/", 1)[-1]
     body = json.dumps(
-        {"path": notebook, "name": notebook, "type": "notebook", "kernel": {"name": "python3"}}
+        {"path": notebook, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
     ).encode()
     request = urllib.request.Request(
         f"{base}/api/sessions",

@@ -16,7 +16,7 @@ class ChatCommands(MagicsBase):
 
     def _folder(self, notebook: Path | None) -> Path:
         """Where a new chat goes: beside the notebook (the kernel's working folder)."""
-        if notebook is not None and notebook.is_absolute():
+        if notebook is not None and notebook.is_absolute() and notebook.is_file():
             return notebook.parent
         return Path.cwd()
 
