@@ -39,7 +39,7 @@ from tests.views.test_browser import (
     CHROMIUM,
     STEP_MS,
     _cell,
-    _start_kernel,
+    _open_notebook,
     _write_notebook,
     chromium_page,
     jupyter_lab,
@@ -193,12 +193,7 @@ def _chat_beside_a_notebook(
         chat = _second_page(page)
         try:
             # The notebook: a first cell writes the session.
-            _start_kernel(base, token, "demo.ipynb")
-            page.goto(
-                f"{base}/lab/workspaces/notebook/tree/demo.ipynb?token={token}",
-                wait_until="domcontentloaded",
-            )
-            page.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor")
+            _open_notebook(page, base, token, "demo.ipynb", run=False)
             _run_cell(page, 0)
             _run_cell(page, 1, "this run")
             (path,) = (isolated_agent_dir / "sessions").rglob("*.jsonl")
@@ -459,12 +454,7 @@ def test_pi_chat_opens_its_chat_beside_the_notebook(
     )
     ARTIFACTS.mkdir(exist_ok=True)
     with watchdog(BUDGET_S), jupyter_lab(root) as (base, token), chromium_page(1400, 1000) as page:
-        _start_kernel(base, token, "work/demo.ipynb")
-        page.goto(
-            f"{base}/lab/workspaces/beside/tree/work/demo.ipynb?token={token}",
-            wait_until="domcontentloaded",
-        )
-        page.wait_for_selector(".jp-Notebook .jp-CodeCell .jp-InputArea-editor")
+        _open_notebook(page, base, token, "work/demo.ipynb", run=False)
         _run_cell(page, 0)
         _run_cell(page, 1, "this run")
         _run_cell(page, 2, "beside this notebook")

@@ -340,6 +340,20 @@ def _run_all(page: Any) -> None:
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
+def _open_notebook(page: Any, base: str, token: str, notebook: str, *, run: bool = True) -> None:
+    """Start ``notebook``'s kernel (as JupyterLab does), open it in a workspace of its own
+    (named after its folder) and, with ``run``, Run All once the kernel is ready."""
+    _start_kernel(base, token, notebook)
+    workspace = notebook.split("/")[0] if "/" in notebook else Path(notebook).stem
+    page.goto(
+        f"{base}/lab/workspaces/{workspace}/tree/{notebook}?token={token}",
+        wait_until="domcontentloaded",
+    )
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    if run:
+        _run_all(page)
+
+
 def _no_injected_markup(page: Any) -> None:
     assert page.evaluate("window.__pinb_xss") is None, "an injected script ran"
     injected = page.evaluate(
@@ -372,14 +386,8 @@ def test_tree_widget_in_jupyterlab_and_chromium(lab: tuple[str, str, Path], tmp_
 
     with watchdog(BUDGET_S), chromium_page() as page:
         try:
-            _start_kernel(base, token, "widget/explorer.ipynb")
-            page.goto(
-                f"{base}/lab/workspaces/widget/tree/widget/explorer.ipynb?token={token}",
-                wait_until="domcontentloaded",
-            )
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            _open_notebook(page, base, token, "widget/explorer.ipynb")
             widget = page.locator('.pinb-tw[data-ready="1"]')
-            _run_all(page)
             widget.wait_for()
             page.wait_for_selector(".pinb-view.pinb-session")  # the second cell's views
             # The leaf's row is marked and selected; the entry panel shows it.
@@ -550,13 +558,7 @@ def test_compaction_view_gives_back_from_its_button(lab: tuple[str, str, Path]) 
     lines = session_path.read_text().splitlines()
     with watchdog(BUDGET_S), chromium_page(1300, 1200) as page:
         try:
-            _start_kernel(base, token, "giveback/giveback.ipynb")
-            page.goto(
-                f"{base}/lab/workspaces/giveback/tree/giveback/giveback.ipynb?token={token}",
-                wait_until="domcontentloaded",
-            )
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            _run_all(page)
+            _open_notebook(page, base, token, "giveback/giveback.ipynb")
             button = page.locator(".pinb-cw-give-back")
             button.wait_for()
             view = page.locator(".pinb-cw")
@@ -784,14 +786,8 @@ def test_explorer_actions_in_the_shipped_notebook(
     ARTIFACTS.mkdir(exist_ok=True)
     with watchdog(BUDGET_S), chromium_page(1500, 1300) as page:
         try:
-            _start_kernel(base, token, "shipped02/02.ipynb")
-            page.goto(
-                f"{base}/lab/workspaces/shipped02/tree/shipped02/02.ipynb?token={token}",
-                wait_until="domcontentloaded",
-            )
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            _open_notebook(page, base, token, "shipped02/02.ipynb")
             widget = page.locator('.pinb-tw[data-ready="1"]')
-            _run_all(page)
             widget.wait_for()
             widget.scroll_into_view_if_needed()
             status = widget.locator(".pinb-status")
@@ -1014,13 +1010,7 @@ def test_explorer_keeps_the_selection_and_offers_the_text_to_resend(
     with watchdog(BUDGET_S), chromium_page(1500, 1100) as page:
         try:
             page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
-            _start_kernel(base, token, "resend/resend.ipynb")
-            page.goto(
-                f"{base}/lab/workspaces/resend/tree/resend/resend.ipynb?token={token}",
-                wait_until="domcontentloaded",
-            )
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            _run_all(page)
+            _open_notebook(page, base, token, "resend/resend.ipynb")
             widget = page.locator('.pinb-tw[data-ready="1"]')
             widget.wait_for()
             editor = widget.locator(".pinb-tw-editor")
