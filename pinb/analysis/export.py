@@ -73,6 +73,11 @@ def write_export(
             raise UsageError(f"{out}: is the session being exported; choose another output file")
         if make_folder:
             _make_folder(Path(out).parent)
+        elif not Path(out).parent.is_dir():
+            raise UsageError(
+                f"{out}: its folder {Path(out).parent} does not exist; make it, or choose "
+                "another with -o"
+            )
         # Never truncate the old file first: a failure leaves it as it was.
         replace_file(out, text.encode("utf-8"))
     return text

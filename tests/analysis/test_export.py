@@ -146,6 +146,11 @@ def test_write_export_to_a_file(tmp_path: Path) -> None:
     assert json.loads(out.read_text()) == json.loads(text)
     with pytest.raises(UsageError):
         write_export(CASES[0], "pdf")
+    # A folder that does not exist is named, not a temporary file's path; nothing is made.
+    missing = tmp_path / "no-such-folder" / "case.md"
+    with pytest.raises(UsageError, match=r"case\.md: its folder .*no-such-folder does not exist"):
+        write_export(CASES[0], "md", missing)
+    assert not missing.parent.exists()
 
 
 def _rendered_text(markdown: str) -> tuple[list[str], list[str], list[str]]:
