@@ -9,13 +9,13 @@ touched.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ..core import Session
 from ..core.context.build import UNSET
 from ..core.file.atomic import replace_file
+from ..core.file.paths import file_stem
 from ..core.format.entries import MISSING
 from ..core.js.jsontext import json_text
 from ..errors import SessionFileError, UsageError
@@ -105,10 +105,10 @@ def default_export_path(
     """
     if fmt not in _SUFFIXES:
         raise UsageError(f"unknown export format {fmt!r}; use html, md or ipynb")
-    base = _slug(as_text(session.name), 60) if session.name else ""
+    base = file_stem(as_text(session.name), 60) if session.name else ""
     if not base:
         # The file's stem is a long timestamp; the id's first 8 characters tell sessions apart.
-        base = _slug(session.id[:8], 8) or "session"
+        base = file_stem(session.id[:8], 8) or "session"
     folder = Path(folder)
     target = folder / f"{base}{_SUFFIXES[fmt]}"
     number = 1
@@ -132,11 +132,6 @@ def shown_path(path: str | os.PathLike[str], cwd: str | os.PathLike[str] = ".") 
     """``path`` as a message names it: relative to ``cwd`` when inside it, else absolute."""
     full, base = Path(path).resolve(), Path(cwd).resolve()
     return str(full.relative_to(base)) if full.is_relative_to(base) else str(full)
-
-
-def _slug(text: str, width: int) -> str:
-    # Lower-case letters and digits joined by "-": safe as a file name on every system.
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:width].strip("-")
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.describe import one_line
 from ..core.file.atomic import replace_file, write_new_file
+from ..core.file.paths import file_stem
 from ..core.js.jsontext import visible
 from ..core.opening import open_session_file, session_path
 from ..errors import SessionError, SessionFileError
@@ -215,9 +216,9 @@ def default_chat_path(
     A chat already linked to ``session`` is returned as it is.
     """
     target = Path(os.path.abspath(session))
-    stem = _file_stem(name) if name else ""
+    stem = file_stem(name, 40) if name else ""
     if not stem:
-        stem = "session-" + (_file_stem(session_id)[:8] or "new")
+        stem = "session-" + (file_stem(session_id[:8], 8) or "new")
     base = Path(os.path.abspath(folder))
     for n in range(1, 1000):
         chat = base / (f"{stem}.chat" if n == 1 else f"{stem}-{n}.chat")
@@ -227,12 +228,6 @@ def default_chat_path(
         if link is not None and os.path.abspath(link.session) == str(target):
             return chat
     raise FileExistsError(f"{base}: no free name for a chat of {target.name}")
-
-
-def _file_stem(name: str) -> str:
-    """``name`` as a short file name: letters, digits, ``-`` and ``_`` (at most 40)."""
-    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())
-    return "-".join(part for part in cleaned.split("-") if part)[:40].strip("-_")
 
 
 def record_path(chat: str | os.PathLike[str]) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ __all__ = [
     "AGENT_DIR_ENV",
     "agent_dir",
     "encode_cwd",
+    "file_stem",
     "iso_now",
     "read_settings",
     "resolve_cwd",
@@ -126,3 +128,12 @@ def read_settings(cwd: str | os.PathLike[str] | None = None) -> list[dict[str, A
         if isinstance(data, dict):
             layers.append(data)
     return layers
+
+
+def file_stem(text: str, width: int) -> str:
+    """``text`` as a short file name: lower-case ASCII letters and digits joined by ``-``, at
+    most ``width`` characters, safe on every system (``""`` when nothing of it is kept).
+
+    The one rule for the names pinb gives the files it makes from a session's name or id
+    (an export, a chat)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:width].strip("-")
