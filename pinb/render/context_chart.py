@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.context.accounting import ContextUsage, context_usage, thousands
+from ..core.context.accounting import ContextUsage, context_usage, saved_share, thousands
 from ..core.context.build import UNSET
 from ..core.context.tokens import CompactionSettings, context_tokens_of_usage
 from ..core.describe import node_key, plural
@@ -87,8 +87,7 @@ class ChartCompaction:
 
     def saved_text(self) -> str:
         """``saved 9,534 (65%)``: the compaction views' words for what it removed."""
-        share = f" ({self.share_saved:.0%})" if self.share_saved is not None else ""
-        return f"saved {thousands(self.saved)}{share}"
+        return f"saved {saved_share(self.saved, self.estimated_before)}"
 
     def label(self) -> str:
         """The picture's label at the drop: which compaction, what set it off, what it saved."""

@@ -23,6 +23,7 @@ __all__ = [
     "ContextUsage",
     "context_usage",
     "estimated_by_role",
+    "saved_share",
     "thousands",
 ]
 
@@ -34,6 +35,13 @@ ESTIMATE: Final = "estimate"
 def thousands(value: float | None) -> str:
     """``12,345`` (``—`` for an unknown value)."""
     return "—" if value is None else f"{value:,.0f}"
+
+
+def saved_share(saved: float, before: float | None) -> str:
+    """``9,534 (65%)``: what a compaction or a masking removed, and its share of the context
+    before it (one measure on both sides); every view's words for it."""
+    share = f" ({saved / before:.0%})" if before else ""
+    return f"{thousands(saved)}{share}"
 
 
 @dataclass(frozen=True)

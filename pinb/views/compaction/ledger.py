@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ...core.context.accounting import thousands
+from ...core.context.accounting import saved_share, thousands
 from ...render.html import escape, shorten, table
 from ...render.plain import text_table
 from ...render.tree.graph import plural
@@ -76,7 +76,6 @@ _CALIBRATION_NOTE: Final = (
 
 
 def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
-    share = f" ({r.saved_estimate / r.before_estimate:.0%})" if r.before_estimate else ""
     return (
         r.session_id[:8],
         r.compaction_id,
@@ -84,7 +83,7 @@ def _ledger_row(r: CompactionRecord) -> tuple[object, ...]:
         r.tokens_before,
         r.before_estimate,
         r.after_estimate,
-        f"{r.saved_estimate:,}{share}",
+        saved_share(r.saved_estimate, r.before_estimate),
         f"{r.facts_kept}/{r.facts}",
         f"{r.score:.0%}" if r.score is not None else "—",
         _pinb_cell(r),

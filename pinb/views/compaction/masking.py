@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.compaction.masking import MaskedResult, MaskReport
-from ...core.context.accounting import thousands
+from ...core.context.accounting import saved_share, thousands
 from ...render.html import escape, gauge, heading, mimebundle, style, table, title, wrap
 
 __all__ = ["MaskingView", "masked_rows_html", "masking_html", "masking_text"]
@@ -51,8 +51,7 @@ def masking_html(report: MaskReport, max_rows: int = 300) -> str:
     """The view's HTML: the headline, the context before and after, the masked results."""
     count = len(report.masked)
     done = "Masked" if report.written else "Would mask"
-    saved = report.tokens_saved
-    share = f" ({saved / report.tokens_before:.0%})" if report.tokens_before else ""
+    saved = saved_share(report.tokens_saved, report.tokens_before)
     if report.reaches:
         verdict = "under the threshold: no summary needed"
         if report.summary_calls_avoided:
@@ -86,7 +85,7 @@ def masking_html(report: MaskReport, max_rows: int = 300) -> str:
     parts = [
         title(f"{done} {count:,} old tool result{'s' if count != 1 else ''}"),
         f"<div>Context {thousands(report.tokens_before)} → <b>{thousands(report.tokens_after)}</b> "
-        f"tokens · saved <b>{thousands(saved)}{share}</b>{escape(threshold)} · "
+        f"tokens · saved <b>{saved}</b>{escape(threshold)} · "
         f"{escape(verdict)}</div>",
         table(
             ["context", "tokens", f"share of {thousands(window)}" if window else "share", ""],

@@ -11,7 +11,7 @@ from ...core.compaction.facts import FactCache
 from ...core.compaction.masking import MaskedResult, masked_results
 from ...core.compaction.reports import CompactionReport
 from ...core.compaction.span import CompactionCost, compaction_cost, split_at_cut
-from ...core.context.accounting import estimated_by_role, thousands
+from ...core.context.accounting import estimated_by_role, saved_share, thousands
 from ...core.context.build import UNSET
 from ...core.js.jsontext import value_text
 from ...errors import PinbError
@@ -224,10 +224,9 @@ class CompactionView:
     def to_text(self) -> str:
         r = self.report
         where = self.entry_id or "dry run"
-        share = f" ({r.tokens_saved / r.estimated_before:.0%})" if r.estimated_before else ""
         return (
             f"<CompactionView {where}: chars/4 estimate {thousands(r.estimated_before)} → "
-            f"{thousands(r.estimated_after)} tokens (saved {thousands(r.tokens_saved)}{share}); "
+            f"{thousands(r.estimated_after)} tokens (saved {saved_share(r.tokens_saved, r.estimated_before)}); "
             f"Pi recorded tokensBefore {thousands(r.tokens_before)}; {self._keep_text()}"
             f"{self._retention_text()}{self._pinb_text()}"
             f"{plural(len(r.summarized_ids), 'entry')} summarized, {len(r.kept_ids):,} kept>"
@@ -344,8 +343,7 @@ class CompactionView:
         """:meth:`to_html`; ``hint=False`` leaves out the give-back command (the widget's
         button stands there instead)."""
         r = self.report
-        saved = r.tokens_saved  # the same measure (chars/4) on both sides
-        share = f" ({saved / r.estimated_before:.0%})" if r.estimated_before else ""
+        saved = saved_share(r.tokens_saved, r.estimated_before)  # chars/4 on both sides
         facts = [
             ("reason", r.reason),
             ("summarizer", r.summarizer or "—"),
@@ -395,7 +393,7 @@ class CompactionView:
             title(f"Compaction {self.entry_id or '(dry run)'}"),
             f"<div>chars/4 estimate of the context: <b>{thousands(r.estimated_before)}</b> "
             f"tokens before → <b>{thousands(r.estimated_after)}</b> after · saved "
-            f"<b>{thousands(saved)}{share}</b> <span{style('muted')}>(the same measure on both "
+            f"<b>{saved}</b> <span{style('muted')}>(the same measure on both "
             "sides)</span></div>",
             f"<div{style('muted')}>Pi recorded tokensBefore = {thousands(r.tokens_before)} "
             "(its own figure: the last reported usage plus an estimate of later messages, as "
