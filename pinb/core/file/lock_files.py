@@ -156,6 +156,12 @@ def _writable(path: Path, mode: int) -> bool:
     return bool(mode & 0o222) and os.access(path, os.W_OK)
 
 
+def _writable_folder(fd: int) -> bool:
+    """:func:`_writable`, asked of a folder open on ``fd`` rather than of a name that may
+    lead elsewhere by the time it is asked."""
+    return bool(os.fstat(fd).st_mode & 0o222) and os.access(".", os.W_OK, dir_fd=fd)
+
+
 def _open_folder(path: Path, *, dir_fd: int | None = None, private: bool = False) -> int:
     """Open the folder ``path`` (its last part relative to ``dir_fd`` when given), refusing a
     link or a non-folder, and, when ``private``, a folder of another user's or one anyone
@@ -223,8 +229,8 @@ def _beside(session: Path, tidy: bool, *, create: bool) -> LockFolder | None:
     folder = session.parent / LOCK_FOLDER
     for _ in range(_ATTEMPTS):
         try:
-            info = os.lstat(folder)
-        except FileNotFoundError:
+            fd = _open_folder(folder)
+        except FileNotFoundError:  # not made yet, or tidied away by another writer just now
             if not create:
                 return None
             try:
@@ -234,12 +240,12 @@ def _beside(session: Path, tidy: bool, *, create: bool) -> LockFolder | None:
             if not _writable(session.parent, parent) or not _make_folder(folder, 0o777):
                 return None
             continue
-        if stat.S_ISDIR(info.st_mode) and create and not _writable(folder, info.st_mode):
+        # Asked of the folder opened, not of its name: a folder another writer tidied away
+        # between a look at its name and the question looked read-only, and this writer
+        # locked in the fallback folder while the others locked here, two turns at once.
+        if create and not _writable_folder(fd):
+            os.close(fd)
             return None
-        try:
-            fd = _open_folder(folder)
-        except FileNotFoundError:
-            continue  # tidied away by another process just now
         return LockFolder(folder, fd, tidy)
     # Never somewhere else instead: the other writers lock here.
     raise FileNotFoundError(errno.ENOENT, "the lock folder keeps disappearing", str(folder))

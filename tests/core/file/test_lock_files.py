@@ -5,6 +5,7 @@ exclusive."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -539,3 +540,42 @@ def test_two_writers_never_hold_the_turn_at_once_while_lock_files_are_removed(
     assert together == [0, 0, 0]
     assert looks > 0
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_a_lock_folder_tidied_away_while_a_writer_looks_never_sends_it_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """Writers tidy the empty ``.pinb-locks`` away and make it again all the time; one that
+    looks at the folder just as it goes finds it again, and never takes the fallback folder
+    instead (there it would hold the turn while another writer held it here)."""
+    import threading
+
+    from pinb.core.file.lock_files import open_lock_folder
+
+    path = _session(tmp_path / "notes")
+    beside = path.parent / LOCK_FOLDER
+    stop = threading.Event()
+
+    def tidy() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.mkdir(beside)
+            with contextlib.suppress(OSError):
+                os.rmdir(beside)
+
+    tidier = threading.Thread(target=tidy)
+    tidier.start()
+    elsewhere = []
+    try:
+        for _ in range(20_000):
+            try:
+                folder = open_lock_folder(path)
+            except FileNotFoundError:
+                continue  # it kept disappearing: said, and nowhere else taken
+            if folder.path != beside:
+                elsewhere.append(folder.path)
+            folder.close()
+    finally:
+        stop.set()
+        tidier.join()
+    assert elsewhere == []
